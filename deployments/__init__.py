@@ -1,0 +1,1 @@
+"""deployments — Prefect deployment definitions: schedules, default parameters, work pool."""

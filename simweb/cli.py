@@ -1,0 +1,42 @@
+"""The `simweb` command line: one subcommand per module in ``simweb.commands``.
+
+Each command module defines ``register(subparsers)``, which adds its parser and sets
+``func`` to a callable taking the parsed arguments and returning an exit code.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+# Command modules, in the order `simweb --help` lists them.
+COMMAND_MODULES = (
+    "simweb.commands.ingest",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="simweb",
+        description="Related-pages search over web crawls (Haveliwala et al., WWW 2002).",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

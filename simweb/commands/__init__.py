@@ -1,0 +1,1 @@
+"""Subcommands of the `simweb` command line."""

@@ -1,0 +1,1 @@
+"""tasks — Prefect tasks and the I/O around simcore: WARC, Parquet and index files."""
