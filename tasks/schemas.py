@@ -41,3 +41,15 @@ LINKS = pa.schema(
         pa.field("topical_right", pa.int32(), nullable=False),
     ]
 )
+
+# BAGS/part-<n>.parquet — one weighted bag per URL (paper Section 6.1: merged fragments,
+# frequency-weighted and normalised to a constant sum). Terms are sorted and unique within a
+# row; link-id terms are the inlinking URLs prefixed with "link:" so they never collide with words.
+BAGS = pa.schema(
+    [
+        pa.field("url_id", pa.uint64(), nullable=False),
+        pa.field("url", pa.string(), nullable=False),
+        pa.field("terms", WORDS, nullable=False),
+        pa.field("weights", pa.list_(pa.float32()), nullable=False),
+    ]
+)
