@@ -1,0 +1,382 @@
+"""Stage outputs keyed by what they were computed from, published whole or not at all.
+
+Every stage of the pipeline (ingest, bags, signatures, index; DESIGN.md "Orchestration
+rules") writes its output through :func:`run_stage`:
+
+    <root>/<stage>/<key>/            the published output (any files the stage writes)
+    <root>/<stage>/<key>/_SUCCESS.json   the manifest, the last thing to appear
+    <root>/<stage>/.tmp-<key>-<host>-<pid>-<nonce>/   work in progress
+
+``key`` is the SHA-256 of a canonical JSON document holding the stage name, the identities
+of its inputs (content digests of files, keys of upstream stages) and its parameters. So:
+
+- re-running a finished build finds every key and does no work;
+- changing only a later stage's parameters changes only that stage's key and those of the
+  stages after it, so the earlier outputs are reused;
+- a run that failed inside a stage left nothing under ``<key>/`` for that stage (the work
+  happened in a temporary folder), so the re-run reuses every finished stage and resumes at
+  the one that failed.
+
+On a local file system the temporary folder, manifest included, is renamed into place: one
+atomic step. On an object store (any other fsspec protocol) there is no atomic folder
+rename, so the files are moved first and the manifest is written last; a folder without a
+manifest is never treated as finished and is replaced by the next run.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import enum
+import hashlib
+import json
+import logging
+import math
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import PurePath
+from typing import Any, NamedTuple
+
+from tasks.storage import file_digest, filesystem, join, local_path
+
+MANIFEST = "_SUCCESS.json"
+TMP_PREFIX = ".tmp-"
+# Bumped when the key recipe or the manifest layout changes, so old outputs are not misread.
+CACHE_FORMAT = 1
+# A temporary folder from another host is only removed once it is this old: its owner may
+# still be running there, and we cannot ask that host whether the process is alive.
+STALE_AFTER_SECONDS = 6 * 3600
+
+_HOST = socket.gethostname().replace("-", "_")
+
+logger = logging.getLogger("simweb.stagecache")
+
+
+class StageOutput(NamedTuple):
+    """Where a stage's output lives, its stats, and whether it was reused instead of computed."""
+
+    path: str
+    stats: dict[str, Any]
+    reused: bool
+
+    @property
+    def key(self) -> str:
+        return self.path.rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def stage(self) -> str:
+        return self.path.rstrip("/").rsplit("/", 2)[-2]
+
+    @property
+    def identity(self) -> str:
+        """How a downstream stage names this output among its inputs."""
+        return f"{self.stage}:{self.key}"
+
+
+# ---------------------------------------------------------------------------------------
+# Keys
+
+
+def canonical_json(value: Any) -> str:
+    """A stable JSON text for parameters and input identities (sorted keys, no spaces).
+
+    Accepts frozen dataclasses, pydantic models, mappings, sequences, enums, paths and
+    JSON scalars. Anything else raises, because a key computed from ``repr`` could change
+    between runs and silently defeat (or worse, falsely satisfy) the cache.
+    """
+    return json.dumps(_plain(value, "params"), sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def _plain(value: Any, where: str) -> Any:
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{where}: expected a finite number, got {value!r}")
+        return value
+    if isinstance(value, StageOutput):
+        return value.identity
+    if isinstance(value, enum.Enum):
+        return _plain(value.value, where)
+    if isinstance(value, PurePath):
+        return str(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name), f"{where}.{f.name}") for f in dataclasses.fields(value)}
+    if hasattr(value, "model_dump") and callable(value.model_dump):  # a pydantic model
+        return _plain(value.model_dump(mode="json"), where)
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TypeError(f"{where}: expected string keys, got {type(k).__name__} key {k!r}")
+            out[k] = _plain(v, f"{where}.{k}")
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, (set, frozenset)):
+        items = [_plain(v, f"{where}{{}}") for v in value]
+        return sorted(items, key=lambda item: json.dumps(item, sort_keys=True))
+    raise TypeError(
+        f"{where}: cannot key a {type(value).__name__}; expected a frozen dataclass, a pydantic model, "
+        "a dict, a list or a JSON scalar — convert it to one of those before passing it to the stage"
+    )
+
+
+def stage_key(stage: str, inputs: Mapping[str, Any], params: Any = None) -> str:
+    """The cache key of ``stage`` run on ``inputs`` with ``params`` (64 hex digits)."""
+    _check_stage_name(stage)
+    document = {
+        "format": CACHE_FORMAT,
+        "stage": stage,
+        "inputs": _plain(inputs, "inputs"),
+        "params": _plain(params, "params"),
+    }
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def file_identities(urls: list[str] | tuple[str, ...]) -> list[str]:
+    """Content identities of input files ("sha256:<hex>"), sorted, so that moving or renaming
+    a crawl does not invalidate what was computed from it while any changed byte does."""
+    return sorted(f"sha256:{file_digest(u)}" for u in urls)
+
+
+def _check_stage_name(stage: str) -> None:
+    if not stage or "/" in stage or stage.startswith(".") or stage.startswith("_"):
+        raise ValueError(f"stage name {stage!r}: expected a plain folder name such as 'bags'")
+
+
+# ---------------------------------------------------------------------------------------
+# Lookup and publication
+
+
+def output_path(root: str, stage: str, key: str) -> str:
+    return join(root, stage, key)
+
+
+def read_manifest(path: str) -> dict[str, Any] | None:
+    """The manifest of a published output folder, or None when it is missing or unreadable."""
+    fs, p = filesystem(join(path, MANIFEST))
+    try:
+        with fs.open(p, "rb") as f:
+            manifest = json.loads(f.read())
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return manifest if isinstance(manifest, dict) else None
+
+
+def lookup(root: str, stage: str, key: str) -> str | None:
+    """The output folder of ``stage`` for ``key`` if a finished one is published, else None."""
+    path = output_path(root, stage, key)
+    manifest = read_manifest(path)
+    if manifest is None or manifest.get("stage") != stage or manifest.get("key") != key:
+        return None
+    return path
+
+
+def run_stage(
+    root: str,
+    stage: str,
+    inputs: Mapping[str, Any],
+    params: Any,
+    compute: Callable[[str], Mapping[str, Any] | None],
+    *,
+    log: logging.Logger | logging.LoggerAdapter | None = None,
+) -> StageOutput:
+    """Reuse the published output of ``stage`` for these inputs and parameters, or compute it.
+
+    ``inputs`` names what the stage reads: upstream :class:`StageOutput` values, lists from
+    :func:`file_identities`, or any other identity strings. ``params`` is a frozen dataclass,
+    a pydantic model or a dict. ``compute(tmp)`` writes the stage's files under the folder
+    URL ``tmp`` and returns a small JSON-able stats record (records in/out, skipped by
+    reason). If it raises, nothing is published and the exception propagates.
+    """
+    log = log or _run_logger()
+    key = stage_key(stage, inputs, params)
+    final = output_path(root, stage, key)
+    found = read_manifest(final)
+    if found is not None and found.get("key") == key:
+        log.info(
+            "stage %s: reused %s (computed %s in %.1f s)",
+            stage, key[:12], found.get("finished", "?"), float(found.get("seconds", 0.0)),
+        )
+        return StageOutput(final, dict(found.get("stats") or {}), True)
+
+    clean_stale(root, stage)
+    fs, _ = filesystem(root)
+    tmp = join(root, stage, f"{TMP_PREFIX}{key[:16]}-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    fs.makedirs(filesystem(tmp)[1], exist_ok=True)
+    started = _now()
+    t0 = time.perf_counter()
+    log.info("stage %s: computing %s", stage, key[:12])
+    try:
+        stats = dict(compute(tmp) or {})
+        seconds = time.perf_counter() - t0
+        manifest = {
+            "format": CACHE_FORMAT,
+            "stage": stage,
+            "key": key,
+            "inputs": _plain(inputs, "inputs"),
+            "params": _plain(params, "params"),
+            "stats": _plain(stats, "stats"),
+            "seconds": round(seconds, 3),
+            "started": started,
+            "finished": _now(),
+            "host": socket.gethostname(),
+            "simweb_version": _library_version(),
+        }
+        published = _publish(tmp, final, manifest)
+    except BaseException:
+        _remove(tmp)
+        raise
+    if not published:
+        log.info("stage %s: %s was published by a concurrent run meanwhile; using that", stage, key[:12])
+        found = read_manifest(final) or {}
+        return StageOutput(final, dict(found.get("stats") or stats), True)
+    log.info("stage %s: computed %s in %.1f s: %s", stage, key[:12], seconds, _brief(stats))
+    return StageOutput(final, stats, False)
+
+
+def _publish(tmp: str, final: str, manifest: dict[str, Any]) -> bool:
+    """Move ``tmp`` to ``final`` with its manifest; False if another run got there first."""
+    text = json.dumps(manifest, sort_keys=True, indent=1).encode()
+    local_tmp, local_final = local_path(tmp), local_path(final)
+    if local_tmp is not None and local_final is not None:
+        with open(os.path.join(local_tmp, MANIFEST), "wb") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        if os.path.isdir(local_final):
+            if read_manifest(final) is not None:
+                _remove(tmp)
+                return False
+            _remove(final)  # a folder without a manifest is debris, never a result
+        try:
+            os.rename(local_tmp, local_final)
+        except OSError:
+            if read_manifest(final) is not None:
+                _remove(tmp)
+                return False
+            raise
+        return True
+    fs, final_p = filesystem(final)
+    if fs.exists(final_p):
+        if read_manifest(final) is not None:
+            _remove(tmp)
+            return False
+        fs.rm(final_p, recursive=True)
+    fs.mv(filesystem(tmp)[1], final_p, recursive=True)
+    with fs.open(f"{final_p}/{MANIFEST}", "wb") as f:
+        f.write(text)
+    return True
+
+
+# ---------------------------------------------------------------------------------------
+# House-keeping
+
+
+def clean_stale(root: str, stage: str | None = None) -> list[str]:
+    """Remove temporary folders left by runs that crashed; returns the URLs removed.
+
+    A folder made on this host is stale once its process is gone; one made elsewhere once
+    it is older than :data:`STALE_AFTER_SECONDS`. Folders of live runs are left alone.
+    """
+    fs, root_p = filesystem(root)
+    stages = [stage] if stage else [
+        p.rstrip("/").rsplit("/", 1)[-1] for p in _ls_dirs(fs, root_p)
+    ]
+    removed = []
+    for name in stages:
+        for p in _ls_dirs(fs, f"{root_p.rstrip('/')}/{name}"):
+            base = p.rstrip("/").rsplit("/", 1)[-1]
+            if base.startswith(TMP_PREFIX) and _is_stale(fs, p, base):
+                url = join(root, name, base)
+                _remove(url)
+                removed.append(url)
+    return removed
+
+
+def _is_stale(fs, path: str, base: str) -> bool:
+    fields = base[len(TMP_PREFIX):].split("-")
+    if len(fields) == 4 and fields[1] == _HOST and fields[2].isdigit():
+        return not _pid_alive(int(fields[2]))
+    try:
+        modified = fs.modified(path)
+    except (NotImplementedError, FileNotFoundError, OSError):
+        return False
+    if modified.tzinfo is None:
+        modified = modified.replace(tzinfo=_dt.timezone.utc)
+    return (_dt.datetime.now(_dt.timezone.utc) - modified).total_seconds() > STALE_AFTER_SECONDS
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def published(root: str, stage: str) -> list[dict[str, Any]]:
+    """The manifests of every finished output of ``stage``, oldest first."""
+    fs, root_p = filesystem(root)
+    found = []
+    for p in _ls_dirs(fs, f"{root_p.rstrip('/')}/{stage}"):
+        base = p.rstrip("/").rsplit("/", 1)[-1]
+        if base.startswith(TMP_PREFIX):
+            continue
+        manifest = read_manifest(join(root, stage, base))
+        if manifest is not None:
+            found.append(manifest)
+    return sorted(found, key=lambda m: m.get("finished", ""))
+
+
+def _ls_dirs(fs, path: str) -> list[str]:
+    try:
+        entries = fs.ls(path, detail=True)
+    except FileNotFoundError:
+        return []
+    return [e["name"] for e in entries if e.get("type") == "directory"]
+
+
+def _remove(url: str) -> None:
+    fs, p = filesystem(url)
+    try:
+        fs.rm(p, recursive=True)
+    except FileNotFoundError:
+        pass
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
+
+
+def _library_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("simweb")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _brief(stats: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in stats.items()) or "no stats"
+
+
+def _run_logger() -> logging.Logger | logging.LoggerAdapter:
+    """Prefect's run logger inside a flow or task run (so the UI shows it), else ours."""
+    try:
+        from prefect.exceptions import MissingContextError
+        from prefect.logging import get_run_logger
+
+        try:
+            return get_run_logger()
+        except MissingContextError:
+            return logger
+    except ImportError:
+        return logger
