@@ -1,0 +1,194 @@
+"""URL normalisation and 64-bit URL ids.
+
+Every stage names a page by its normalised URL, and every index by ``url_id`` of it, so two
+spellings of one address (relative vs absolute, ``HTTP://Example.COM:80/a/./b#top`` vs
+``http://example.com/a/b``) land on one document — needed for the link-based terms and the
+anchor windows of paper Section 3.1, where the anchors of page v are credited to the page u
+they point to. The normalisation is RFC 3986 Section 6.2.2 (case, percent-encoding, dot
+segments) plus the scheme-based steps of 6.2.3 (default port, empty path), restricted to
+http and https; fragments are dropped because they name a place inside the same document.
+"""
+from __future__ import annotations
+
+import ipaddress
+import re
+from urllib.parse import urlsplit
+
+import mmh3
+
+__all__ = ["normalize_url", "url_id"]
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+# A percent-escape, a stray "%", or a character that may not appear raw in a path or query
+# (RFC 3986 Section 2: anything outside unreserved, gen-delims and sub-delims).
+_TO_NORMALISE = re.compile(r"%[0-9A-Fa-f]{2}|%|[^A-Za-z0-9\-._~!$&'()*+,;=:@/?]")
+# WHATWG URL: tab and newlines inside a URL are removed; C0 controls and spaces at the ends trimmed.
+_INNER_WHITESPACE = re.compile(r"[\t\n\r]")
+_EDGE_JUNK = "".join(map(chr, range(0x21)))
+# Characters a host may not contain (WHATWG "forbidden host code points" plus controls).
+_FORBIDDEN_HOST = re.compile(r"[\x00-\x20#%/:<>?@\[\\\]^|\x7f]")
+
+_CACHE_LIMIT = 1 << 18
+_cache: dict[tuple[str, str | None], str | None] = {}
+
+
+def _normalise_escape(match: re.Match[str]) -> str:
+    text = match.group()
+    if len(text) == 3:
+        char = chr(int(text[1:], 16))
+        return char if char in _UNRESERVED else text.upper()
+    if text == "%":
+        return "%25"
+    return "".join(f"%{b:02X}" for b in text.encode("utf-8", "surrogatepass"))
+
+
+def _normalise_percent(text: str) -> str:
+    """Decode escaped unreserved characters, upper-case other escapes, escape raw ones (RFC 3986 6.2.2.2)."""
+    return _TO_NORMALISE.sub(_normalise_escape, text)
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 Section 5.2.4 on an absolute path."""
+    if "." not in path:
+        return path
+    output: list[str] = []
+    segments = path.split("/")
+    for i, segment in enumerate(segments[1:], start=1):
+        last = i == len(segments) - 1
+        if segment == ".":
+            if last:
+                output.append("")
+        elif segment == "..":
+            if output:
+                output.pop()
+            if last:
+                output.append("")
+        else:
+            output.append(segment)
+    return "/" + "/".join(output)
+
+
+def _normalise_host(host: str) -> str | None:
+    if "%" in host:
+        host = _TO_NORMALISE.sub(lambda m: chr(int(m.group()[1:], 16)) if len(m.group()) == 3 else m.group(), host)
+    if host.startswith("["):
+        try:
+            return f"[{ipaddress.IPv6Address(host[1:-1]).compressed}]" if host.endswith("]") else None
+        except ValueError:
+            return None
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            return None
+    host = host.lower()
+    if not host or _FORBIDDEN_HOST.search(host):
+        return None
+    return host
+
+
+def _backslashes_to_slashes(url: str) -> str:
+    """Browsers read "\\" as "/" before the query of an http(s) URL, and real pages rely on it."""
+    if "\\" not in url:
+        return url
+    end = min((i for i in (url.find("?"), url.find("#")) if i != -1), default=len(url))
+    return url[:end].replace("\\", "/") + url[end:]
+
+
+def _resolve(ref: str, base: str) -> str:
+    """RFC 3986 Section 5.2.2 reference resolution (dot segments are removed later).
+
+    Written out because urllib's urljoin drops empty ";" parameters. As browsers do, a
+    reference naming the base's own http(s) scheme without "//" ("http:page.html") is relative.
+    """
+    parts = urlsplit(ref)
+    if parts.scheme:
+        rest = ref[len(parts.scheme) + 1 :]
+        if parts.scheme.lower() != urlsplit(base).scheme.lower() or rest.startswith("//"):
+            return ref
+        ref, parts = rest, urlsplit(rest)
+    b = urlsplit(base)
+    if ref.startswith("//"):
+        return f"{b.scheme}:{ref}"
+    if not parts.path:
+        path, query = b.path, (parts.query if "?" in ref else b.query)
+    elif parts.path.startswith("/"):
+        path, query = parts.path, parts.query
+    else:
+        path, query = (b.path[: b.path.rfind("/") + 1] or "/") + parts.path, parts.query
+    return f"{b.scheme}://{b.netloc}{path}?{query}" if query else f"{b.scheme}://{b.netloc}{path}"
+
+
+def _normalise(url: str, base: str | None) -> str | None:
+    url = _backslashes_to_slashes(_INNER_WHITESPACE.sub("", url).strip(_EDGE_JUNK))
+    if base is not None:
+        base = _backslashes_to_slashes(_INNER_WHITESPACE.sub("", base).strip(_EDGE_JUNK))
+        url = _resolve(url, base)
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS:
+        return None
+    netloc, path = parts.netloc, parts.path
+    userinfo, at, hostport = netloc.rpartition("@")
+    host, port = hostport, ""
+    colon = hostport.rfind(":")
+    if colon != -1 and "]" not in hostport[colon:]:
+        host, port = hostport[:colon], hostport[colon + 1 :]
+    host = _normalise_host(host)
+    if host is None:
+        return None
+    if port:
+        if not port.isascii() or not port.isdigit() or int(port) > 65535:
+            return None
+        if int(port) != _DEFAULT_PORTS[scheme]:
+            host = f"{host}:{int(port)}"
+    if at:
+        host = f"{_normalise_percent(userinfo)}@{host}"
+    path = _remove_dot_segments(_normalise_percent(path) or "/")
+    if not path.startswith("/"):
+        path = "/" + path
+    query = f"?{_normalise_percent(parts.query)}" if parts.query else ""
+    return f"{scheme}://{host}{path}{query}"
+
+
+def normalize_url(url: str, base: str | None = None) -> str | None:
+    """The normalised absolute http(s) form of ``url`` (resolved against ``base``), or None.
+
+    Resolves a relative reference against ``base``; drops the fragment; lower-cases scheme and
+    host; converts an internationalised host to IDNA; drops the default port; decodes escaped
+    unreserved characters and upper-cases other escapes; removes ``.`` and ``..`` segments; an
+    empty path becomes ``/``. Anything that is not http or https (``mailto:``, ``javascript:``,
+    ``data:``, ``ftp:``) or cannot be parsed gives None; it never raises. Idempotent.
+    """
+    key = (url, base)
+    try:
+        return _cache[key]
+    except KeyError:
+        pass
+    except TypeError:  # not a string: no URL
+        return None
+    try:
+        result = _normalise(url, base)
+    except (ValueError, TypeError, UnicodeError):
+        result = None
+    if len(_cache) >= _CACHE_LIMIT:
+        _cache.clear()
+    _cache[key] = result
+    if result is not None:
+        _cache[(result, None)] = result
+    return result
+
+
+def url_id(url: str) -> int:
+    """The document id of a URL: unsigned 64-bit MurmurHash3 (x64, seed 0) of its normalised UTF-8 form.
+
+    Raises ValueError for a string that is not an http(s) URL (see normalize_url).
+    """
+    normalised = normalize_url(url)
+    if normalised is None:
+        raise ValueError(
+            f"expected an absolute http or https URL, got {url!r}; "
+            "check normalize_url(url) is not None before asking for its id"
+        )
+    return mmh3.hash64(normalised.encode("utf-8"), 0, signed=False)[0]
