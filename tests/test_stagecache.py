@@ -196,3 +196,83 @@ def test_stage_output_is_a_plain_triple():
     out = StageOutput("/r/bags/abc", {"n": 1}, True)
     path, stats, reused = out
     assert (path, stats, reused, out.stage, out.key) == ("/r/bags/abc", {"n": 1}, True, "bags", "abc")
+
+
+# ---------------------------------------------------------------------------------------
+# The ingestion ledger
+
+
+def _drop(folder: Path, name: str, data: bytes, age_seconds: float = 3600) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_bytes(data)
+    old = path.stat().st_mtime - age_seconds
+    os.utime(path, (old, old))
+    return path
+
+
+def test_the_inbox_scan_sorts_files_against_the_ledger(tmp_path):
+    inbox, crawl = tmp_path / "inbox", str(tmp_path / "crawl")
+    _drop(inbox, "a.warc.gz", b"A")
+    _drop(inbox, "b.warc", b"B")
+    _drop(inbox, "copy-of-a.warc.gz", b"A")
+    _drop(inbox, "notes.txt", b"not a crawl file")
+    _drop(inbox, ".hidden.warc.gz", b"H")
+    _drop(inbox, "arriving.warc.gz", b"C", age_seconds=0)
+
+    scan = stagecache.scan_inbox(str(inbox), crawl, settle_seconds=60)
+    assert [f.name for f in scan.new] == ["a.warc.gz", "b.warc"]
+    assert [f.name for f in scan.duplicates] == ["copy-of-a.warc.gz"]
+    assert scan.unsettled == (f"{inbox}/arriving.warc.gz",)
+    assert scan.summary() == {"new": 2, "already_ingested": 0, "duplicate_in_inbox": 1,
+                              "given_up": 0, "still_being_written": 1}
+
+    a, b = scan.new
+    stagecache.record_ingestion(crawl, [(a, {"pages_written": 3}, None), (b, None, "OSError: I/O error")])
+    ledger = stagecache.read_ledger(crawl)
+    assert ledger[a.digest]["status"] == "ingested" and ledger[a.digest]["stats"] == {"pages_written": 3}
+    assert ledger[b.digest] | {"at": None} == {
+        "name": "b.warc", "url": f"{inbox}/b.warc", "size": 1, "at": None,
+        "status": "failed", "reason": "OSError: I/O error", "attempts": 1,
+    }
+    assert stagecache.ingested_digests(crawl) == [a.digest]
+
+    # A renamed copy of an ingested file is recognised by content; a failed file is retried.
+    _drop(inbox, "a-renamed.warc.gz", b"A")
+    again = stagecache.scan_inbox(str(inbox), crawl, settle_seconds=60)
+    assert [f.name for f in again.already] == ["a-renamed.warc.gz", "a.warc.gz", "copy-of-a.warc.gz"]
+    assert [f.name for f in again.new] == ["b.warc"] and again.duplicates == ()
+
+    # After MAX_ATTEMPTS failures it is given up until its bytes change.
+    for _ in range(stagecache.MAX_ATTEMPTS - 1):
+        stagecache.record_ingestion(crawl, [(b, None, "OSError: I/O error")])
+    assert [f.name for f in stagecache.scan_inbox(str(inbox), crawl).given_up] == ["b.warc"]
+    _drop(inbox, "b.warc", b"B, complete")
+    assert [f.name for f in stagecache.scan_inbox(str(inbox), crawl).new] == ["b.warc"]
+
+
+def test_a_damaged_ledger_is_refused_with_the_fix(tmp_path):
+    (tmp_path / stagecache.LEDGER).write_text("{not json")
+    with pytest.raises(ValueError, match="delete it to re-ingest every file"):
+        stagecache.read_ledger(str(tmp_path))
+    (tmp_path / stagecache.LEDGER).write_text('{"files": []}')
+    with pytest.raises(ValueError, match="expected a ledger with format 1"):
+        stagecache.read_ledger(str(tmp_path))
+
+
+def test_a_missing_inbox_is_reported_with_the_fix(tmp_path):
+    with pytest.raises(FileNotFoundError, match="create it and drop"):
+        stagecache.scan_inbox(str(tmp_path / "nowhere"), str(tmp_path / "crawl"))
+
+
+def test_one_ingestion_at_a_time_per_crawl_folder(tmp_path):
+    crawl = str(tmp_path / "crawl")
+    with stagecache.CrawlLock(crawl):
+        with pytest.raises(RuntimeError, match="is being ingested by another run"):
+            with stagecache.CrawlLock(crawl):
+                pass
+    assert not (tmp_path / "crawl" / stagecache.LOCK).exists()
+    # A lock left by a process that died is taken over.
+    (tmp_path / "crawl" / stagecache.LOCK).write_text(f"{stagecache._HOST} {_a_dead_pid()}\n")
+    with stagecache.CrawlLock(crawl):
+        assert (tmp_path / "crawl" / stagecache.LOCK).read_text() == f"{stagecache._HOST} {os.getpid()}\n"
