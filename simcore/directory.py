@@ -1,0 +1,336 @@
+"""A topic directory as ground truth: Open Directory RDF dumps and ``url<TAB>category`` files.
+
+Paper Section 2.1: the directory is treated as a tree ("soft links" whose name ends in ``@``
+are ignored, footnote 2), collapsed below a fixed depth of three, and the relatively few
+documents listed above that depth are ignored. Section 5, footnote 8: the directory's own
+pages are kept out of the data set, so that its descriptive links cannot leak the classes
+into the anchor text being judged.
+
+The parsers read a binary file-like object handed in by the caller (this layer never opens
+files) and stream it: the Open Directory's ``content.rdf.u8`` is several gigabytes, and only
+one ``Topic`` or ``ExternalPage`` element is held in memory at a time. The XML parser refuses
+entity declarations and external entities (defusedxml), so a hostile file cannot expand
+itself into gigabytes or read local files.
+
+Memberships are read from both places the dump states them — an ``ExternalPage``'s
+``<topic>`` and a ``Topic``'s ``<link>``/``<link1>`` elements — and deduplicated, so an
+excerpt that lists a URL in only one of the two places still counts it.
+"""
+from __future__ import annotations
+
+import io
+from collections import Counter
+from collections.abc import Callable, Container, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import BinaryIO
+from xml.etree.ElementTree import ParseError
+
+import defusedxml.ElementTree as safe_et
+from defusedxml import DefusedXmlException
+
+from simcore.urls import normalize_url
+
+ROOT = "Top"
+CLASS_DEPTH = 3
+SOFT_LINK_SUFFIX = "@"
+
+# Hosts serving the Open Directory itself (and its best-known mirror); their pages are the
+# directory's own pages and are excluded from the data set (paper Section 5, footnote 8).
+ODP_HOSTS = ("dmoz.org", "dmoz.com", "odp.org", "directory.google.com")
+
+Class = tuple[str, ...]
+
+
+class DirectoryFormatError(ValueError):
+    """The directory file is not what the parser expects (malformed XML, refused entities, bad TSV)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """One directory membership as written in the file: a URL listed under a topic path."""
+
+    url: str
+    topic: str
+
+
+def topic_segments(topic: str) -> tuple[str, ...]:
+    """The category names below the root: ``"Top/Arts/Animation"`` → ``("Arts", "Animation")``.
+
+    Leading/trailing slashes and a leading ``Top`` are dropped, so ODP topic ids, TSV paths
+    such as ``/home/gardens/plants`` and the paper's Figure 2 spelling all read the same.
+    """
+    parts = [p for p in topic.strip().split("/") if p]
+    if parts and parts[0] == ROOT:
+        parts = parts[1:]
+    return tuple(parts)
+
+
+def collapse(topic: str, depth: int = CLASS_DEPTH) -> Class | None:
+    """The class of a listing after collapsing the hierarchy below ``depth`` (Section 2.1).
+
+    Returns None for a topic above ``depth`` (those documents are ignored) and for a path
+    through a soft link (a segment ending in ``@``): the hierarchy is treated as a tree.
+    """
+    parts = topic_segments(topic)
+    if any(p.endswith(SOFT_LINK_SUFFIX) for p in parts):
+        return None
+    if len(parts) < depth:
+        return None
+    return parts[:depth]
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]
+
+
+def _attr(elem, name: str) -> str | None:
+    for key, value in elem.attrib.items():
+        if _local(key) == name:
+            return value
+    return None
+
+
+def iter_odp_rdf(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Listing]:
+    """Stream the listings of an Open Directory ``content.rdf.u8`` dump (or an excerpt of one).
+
+    Reads ``Topic`` elements (their ``link`` and ``link1`` children give the URLs listed under
+    ``r:id``) and ``ExternalPage`` elements (``about`` with its ``<topic>``). Real quirks are
+    handled: the root topic has an empty ``r:id``; ``link1`` marks an editor's pick and lists a
+    URL like ``link``; ``priority``, titles and descriptions are ignored. ``counts`` (if given)
+    receives ``topics``, ``external_pages``, ``topic_links`` and the skipped cases
+    (``listing_without_url``, ``listing_without_topic``).
+
+    Raises DirectoryFormatError for malformed XML or a file that declares entities.
+    """
+    counts = counts if counts is not None else Counter()
+    root = None
+    try:
+        for event, elem in safe_et.iterparse(stream, events=("start", "end")):
+            if event == "start":
+                if root is None:
+                    root = elem
+                continue
+            name = _local(elem.tag)
+            if name == "Topic":
+                counts["topics"] += 1
+                topic = _attr(elem, "id") or ""
+                for child in elem:
+                    if _local(child.tag) in ("link", "link1"):
+                        url = (_attr(child, "resource") or "").strip()
+                        counts["topic_links"] += 1
+                        if not url:
+                            counts["listing_without_url"] += 1
+                        elif not topic:
+                            counts["listing_without_topic"] += 1
+                        else:
+                            yield Listing(url, topic)
+            elif name == "ExternalPage":
+                counts["external_pages"] += 1
+                url = (elem.get("about") or _attr(elem, "about") or "").strip()
+                topics = [(c.text or "").strip() for c in elem if _local(c.tag) == "topic"]
+                topics = [t for t in topics if t]
+                if not url:
+                    counts["listing_without_url"] += 1
+                elif not topics:
+                    counts["listing_without_topic"] += 1
+                for topic in topics if url else ():
+                    yield Listing(url, topic)
+            else:
+                continue
+            # Keep memory bounded: drop the finished element from the tree.
+            elem.clear()
+            if root is not None:
+                root.clear()
+    except ParseError as err:
+        line, column = getattr(err, "position", (0, 0))
+        raise DirectoryFormatError(
+            f"the directory file is not well-formed XML (line {line}, column {column}): {err}; "
+            "expected an Open Directory RDF dump (content.rdf.u8) — check that the file is complete "
+            "and, if it is compressed, that it was decompressed"
+        ) from None
+    except DefusedXmlException as err:
+        raise DirectoryFormatError(
+            f"refused to read the directory file: {err}; an Open Directory dump declares no XML "
+            "entities — remove the DOCTYPE/ENTITY declarations or use the original dump"
+        ) from None
+    if root is None:
+        raise DirectoryFormatError("the directory file is empty: expected an Open Directory RDF dump")
+    if _local(root.tag) != "RDF":
+        raise DirectoryFormatError(
+            f"expected an Open Directory RDF dump whose root element is <RDF>, found <{_local(root.tag)}>"
+        )
+
+
+def iter_tsv(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Listing]:
+    """Stream ``url<TAB>category/path`` lines (UTF-8). Blank lines and ``#`` comments are skipped.
+
+    A line without exactly two tab-separated fields, or one that is not UTF-8, is skipped and
+    counted as ``bad_tsv_line``; ``counts["tsv_lines"]`` counts the listings read.
+    """
+    counts = counts if counts is not None else Counter()
+    text = io.TextIOWrapper(stream, encoding="utf-8", errors="strict", newline="")
+    while True:
+        try:
+            line = text.readline()
+        except UnicodeDecodeError:
+            raise DirectoryFormatError(
+                "the directory TSV is not UTF-8 text: expected lines of url<TAB>category; "
+                "re-encode the file as UTF-8"
+            ) from None
+        if not line:
+            break
+        line = line.rstrip("\r\n")
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) != 2 or not fields[0].strip() or not fields[1].strip():
+            counts["bad_tsv_line"] += 1
+            continue
+        counts["tsv_lines"] += 1
+        yield Listing(fields[0].strip(), fields[1].strip())
+    text.detach()
+
+
+def _host(url: str) -> str:
+    rest = url.split("://", 1)[-1]
+    return rest.split("/", 1)[0].split("@")[-1].split(":")[0].lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Directory:
+    """The ground truth: each kept URL (normalised) with its class at the collapse depth.
+
+    ``directory_pages`` and ``directory_hosts`` name the directory's own pages; they are never
+    classified and the evaluation drops them (and their outgoing links) from the crawl data.
+    ``counts`` tells what was read, kept and dropped, and why.
+    """
+
+    classes: dict[str, Class]
+    directory_pages: frozenset[str] = frozenset()
+    directory_hosts: tuple[str, ...] = ()
+    depth: int = CLASS_DEPTH
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def is_directory_page(self, url: str) -> bool:
+        """True for the directory's own pages: listed exclusions and pages on its hosts."""
+        if url in self.directory_pages:
+            return True
+        if not self.directory_hosts:
+            return False
+        host = _host(url)
+        return any(host == h or host.endswith("." + h) for h in self.directory_hosts)
+
+    def class_of(self, url: str) -> Class | None:
+        return self.classes.get(url)
+
+    def __len__(self) -> int:
+        return len(self.classes)
+
+
+def build_directory(
+    listings: Iterable[Listing],
+    *,
+    depth: int = CLASS_DEPTH,
+    normalize: Callable[[str], str | None] = normalize_url,
+    directory_pages: Iterable[str] = (),
+    directory_hosts: Iterable[str] = (),
+    keep: Container[str] | None = None,
+    counts: Counter | None = None,
+) -> Directory:
+    """Classify each listed URL by its depth-``depth`` ancestor topic (paper Section 2.1).
+
+    Rules, each counted in ``Directory.counts``:
+    - ``soft_link``: a topic path through an ``@`` soft link is ignored (footnote 2).
+    - ``above_depth``: a listing above the collapse depth is ignored; deeper ones are collapsed
+      into their depth-``depth`` ancestor (footnote 7).
+    - ``bad_url``: a URL ``normalize`` rejects is skipped. URLs are normalised exactly as the
+      ingest stage normalises link targets, so directory URLs and crawl URLs meet.
+    - ``directory_page``: the directory's own pages are never classified (footnote 8).
+    - ``not_kept``: URLs outside ``keep`` (when given — e.g. the link targets of a crawl, to hold
+      only what the evaluation can use while streaming a full dump) are not stored.
+    - ``conflicting_class``: a URL listed in two different classes has no single familial
+      distance; it is dropped rather than assigned to one of them arbitrarily.
+    """
+    counts = counts if counts is not None else Counter()
+    pages = frozenset(u for u in (normalize(p) for p in directory_pages) if u)
+    hosts = tuple(sorted({h.strip().lower().strip(".") for h in directory_hosts if h.strip()}))
+    probe = Directory({}, pages, hosts, depth)
+    classes: dict[str, Class] = {}
+    conflicted: set[str] = set()
+    for listing in listings:
+        counts["listings"] += 1
+        parts = topic_segments(listing.topic)
+        if any(p.endswith(SOFT_LINK_SUFFIX) for p in parts):
+            counts["soft_link"] += 1
+            continue
+        if len(parts) < depth:
+            counts["above_depth"] += 1
+            continue
+        if len(parts) > depth:
+            counts["collapsed"] += 1
+        url = normalize(listing.url)
+        if url is None:
+            counts["bad_url"] += 1
+            continue
+        if probe.is_directory_page(url):
+            counts["directory_page"] += 1
+            continue
+        if keep is not None and url not in keep:
+            counts["not_kept"] += 1
+            continue
+        cls = parts[:depth]
+        if url in conflicted:
+            continue
+        known = classes.get(url)
+        if known is None:
+            classes[url] = cls
+        elif known != cls:
+            conflicted.add(url)
+            del classes[url]
+    counts["conflicting_class"] = len(conflicted)
+    for key in ("soft_link", "above_depth", "collapsed", "bad_url", "directory_page", "not_kept"):
+        counts.setdefault(key, 0)
+    counts["urls"] = len(classes)
+    counts["classes"] = len(set(classes.values()))
+    return Directory(classes, pages, hosts, depth, dict(counts))
+
+
+def read_directory(
+    stream: BinaryIO,
+    *,
+    fmt: str,
+    depth: int = CLASS_DEPTH,
+    normalize: Callable[[str], str | None] = normalize_url,
+    directory_pages: Iterable[str] = (),
+    directory_hosts: Iterable[str] | None = None,
+    keep: Container[str] | None = None,
+) -> Directory:
+    """Parse a directory file (``fmt`` "rdf" or "tsv") and build the collapsed Directory.
+
+    For an RDF dump the Open Directory's own hosts are excluded unless ``directory_hosts``
+    says otherwise; a TSV names no hosts by default.
+    """
+    counts: Counter = Counter()
+    if fmt == "rdf":
+        listings = iter_odp_rdf(stream, counts)
+        hosts = ODP_HOSTS if directory_hosts is None else tuple(directory_hosts)
+    elif fmt == "tsv":
+        listings = iter_tsv(stream, counts)
+        hosts = () if directory_hosts is None else tuple(directory_hosts)
+    else:
+        raise ValueError(f"unknown directory format {fmt!r}: expected 'rdf' or 'tsv'")
+    return build_directory(
+        listings,
+        depth=depth,
+        normalize=normalize,
+        directory_pages=directory_pages,
+        directory_hosts=hosts,
+        keep=keep,
+        counts=counts,
+    )
+
+
+def sniff_format(head: bytes) -> str:
+    """"rdf" when the first bytes look like XML, else "tsv"."""
+    text = head.lstrip(b"\xef\xbb\xbf").lstrip()
+    return "rdf" if text.startswith(b"<") else "tsv"

@@ -1,0 +1,396 @@
+"""Familial distance and the Kruskal–Goodman Γ of a similarity ordering (paper Section 2).
+
+Given a source document s, the directory orders every other document d by its familial
+distance d_f(s, d) (Definition 1: how far up from s's class the lowest common ancestor lies;
+with the hierarchy collapsed at depth 3 it is 0 same, 1 sibling, 2 cousin, 3 unrelated). The
+familial ordering (Definition 2) says d1 should rank above d2 when d_f(s, d1) < d_f(s, d2). A
+similarity measure orders the same documents by sim(s, ·). Γ (Definition 3) is
+
+    Γ = (C − D) / (C + D),
+
+C (concordant) and D (discordant) counting the pairs both orderings order: pairs (d1, d2) with
+d_f(s, d1) < d_f(s, d2) and sim(s, d1) ≠ sim(s, d2); a similarity tie is not a judgement and
+is excluded (footnote 4: ties are nearly always two similarities of exactly 0). Section 2.3
+aggregates over sources by summing C and D over every source document before dividing. The
+partial Γs restrict d1 to the source's own class and d2 to a sibling, cousin or unrelated
+class respectively.
+
+Counting is exact and O(n log n) per source: each source row is sorted once, tie runs are
+found, and for every familial level a running count gives, at each position, how many
+documents of that level lie strictly below and strictly above the position's value.
+``pair_counts_bruteforce`` is the O(n²) reference the tests compare against.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+SAME, SIBLING, COUSIN, UNRELATED = 0, 1, 2, 3
+DISTANCE_NAMES = ("same", "sibling", "cousin", "unrelated")
+
+# Measure names as they appear in result tables.
+GAMMA = "gamma"
+PARTIAL_GAMMAS = {SIBLING: "sibling_gamma", COUSIN: "cousin_gamma", UNRELATED: "unrelated_gamma"}
+ORTHOGONALITY = "orthogonality"
+GAMMA_MEASURES = (GAMMA, *PARTIAL_GAMMAS.values())
+
+Class = tuple[str, ...]
+
+
+def familial_distance(source: Class, other: Class) -> int:
+    """d_f(s, d) of Definition 1 for classes at the same depth: levels from s's class up to the
+    most specific class dominating both (0 same, 1 sibling, 2 cousin, depth = unrelated)."""
+    if len(source) != len(other):
+        raise ValueError(
+            f"classes must lie at the same depth (the directory is collapsed to one depth): "
+            f"got {len(source)} and {len(other)}"
+        )
+    common = 0
+    for a, b in zip(source, other):
+        if a != b:
+            break
+        common += 1
+    return len(source) - common
+
+
+def class_codes(classes: Sequence[Class]) -> np.ndarray:
+    """Integer codes of every ancestor prefix: column k holds the id of ``cls[:k+1]``.
+
+    Two documents share exactly ``c`` leading columns when their classes share a ``c``-level
+    prefix, so familial distance is ``depth − (number of equal columns)``.
+    """
+    if not classes:
+        return np.zeros((0, 0), dtype=np.int64)
+    depth = len(classes[0])
+    if any(len(c) != depth for c in classes):
+        raise ValueError("all classes must have the same depth (collapse the directory first)")
+    codes = np.empty((len(classes), depth), dtype=np.int64)
+    for k in range(depth):
+        ids: dict[Class, int] = {}
+        for i, cls in enumerate(classes):
+            codes[i, k] = ids.setdefault(cls[: k + 1], len(ids))
+    return codes
+
+
+def familial_distances(codes: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """d_f(s, d) for sources ``rows`` against every document: an int8 array (len(rows), n)."""
+    depth = codes.shape[1]
+    distance = np.full((len(rows), codes.shape[0]), depth, dtype=np.int8)
+    for k in range(depth):
+        distance -= codes[rows, k][:, None] == codes[None, :, k]
+    return distance
+
+
+@dataclass(frozen=True, slots=True)
+class PairCounts:
+    """Per-source pair counts from which every Γ of Section 2.3 and the bootstrap are built.
+
+    ``concordant[i, t]`` / ``discordant[i, t]`` count, for source ``sources[i]``, the document
+    pairs (d1, d2) with familial distances ``types[t] = (a, b)``, a < b, that the similarity
+    ordering puts in the familial order (sim(s, d1) > sim(s, d2)) or against it. Ties are in
+    neither. ``orthogonal[i]`` counts same-class documents with similarity exactly 0 and
+    ``same_class[i]`` all same-class documents (Section 5.1, Figure 4).
+    """
+
+    sources: np.ndarray
+    types: tuple[tuple[int, int], ...]
+    concordant: np.ndarray
+    discordant: np.ndarray
+    orthogonal: np.ndarray
+    same_class: np.ndarray
+
+    def measure_columns(self, measure: str) -> list[int]:
+        """The pair types a Γ measure sums: all of them for Γ, (0, b) for a partial Γ."""
+        if measure == GAMMA:
+            return list(range(len(self.types)))
+        for level, name in PARTIAL_GAMMAS.items():
+            if name == measure:
+                return [t for t, (a, b) in enumerate(self.types) if a == SAME and b == level]
+        raise ValueError(f"unknown measure {measure!r}: expected one of {GAMMA_MEASURES}")
+
+    def per_source(self, measure: str) -> tuple[np.ndarray, np.ndarray]:
+        """(C, D) per source for ``measure``."""
+        cols = self.measure_columns(measure)
+        return self.concordant[:, cols].sum(axis=1), self.discordant[:, cols].sum(axis=1)
+
+
+def _pair_types(depth: int) -> tuple[tuple[int, int], ...]:
+    return tuple((a, b) for b in range(1, depth + 1) for a in range(b))
+
+
+def _check_similarity_block(block: np.ndarray) -> np.ndarray:
+    block = np.asarray(block, dtype=np.float64)
+    if np.isnan(block).any():
+        raise ValueError("similarities contain NaN: expected real numbers for every pair")
+    return block
+
+
+def _rows(similarity, start: int, stop: int) -> np.ndarray:
+    block = similarity[start:stop]
+    if hasattr(block, "toarray"):
+        block = block.toarray()
+    return _check_similarity_block(block)
+
+
+def pair_counts(similarity, codes: np.ndarray, *, block_elements: int = 1 << 21) -> PairCounts:
+    """Exact concordant/discordant counts for every document as a source (Section 2.3).
+
+    ``similarity`` is an (n, n) array, or a scipy sparse matrix (absent entries are similarity
+    0), whose row s holds sim(s, ·); ``codes`` comes from :func:`class_codes` for the same n
+    documents. The diagonal (a source against itself) is never counted. Rows are processed in
+    blocks of about ``block_elements`` entries so memory stays bounded.
+    """
+    n = codes.shape[0]
+    depth = codes.shape[1]
+    if similarity.shape != (n, n):
+        raise ValueError(f"expected an ({n}, {n}) similarity matrix for {n} documents, got {similarity.shape}")
+    types = _pair_types(depth)
+    type_index = {t: i for i, t in enumerate(types)}
+    concordant = np.zeros((n, len(types)), dtype=np.int64)
+    discordant = np.zeros((n, len(types)), dtype=np.int64)
+    orthogonal = np.zeros(n, dtype=np.int64)
+    same_class = np.zeros(n, dtype=np.int64)
+    step = max(1, block_elements // max(n, 1))
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        rows = np.arange(start, stop)
+        local = np.arange(stop - start)
+        sims = _rows(similarity, start, stop)
+        levels = familial_distances(codes, rows)
+
+        same = levels == SAME
+        same[local, rows] = False  # a source is not compared with itself
+        same_class[rows] = same.sum(axis=1)
+        orthogonal[rows] = (same & (sims == 0.0)).sum(axis=1)
+
+        below, above = _count_block(sims, levels, depth)
+        # The source itself sits at distance 0 in its own row; take its pairs back out.
+        own = sims[local, rows][:, None]
+        for b in range(1, depth + 1):
+            at_b = levels == b
+            t = type_index[(SAME, b)]
+            below[t] -= (at_b & (sims < own)).sum(axis=1)
+            above[t] -= (at_b & (sims > own)).sum(axis=1)
+        for t in range(len(types)):
+            concordant[rows, t] = below[t]
+            discordant[rows, t] = above[t]
+    return PairCounts(np.arange(n), types, concordant, discordant, orthogonal, same_class)
+
+
+def _sort_keys(sims: np.ndarray, levels: np.ndarray, level_bits: int) -> np.ndarray:
+    """Row-wise sortable uint64 keys: an order-preserving code of the similarity, then the level.
+
+    Non-negative doubles below 2 (Jaccard and cosine lie in [0, 1]) keep their order as raw
+    bit patterns, which leave the two top bits free; other values are replaced by their exact
+    dense rank within the block. Either way equal similarities get equal codes, so ties stay ties.
+    """
+    if level_bits <= 2 and sims.size and sims.min() >= 0.0 and sims.max() < 2.0:
+        code = (sims + 0.0).view(np.uint64)  # + 0.0 turns -0.0 into 0.0
+    else:
+        _, rank = np.unique(sims, return_inverse=True)
+        code = rank.reshape(sims.shape).astype(np.uint64)
+    return (code << np.uint64(level_bits)) | levels.astype(np.uint64)
+
+
+def _count_block(sims: np.ndarray, levels: np.ndarray, depth: int) -> tuple[dict, dict]:
+    """For each pair type (a, b), per row: Σ over documents d1 at level a of the number of
+    documents at level b with a strictly lower similarity (``below``) / strictly higher
+    (``above``). One row-wise sort, then linear passes over the sorted rows."""
+    level_bits = max(1, int(depth).bit_length())
+    keys = _sort_keys(sims, levels, level_bits)
+    keys.sort(axis=1)
+    level = (keys & np.uint64((1 << level_bits) - 1)).astype(np.int8)
+    value = keys >> np.uint64(level_bits)
+    starts_run = np.ones(keys.shape, dtype=bool)
+    starts_run[:, 1:] = value[:, 1:] != value[:, :-1]
+    del keys, value
+    ends_run = np.ones(starts_run.shape, dtype=bool)
+    ends_run[:, :-1] = starts_run[:, 1:]
+    at = [level == a for a in range(depth)]
+    below: dict = {}
+    above: dict = {}
+    t = 0
+    for b in range(1, depth + 1):
+        running = np.cumsum(level == b, axis=1, dtype=np.int32)  # level-b documents at or before p
+        total = running[:, -1:]
+        # Strictly lower similarity: level-b documents before the first position of p's tie run.
+        # The running count is non-decreasing, so carrying forward its value at each run start
+        # (a max-accumulate) gives that number at every position of the run.
+        exclusive = running - (level == b)
+        under = np.maximum.accumulate(np.where(starts_run, exclusive, 0), axis=1)
+        # Strictly higher: all level-b documents minus those up to the end of p's tie run,
+        # carried backwards from each run end (a min-accumulate over the reversed row).
+        at_end = np.where(ends_run, running, np.int32(np.iinfo(np.int32).max))
+        over = total - np.minimum.accumulate(at_end[:, ::-1], axis=1)[:, ::-1]
+        for a in range(b):
+            below[t] = np.where(at[a], under, 0).sum(axis=1, dtype=np.int64)
+            above[t] = np.where(at[a], over, 0).sum(axis=1, dtype=np.int64)
+            t += 1
+    return below, above
+
+
+def pair_counts_bruteforce(similarity, codes: np.ndarray) -> PairCounts:
+    """The O(n²)-per-source reference for :func:`pair_counts`: every pair compared directly."""
+    n, depth = codes.shape
+    sims = _rows(similarity, 0, n)
+    types = _pair_types(depth)
+    type_index = {t: i for i, t in enumerate(types)}
+    concordant = np.zeros((n, len(types)), dtype=np.int64)
+    discordant = np.zeros((n, len(types)), dtype=np.int64)
+    orthogonal = np.zeros(n, dtype=np.int64)
+    same_class = np.zeros(n, dtype=np.int64)
+    for s in range(n):
+        dist = [depth - int((codes[s] == codes[d]).sum()) for d in range(n)]
+        others = [d for d in range(n) if d != s]
+        for d in others:
+            if dist[d] == SAME:
+                same_class[s] += 1
+                orthogonal[s] += sims[s, d] == 0.0
+        for d1 in others:
+            for d2 in others:
+                if dist[d1] < dist[d2]:
+                    t = type_index[(dist[d1], dist[d2])]
+                    if sims[s, d1] > sims[s, d2]:
+                        concordant[s, t] += 1
+                    elif sims[s, d1] < sims[s, d2]:
+                        discordant[s, t] += 1
+    return PairCounts(np.arange(n), types, concordant, discordant, orthogonal, same_class)
+
+
+def gamma_from_counts(concordant: int | np.ndarray, discordant: int | np.ndarray) -> float:
+    """Γ = (C − D) / (C + D) (Definition 3); NaN when no pair is ordered by both."""
+    c, d = int(np.sum(concordant)), int(np.sum(discordant))
+    return (c - d) / (c + d) if c + d else float("nan")
+
+
+def gammas(counts: PairCounts) -> dict[str, float]:
+    """Γ and the sibling, cousin and unrelated partial Γs, summed over all sources (Section 2.3)."""
+    return {m: gamma_from_counts(*counts.per_source(m)) for m in GAMMA_MEASURES}
+
+
+def orthogonality(counts: PairCounts) -> float:
+    """Intra-cluster orthogonality (Section 5.1, Figure 4): the fraction of same-class document
+    pairs with no common term, i.e. similarity exactly 0. NaN without same-class pairs."""
+    total = int(counts.same_class.sum())
+    return int(counts.orthogonal.sum()) / total if total else float("nan")
+
+
+def source_gamma(counts: PairCounts, measure: str = GAMMA) -> np.ndarray:
+    """Γ of each source on its own (the per-document Γ of Figure 2); NaN where undefined."""
+    c, d = counts.per_source(measure)
+    total = c + d
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, (c - d) / np.where(total > 0, total, 1), np.nan)
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """A measured value with a bootstrap percentile interval and standard error."""
+
+    value: float
+    low: float
+    high: float
+    se: float
+
+
+def _group_sums(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    return np.bincount(groups, weights=values.astype(np.float64), minlength=n_groups)
+
+
+def _resample_weights(n_groups: int, n_resamples: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(n_groups, np.full(n_groups, 1.0 / n_groups), size=n_resamples).astype(np.float64)
+
+
+def _statistics(counts: PairCounts) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per-source (numerator, denominator) of every measure, so each is a ratio of sums."""
+    stats = {}
+    for m in GAMMA_MEASURES:
+        c, d = counts.per_source(m)
+        stats[m] = (c - d, c + d)
+    stats[ORTHOGONALITY] = (counts.orthogonal, counts.same_class)
+    return stats
+
+
+def bootstrap(
+    counts: PairCounts,
+    groups: np.ndarray,
+    *,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict[str, Estimate]:
+    """Every measure with a cluster-bootstrap percentile interval.
+
+    ``groups[i]`` labels source i's resampling unit. Resampling whole classes rather than single
+    sources is the honest choice when sources of one class share their ground truth and are
+    therefore correlated; pass ``np.arange(n)`` to resample sources. Each resample draws the
+    units with replacement and recomputes each measure as a ratio of summed counts, exactly
+    as the point estimate is computed.
+    """
+    groups = _dense_groups(groups)
+    n_groups = int(groups.max()) + 1 if groups.size else 0
+    weights = _resample_weights(n_groups, n_resamples, seed) if n_groups else np.zeros((0, 0))
+    out = {}
+    for measure, (num, den) in _statistics(counts).items():
+        out[measure] = _estimate(num, den, groups, n_groups, weights, level)
+    return out
+
+
+def bootstrap_difference(
+    a: PairCounts,
+    b: PairCounts,
+    groups: np.ndarray,
+    *,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict[str, Estimate]:
+    """measure(a) − measure(b) for two strategies on the same sample, with a paired bootstrap
+    interval (the same resampled units for both), so two strategies can be told apart: an
+    interval excluding 0 says the difference is not resampling noise."""
+    if not np.array_equal(a.sources, b.sources):
+        raise ValueError("both strategies must be counted on the same sample of sources")
+    groups = _dense_groups(groups)
+    n_groups = int(groups.max()) + 1 if groups.size else 0
+    weights = _resample_weights(n_groups, n_resamples, seed)
+    stats_a, stats_b = _statistics(a), _statistics(b)
+    out = {}
+    for measure in stats_a:
+        na, da = (_group_sums(x, groups, n_groups) for x in stats_a[measure])
+        nb, db = (_group_sums(x, groups, n_groups) for x in stats_b[measure])
+        value = _ratio(na.sum(), da.sum()) - _ratio(nb.sum(), db.sum())
+        with np.errstate(invalid="ignore", divide="ignore"):
+            draws = (weights @ na) / (weights @ da) - (weights @ nb) / (weights @ db)
+        out[measure] = _interval(value, draws, level)
+    return out
+
+
+def _dense_groups(groups: np.ndarray) -> np.ndarray:
+    _, dense = np.unique(np.asarray(groups), return_inverse=True)
+    return dense.ravel()
+
+
+def _ratio(num: float, den: float) -> float:
+    return float(num) / float(den) if den else float("nan")
+
+
+def _estimate(num, den, groups, n_groups, weights, level) -> Estimate:
+    gn, gd = _group_sums(num, groups, n_groups), _group_sums(den, groups, n_groups)
+    value = _ratio(gn.sum(), gd.sum())
+    if not n_groups:
+        return Estimate(value, float("nan"), float("nan"), float("nan"))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        draws = (weights @ gn) / (weights @ gd)
+    return _interval(value, draws, level)
+
+
+def _interval(value: float, draws: np.ndarray, level: float) -> Estimate:
+    draws = draws[np.isfinite(draws)]
+    if not np.isfinite(value) or draws.size < 2:
+        return Estimate(value, float("nan"), float("nan"), float("nan"))
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(draws, [tail, 1.0 - tail])
+    return Estimate(value, float(low), float(high), float(draws.std(ddof=1)))

@@ -1,0 +1,277 @@
+"""The topic directory: the real ODP dump excerpt, its quirks, collapse, exclusion, and hostile files."""
+from __future__ import annotations
+
+import io
+import tracemalloc
+from collections import Counter
+
+import pytest
+
+from simcore.directory import (
+    ODP_HOSTS,
+    DirectoryFormatError,
+    Listing,
+    build_directory,
+    collapse,
+    iter_odp_rdf,
+    iter_tsv,
+    read_directory,
+    sniff_format,
+    topic_segments,
+)
+
+ANIME = ("Arts", "Animation", "Anime")
+
+
+@pytest.fixture(scope="module")
+def odp_bytes(shared_fixtures) -> bytes:
+    return (shared_fixtures / "odp" / "dmoz-content-excerpt.rdf").read_bytes()
+
+
+def rdf(body: str) -> io.BytesIO:
+    return io.BytesIO(
+        (
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            '<RDF xmlns:r="http://www.w3.org/TR/RDF/" xmlns:d="http://purl.org/dc/elements/1.0/" '
+            f'xmlns="http://dmoz.org/rdf/">{body}</RDF>'
+        ).encode()
+    )
+
+
+# --- the real excerpt ---------------------------------------------------------------------------
+
+def test_real_excerpt_elements_are_all_read(odp_bytes):
+    counts = Counter()
+    listings = list(iter_odp_rdf(io.BytesIO(odp_bytes), counts))
+    # 6 Topic elements (the first with an empty r:id), 29 ExternalPage elements, and 40 link/link1
+    # children: Animation 1 link1 + 4 link, Characters 6, Clubs_and_Organizations 29.
+    assert counts["topics"] == 6
+    assert counts["external_pages"] == 29
+    assert counts["topic_links"] == 40
+    assert len(listings) == 69
+    # 28 of the 29 pages are stated in both places; google.com only as an ExternalPage, and 12
+    # Clubs links have no ExternalPage in the excerpt.
+    assert len(set(listings)) == 41
+    assert counts["listing_without_url"] == counts["listing_without_topic"] == 0
+
+
+def test_link1_and_priority_quirks(odp_bytes):
+    listings = list(iter_odp_rdf(io.BytesIO(odp_bytes)))
+    awn = [entry for entry in listings if entry.url == "http://www.awn.com/"]
+    # Once from the Topic's <link1> (an editor's pick) and once from its ExternalPage, whose
+    # <priority>1</priority> does not stop the <topic> being read.
+    assert awn == [Listing("http://www.awn.com/", "Top/Arts/Animation")] * 2
+
+
+def test_real_excerpt_collapses_to_one_third_level_class(odp_bytes):
+    d = read_directory(io.BytesIO(odp_bytes), fmt="rdf")
+    # Characters (6 URLs) and Clubs_and_Organizations (29 links + google.com) lie below depth 3
+    # and collapse into Top/Arts/Animation/Anime; the 5 Top/Arts/Animation URLs lie above it.
+    assert len(d) == 36
+    assert set(d.classes.values()) == {ANIME}
+    assert d.counts["above_depth"] == 10  # 5 link/link1 + 5 ExternalPage listings
+    assert d.counts["collapsed"] == 59
+    assert d.counts["classes"] == 1
+    assert d.class_of("http://www.awn.com/") is None
+    assert d.class_of("http://animation.about.com/") is None
+    assert d.class_of("http://google.com/") == ANIME  # only an ExternalPage lists it
+    assert d.class_of("http://www.calanimagealpha.com/") == ANIME  # only a Topic link lists it
+    assert d.class_of("http://www.hcs.harvard.edu/~anime/") == ANIME
+
+
+def test_real_excerpt_at_depth_two_keeps_the_animation_pages(odp_bytes):
+    d = read_directory(io.BytesIO(odp_bytes), fmt="rdf", depth=2)
+    assert len(d) == 41
+    assert d.class_of("http://www.awn.com/") == ("Arts", "Animation")
+    assert d.counts["above_depth"] == 0  # the root topic lists no URL
+
+
+def test_streaming_keep_set_holds_only_wanted_urls(odp_bytes):
+    keep = {"http://google.com/", "http://www.yale.edu/anime/"}
+    d = read_directory(io.BytesIO(odp_bytes), fmt="rdf", keep=keep)
+    assert set(d.classes) == keep
+    assert d.counts["not_kept"] == 59 - 3  # google once, yale twice
+
+
+# --- rules ---------------------------------------------------------------------------------------
+
+def test_topic_segments_and_collapse():
+    assert topic_segments("Top/Arts/Animation") == ("Arts", "Animation")
+    assert topic_segments("/home/gardens/plants/") == ("home", "gardens", "plants")
+    assert topic_segments("") == ()
+    assert collapse("Top/A/B/C/D/E") == ("A", "B", "C")
+    assert collapse("Top/A/B/C") == ("A", "B", "C")
+    assert collapse("Top/A/B") is None
+    assert collapse("Top/A/B@/C") is None
+    assert collapse("Top/A/B/C", depth=1) == ("A",)
+
+
+def test_soft_links_are_ignored():
+    stream = rdf(
+        '<Topic r:id="Top/Arts/Anime@/Characters"><link r:resource="http://a.example/"/></Topic>'
+        '<ExternalPage about="http://b.example/"><topic>Top/Arts/Movies/Anime@</topic></ExternalPage>'
+        '<ExternalPage about="http://c.example/"><topic>Top/Arts/Movies/Titles</topic></ExternalPage>'
+    )
+    d = read_directory(stream, fmt="rdf")
+    assert d.counts["soft_link"] == 2
+    assert d.classes == {"http://c.example/": ("Arts", "Movies", "Titles")}
+
+
+def test_urls_are_normalised_like_the_ingest_stage_and_bad_ones_counted():
+    listings = [
+        Listing("HTTP://Example.COM:80/a/./b#frag", "Top/A/B/C"),
+        Listing("mailto:someone@example.com", "Top/A/B/C"),
+        Listing("ftp://example.com/file", "Top/A/B/C"),
+    ]
+    d = build_directory(listings)
+    assert d.classes == {"http://example.com/a/b": ("A", "B", "C")}
+    assert d.counts["bad_url"] == 2
+
+
+def test_a_url_in_two_classes_is_dropped_and_counted():
+    listings = [
+        Listing("http://x.example/", "Top/A/B/C"),
+        Listing("http://x.example/", "Top/A/B/D"),
+        Listing("http://x.example/", "Top/A/B/C/Deeper"),
+        Listing("http://y.example/", "Top/A/B/C"),
+        Listing("http://y.example/", "Top/A/B/C/Deeper"),  # same class after collapse: kept
+    ]
+    d = build_directory(listings)
+    assert d.classes == {"http://y.example/": ("A", "B", "C")}
+    assert d.counts["conflicting_class"] == 1
+
+
+def test_directory_pages_are_excluded_by_host_and_by_list():
+    stream = rdf(
+        '<ExternalPage about="http://www.dmoz.org/Arts/Animation/"><topic>Top/Arts/Animation/Anime</topic></ExternalPage>'
+        '<ExternalPage about="http://dmoz.org/"><topic>Top/Arts/Animation/Anime</topic></ExternalPage>'
+        '<ExternalPage about="http://notdmoz.org/"><topic>Top/Arts/Animation/Anime</topic></ExternalPage>'
+        '<ExternalPage about="http://toc.example/index.html"><topic>Top/Arts/Animation/Anime</topic></ExternalPage>'
+        '<ExternalPage about="http://page.example/"><topic>Top/Arts/Animation/Anime</topic></ExternalPage>'
+    )
+    d = read_directory(stream, fmt="rdf", directory_pages=["HTTP://TOC.example:80/index.html#top"])
+    assert "dmoz.org" in ODP_HOSTS
+    assert set(d.classes) == {"http://notdmoz.org/", "http://page.example/"}
+    assert d.counts["directory_page"] == 3
+    assert d.is_directory_page("https://www.dmoz.org/Computers/")
+    assert d.is_directory_page("http://toc.example/index.html")
+    assert not d.is_directory_page("http://notdmoz.org/")
+    assert not d.is_directory_page("http://page.example/")
+
+
+def test_tsv_reads_lines_comments_and_counts_bad_lines():
+    text = (
+        "# url<TAB>category\n"
+        "http://a.example/\tTop/A/B/C\r\n"
+        "\n"
+        "http://b.example/\t/A/B/D/E\n"
+        "http://c.example/ no tab here\n"
+        "http://d.example/\tTop/A/B/C\textra field\n"
+        "http://e.example/\tTop/A\n"
+    )
+    counts = Counter()
+    listings = list(iter_tsv(io.BytesIO(text.encode()), counts))
+    assert [entry.url for entry in listings] == ["http://a.example/", "http://b.example/", "http://e.example/"]
+    assert counts["bad_tsv_line"] == 2
+    d = read_directory(io.BytesIO(text.encode()), fmt="tsv")
+    assert d.classes == {"http://a.example/": ("A", "B", "C"), "http://b.example/": ("A", "B", "D")}
+    assert d.counts["above_depth"] == 1
+    assert not d.is_directory_page("http://www.dmoz.org/")  # a TSV names no directory hosts
+
+
+def test_tsv_that_is_not_utf8_is_refused_with_the_fix():
+    with pytest.raises(DirectoryFormatError, match="UTF-8"):
+        list(iter_tsv(io.BytesIO("http://a.example/\tTop/Caf\xe9/B/C\n".encode("latin-1"))))
+
+
+def test_sniff_format():
+    assert sniff_format(b'\xef\xbb\xbf<?xml version="1.0"?>') == "rdf"
+    assert sniff_format(b"http://a.example/\tTop/A/B/C\n") == "tsv"
+
+
+# --- hostile and broken files -----------------------------------------------------------------
+
+def test_entity_expansion_is_refused():
+    bomb = (
+        b'<?xml version="1.0"?>\n<!DOCTYPE RDF [<!ENTITY a "aaaaaaaaaa">'
+        b'<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"><!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]>'
+        b'<RDF><ExternalPage about="http://x.example/"><topic>&c;</topic></ExternalPage></RDF>'
+    )
+    with pytest.raises(DirectoryFormatError, match="refused"):
+        list(iter_odp_rdf(io.BytesIO(bomb)))
+
+
+def test_external_entities_are_refused():
+    xxe = (
+        b'<?xml version="1.0"?>\n<!DOCTYPE RDF [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+        b'<RDF><ExternalPage about="http://x.example/"><topic>&x;</topic></ExternalPage></RDF>'
+    )
+    with pytest.raises(DirectoryFormatError, match="refused"):
+        list(iter_odp_rdf(io.BytesIO(xxe)))
+
+
+def test_truncated_dump_yields_what_came_before_then_says_where_it_broke(odp_bytes):
+    cut = odp_bytes[: odp_bytes.index(b"<Topic r:id=\"Top/Arts/Animation/Anime\">") + 10]
+    got = []
+    with pytest.raises(DirectoryFormatError, match=r"line \d+, column \d+"):
+        for listing in iter_odp_rdf(io.BytesIO(cut)):
+            got.append(listing)
+    assert len(got) == 10  # the Animation topic's 5 links and its 5 pages
+
+
+def test_wrong_root_element_is_refused():
+    with pytest.raises(DirectoryFormatError, match="root element is <RDF>"):
+        list(iter_odp_rdf(io.BytesIO(b"<html><body>not a dump</body></html>")))
+    with pytest.raises(DirectoryFormatError):
+        list(iter_odp_rdf(io.BytesIO(b"")))
+
+
+def test_unknown_format_is_refused():
+    with pytest.raises(ValueError, match="'rdf' or 'tsv'"):
+        read_directory(io.BytesIO(b""), fmt="json")
+
+
+class _GeneratedDump(io.RawIOBase):
+    """A large ODP-like dump produced on the fly, so the test never holds it in memory."""
+
+    def __init__(self, pages: int):
+        self._chunks = self._generate(pages)
+        self._buffer = b""
+
+    @staticmethod
+    def _generate(pages: int):
+        yield b'<?xml version="1.0"?><RDF xmlns:r="http://www.w3.org/TR/RDF/" xmlns="http://dmoz.org/rdf/">'
+        for i in range(pages):
+            topic = f"Top/T{i % 7}/S{i % 13}/C{i % 17}/Deep"
+            yield (
+                f'<Topic r:id="{topic}"><catid>{i}</catid><link r:resource="http://site{i}.example/"/></Topic>'
+                f'<ExternalPage about="http://site{i}.example/"><d:Title xmlns:d="x">Site {i}</d:Title>'
+                f"<d:Description xmlns:d=\"x\">{'words ' * 30}</d:Description><topic>{topic}</topic></ExternalPage>"
+            ).encode()
+        yield b"</RDF>"
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        while not self._buffer:
+            try:
+                self._buffer = next(self._chunks)
+            except StopIteration:
+                return 0
+        n = min(len(buffer), len(self._buffer))
+        buffer[:n] = self._buffer[:n]
+        self._buffer = self._buffer[n:]
+        return n
+
+
+def test_parsing_streams_in_bounded_memory():
+    pages = 10_000  # about 4 MB of XML
+    tracemalloc.start()
+    try:
+        count = sum(1 for _ in iter_odp_rdf(io.BufferedReader(_GeneratedDump(pages))))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert count == 2 * pages
+    assert peak < 2 * 2**20, f"parser held {peak / 2**20:.1f} MiB: the tree is not being released"
