@@ -1,0 +1,242 @@
+"""PROCESSQUERY over the signature index H and its inversion I (paper Section 6.2, Figure 11).
+
+H is the n × m matrix of min-hash signatures, one row per document id. I maps each
+(position j, signature value h) to the sorted ids of the documents u with H[u, j] = h. Here I
+is three flat arrays, the compressed-sparse-row layout of the file format
+(``tasks/index_store.py``):
+
+    keys     uint64, rising: one per bucket, (j << 32) | h
+    offsets  K + 1 rising integers: bucket b holds docs[offsets[b]:offsets[b + 1]]
+    docs     uint32 document ids, rising within a bucket
+
+A bucket holding a single document can never report a collision with another document, so
+inversion drops it (lossless); documents left out of I (the paper's low in-degree filter,
+Section 7.1) can still be queried from H but are never results.
+
+Figure 11 counts, for each document, the positions where it shares the query's signature;
+sim = count / m estimates the bag Jaccard, and the documents with sim ≥ α are returned ranked
+(ties by document id). Here one ``np.searchsorted`` finds all m buckets of a query at once and
+one sort counts the collisions; a batch of queries shares both.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from simcore.minhash import EMPTY
+
+__all__ = [
+    "InvertedIndex",
+    "Matches",
+    "all_pairs",
+    "bucket_keys",
+    "invert",
+    "min_count",
+    "process_queries",
+    "process_query",
+]
+
+# Postings gathered per batch step (× ~24 bytes of temporaries).
+_POSTINGS_BUDGET = 8_000_000
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class InvertedIndex:
+    """I in CSR form (see the module docstring); the arrays may be memory-mapped."""
+
+    keys: np.ndarray
+    offsets: np.ndarray
+    docs: np.ndarray
+    m: int
+
+    def __post_init__(self) -> None:
+        if self.keys.dtype != np.uint64 or self.docs.dtype != np.uint32:
+            raise ValueError(f"inverted index: expected uint64 keys and uint32 docs, got {self.keys.dtype}, {self.docs.dtype}")
+        if self.offsets.shape != (self.keys.size + 1,):
+            raise ValueError(
+                f"inverted index: expected {self.keys.size + 1} offsets for {self.keys.size} buckets, "
+                f"got {self.offsets.shape[0]}"
+            )
+
+    @property
+    def n_buckets(self) -> int:
+        return int(self.keys.size)
+
+    @property
+    def n_postings(self) -> int:
+        return int(self.docs.size)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Matches:
+    """The documents similar to one query, best first: ids and collision counts (sim = count / m)."""
+
+    query: int
+    docs: np.ndarray
+    counts: np.ndarray
+    m: int
+
+    @property
+    def similarities(self) -> np.ndarray:
+        return self.counts / self.m
+
+    def __len__(self) -> int:
+        return int(self.docs.size)
+
+
+def min_count(alpha: float, m: int) -> int:
+    """The least collision count c with c / m ≥ α (at least 1: a document sharing nothing is not similar)."""
+    if not 0.0 <= alpha <= 1.0 or math.isnan(alpha):
+        raise ValueError(f"alpha: expected a similarity threshold in [0, 1], got {alpha!r}")
+    return max(1, math.ceil(alpha * m - 1e-9))
+
+
+def bucket_keys(values: np.ndarray) -> np.ndarray:
+    """The I keys (j << 32) | h of signature rows ``values`` (n × m or m), same shape."""
+    v = np.asarray(values)
+    m = v.shape[-1]
+    return (np.arange(m, dtype=np.uint64) << np.uint64(32)) | v.astype(np.uint64)
+
+
+def invert(h: np.ndarray, indexed: np.ndarray | None = None) -> InvertedIndex:
+    """Invert H in memory (Section 6.2): the reference for the sharded inversion of the index stage.
+
+    ``indexed`` is a boolean mask of the documents to put in I (None: all); rows equal to
+    EMPTY everywhere (bags with no terms) are always left out. Single-document buckets are
+    dropped.
+    """
+    h = np.asarray(h, dtype=np.uint32)
+    n, m = h.shape
+    keep = np.ones(n, dtype=bool) if indexed is None else np.asarray(indexed, dtype=bool).copy()
+    keep &= ~(h == EMPTY).all(axis=1)
+    ids = np.flatnonzero(keep).astype(np.uint32)
+    keys = bucket_keys(h[ids]).T.ravel()  # position-major, so equal keys keep rising doc ids
+    docs = np.tile(ids, m)
+    return buckets_from_pairs(keys, docs, m)
+
+
+def buckets_from_pairs(keys: np.ndarray, docs: np.ndarray, m: int) -> InvertedIndex:
+    """Group (key, doc) pairs into buckets, dropping single-document ones (docs stay rising)."""
+    order = np.argsort(keys, kind="stable")
+    keys, docs = keys[order], docs[order].astype(np.uint32)
+    if keys.size == 0:
+        return InvertedIndex(np.zeros(0, np.uint64), np.zeros(1, np.uint64), np.zeros(0, np.uint32), m)
+    starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+    sizes = np.diff(np.concatenate([starts, [keys.size]]))
+    big = sizes >= 2
+    member = np.repeat(big, sizes)
+    kept_sizes = sizes[big]
+    offsets = np.concatenate([[0], np.cumsum(kept_sizes)]).astype(np.uint64)
+    return InvertedIndex(keys[starts[big]], offsets, docs[member], m)
+
+
+def _postings(index: InvertedIndex, qkeys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For flat query keys: (which key each posting came from, the posting's doc id)."""
+    keys = index.keys
+    if keys.size == 0 or qkeys.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint32)
+    at = np.searchsorted(keys, qkeys)
+    at_c = np.minimum(at, keys.size - 1)
+    hit = keys[at_c] == qkeys
+    which = np.flatnonzero(hit)
+    b = at_c[which]
+    starts = np.asarray(index.offsets[b], dtype=np.int64)
+    ends = np.asarray(index.offsets[b + 1], dtype=np.int64)
+    lengths = ends - starts
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint32)
+    # Positions of every posting: a run starts + 0, 1, … per hit bucket, without a Python loop.
+    firsts = np.cumsum(lengths) - lengths
+    pos = np.arange(total, dtype=np.int64) + np.repeat(starts - firsts, lengths)
+    return np.repeat(which, lengths), np.asarray(index.docs[pos])
+
+
+def process_queries(
+    index: InvertedIndex,
+    signatures: np.ndarray,
+    alpha: float = 0.15,
+    top: int | None = None,
+    exclude: np.ndarray | None = None,
+) -> list[Matches]:
+    """PROCESSQUERY (Figure 11) for each row of ``signatures`` (q × m, the queries' rows of H).
+
+    ``exclude[i]`` is the query's own document id (never its own result), or −1. Each result
+    holds the documents with count / m ≥ ``alpha``, by count descending then id, at most ``top``.
+    """
+    sig = np.atleast_2d(np.asarray(signatures, dtype=np.uint32))
+    q, m = sig.shape
+    if m != index.m:
+        raise ValueError(f"query signatures have {m} positions but the index has m = {index.m}")
+    if top is not None and top < 1:
+        raise ValueError(f"top: expected at least 1 result, got {top}")
+    need = min_count(alpha, m)
+    exclude = np.full(q, -1, np.int64) if exclude is None else np.asarray(exclude, dtype=np.int64)
+    empty = (sig == EMPTY).all(axis=1)
+    results: list[Matches] = []
+    # Batches sized by a rough estimate of the postings each query gathers.
+    per_query = max(1, index.n_postings * m // max(index.n_buckets, 1))
+    step = max(1, _POSTINGS_BUDGET // per_query)
+    for q0 in range(0, q, step):
+        q1 = min(q, q0 + step)
+        qkeys = bucket_keys(sig[q0:q1]).ravel()
+        src, docs = _postings(index, qkeys)
+        qi = src // m
+        # Count collisions per (query, doc) with one sort of packed pairs.
+        pairs = np.sort((qi.astype(np.uint64) << np.uint64(32)) | docs.astype(np.uint64))
+        if pairs.size:
+            first = np.concatenate([[True], pairs[1:] != pairs[:-1]])
+            starts = np.flatnonzero(first)
+            counts = np.diff(np.concatenate([starts, [pairs.size]]))
+            uniq = pairs[starts]
+        else:
+            counts = np.zeros(0, np.int64)
+            uniq = np.zeros(0, np.uint64)
+        uq = (uniq >> np.uint64(32)).astype(np.int64)
+        ud = (uniq & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        ok = (counts >= need) & (ud != exclude[q0 + uq]) & ~empty[q0 + uq]
+        uq, ud, counts = uq[ok], ud[ok], counts[ok]
+        order = np.lexsort((ud, -counts, uq))
+        uq, ud, counts = uq[order], ud[order], counts[order]
+        bounds = np.searchsorted(uq, np.arange(q1 - q0 + 1))
+        for i in range(q1 - q0):
+            s, e = bounds[i], bounds[i + 1]
+            if top is not None:
+                e = min(e, s + top)
+            results.append(Matches(int(exclude[q0 + i]), ud[s:e], counts[s:e], m))
+    return results
+
+
+def process_query(index: InvertedIndex, h: np.ndarray, doc: int, alpha: float = 0.15,
+                  top: int | None = None) -> Matches:
+    """PROCESSQUERY (Figure 11) for document ``doc`` of H: its α-similar documents, best first."""
+    return process_queries(index, np.asarray(h[doc])[None, :], alpha, top, np.array([doc]))[0]
+
+
+def all_pairs(index: InvertedIndex, h: np.ndarray, alpha: float = 0.15, *, chunk: int = 4096) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair (a < b) that PROCESSQUERY reports at threshold α, for every document of H.
+
+    Returns (a, b, count) arrays sorted by count descending, then a, then b. A pair of two
+    indexed documents is found from both sides and reported once.
+    """
+    n = h.shape[0]
+    out_a, out_b, out_c = [], [], []
+    for d0 in range(0, n, chunk):
+        d1 = min(n, d0 + chunk)
+        for res in process_queries(index, np.asarray(h[d0:d1]), alpha, None, np.arange(d0, d1)):
+            if len(res):
+                out_a.append(np.full(len(res), res.query, np.int64))
+                out_b.append(res.docs)
+                out_c.append(res.counts)
+    if not out_a:
+        z = np.zeros(0, np.int64)
+        return z, z.copy(), z.copy()
+    a, b, c = np.concatenate(out_a), np.concatenate(out_b), np.concatenate(out_c)
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    packed = (lo.astype(np.uint64) << np.uint64(32)) | hi.astype(np.uint64)
+    _, first = np.unique(packed, return_index=True)
+    lo, hi, c = lo[first], hi[first], c[first]
+    order = np.lexsort((hi, lo, -c))
+    return lo[order], hi[order], c[order]
