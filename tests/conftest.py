@@ -35,3 +35,74 @@ def prefect_harness(tmp_path_factory):
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+# --- A small related-pages index (signatures + invert stages over synthetic BAGS) -----------
+
+INDEX_TOPICS = {
+    "java": "java jdk applet servlet bean swing compiler bytecode jvm class interface thread",
+    "music": "music audio song artist band album record guitar radio concert singer vinyl",
+    "money": "money finance stock market invest bank fund bond trade broker loan credit",
+    "weather": "weather forecast rain storm climate snow wind radar temperature cloud sun sky",
+}
+
+
+def write_synthetic_crawl(root: Path, *, per_topic: int = 12, seed: int = 7) -> dict[str, str]:
+    """BAGS, PAGES and LINKS Parquet folders for a tiny web of topic clusters (no WARC needed).
+
+    Page ``http://<topic><i>.example.com/`` draws most of its terms from its topic's vocabulary,
+    so pages of one topic are similar and pages of different topics are not. Page 0 of every
+    topic has in-degree 1 (left out of I by the default filter), the others in-degree 4..7.
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    from simcore.urls import url_id
+    from tasks.schemas import BAGS, LINKS, PAGES
+    from tasks.storage import write_parquet_atomic
+
+    rng = np.random.default_rng(seed)
+    noise = [f"noise{i}" for i in range(200)]
+    bags, pages, links = [], [], []
+    for topic, words in INDEX_TOPICS.items():
+        vocab = words.split()
+        for i in range(per_topic):
+            url = f"http://{topic}{i}.example.com/"
+            chosen = set(rng.choice(vocab, size=9, replace=False)) | set(rng.choice(noise, size=3, replace=False))
+            terms = sorted(chosen)
+            w = rng.random(len(terms)) + 0.2
+            w = w / w.sum()
+            bags.append({"url_id": url_id(url), "url": url, "terms": terms, "weights": w.astype(np.float32).tolist()})
+            pages.append({"url": url, "url_id": url_id(url), "title": f"{topic.title()} page {i}",
+                          "title_words": [topic], "words": terms, "status": 200, "content_type": "text/html",
+                          "charset": "utf-8", "source_file": "synthetic.warc.gz", "record_offset": 0})
+            for s in range(1 if i == 0 else 4 + i % 4):
+                src = f"http://hub{s}.example.org/{topic}"
+                links.append({"source_url": src, "source_id": url_id(src), "target_url": url, "target_id": url_id(url),
+                              "anchor_words": [topic], "left_words": [], "right_words": [], "syntactic_left": 0,
+                              "syntactic_right": 0, "topical_left": 0, "topical_right": 0})
+    half = len(bags) // 2
+    out = {"bags": str(root / "bags"), "pages": str(root / "pages"), "links": str(root / "links")}
+    write_parquet_atomic(pa.Table.from_pylist(bags[:half], schema=BAGS), out["bags"] + "/part-00000.parquet")
+    write_parquet_atomic(pa.Table.from_pylist(bags[half:], schema=BAGS), out["bags"] + "/part-00001.parquet")
+    write_parquet_atomic(pa.Table.from_pylist(pages, schema=PAGES), out["pages"] + "/part-0.parquet")
+    write_parquet_atomic(pa.Table.from_pylist(links, schema=LINKS), out["links"] + "/part-0.parquet")
+    return out
+
+
+def build_small_index(root: Path, *, min_in_degree: int | None = 3, directory: str | None = None) -> str:
+    """Run the signatures and invert stages on the synthetic crawl and publish to root/index."""
+    from tasks import index_store
+    from tasks.signatures import invert, signatures
+
+    crawl = write_synthetic_crawl(root / "crawl")
+    signatures(crawl["bags"], str(root / "signed"), pages=crawl["pages"], links=crawl["links"], directory=directory)
+    invert(str(root / "signed"), str(root / "version"), min_in_degree=min_in_degree)
+    index_store.publish(str(root / "version"), str(root / "index"))
+    return str(root / "index")
+
+
+@pytest.fixture(scope="session")
+def small_index(tmp_path_factory) -> str:
+    """A published index of the synthetic crawl (48 pages in 4 topics), built once per session."""
+    return build_small_index(tmp_path_factory.mktemp("small-index"))

@@ -1,0 +1,462 @@
+"""The `signatures` and `invert` stages of build-index (paper Section 6.2, Figure 10).
+
+signatures: BAGS parts → per part, m min-hash signatures per bag (simcore.minhash), one task
+per part; then dense document ids 0..N−1 in part order, H (N × m uint32), the url ↔ doc map
+with title, in-degree and category, and the bags in id order (layout: tasks/index_store.py).
+
+invert: H → I, a shuffle by (j, value): map tasks read blocks of H rows and write, for each
+reduce task, the (key, doc) pairs of the positions j it owns; reduce tasks sort their pairs and
+drop single-document buckets; the last step concatenates the reducers' buckets (they own
+rising ranges of j, so the result is sorted) and writes the manifest. Documents with in-degree
+≤ ``min_in_degree`` are left out of I but stay in H (Section 7.1).
+
+Each unit has a plain function (tested directly) and a Prefect task wrapper; the stage
+functions fan the units out on the flow's Dask task runner, or on Dask's local scheduler when
+called without one.
+"""
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from prefect import task
+
+from simcore.minhash import EMPTY, MinHashParams, sign, term_hashes
+from simcore.query import buckets_from_pairs
+from tasks import index_store as store
+from tasks.storage import parts as dataset_parts
+
+SIG_DIR = "_sig"
+SHUFFLE_DIR = "_shuffle"
+# Rows of H per map task of the inversion (× m × 12 bytes of pairs).
+BLOCK_DOCS = 131_072
+REDUCERS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class SignatureStats:
+    """What the signatures stage read, signed and skipped (STYLE habit 8)."""
+
+    parts: int
+    bags: int
+    empty_bags: int
+    bad_rows: int
+    duplicate_urls: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {"parts": self.parts, "bags": self.bags, "empty_bags": self.empty_bags,
+                "bad_rows": self.bad_rows, "duplicate_urls": self.duplicate_urls}
+
+
+# --------------------------------------------------------------------------- signatures
+
+
+def _part_name(i: int) -> str:
+    return f"part-{i:05d}"
+
+
+def sign_part(part: str, out: str, index: int, params: MinHashParams = MinHashParams()) -> dict[str, int]:
+    """Sign the bags of one BAGS part into ``out/_sig/part-<index>.{u32,parquet}``.
+
+    A row whose terms and weights differ in length, or whose weights are negative or not
+    finite, is skipped and counted.
+    """
+    from tasks.storage import read_parquet
+
+    table = read_parquet(part, columns=["url_id", "url", "terms", "weights"])
+    terms = table.column("terms").combine_chunks()
+    weights = table.column("weights").combine_chunks()
+    t_len = pc.list_value_length(terms).to_numpy(zero_copy_only=False)
+    w_len = pc.list_value_length(weights).to_numpy(zero_copy_only=False)
+    flat_w = pc.list_flatten(weights).to_numpy(zero_copy_only=False).astype(np.float64)
+    w_bad = ~np.isfinite(flat_w) | (flat_w < 0)
+    bad = t_len != w_len
+    if w_bad.any():
+        w_row = np.repeat(np.arange(len(w_len)), w_len)
+        bad |= np.bincount(w_row[w_bad], minlength=len(w_len)) > 0
+    if bad.any():
+        keep = pa.array(~bad)
+        table = table.filter(keep)
+        terms = table.column("terms").combine_chunks()
+        weights = table.column("weights").combine_chunks()
+        t_len = t_len[~bad]
+        flat_w = pc.list_flatten(weights).to_numpy(zero_copy_only=False).astype(np.float64)
+    encoded = pc.dictionary_encode(pc.list_flatten(terms))
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    vocabulary = encoded.dictionary.to_pylist()
+    offsets = np.concatenate([[0], np.cumsum(t_len)]).astype(np.int64)
+    sigs = sign(codes, offsets, term_hashes(vocabulary, params.hash_family), flat_w, params)
+    os.makedirs(os.path.join(out, SIG_DIR), exist_ok=True)
+    base = os.path.join(out, SIG_DIR, _part_name(index))
+    store.write_array_atomic(sigs.values, base + ".u32")
+    meta = pa.table(
+        {
+            "url_id": table.column("url_id"),
+            "url": table.column("url"),
+            "n_terms": pa.array(t_len.astype(np.int32)),
+            "terms": terms,
+            "weights": weights,
+        }
+    )
+    tmp = base + ".tmp.parquet"
+    pq.write_table(meta, tmp)
+    os.replace(tmp, base + ".parquet")
+    return {"bags": table.num_rows, "empty_bags": int(np.count_nonzero(t_len == 0)), "bad_rows": int(bad.sum())}
+
+
+def in_degrees(links: str) -> pa.Table:
+    """(url_id, in_degree): the number of distinct other pages linking to each URL (LINKS data set)."""
+    from tasks.storage import read_parquet
+
+    t = read_parquet(links, columns=["source_id", "target_id"])
+    t = t.filter(pc.not_equal(t.column("source_id"), t.column("target_id")))
+    pairs = t.group_by(["target_id", "source_id"]).aggregate([])
+    counts = pairs.group_by("target_id").aggregate([("source_id", "count")])
+    return pa.table({"url_id": counts.column("target_id"), "in_degree": pc.cast(counts.column("source_id_count"), pa.int32())})
+
+
+def _titles(pages: str) -> pa.Table:
+    from tasks.storage import read_parquet
+
+    t = read_parquet(pages, columns=["url_id", "title"])
+    first = t.group_by("url_id", use_threads=False).aggregate([("title", "first")])
+    return pa.table({"url_id": first.column("url_id"), "title": first.column("title_first")})
+
+
+def _categories(directory: str) -> pa.Table:
+    """(url_id, category) from a directory file: an ODP RDF dump or a url<TAB>category file."""
+    from simcore.directory import read_directory, sniff_format
+    from simcore.urls import url_id
+
+    with open(store.local_dir(directory), "rb") as f:
+        fmt = sniff_format(f.read(4096))
+        f.seek(0)
+        found = read_directory(f, fmt=fmt)
+    ids, cats = [], []
+    for url, cls in found.classes.items():
+        ids.append(url_id(url))
+        cats.append(cls if isinstance(cls, str) else "/".join(cls))
+    return pa.table({"url_id": pa.array(ids, pa.uint64()), "category": pa.array(cats, pa.string())})
+
+
+def _left_join(base: pa.Table, other: pa.Table | None, column: str, dtype: pa.DataType) -> pa.Array:
+    if other is None:
+        return pa.nulls(base.num_rows, dtype)
+    joined = base.select(["url_id", "doc_id"]).join(other, "url_id", join_type="left outer")
+    joined = joined.sort_by("doc_id")
+    return pc.cast(joined.column(column), dtype).combine_chunks()
+
+
+def assemble_signatures(
+    bags: Sequence[str],
+    out: str,
+    params: MinHashParams = MinHashParams(),
+    *,
+    pages: str | None = None,
+    links: str | None = None,
+    directory: str | None = None,
+) -> dict[str, int]:
+    """Number the signed parts 0..N−1 in part order and write H, the url map, the doc map and the bags.
+
+    A URL seen in an earlier part wins; later rows of the same url id are skipped and counted.
+    """
+    signed = [os.path.join(out, SIG_DIR, _part_name(i) + ".parquet") for i in range(len(bags))]
+    metas = [pq.read_table(p, columns=["url_id", "url", "n_terms"]) for p in signed]
+    url_ids = np.concatenate([m.column("url_id").to_numpy() for m in metas]) if metas else np.zeros(0, np.uint64)
+    _, first = np.unique(url_ids, return_index=True)
+    keep = np.zeros(url_ids.size, dtype=bool)
+    keep[first] = True
+    n = int(keep.sum())
+    if n >= 2**32 - 1:
+        raise ValueError(f"{n} documents: the index holds at most 2^32 − 2 (document ids are uint32)")
+    # H: the signed parts' rows in order, duplicates left out.
+    h_path = os.path.join(out, store.H_FILE)
+    tmp = h_path + ".tmp"
+    at = 0
+    with open(tmp, "wb") as f:
+        for i, meta in enumerate(metas):
+            rows = meta.num_rows
+            sig = np.fromfile(os.path.join(out, SIG_DIR, _part_name(i) + ".u32"), dtype="<u4").reshape(rows, params.m)
+            sig[keep[at:at + rows]].tofile(f)
+            at += rows
+    os.replace(tmp, h_path)
+    docmap = pa.concat_tables(metas).filter(pa.array(keep)) if metas else pa.table(
+        {"url_id": pa.array([], pa.uint64()), "url": pa.array([], pa.string()), "n_terms": pa.array([], pa.int32())})
+    docmap = docmap.append_column("doc_id", pa.array(np.arange(n, dtype=np.uint32)))
+    degree = in_degrees(links) if links else None
+    titles = _titles(pages) if pages else None
+    cats = _categories(directory) if directory else None
+    table = pa.table(
+        {
+            "doc_id": docmap.column("doc_id"),
+            "url_id": docmap.column("url_id"),
+            "url": docmap.column("url"),
+            "title": _left_join(docmap, titles, "title", pa.string()),
+            "in_degree": (pc.fill_null(_left_join(docmap, degree, "in_degree", pa.int32()), 0)
+                          if degree is not None else pa.nulls(n, pa.int32())),
+            "category": _left_join(docmap, cats, "category", pa.string()),
+            "n_terms": docmap.column("n_terms"),
+            "indexed": pa.array(np.ones(n, dtype=bool)),
+        },
+        schema=store.DOCMAP,
+    )
+    pq.write_table(table, os.path.join(out, store.DOCMAP_FILE))
+    ids = docmap.column("url_id").to_numpy()
+    order = np.argsort(ids, kind="stable")
+    store.write_array_atomic(ids[order].astype(np.uint64), os.path.join(out, store.URLS_FILE))
+    store.write_array_atomic(order.astype(np.uint32), os.path.join(out, store.URL_DOCS_FILE))
+    _copy_bags(signed, keep, os.path.join(out, store.BAGS_FILE))
+    return {"bags": int(url_ids.size), "docs": n, "duplicate_urls": int(url_ids.size - n)}
+
+
+def _copy_bags(signed: Sequence[str], keep: np.ndarray, path: str) -> None:
+    """The signed parts' bags in document id order, in row groups of BAG_ROW_GROUP rows."""
+    tmp = path + ".tmp"
+    at = 0
+    doc = 0
+    with pq.ParquetWriter(tmp, store.INDEX_BAGS, compression="zstd") as writer:
+        pending: list[pa.Table] = []
+        pending_rows = 0
+        for part in signed:
+            t = pq.read_table(part, columns=["terms", "weights"])
+            k = keep[at:at + t.num_rows]
+            at += t.num_rows
+            t = t.filter(pa.array(k))
+            t = t.append_column("doc_id", pa.array(np.arange(doc, doc + t.num_rows, dtype=np.uint32)))
+            doc += t.num_rows
+            pending.append(t.select(["doc_id", "terms", "weights"]).cast(store.INDEX_BAGS))
+            pending_rows += t.num_rows
+            if pending_rows >= store.BAG_ROW_GROUP:
+                merged = pa.concat_tables(pending)
+                full = pending_rows - pending_rows % store.BAG_ROW_GROUP
+                writer.write_table(merged.slice(0, full), row_group_size=store.BAG_ROW_GROUP)
+                rest = merged.slice(full)
+                pending, pending_rows = [rest], rest.num_rows
+        if pending_rows:
+            writer.write_table(pa.concat_tables(pending), row_group_size=store.BAG_ROW_GROUP)
+    os.replace(tmp, path)
+
+
+# --------------------------------------------------------------------------- inversion
+
+
+def _ranges(n: int, parts: int) -> list[tuple[int, int]]:
+    cuts = np.linspace(0, n, parts + 1).round().astype(int)
+    return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def _indexed_mask(signed: str, min_in_degree: int | None) -> np.ndarray:
+    t = pq.read_table(os.path.join(signed, store.DOCMAP_FILE), columns=["in_degree", "n_terms"])
+    mask = t.column("n_terms").to_numpy() > 0
+    degree = t.column("in_degree")
+    if min_in_degree is not None and degree.null_count < len(degree):
+        mask &= pc.fill_null(degree, 0).to_numpy() > min_in_degree
+    return mask
+
+
+def invert_map(signed: str, out: str, block: int, n_blocks: int, n_reducers: int,
+               min_in_degree: int | None) -> dict[str, int]:
+    """Map task: the (key, doc) pairs of one block of H rows, one file per reduce task."""
+    manifest = _signed_info(signed)
+    n, m = manifest["n_docs"], manifest["minhash"]["m"]
+    d0, d1 = _ranges(n, n_blocks)[block]
+    h = np.fromfile(os.path.join(signed, store.H_FILE), dtype="<u4", count=(d1 - d0) * m,
+                    offset=d0 * m * 4).reshape(d1 - d0, m)
+    mask = _indexed_mask(signed, min_in_degree)[d0:d1]
+    mask &= ~(h == EMPTY).all(axis=1)
+    ids = (np.flatnonzero(mask) + d0).astype(np.uint32)
+    rows = h[mask]
+    shuffle = os.path.join(out, SHUFFLE_DIR)
+    os.makedirs(shuffle, exist_ok=True)
+    for r, (j0, j1) in enumerate(_ranges(m, n_reducers)):
+        # Position-major: for one key, the block's docs come out rising.
+        cols = rows[:, j0:j1].T.astype(np.uint64)
+        keys = (np.arange(j0, j1, dtype=np.uint64)[:, None] << np.uint64(32)) | cols
+        docs = np.broadcast_to(ids, cols.shape)
+        path = os.path.join(shuffle, f"map-{block:05d}-red-{r:03d}.npz")
+        np.savez(path + ".tmp.npz", keys=keys.ravel(), docs=docs.ravel())
+        os.replace(path + ".tmp.npz", path)
+    return {"docs": int(d1 - d0), "indexed": int(ids.size)}
+
+
+def invert_reduce(out: str, reducer: int, n_blocks: int, m: int) -> dict[str, int]:
+    """Reduce task: group one range of positions j into buckets, dropping single-document ones."""
+    shuffle = os.path.join(out, SHUFFLE_DIR)
+    keys, docs = [], []
+    for b in range(n_blocks):
+        with np.load(os.path.join(shuffle, f"map-{b:05d}-red-{reducer:03d}.npz")) as z:
+            keys.append(z["keys"])
+            docs.append(z["docs"])
+    # Blocks are in doc order and the sort is stable, so docs stay rising within a bucket.
+    inv = buckets_from_pairs(np.concatenate(keys), np.concatenate(docs), m)
+    path = os.path.join(shuffle, f"red-{reducer:03d}.npz")
+    np.savez(path + ".tmp.npz", keys=inv.keys, sizes=np.diff(inv.offsets), docs=inv.docs)
+    os.replace(path + ".tmp.npz", path)
+    return {"buckets": inv.n_buckets, "postings": inv.n_postings}
+
+
+def invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | None) -> dict[str, int]:
+    """Concatenate the reducers' buckets into I, bring H and the maps along, write the manifest."""
+    shuffle = os.path.join(out, SHUFFLE_DIR)
+    parts = [np.load(os.path.join(shuffle, f"red-{r:03d}.npz")) for r in range(n_reducers)]
+    keys = np.concatenate([p["keys"] for p in parts]) if parts else np.zeros(0, np.uint64)
+    sizes = np.concatenate([p["sizes"] for p in parts]) if parts else np.zeros(0, np.uint64)
+    docs = np.concatenate([p["docs"] for p in parts]) if parts else np.zeros(0, np.uint32)
+    for p in parts:
+        p.close()
+    off_dtype = np.uint32 if docs.size < 2**32 else np.uint64
+    offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.uint64)]).astype(off_dtype)
+    store.write_array_atomic(keys.astype(np.uint64), os.path.join(out, store.KEYS_FILE))
+    store.write_array_atomic(offsets, os.path.join(out, store.offsets_file(off_dtype)))
+    store.write_array_atomic(docs.astype(np.uint32), os.path.join(out, store.DOCS_FILE))
+    shutil.rmtree(shuffle, ignore_errors=True)
+    info = _signed_info(signed)
+    mask = _indexed_mask(signed, min_in_degree)
+    for name in (store.H_FILE, store.URLS_FILE, store.URL_DOCS_FILE, store.BAGS_FILE):
+        if os.path.abspath(signed) != os.path.abspath(out):
+            store._link_or_copy(os.path.join(signed, name), os.path.join(out, name))
+    docmap = pq.read_table(os.path.join(signed, store.DOCMAP_FILE))
+    docmap = docmap.set_column(docmap.schema.get_field_index("indexed"), "indexed", pa.array(mask))
+    pq.write_table(docmap.cast(store.DOCMAP), os.path.join(out, store.DOCMAP_FILE))
+    degrees_known = docmap.column("in_degree").null_count < docmap.num_rows or docmap.num_rows == 0
+    stats = {
+        "n_docs": info["n_docs"],
+        "n_indexed": int(mask.sum()),
+        "n_buckets": int(keys.size),
+        "n_postings": int(docs.size),
+    }
+    store.write_manifest(out, {
+        **stats,
+        "minhash": info["minhash"],
+        "min_in_degree": min_in_degree if degrees_known else None,
+        "offsets_dtype": np.dtype(off_dtype).name,
+        "signature_stats": info.get("stats", {}),
+    })
+    return stats
+
+
+def _signed_info(signed: str) -> dict[str, Any]:
+    import json
+
+    with open(os.path.join(signed, "signatures.json")) as f:
+        return json.load(f)
+
+
+# --------------------------------------------------------------------------- stages
+
+
+def _fan_out(runner, fn, task_fn, calls: list[dict[str, Any]]) -> list[Any]:
+    """Run ``fn(**kwargs)`` for each call: as Prefect tasks on ``runner``, or on Dask's local scheduler."""
+    if not calls:
+        return []
+    if runner is not None:
+        keys = list(calls[0])
+        futures = runner.map(task_fn, {k: [c[k] for c in calls] for k in keys})
+        return [f.result() for f in futures]
+    import dask
+
+    return list(dask.compute(*[dask.delayed(fn, pure=False)(**c) for c in calls]))
+
+
+def signatures(
+    bags: str,
+    out: str,
+    params: MinHashParams = MinHashParams(),
+    *,
+    pages: str | None = None,
+    links: str | None = None,
+    directory: str | None = None,
+    runner=None,
+) -> dict[str, int]:
+    """The signatures stage (Section 6.2): sign every BAGS part into the folder ``out``.
+
+    ``pages`` (PAGES data set) gives titles, ``links`` (LINKS data set) in-degrees, and
+    ``directory`` (ODP RDF or url<TAB>category file) categories; each is optional.
+    Returns the stage's stats (bags read, empty, bad rows skipped, duplicate urls skipped).
+    """
+    import json
+
+    out = store.local_dir(out)
+    parts = dataset_parts(bags)
+    if not parts:
+        raise FileNotFoundError(f"no BAGS parts in {bags}: expected the bags stage's Parquet folder")
+    os.makedirs(out, exist_ok=True)
+    calls = [{"part": p, "out": out, "index": i, "params": params} for i, p in enumerate(parts)]
+    per_part = _fan_out(runner, sign_part, sign_part_task, calls)
+    assembled = assemble_signatures(parts, out, params, pages=pages, links=links, directory=directory)
+    total = Counter()
+    for s in per_part:
+        total.update(s)
+    stats = SignatureStats(
+        parts=len(parts), bags=assembled["docs"], empty_bags=int(total["empty_bags"]),
+        bad_rows=int(total["bad_rows"]), duplicate_urls=assembled["duplicate_urls"],
+    ).to_dict()
+    shutil.rmtree(os.path.join(out, SIG_DIR), ignore_errors=True)
+    with open(os.path.join(out, "signatures.json"), "w") as f:
+        json.dump({"n_docs": assembled["docs"], "minhash": params.to_dict(), "stats": stats}, f, indent=1)
+    return stats
+
+
+def invert(
+    signed: str,
+    out: str,
+    *,
+    min_in_degree: int | None = 3,
+    block_docs: int = BLOCK_DOCS,
+    reducers: int = REDUCERS,
+    runner=None,
+) -> dict[str, int]:
+    """The invert stage (Section 6.2): a complete index version in ``out`` from the signed folder.
+
+    Documents with in-degree ≤ ``min_in_degree`` (None: no filter; also none when the
+    signatures stage had no links) stay in H but are left out of I (Section 7.1).
+    """
+    signed, out = store.local_dir(signed), store.local_dir(out)
+    os.makedirs(out, exist_ok=True)
+    info = _signed_info(signed)
+    n, m = info["n_docs"], info["minhash"]["m"]
+    if min_in_degree is not None and min_in_degree < 0:
+        raise ValueError(f"min_in_degree: expected None or a count ≥ 0, got {min_in_degree}")
+    n_blocks = max(1, math.ceil(n / block_docs))
+    n_red = max(1, min(reducers, m))
+    _fan_out(runner, invert_map, invert_map_task, [
+        {"signed": signed, "out": out, "block": b, "n_blocks": n_blocks, "n_reducers": n_red,
+         "min_in_degree": min_in_degree} for b in range(n_blocks)])
+    _fan_out(runner, invert_reduce, invert_reduce_task, [
+        {"out": out, "reducer": r, "n_blocks": n_blocks, "m": m} for r in range(n_red)])
+    return invert_finish(signed, out, n_red, min_in_degree)
+
+
+# --------------------------------------------------------------------------- Prefect tasks
+
+sign_part_task = task(name="sign-bags-part")(sign_part)
+invert_map_task = task(name="invert-map")(invert_map)
+invert_reduce_task = task(name="invert-reduce")(invert_reduce)
+
+
+@task(name="signatures")
+def signatures_task(bags: str, out: str, params: MinHashParams = MinHashParams(), pages: str | None = None,
+                    links: str | None = None, directory: str | None = None) -> dict[str, int]:
+    """Prefect task around :func:`signatures` (Dask's local scheduler inside the task)."""
+    return signatures(bags, out, params, pages=pages, links=links, directory=directory)
+
+
+@task(name="invert")
+def invert_task(signed: str, out: str, min_in_degree: int | None = 3) -> dict[str, int]:
+    """Prefect task around :func:`invert`."""
+    return invert(signed, out, min_in_degree=min_in_degree)
+
+
+@task(name="publish-index")
+def publish_task(version: str, index: str) -> str:
+    """Prefect task around :func:`tasks.index_store.publish`: switch the index to ``version``."""
+    return store.publish(version, index)
