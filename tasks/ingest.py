@@ -1,0 +1,740 @@
+"""The ingest stage: one WARC file in, its HTML pages and their link contexts out.
+
+Paper Section 6.1 generates bags by scanning the Web repository; Section 3.1 builds them
+from page content and from the anchor windows of pages linking in. This stage does the scan
+once and keeps what every strategy needs (page words, anchors with their context words and
+SYNTACTIC/TOPICAL region lengths), so a strategy sweep never re-reads WARC files.
+
+For a WARC file with SHA-256 ``h`` (first 16 hex digits ``h16``) it writes::
+
+    DIR/pages/part-<h16>.parquet   one row per HTML page   (schema tasks.schemas.PAGES)
+    DIR/links/part-<h16>.parquet   one row per anchor      (schema tasks.schemas.LINKS)
+    DIR/stats/part-<h16>.json      this file's IngestStats, written last
+
+Each part is written under a temporary name and renamed, and the stats file is the mark of
+a finished part: ingesting a file whose content was already ingested into DIR is skipped and
+counted (``files_unchanged``), whatever the file is called now.
+
+Which records become pages:
+
+- ``response`` records with an HTTP status 200–299 and ``resource`` records (status 200);
+  ``request``, ``metadata``, ``warcinfo``, ``revisit``, ``conversion`` and ``continuation``
+  records are skipped and counted by type. ARC files are not read (WARC only).
+- HTML by Content-Type (``text/html``, ``application/xhtml+xml``); when the type is missing or
+  generic (``application/octet-stream`` and the like) the payload is sniffed.
+- The payload is de-chunked (``Transfer-Encoding: chunked``) and decoded (``Content-Encoding``
+  gzip, x-gzip, deflate; br when the ``brotli`` package is installed), then turned into text
+  by :func:`simcore.charset.decode_html`.
+- The WARC-Target-URI is normalised with :func:`simcore.urls.normalize_url`; a record without
+  one, or with one that is not an http(s) URL, is skipped and counted.
+- The first record of a URL in a file wins; later ones are skipped as ``duplicate URL``.
+  Duplicates across files are not removed here (files are ingested in parallel): the
+  ``source_file`` and ``record_offset`` columns let a later stage keep the first.
+
+Bad input, three tiers (STYLE.md habit 8): a record that cannot become a page is skipped
+and counted by reason (:data:`SKIP_REASONS`); a damaged file (truncated, corrupt framing,
+gzipped as a whole) keeps the pages read before the damage and is logged and counted in
+``file_errors``; an ``OSError`` (the file cannot be read at all) propagates, so the Prefect
+task can retry it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import re
+import uuid
+import zlib
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from warcio.archiveiterator import ArchiveIterator
+from warcio.bufferedreaders import ChunkedDataReader
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from prefect.exceptions import MissingContextError
+from prefect.logging import get_run_logger
+from prefect.tasks import exponential_backoff
+from warcio.exceptions import ArchiveLoadFailed
+
+from simcore.charset import charset_from_content_type, decode_html, looks_like_html
+from tasks import schemas
+from tasks.storage import TMP_PREFIX, file_digest, filesystem, join, local_path, write_bytes_atomic
+
+logger = logging.getLogger("simweb.ingest")
+
+# Bumped whenever what a part holds changes (schema, parsing, filtering), so that parts
+# written by an older simweb are re-ingested instead of being taken as finished.
+INGEST_FORMAT = 1
+
+# Pages buffered before a row group is written: bounds memory on multi-GB WARC files.
+PAGES_PER_ROW_GROUP = 2_000
+# Decoded payloads above this size are skipped: no web page needs more, and it stops a
+# "gzip bomb" from exhausting memory.
+MAX_PAYLOAD_BYTES = 16 << 20
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+# Types that say nothing about the payload: the payload is sniffed instead.
+GENERIC_TYPES = frozenset({
+    "", "application/octet-stream", "binary/octet-stream", "application/unknown",
+    "unknown/unknown", "application/x-unknown-content-type", "*/*",
+})
+PAGE_RECORD_TYPES = frozenset({"response", "resource"})
+
+# Why a record did not become a page (the keys of IngestStats.skipped). Record types other
+# than response/resource are counted as "<type> record", e.g. "request record".
+NO_URI = "no target URI"
+INVALID_URI = "invalid target URI"
+NOT_HTML = "not HTML"
+BAD_STATUS = "invalid HTTP status"
+EMPTY = "empty body"
+TRUNCATED = "truncated record"
+TOO_LARGE = "payload too large"
+UNSUPPORTED_ENCODING = "unsupported content-encoding"
+ENCODING_ERROR = "content-encoding error"
+DUPLICATE = "duplicate URL"
+PARSE_ERROR = "parse error"
+ARC_RECORD = "ARC record"
+SKIP_REASONS = (
+    "<type> record", NO_URI, INVALID_URI, "HTTP 1xx/3xx/4xx/5xx", BAD_STATUS, NOT_HTML,
+    TRUNCATED, TOO_LARGE, UNSUPPORTED_ENCODING, ENCODING_ERROR, EMPTY, DUPLICATE, PARSE_ERROR,
+    ARC_RECORD,
+)
+
+_RECOMPRESS_HINT = (
+    "the file is gzipped as a whole instead of record by record, so its records cannot be "
+    "read one at a time; it is likely still valid and can be fixed by running: "
+    "warcio recompress {path} {fixed}"
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Stats
+
+
+@dataclass(frozen=True, slots=True)
+class FileError:
+    """A WARC file that was damaged or unreadable, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class IngestStats:
+    """What the ingest stage did, summed over files with ``+``.
+
+    ``files_read`` counts files read in this run, ``files_unchanged`` files skipped because
+    the same content was already ingested into the output folder. ``skipped`` maps a reason
+    (see :data:`SKIP_REASONS`) to the number of records skipped for it. ``file_errors`` lists
+    the damaged or unreadable files; a damaged file's records before the damage are counted
+    in the other fields. ``parts`` names the part files (``part-<h16>``) this run wrote or
+    found, the identity of the stage's output for the stages after it.
+    """
+
+    files_read: int = 0
+    files_unchanged: int = 0
+    records_read: int = 0
+    pages_written: int = 0
+    links_written: int = 0
+    skipped: Mapping[str, int] = field(default_factory=dict)
+    file_errors: tuple[FileError, ...] = ()
+    parts: tuple[str, ...] = ()
+
+    def __add__(self, other: IngestStats) -> IngestStats:
+        if not isinstance(other, IngestStats):
+            return NotImplemented
+        skipped = Counter(self.skipped)
+        skipped.update(other.skipped)
+        return IngestStats(
+            files_read=self.files_read + other.files_read,
+            files_unchanged=self.files_unchanged + other.files_unchanged,
+            records_read=self.records_read + other.records_read,
+            pages_written=self.pages_written + other.pages_written,
+            links_written=self.links_written + other.links_written,
+            skipped=dict(sorted(skipped.items())),
+            file_errors=self.file_errors + other.file_errors,
+            parts=tuple(sorted(set(self.parts) | set(other.parts))),
+        )
+
+    @property
+    def records_skipped(self) -> int:
+        return sum(self.skipped.values())
+
+    @classmethod
+    def total(cls, stats: Iterable[IngestStats]) -> IngestStats:
+        result = cls()
+        for s in stats:
+            result = result + s
+        return result
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "files_read": self.files_read,
+            "files_unchanged": self.files_unchanged,
+            "records_read": self.records_read,
+            "pages_written": self.pages_written,
+            "links_written": self.links_written,
+            "skipped": dict(sorted(self.skipped.items())),
+            "file_errors": [dataclasses.asdict(e) for e in self.file_errors],
+            "parts": list(self.parts),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> IngestStats:
+        return cls(
+            files_read=int(data["files_read"]),
+            files_unchanged=int(data["files_unchanged"]),
+            records_read=int(data["records_read"]),
+            pages_written=int(data["pages_written"]),
+            links_written=int(data["links_written"]),
+            skipped={str(k): int(v) for k, v in data["skipped"].items()},
+            file_errors=tuple(FileError(**e) for e in data["file_errors"]),
+            parts=tuple(data["parts"]),
+        )
+
+    def summary(self) -> str:
+        """A few lines for people: records read, pages and links written, skips, file errors."""
+        files = f"{self.files_read} WARC file{'s' if self.files_read != 1 else ''} read"
+        if self.files_unchanged:
+            files += f", {self.files_unchanged} unchanged since an earlier ingest (skipped)"
+        rows = [
+            ("records read", self.records_read, 2),
+            ("pages written", self.pages_written, 2),
+            ("links written", self.links_written, 2),
+            ("records skipped", self.records_skipped, 2),
+            *((reason, n, 4) for reason, n in sorted(self.skipped.items(), key=lambda kv: (-kv[1], kv[0]))),
+            ("file errors", len(self.file_errors), 2),
+        ]
+        width = max(indent + len(label) for label, _, indent in rows) + 2
+        lines = [f"ingest: {files}"]
+        lines += [f"{' ' * indent}{label:<{width - indent}}{n:>10,}" for label, n, indent in rows]
+        lines += [f"    {error.path}: {error.reason}" for error in self.file_errors]
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------
+# Payloads
+
+
+class _EncodingError(ValueError):
+    def __init__(self, reason: str, detail: str):
+        super().__init__(detail)
+        self.reason = reason
+
+
+def _brotli():
+    try:
+        import brotli  # optional: only pages served with Content-Encoding: br need it
+    except ImportError:
+        return None
+    return brotli
+
+
+def supported_content_encodings() -> frozenset[str]:
+    """Content-Encoding values this installation decodes."""
+    codings = {"identity", "gzip", "x-gzip", "deflate"}
+    if _brotli() is not None:
+        codings.add("br")
+    return frozenset(codings)
+
+
+def _inflate(data: bytes, wbits: int) -> bytes:
+    """zlib/gzip decompression, capped at MAX_PAYLOAD_BYTES, across concatenated gzip members."""
+    out: list[bytes] = []
+    size = 0
+    while data:
+        d = zlib.decompressobj(wbits)
+        chunk = d.decompress(data, MAX_PAYLOAD_BYTES + 1 - size)
+        out.append(chunk)
+        size += len(chunk)
+        if d.unconsumed_tail or size > MAX_PAYLOAD_BYTES:
+            raise _EncodingError(TOO_LARGE, f"decodes to more than {MAX_PAYLOAD_BYTES:,} bytes")
+        if not d.eof:
+            break  # a truncated stream: keep what it held (crawlers cut long payloads)
+        data = d.unused_data
+    return b"".join(out)
+
+
+def decode_content_encoding(body: bytes, content_encoding: str) -> bytes:
+    """The payload with its Content-Encoding undone (RFC 9110 Section 8.4), innermost last.
+
+    A payload that does not even start like the compressed format it claims but looks like
+    HTML is taken as already decoded (some crawlers store decoded payloads and keep the
+    header). Raises ``_EncodingError`` for unsupported or corrupt encodings.
+    """
+    codings = [c.strip().lower() for c in content_encoding.split(",")]
+    for coding in reversed([c for c in codings if c and c != "identity"]):
+        try:
+            if coding in ("gzip", "x-gzip"):
+                body = _inflate(body, 32 + zlib.MAX_WBITS)  # gzip or zlib header, detected
+            elif coding == "deflate":
+                try:
+                    body = _inflate(body, zlib.MAX_WBITS)  # RFC: zlib-wrapped deflate
+                except zlib.error:
+                    body = _inflate(body, -zlib.MAX_WBITS)  # what many servers send: raw deflate
+            elif coding == "br" and (brotli := _brotli()) is not None:
+                body = brotli.decompress(body)
+            else:
+                raise _EncodingError(UNSUPPORTED_ENCODING, f"Content-Encoding {coding!r} is not supported")
+        except zlib.error as exc:
+            if looks_like_html(body):
+                continue
+            raise _EncodingError(ENCODING_ERROR, f"{coding}: {exc}") from exc
+        except _EncodingError:
+            raise
+        except Exception as exc:  # brotli.error and friends
+            if looks_like_html(body):
+                continue
+            raise _EncodingError(ENCODING_ERROR, f"{coding}: {exc}") from exc
+    return body
+
+
+def _media_type(content_type: str | None) -> str:
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def _status_reason(status: int) -> str:
+    return f"HTTP {status // 100}xx" if 100 <= status <= 599 else BAD_STATUS
+
+
+# ---------------------------------------------------------------------------------------
+# Parquet parts, written in row groups and published by rename
+
+
+class _PartWriter:
+    """Rows of one data set for one WARC file, buffered by column and written in row groups."""
+
+    def __init__(self, url: str, schema: pa.Schema):
+        self.url = url
+        self.schema = schema
+        self.fs, path = filesystem(url)
+        parent, name = path.rsplit("/", 1)
+        self.fs.makedirs(parent, exist_ok=True)
+        self.path = path
+        self.tmp = f"{parent}/{TMP_PREFIX}{uuid.uuid4().hex}-{name}"
+        self.columns: dict[str, list] = {f.name: [] for f in schema}
+        self.rows = 0
+        self.buffered = 0
+        self._file = self.fs.open(self.tmp, "wb")
+        self._writer = pq.ParquetWriter(self._file, schema, compression="zstd")
+
+    def flush(self) -> None:
+        if not self.buffered:
+            return
+        arrays = [_column(self.columns[f.name], f.type) for f in self.schema]
+        self._writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
+        for values in self.columns.values():
+            values.clear()
+        self.rows += self.buffered
+        self.buffered = 0
+
+    def publish(self) -> None:
+        self.flush()
+        self._writer.close()
+        self._file.close()
+        self.fs.mv(self.tmp, self.path)
+
+    def discard(self) -> None:
+        try:
+            self._writer.close()
+            self._file.close()
+        finally:
+            if self.fs.exists(self.tmp):
+                self.fs.rm(self.tmp)
+
+
+def _column(values: list, type_: pa.DataType) -> pa.Array:
+    if pa.types.is_list(type_):
+        # Flat values plus offsets: much faster than converting a list of lists.
+        offsets = [0]
+        flat: list = []
+        for v in values:
+            flat.extend(v)
+            offsets.append(len(flat))
+        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat, type_.value_type))
+    return pa.array(values, type_)
+
+
+# ---------------------------------------------------------------------------------------
+# The stage
+
+
+class _QuietArchiveIterator(ArchiveIterator):
+    # warcio prints a warning to stderr when a record is longer than its Content-Length;
+    # we count and report that ourselves (the record is skipped as truncated).
+    INC_RECORD = ""
+
+
+def part_name(digest: str) -> str:
+    return f"part-{digest[:16]}"
+
+
+def _already_ingested(out_dir: str, part: str) -> bool:
+    fs, stats_path = filesystem(join(out_dir, "stats", f"{part}.json"))
+    try:
+        with fs.open(stats_path, "rb") as f:
+            saved = json.loads(f.read())
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    if not isinstance(saved, dict) or saved.get("format") != INGEST_FORMAT:
+        return False
+    for dataset in ("pages", "links"):
+        dfs, p = filesystem(join(out_dir, dataset, f"{part}.parquet"))
+        if not dfs.exists(p):
+            return False
+    return True
+
+
+def ingest_warc(path: str, out_dir: str) -> IngestStats:
+    """Ingest one WARC file (local path or fsspec URL) into ``out_dir``; see the module docstring.
+
+    Returns this file's :class:`IngestStats`. Raises ``OSError`` only when the file cannot be
+    read at all (missing, unreadable, I/O failure), which is worth retrying; a damaged file is
+    reported in ``file_errors`` instead.
+    """
+    source = local_path(path) or path
+    digest = file_digest(path)
+    part = part_name(digest)
+    if _already_ingested(out_dir, part):
+        return IngestStats(files_unchanged=1, parts=(part,))
+
+    pages = _PartWriter(join(out_dir, "pages", f"{part}.parquet"), schemas.PAGES)
+    links = _PartWriter(join(out_dir, "links", f"{part}.parquet"), schemas.LINKS)
+    try:
+        counts = _read_warc(path, source, pages, links)
+        pages.publish()
+        links.publish()
+    except BaseException:
+        pages.discard()
+        links.discard()
+        raise
+    stats = IngestStats(
+        files_read=1,
+        records_read=counts.records,
+        pages_written=pages.rows,
+        links_written=links.rows,
+        skipped=dict(sorted(counts.skipped.items())),
+        file_errors=(FileError(source, counts.error),) if counts.error else (),
+        parts=(part,),
+    )
+    record = {"format": INGEST_FORMAT, "source": source, "sha256": digest, "stats": stats.to_dict()}
+    write_bytes_atomic(json.dumps(record, indent=1, sort_keys=True).encode(),
+                       join(out_dir, "stats", f"{part}.json"))
+    return stats
+
+
+@dataclass
+class _Counts:
+    records: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    error: str | None = None
+
+
+def _read_warc(path: str, source: str, pages: _PartWriter, links: _PartWriter) -> _Counts:
+    """Stream the records of one WARC file into the two part writers."""
+    from simcore.html import parse_page
+    from simcore.urls import normalize_url, url_id
+
+    counts = _Counts()
+    skipped = counts.skipped
+    seen: set[str] = set()
+    fs, fs_path = filesystem(path)
+    with fs.open(fs_path, "rb") as raw:
+        it = _QuietArchiveIterator(raw)
+        records = iter(it)
+        last_truncated_at: int | None = None
+        truncated = 0
+        while True:
+            offset = it.offset
+            try:
+                record = next(records)
+            except StopIteration:
+                break
+            except OSError:
+                raise
+            except Exception as exc:  # warcio's ArchiveLoadFailed, zlib.error, bad headers, ...
+                counts.error = _describe_failure(exc, source, offset)
+                return counts
+            counts.records += 1
+            offset = it.offset
+            last_truncated_at = None
+            reason, page = _page_of(record, it, normalize_url)
+            if reason == TRUNCATED:
+                last_truncated_at = offset
+                truncated += 1
+            if reason is None:
+                url = page[0]
+                if url in seen:
+                    reason = DUPLICATE
+                else:
+                    seen.add(url)
+                    reason = _write_page(page, offset, source, pages, links, parse_page, url_id)
+            if reason is not None:
+                skipped[reason] += 1
+        if last_truncated_at is not None:
+            counts.error = (
+                f"the file ends inside the record at offset {last_truncated_at} (truncated); "
+                "the records before it were kept"
+            )
+        elif it.err_count or truncated:
+            counts.error = (
+                f"{max(it.err_count, truncated)} record(s) do not end where their Content-Length "
+                "says (corrupt framing or a cut payload); they were skipped, the other records were kept"
+            )
+    return counts
+
+
+def _describe_failure(exc: Exception, source: str, offset: int) -> str:
+    text = " ".join(str(exc).split())
+    if isinstance(exc, ArchiveLoadFailed) and "non-chunked gzip" in text:
+        base = source[:-8] if source.endswith(".warc.gz") else source
+        return _RECOMPRESS_HINT.format(path=source, fixed=f"{base}.recompressed.warc.gz")
+    return (
+        f"cannot read the record at offset {offset}: {type(exc).__name__}: {text}; "
+        "the records before it were kept"
+    )
+
+
+def _page_of(record, it: ArchiveIterator, normalize_url):
+    """(skip reason, None) or (None, (url, status, content type, charset label, body))."""
+    rec_type = record.rec_type
+    if record.format != "warc":
+        it.read_to_end()
+        return ARC_RECORD, None
+    if rec_type not in PAGE_RECORD_TYPES:
+        it.read_to_end()
+        return f"{rec_type or 'untyped'} record", None
+
+    uri = record.rec_headers.get_header("WARC-Target-URI")
+    if not uri or not uri.strip("<> "):
+        it.read_to_end()
+        return NO_URI, None
+    url = normalize_url(uri.strip().strip("<>"))
+    if url is None:
+        it.read_to_end()
+        return INVALID_URI, None
+
+    http = record.http_headers
+    if http is not None:
+        try:
+            status = int(http.get_statuscode())
+        except (TypeError, ValueError):
+            it.read_to_end()
+            return BAD_STATUS, None
+        if not 200 <= status <= 299:
+            it.read_to_end()
+            return _status_reason(status), None
+        content_type = http.get_header("Content-Type")
+    else:
+        status = 200
+        content_type = record.rec_headers.get_header("Content-Type")
+    media_type = _media_type(content_type)
+    if media_type not in HTML_TYPES and media_type not in GENERIC_TYPES:
+        it.read_to_end()
+        return NOT_HTML, None
+
+    # The payload: de-chunked here, decoded below (we decode Content-Encoding ourselves so that
+    # an unsupported or corrupt encoding is counted instead of passed on as bytes).
+    stream = record.raw_stream
+    if http is not None and "chunked" in (http.get_header("Transfer-Encoding") or "").lower():
+        stream = ChunkedDataReader(stream)
+    errors_before = it.err_count
+    try:
+        body = stream.read(MAX_PAYLOAD_BYTES + 1)
+        too_large = len(body) > MAX_PAYLOAD_BYTES
+        it.read_to_end()
+    except OSError:
+        raise
+    except Exception:  # a corrupt compressed WARC member: the record cannot be read whole
+        return TRUNCATED, None
+    if getattr(record.raw_stream, "limit", 0) > 0 or it.err_count > errors_before:
+        return TRUNCATED, None
+    if too_large:
+        return TOO_LARGE, None
+
+    encoding = http.get_header("Content-Encoding") if http is not None else None
+    if encoding:
+        try:
+            body = decode_content_encoding(body, encoding)
+        except _EncodingError as exc:
+            return exc.reason, None
+    if not body.strip():
+        return EMPTY, None
+    if media_type in GENERIC_TYPES and not looks_like_html(body):
+        return NOT_HTML, None
+    return None, (url, status, media_type, charset_from_content_type(content_type), body)
+
+
+def _write_page(page, offset: int, source: str, pages: _PartWriter, links: _PartWriter,
+                parse_page, url_id) -> str | None:
+    url, status, media_type, http_charset, body = page
+    try:
+        text, charset = decode_html(body, http_charset)
+        parsed = parse_page(text, url)
+        source_id = url_id(url)
+        anchors = [(a, url_id(a.target_url)) for a in parsed.anchors]
+    except Exception as exc:  # a page the parser cannot handle must not stop the file
+        logger.warning("%s: page %s at offset %d skipped: %s: %s", source, url, offset,
+                       type(exc).__name__, exc, exc_info=True)
+        return PARSE_ERROR
+
+    p = pages.columns
+    p["url"].append(url)
+    p["url_id"].append(source_id)
+    p["title"].append(parsed.title)
+    p["title_words"].append(parsed.title_words)
+    p["words"].append(parsed.words)
+    p["status"].append(status)
+    p["content_type"].append(media_type)
+    p["charset"].append(charset)
+    p["source_file"].append(source)
+    p["record_offset"].append(offset)
+    pages.buffered += 1
+
+    c = links.columns
+    for anchor, target_id in anchors:
+        c["source_url"].append(url)
+        c["source_id"].append(source_id)
+        c["target_url"].append(anchor.target_url)
+        c["target_id"].append(target_id)
+        c["anchor_words"].append(anchor.anchor_words)
+        c["left_words"].append(anchor.left_words)
+        c["right_words"].append(anchor.right_words)
+        c["syntactic_left"].append(anchor.syntactic_left)
+        c["syntactic_right"].append(anchor.syntactic_right)
+        c["topical_left"].append(anchor.topical_left)
+        c["topical_right"].append(anchor.topical_right)
+    links.buffered += len(anchors)
+
+    if pages.buffered >= PAGES_PER_ROW_GROUP:
+        pages.flush()
+        links.flush()
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# Many files, in-process (tests, benchmarks, `simweb ingest --no-prefect`)
+
+
+WARC_SUFFIXES = (".warc", ".warc.gz")
+ARC_SUFFIXES = (".arc", ".arc.gz")
+_GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+def list_warc_files(crawl: str | Iterable[str]) -> list[str]:
+    """The WARC files of a crawl: a file, a folder (searched recursively), a glob, or a list of them.
+
+    Folders and globs contribute files named ``*.warc`` or ``*.warc.gz``; a file named
+    explicitly is taken whatever its name. ARC files are not supported. Raises
+    ``FileNotFoundError`` when nothing matches, naming what was looked for.
+    """
+    items = [crawl] if isinstance(crawl, str) else list(crawl)
+    found: list[str] = []
+    arcs = 0
+    for item in items:
+        fs, path = filesystem(item)
+        protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+        prefix = "" if protocol in ("file", "local") else f"{protocol}://"
+        if _GLOB_CHARS.search(path):
+            candidates = [p for p in fs.glob(path) if fs.isfile(p)]
+        elif fs.isdir(path):
+            candidates = fs.find(path)
+        elif fs.isfile(path):
+            found.append(prefix + path if prefix else os.path.abspath(path))
+            continue
+        else:
+            raise FileNotFoundError(f"{item}: no such file or folder; expected a WARC file, a folder of them or a glob")
+        for p in sorted(candidates):
+            name = p.rsplit("/", 1)[-1].lower()
+            if name.endswith(WARC_SUFFIXES):
+                found.append(prefix + p if prefix else os.path.abspath(p))
+            elif name.endswith(ARC_SUFFIXES):
+                arcs += 1
+    unique = list(dict.fromkeys(found))
+    if not unique:
+        hint = f" ({arcs} ARC files were found: simweb reads WARC only)" if arcs else ""
+        raise FileNotFoundError(f"no WARC files (*.warc, *.warc.gz) in {', '.join(items)}{hint}")
+    return unique
+
+
+def ingest_files(files: Iterable[str], out_dir: str) -> IngestStats:
+    """Ingest WARC files one after another in this process (no Prefect, no Dask).
+
+    A file that cannot be read at all is reported in ``file_errors`` and skipped.
+    """
+    total = IngestStats()
+    for path in files:
+        try:
+            total = total + ingest_warc(path, out_dir)
+        except OSError as exc:
+            total = total + unreadable(path, exc)
+    return total
+
+
+def unreadable(path: str, exc: BaseException | str) -> IngestStats:
+    """The stats of a file that could not be read at all."""
+    reason = exc if isinstance(exc, str) else f"could not be read: {type(exc).__name__}: {exc}"
+    return IngestStats(file_errors=(FileError(local_path(path) or path, reason),))
+
+
+# ---------------------------------------------------------------------------------------
+# The Prefect task: one WARC file per task run (never one record: a task run costs tens of ms)
+
+# OSErrors that retrying cannot cure: the file is not there or not ours to read.
+_PERMANENT_OS_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+
+
+def retry_on_io_error(task, task_run, state) -> bool:
+    """Prefect ``retry_condition_fn``: retry transient I/O errors, never deterministic ones.
+
+    A damaged WARC file does not raise (it is reported in the stats), and parsing the same
+    bytes again gives the same answer; only an ``OSError`` such as a dropped network mount or
+    an object-store hiccup is worth another attempt.
+    """
+    try:
+        state.result()
+    except _PERMANENT_OS_ERRORS:
+        return False
+    except OSError:
+        return True
+    except BaseException:
+        return False
+    return False
+
+
+def _task_logger():
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return logger
+
+
+@task(
+    name="ingest-file",
+    task_run_name="ingest {path}",
+    retries=3,
+    retry_delay_seconds=exponential_backoff(backoff_factor=2),  # 2 s, 4 s, 8 s
+    retry_jitter_factor=0.5,
+    retry_condition_fn=retry_on_io_error,
+    # Our own cache: a part named by the file's content hash is never computed twice.
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def ingest_file(path: str, out: str) -> IngestStats:
+    """Ingest one WARC file into ``out`` (see :func:`ingest_warc`); retried on I/O errors."""
+    stats = ingest_warc(path, out)
+    log = _task_logger()
+    if stats.files_unchanged:
+        log.info("%s: unchanged since an earlier ingest; outputs kept", path)
+    else:
+        log.info("%s: %d records, %d pages, %d links, %d skipped", path, stats.records_read,
+                 stats.pages_written, stats.links_written, stats.records_skipped)
+    for error in stats.file_errors:
+        log.warning("%s: %s", error.path, error.reason)
+    return stats
