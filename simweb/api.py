@@ -1,0 +1,225 @@
+"""The Python API: open an index, ask for the pages related to a URL (paper Sections 6.2, 7.2).
+
+    >>> import simweb
+    >>> index = simweb.open_index("INDEX")
+    >>> for r in index.related("http://java.sun.com/", top=10):
+    ...     print(r.rank, f"{r.similarity:.3f}", r.url, r.title)
+
+``related`` is PROCESSQUERY (Figure 11): the documents whose estimated bag Jaccard with the
+query (the fraction of the m min-hash positions they share) is at least α, best first, ties
+by document id. ``rerank=True`` re-orders the best candidates by their exact weighted Jaccard
+(Σmin/Σmax of the stored bags, Section 4). The CLI (`simweb related`) and the HTTP API
+(`simweb serve`) are thin layers over this class, so all three rank the same way.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from simcore.minhash import jaccard_stddev
+from simcore.query import Matches, all_pairs, process_queries
+from tasks import index_store as store
+
+__all__ = ["Index", "Related", "UnknownURL", "open_index"]
+
+DEFAULT_TOP = 10
+DEFAULT_ALPHA = 0.15  # Section 6.2: ODP categories are at least 0.15-similar within.
+
+
+class UnknownURL(LookupError):
+    """The URL is not a document of this index."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(url, reason)
+        self.url = url
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"unknown URL {self.url!r}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class Related:
+    """One related page: its rank, estimated similarity (and exact one when re-ranked), metadata."""
+
+    rank: int
+    url: str
+    similarity: float
+    title: str | None
+    category: str | None
+    doc_id: int
+    exact: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _check(top: int, alpha: float) -> None:
+    if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1:
+        raise ValueError(f"top: expected a number of results ≥ 1, got {top!r}")
+    if not isinstance(alpha, (int, float)) or math.isnan(alpha) or not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha: expected a similarity threshold between 0 and 1, got {alpha!r}")
+
+
+class Index:
+    """A published related-pages index, memory-mapped (see tasks/index_store.py for the layout).
+
+    An instance answers from the version it opened; :meth:`refresh` switches to the version
+    published since, atomically for the queries that follow.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, verify: bool = False) -> None:
+        self.path = os.fspath(path)
+        self._verify = verify
+        self._v = store.open_version(self.path, verify=verify)
+
+    # ----------------------------------------------------------------- basics
+
+    def refresh(self) -> bool:
+        """Open the published version if it changed since this index was opened; True if it did."""
+        if store.resolve(self.path) == self._v.path:
+            return False
+        self._v = store.open_version(self.path, verify=self._verify)
+        return True
+
+    def __len__(self) -> int:
+        return self._v.n_docs
+
+    def __contains__(self, url: object) -> bool:
+        try:
+            self._doc(self._v, str(url))
+        except UnknownURL:
+            return False
+        return True
+
+    def info(self) -> dict[str, Any]:
+        """What the index holds: sizes, min-hash parameters, the filter, bytes per document."""
+        v = self._v
+        man = v.manifest
+        n = max(v.n_docs, 1)
+        files = man["files"]
+        h_bytes = files[store.H_FILE]["bytes"]
+        i_bytes = sum(meta["bytes"] for name, meta in files.items() if name.startswith("I."))
+        return {
+            "path": self.path,
+            "version": os.path.basename(v.path),
+            "created": man.get("created"),
+            "documents": v.n_docs,
+            "indexed_documents": man["n_indexed"],
+            "buckets": man["n_buckets"],
+            "postings": man["n_postings"],
+            "minhash": dict(man["minhash"]),
+            "min_in_degree": man["min_in_degree"],
+            "bytes": {"H": h_bytes, "I": i_bytes, "H_per_doc": h_bytes / n, "I_per_doc": i_bytes / n},
+            "signature_stats": man.get("signature_stats", {}),
+        }
+
+    def _doc(self, v: store.IndexVersion, url: str) -> int:
+        from simcore.urls import normalize_url, url_id
+
+        if not isinstance(url, str) or not url.strip():
+            raise UnknownURL(str(url), "expected an http(s) URL")
+        norm = normalize_url(url.strip())
+        if norm is None:
+            raise UnknownURL(url, "not an absolute http or https URL")
+        doc = v.doc_of(url_id(norm))
+        if doc is None:
+            raise UnknownURL(url, f"not among the {v.n_docs} pages of this index; check the address or rebuild the index with a crawl that links to it")
+        return doc
+
+    def doc_id(self, url: str) -> int:
+        """The document id of ``url`` (raises :class:`UnknownURL`)."""
+        return self._doc(self._v, url)
+
+    def document(self, url: str) -> dict[str, Any]:
+        """The document map row of ``url``: url, title, in-degree, category, number of terms, indexed."""
+        v = self._v
+        return v.doc_rows([self._doc(v, url)])[0]
+
+    # ----------------------------------------------------------------- queries
+
+    def related(self, url: str, top: int = DEFAULT_TOP, alpha: float = DEFAULT_ALPHA,
+                rerank: bool = False) -> list[Related]:
+        """The pages related to ``url`` (Figure 11), best first, at most ``top``.
+
+        Without ``rerank``: documents with estimated similarity ≥ α. With ``rerank``: the
+        candidates are the documents estimated ≥ α − 2σ (σ = √(α(1−α)/m), the estimator's
+        spread at α), at most max(4·top, 50) of them; each gets its exact weighted Jaccard, and
+        those ≥ α are returned by exact similarity.
+        """
+        return self.related_many([url], top, alpha, rerank)[url]
+
+    def related_many(self, urls: list[str], top: int = DEFAULT_TOP, alpha: float = DEFAULT_ALPHA,
+                     rerank: bool = False) -> dict[str, list[Related]]:
+        """:meth:`related` for many URLs in one batch (shared bucket look-ups); keyed by URL."""
+        _check(top, alpha)
+        v = self._v
+        docs = np.array([self._doc(v, u) for u in urls], dtype=np.int64)
+        m = v.params.m
+        if rerank:
+            cand_alpha = max(0.0, alpha - 2.0 * jaccard_stddev(alpha, m))
+            depth = max(4 * top, 50)
+        else:
+            cand_alpha, depth = alpha, top
+        matches = process_queries(v.inverted, v.h[docs] if docs.size else np.zeros((0, m), np.uint32),
+                                  cand_alpha, depth, docs)
+        out: dict[str, list[Related]] = {}
+        for url, match in zip(urls, matches):
+            out[url] = self._exact(v, match, alpha, top) if rerank else self._rows(v, match)
+        return out
+
+    def _rows(self, v: store.IndexVersion, match: Matches, exact: np.ndarray | None = None) -> list[Related]:
+        rows = v.doc_rows(match.docs) if len(match) else []
+        sims = match.similarities
+        return [
+            Related(rank=i + 1, url=row["url"], similarity=float(sims[i]), title=row["title"],
+                    category=row["category"], doc_id=int(match.docs[i]),
+                    exact=None if exact is None else float(exact[i]))
+            for i, row in enumerate(rows)
+        ]
+
+    def _exact(self, v: store.IndexVersion, match: Matches, alpha: float, top: int) -> list[Related]:
+        jaccard = _jaccard()
+        query = v.bag(match.query)
+        exact = np.array([jaccard(query, v.bag(int(d))) for d in match.docs], dtype=np.float64)
+        order = np.lexsort((match.docs, -exact))
+        order = order[exact[order] >= alpha - 1e-12][:top]
+        picked = Matches(match.query, match.docs[order], match.counts[order], match.m)
+        return self._rows(v, picked, exact[order])
+
+    def all_pairs(self, alpha: float = DEFAULT_ALPHA) -> list[tuple[str, str, float]]:
+        """Every pair of pages PROCESSQUERY finds α-similar, as (url, url, estimated similarity), best first."""
+        _check(1, alpha)
+        v = self._v
+        a, b, c = all_pairs(v.inverted, v.h, alpha)
+        if a.size == 0:
+            return []
+        urls = v.docs.column("url")
+        ua = urls.take(a).to_pylist()
+        ub = urls.take(b).to_pylist()
+        m = v.params.m
+        return [(x, y, float(k) / m) for x, y, k in zip(ua, ub, c.tolist())]
+
+    def top_terms(self, url: str, k: int = 10) -> list[tuple[str, float]]:
+        """The ``k`` heaviest terms of the page's bag (Figure 14), heaviest first, ties by term."""
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k: expected a number of terms ≥ 1, got {k!r}")
+        v = self._v
+        bag = v.bag(self._doc(v, url))
+        return sorted(bag.items(), key=lambda tw: (-tw[1], tw[0]))[:k]
+
+
+def _jaccard():
+    """Exact bag Jaccard Σmin/Σmax (Section 4), from simcore.similarity."""
+    from simcore.similarity import jaccard
+
+    return jaccard
+
+
+def open_index(path: str | os.PathLike[str], *, verify: bool = False) -> Index:
+    """Open a published index folder (or one version folder) for queries; ``verify`` checks SHA-256s."""
+    return Index(path, verify=verify)
