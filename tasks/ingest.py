@@ -63,6 +63,8 @@ from prefect.tasks import exponential_backoff
 from warcio.exceptions import ArchiveLoadFailed
 
 from simcore.charset import charset_from_content_type, decode_html, looks_like_html
+from simcore.html import parse_page
+from simcore.urls import normalize_url, url_id
 from tasks import schemas
 from tasks.storage import TMP_PREFIX, file_digest, filesystem, join, local_path, write_bytes_atomic
 
@@ -127,14 +129,16 @@ class FileError:
 
 @dataclass(frozen=True, slots=True)
 class IngestStats:
-    """What the ingest stage did, summed over files with ``+``.
+    """What the ingest stage did; ``+`` sums two of them (associative and commutative).
 
     ``files_read`` counts files read in this run, ``files_unchanged`` files skipped because
     the same content was already ingested into the output folder. ``skipped`` maps a reason
-    (see :data:`SKIP_REASONS`) to the number of records skipped for it. ``file_errors`` lists
-    the damaged or unreadable files; a damaged file's records before the damage are counted
-    in the other fields. ``parts`` names the part files (``part-<h16>``) this run wrote or
-    found, the identity of the stage's output for the stages after it.
+    (see :data:`SKIP_REASONS`) to the number of records skipped for it; ``links_skipped``
+    the same for links of written pages that were not kept (``simcore.html`` reasons, such
+    as a ``mailto:`` target). ``file_errors`` lists the damaged or unreadable files; a
+    damaged file's records before the damage are counted in the other fields. ``parts``
+    names the parts (``part-<h16>``) this run wrote or found unchanged: the identity of the
+    stage's output for the stages after it.
     """
 
     files_read: int = 0
@@ -143,22 +147,22 @@ class IngestStats:
     pages_written: int = 0
     links_written: int = 0
     skipped: Mapping[str, int] = field(default_factory=dict)
+    links_skipped: Mapping[str, int] = field(default_factory=dict)
     file_errors: tuple[FileError, ...] = ()
     parts: tuple[str, ...] = ()
 
     def __add__(self, other: IngestStats) -> IngestStats:
         if not isinstance(other, IngestStats):
             return NotImplemented
-        skipped = Counter(self.skipped)
-        skipped.update(other.skipped)
         return IngestStats(
             files_read=self.files_read + other.files_read,
             files_unchanged=self.files_unchanged + other.files_unchanged,
             records_read=self.records_read + other.records_read,
             pages_written=self.pages_written + other.pages_written,
             links_written=self.links_written + other.links_written,
-            skipped=dict(sorted(skipped.items())),
-            file_errors=self.file_errors + other.file_errors,
+            skipped=_add_counts(self.skipped, other.skipped),
+            links_skipped=_add_counts(self.links_skipped, other.links_skipped),
+            file_errors=tuple(sorted(self.file_errors + other.file_errors, key=lambda e: (e.path, e.reason))),
             parts=tuple(sorted(set(self.parts) | set(other.parts))),
         )
 
@@ -174,29 +178,19 @@ class IngestStats:
         return result
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "files_read": self.files_read,
-            "files_unchanged": self.files_unchanged,
-            "records_read": self.records_read,
-            "pages_written": self.pages_written,
-            "links_written": self.links_written,
-            "skipped": dict(sorted(self.skipped.items())),
-            "file_errors": [dataclasses.asdict(e) for e in self.file_errors],
-            "parts": list(self.parts),
-        }
+        data = dataclasses.asdict(self)
+        data["file_errors"] = [dataclasses.asdict(e) for e in self.file_errors]
+        data["parts"] = list(self.parts)
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> IngestStats:
-        return cls(
-            files_read=int(data["files_read"]),
-            files_unchanged=int(data["files_unchanged"]),
-            records_read=int(data["records_read"]),
-            pages_written=int(data["pages_written"]),
-            links_written=int(data["links_written"]),
-            skipped={str(k): int(v) for k, v in data["skipped"].items()},
-            file_errors=tuple(FileError(**e) for e in data["file_errors"]),
-            parts=tuple(data["parts"]),
-        )
+        values = dict(data)
+        values["skipped"] = {str(k): int(v) for k, v in data["skipped"].items()}
+        values["links_skipped"] = {str(k): int(v) for k, v in data["links_skipped"].items()}
+        values["file_errors"] = tuple(FileError(**e) for e in data["file_errors"])
+        values["parts"] = tuple(data["parts"])
+        return cls(**values)
 
     def summary(self) -> str:
         """A few lines for people: records read, pages and links written, skips, file errors."""
@@ -208,14 +202,27 @@ class IngestStats:
             ("pages written", self.pages_written, 2),
             ("links written", self.links_written, 2),
             ("records skipped", self.records_skipped, 2),
-            *((reason, n, 4) for reason, n in sorted(self.skipped.items(), key=lambda kv: (-kv[1], kv[0]))),
-            ("file errors", len(self.file_errors), 2),
+            *((reason, n, 4) for reason, n in _by_count(self.skipped)),
         ]
+        if self.links_skipped:
+            rows.append(("links not kept", sum(self.links_skipped.values()), 2))
+            rows.extend((reason, n, 4) for reason, n in _by_count(self.links_skipped))
+        rows.append(("file errors", len(self.file_errors), 2))
         width = max(indent + len(label) for label, _, indent in rows) + 2
         lines = [f"ingest: {files}"]
         lines += [f"{' ' * indent}{label:<{width - indent}}{n:>10,}" for label, n, indent in rows]
         lines += [f"    {error.path}: {error.reason}" for error in self.file_errors]
         return "\n".join(lines)
+
+
+def _add_counts(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    total = Counter(a)
+    total.update(b)
+    return dict(sorted(total.items()))
+
+
+def _by_count(counts: Mapping[str, int]) -> list[tuple[str, int]]:
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 # ---------------------------------------------------------------------------------------
@@ -420,6 +427,7 @@ def ingest_warc(path: str, out_dir: str) -> IngestStats:
         pages_written=pages.rows,
         links_written=links.rows,
         skipped=dict(sorted(counts.skipped.items())),
+        links_skipped=dict(sorted(counts.links_skipped.items())),
         file_errors=(FileError(source, counts.error),) if counts.error else (),
         parts=(part,),
     )
@@ -433,14 +441,12 @@ def ingest_warc(path: str, out_dir: str) -> IngestStats:
 class _Counts:
     records: int = 0
     skipped: Counter = field(default_factory=Counter)
+    links_skipped: Counter = field(default_factory=Counter)
     error: str | None = None
 
 
 def _read_warc(path: str, source: str, pages: _PartWriter, links: _PartWriter) -> _Counts:
     """Stream the records of one WARC file into the two part writers."""
-    from simcore.html import parse_page
-    from simcore.urls import normalize_url, url_id
-
     counts = _Counts()
     skipped = counts.skipped
     seen: set[str] = set()
@@ -464,7 +470,7 @@ def _read_warc(path: str, source: str, pages: _PartWriter, links: _PartWriter) -
             counts.records += 1
             offset = it.offset
             last_truncated_at = None
-            reason, page = _page_of(record, it, normalize_url)
+            reason, page = _page_of(record, it)
             if reason == TRUNCATED:
                 last_truncated_at = offset
                 truncated += 1
@@ -474,7 +480,7 @@ def _read_warc(path: str, source: str, pages: _PartWriter, links: _PartWriter) -
                     reason = DUPLICATE
                 else:
                     seen.add(url)
-                    reason = _write_page(page, offset, source, pages, links, parse_page, url_id)
+                    reason = _write_page(page, offset, source, pages, links, counts.links_skipped)
             if reason is not None:
                 skipped[reason] += 1
         if last_truncated_at is not None:
@@ -501,7 +507,7 @@ def _describe_failure(exc: Exception, source: str, offset: int) -> str:
     )
 
 
-def _page_of(record, it: ArchiveIterator, normalize_url):
+def _page_of(record, it: ArchiveIterator):
     """(skip reason, None) or (None, (url, status, content type, charset label, body))."""
     rec_type = record.rec_type
     if record.format != "warc":
@@ -572,17 +578,19 @@ def _page_of(record, it: ArchiveIterator, normalize_url):
 
 
 def _write_page(page, offset: int, source: str, pages: _PartWriter, links: _PartWriter,
-                parse_page, url_id) -> str | None:
+                links_skipped: Counter) -> str | None:
     url, status, media_type, http_charset, body = page
     try:
         text, charset = decode_html(body, http_charset)
-        parsed = parse_page(text, url)
+        link_skips: Counter[str] = Counter()
+        parsed = parse_page(text, url, link_skips)
         source_id = url_id(url)
         anchors = [(a, url_id(a.target_url)) for a in parsed.anchors]
     except Exception as exc:  # a page the parser cannot handle must not stop the file
         logger.warning("%s: page %s at offset %d skipped: %s: %s", source, url, offset,
                        type(exc).__name__, exc, exc_info=True)
         return PARSE_ERROR
+    links_skipped.update(link_skips)
 
     p = pages.columns
     p["url"].append(url)
