@@ -9,9 +9,9 @@ is three flat arrays, the compressed-sparse-row layout of the file format
     offsets  K + 1 rising integers: bucket b holds docs[offsets[b]:offsets[b + 1]]
     docs     uint32 document ids, rising within a bucket
 
-A bucket holding a single document can never report a collision with another document, so
-inversion drops it (lossless); documents left out of I (the paper's low in-degree filter,
-Section 7.1) can still be queried from H but are never results.
+A bucket whose value no other document shares can never report a collision, so inversion
+drops it (lossless); documents left out of I (the paper's low in-degree filter, Section 7.1)
+can still be queried from H but are never results.
 
 Figure 11 counts, for each document, the positions where it shares the query's signature;
 sim = count / m estimates the bag Jaccard, and the documents with sim ≥ α are returned ranked
@@ -104,32 +104,41 @@ def invert(h: np.ndarray, indexed: np.ndarray | None = None) -> InvertedIndex:
     """Invert H in memory (Section 6.2): the reference for the sharded inversion of the index stage.
 
     ``indexed`` is a boolean mask of the documents to put in I (None: all); rows equal to
-    EMPTY everywhere (bags with no terms) are always left out. Single-document buckets are
-    dropped.
+    EMPTY everywhere (bags with no terms) are always left out.
     """
     h = np.asarray(h, dtype=np.uint32)
     n, m = h.shape
-    keep = np.ones(n, dtype=bool) if indexed is None else np.asarray(indexed, dtype=bool).copy()
-    keep &= ~(h == EMPTY).all(axis=1)
-    ids = np.flatnonzero(keep).astype(np.uint32)
+    present = ~(h == EMPTY).all(axis=1)
+    ids = np.flatnonzero(present).astype(np.uint32)
     keys = bucket_keys(h[ids]).T.ravel()  # position-major, so equal keys keep rising doc ids
     docs = np.tile(ids, m)
-    return buckets_from_pairs(keys, docs, m)
+    flags = None
+    if indexed is not None:
+        flags = np.tile(np.asarray(indexed, dtype=bool)[ids], m)
+    return buckets_from_pairs(keys, docs, m, flags)
 
 
-def buckets_from_pairs(keys: np.ndarray, docs: np.ndarray, m: int) -> InvertedIndex:
-    """Group (key, doc) pairs into buckets, dropping single-document ones (docs stay rising)."""
+def buckets_from_pairs(keys: np.ndarray, docs: np.ndarray, m: int, indexed: np.ndarray | None = None) -> InvertedIndex:
+    """Group (key, doc) pairs into buckets (docs stay rising for equal keys: the sort is stable).
+
+    ``indexed`` flags the pairs whose document goes into I (None: all). A bucket whose value
+    no other document of H shares can never report a collision and is dropped; so is a bucket
+    left with no indexed document. A value shared by a filtered document and one indexed
+    document is kept, so queries from filtered documents lose nothing either.
+    """
     order = np.argsort(keys, kind="stable")
     keys, docs = keys[order], docs[order].astype(np.uint32)
+    flags = np.ones(keys.size, dtype=bool) if indexed is None else np.asarray(indexed, dtype=bool)[order]
     if keys.size == 0:
         return InvertedIndex(np.zeros(0, np.uint64), np.zeros(1, np.uint64), np.zeros(0, np.uint32), m)
     starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
     sizes = np.diff(np.concatenate([starts, [keys.size]]))
-    big = sizes >= 2
-    member = np.repeat(big, sizes)
-    kept_sizes = sizes[big]
-    offsets = np.concatenate([[0], np.cumsum(kept_sizes)]).astype(np.uint64)
-    return InvertedIndex(keys[starts[big]], offsets, docs[member], m)
+    member = np.repeat(sizes >= 2, sizes) & flags
+    bucket = np.repeat(np.arange(starts.size), sizes)
+    kept = np.bincount(bucket[member], minlength=starts.size)
+    live = kept > 0
+    offsets = np.concatenate([[0], np.cumsum(kept[live])]).astype(np.uint64)
+    return InvertedIndex(keys[starts[live]], offsets, docs[member], m)
 
 
 def _postings(index: InvertedIndex, qkeys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

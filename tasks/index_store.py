@@ -11,10 +11,12 @@ so each is one ``np.memmap``):
     H.u32             n_docs × m uint32, row-major: document d's signatures are the 4·m bytes at
                       offset 4·m·d (one seek, Section 6.2).
     I.keys.u64        n_buckets uint64, strictly rising: (j << 32) | h for position j ∈ [0, m)
-                      and signature value h, one per bucket holding two or more documents.
+                      and signature value h, one per bucket: a value that two or more
+                      documents of H share at position j and that holds an indexed document.
     I.offsets.u32     n_buckets + 1 rising integers (uint32, or uint64 in I.offsets.u64 when
                       n_postings ≥ 2^32): bucket b holds I.docs[offsets[b]:offsets[b+1]].
-    I.docs.u32        n_postings uint32 document ids, rising within each bucket.
+    I.docs.u32        n_postings uint32 ids of the indexed documents (in-degree above the
+                      filter, non-empty bag), rising within each bucket.
     urls.u64          n_docs uint64 url ids (simcore.urls.url_id), sorted;
     urls.docs.u32     n_docs uint32: the document id of each entry of urls.u64.
     docs.parquet      doc_id, url_id, url, title, in_degree, category, n_terms, indexed — one

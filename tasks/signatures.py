@@ -6,7 +6,7 @@ with title, in-degree and category, and the bags in id order (layout: tasks/inde
 
 invert: H → I, a shuffle by (j, value): map tasks read blocks of H rows and write, for each
 reduce task, the (key, doc) pairs of the positions j it owns; reduce tasks sort their pairs and
-drop single-document buckets; the last step concatenates the reducers' buckets (they own
+drop the buckets no two documents share; the last step concatenates the reducers' buckets (they own
 rising ranges of j, so the result is sorted) and writes the manifest. Documents with in-degree
 ≤ ``min_in_degree`` are left out of I but stay in H (Section 7.1).
 
@@ -271,10 +271,10 @@ def invert_map(signed: str, out: str, block: int, n_blocks: int, n_reducers: int
     d0, d1 = _ranges(n, n_blocks)[block]
     h = np.fromfile(os.path.join(signed, store.H_FILE), dtype="<u4", count=(d1 - d0) * m,
                     offset=d0 * m * 4).reshape(d1 - d0, m)
-    mask = _indexed_mask(signed, min_in_degree)[d0:d1]
-    mask &= ~(h == EMPTY).all(axis=1)
-    ids = (np.flatnonzero(mask) + d0).astype(np.uint32)
-    rows = h[mask]
+    present = ~(h == EMPTY).all(axis=1)
+    indexed = _indexed_mask(signed, min_in_degree)[d0:d1][present]
+    ids = (np.flatnonzero(present) + d0).astype(np.uint32)
+    rows = h[present]
     shuffle = os.path.join(out, SHUFFLE_DIR)
     os.makedirs(shuffle, exist_ok=True)
     for r, (j0, j1) in enumerate(_ranges(m, n_reducers)):
@@ -282,22 +282,24 @@ def invert_map(signed: str, out: str, block: int, n_blocks: int, n_reducers: int
         cols = rows[:, j0:j1].T.astype(np.uint64)
         keys = (np.arange(j0, j1, dtype=np.uint64)[:, None] << np.uint64(32)) | cols
         docs = np.broadcast_to(ids, cols.shape)
+        flags = np.broadcast_to(indexed, cols.shape)
         path = os.path.join(shuffle, f"map-{block:05d}-red-{r:03d}.npz")
-        np.savez(path + ".tmp.npz", keys=keys.ravel(), docs=docs.ravel())
+        np.savez(path + ".tmp.npz", keys=keys.ravel(), docs=docs.ravel(), indexed=flags.ravel())
         os.replace(path + ".tmp.npz", path)
-    return {"docs": int(d1 - d0), "indexed": int(ids.size)}
+    return {"docs": int(d1 - d0), "indexed": int(indexed.sum())}
 
 
 def invert_reduce(out: str, reducer: int, n_blocks: int, m: int) -> dict[str, int]:
-    """Reduce task: group one range of positions j into buckets, dropping single-document ones."""
+    """Reduce task: group one range of positions j into buckets (simcore.query.buckets_from_pairs)."""
     shuffle = os.path.join(out, SHUFFLE_DIR)
-    keys, docs = [], []
+    keys, docs, flags = [], [], []
     for b in range(n_blocks):
         with np.load(os.path.join(shuffle, f"map-{b:05d}-red-{reducer:03d}.npz")) as z:
             keys.append(z["keys"])
             docs.append(z["docs"])
+            flags.append(z["indexed"])
     # Blocks are in doc order and the sort is stable, so docs stay rising within a bucket.
-    inv = buckets_from_pairs(np.concatenate(keys), np.concatenate(docs), m)
+    inv = buckets_from_pairs(np.concatenate(keys), np.concatenate(docs), m, np.concatenate(flags))
     path = os.path.join(shuffle, f"red-{reducer:03d}.npz")
     np.savez(path + ".tmp.npz", keys=inv.keys, sizes=np.diff(inv.offsets), docs=inv.docs)
     os.replace(path + ".tmp.npz", path)
