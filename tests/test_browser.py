@@ -1,0 +1,41 @@
+"""The related-pages page in a real headless browser (Debian's chromium; CI: apt-get install -y chromium)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import urllib.parse
+
+import pytest
+
+import simweb
+from test_http import start_server
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium is not installed (Debian: apt-get install -y chromium)"
+)
+
+
+def test_page_shows_related_pages_in_chromium(small_index, tmp_path):
+    proc, base = start_server(small_index)
+    try:
+        query = "http://music2.example.com/"
+        url = f"{base}/?url={urllib.parse.quote(query, safe='')}&top=5"
+        out = subprocess.run(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", url],
+            capture_output=True, text=True, timeout=120,
+        )
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    dom = out.stdout
+    assert out.returncode == 0, out.stderr[-2000:]
+    expected = simweb.open_index(small_index).related(query, top=5)
+    assert expected, "the synthetic index must have related pages for this URL"
+    assert '<table id="related">' in dom and dom.count('class="result"') == len(expected)
+    for r in expected:
+        assert r.url in dom and r.title in dom
+    assert '<ol id="terms">' in dom
+    assert dom.index(expected[0].url) < dom.index(expected[-1].url)  # in rank order
