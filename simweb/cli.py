@@ -14,6 +14,8 @@ import sys
 COMMAND_MODULES = (
     "simweb.commands.ingest",
     "simweb.commands.orchestrate",
+    "simweb.commands.related",
+    "simweb.commands.serve",
 )
 
 
