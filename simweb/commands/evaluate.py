@@ -1,0 +1,122 @@
+"""`simweb evaluate`: judge similarity-search strategies against a topic directory (paper Section 5).
+
+    simweb evaluate --crawl DIR --directory FILE --out REPORT [--grid paper|quick] [--seed N]
+
+DIR is the output of `simweb ingest`; FILE an Open Directory RDF dump (content.rdf.u8, also
+.gz/.bz2) or a url<TAB>Top/category/path file. REPORT receives report.html (self-contained),
+summary.md, measures.parquet (strategy, measure, value, low, high), differences.parquet and
+figures/ (PNG and SVG of the paper's Figures 3–9 for this crawl).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from typing import TextIO
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "evaluate",
+        help="compare strategies against a topic directory with the paper's Γ measures; write a report",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--crawl", required=True, help="an ingested crawl folder (written by `simweb ingest`)")
+    parser.add_argument("--directory", required=True,
+                        help="the topic directory: ODP RDF dump or url<TAB>category TSV (.gz/.bz2 fine)")
+    parser.add_argument("--out", required=True, help="the report folder to write")
+    parser.add_argument("--grid", choices=("paper", "quick"), default="paper",
+                        help="paper: every sweep of Figures 3–9 plus Jaccard vs cosine; quick: window sizes, "
+                        "contents, links and the metric (default paper)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the sample and the bootstrap (default 0)")
+    parser.add_argument("--pairs", type=int, default=300,
+                        help="pairs of sibling third-level classes to sample (default 300, as the paper)")
+    parser.add_argument("--min-pages", type=int, default=2,
+                        help="linked-to URLs a class needs to be sampled (default 2)")
+    parser.add_argument("--max-pages-per-class", type=int, default=None,
+                        help="cap on URLs per sampled class, to bound the all-pairs cost (default: none)")
+    parser.add_argument("--directory-pages", default=None,
+                        help="the directory's own pages, one URL a line, kept out of the data "
+                        "(default: directory_pages.txt beside FILE if there is one)")
+    parser.add_argument("--format", dest="directory_format", choices=("auto", "rdf", "tsv"), default="auto",
+                        help="directory file format (default: sniffed)")
+    parser.add_argument("--work", default=None, help="stage cache folder (default REPORT/_work)")
+    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    parser.add_argument("--group-size", type=int, default=4, help="strategies per task (default 4)")
+    parser.add_argument("--workers", type=int, default=None, help="local Dask workers (default: one per core)")
+    parser.add_argument("--dask-address", default=None, help="an existing Dask scheduler to run on")
+    parser.add_argument("--no-prefect", action="store_true",
+                        help="run in this process without Prefect or Dask (quicker to start on small crawls)")
+    parser.set_defaults(func=run)
+
+
+def default_directory_pages(directory: str) -> str | None:
+    """``directory_pages.txt`` beside a local directory file, the name `simweb corpus debdocs` writes."""
+    if "://" in directory:
+        return None
+    candidate = os.path.join(os.path.dirname(os.path.abspath(directory)), "directory_pages.txt")
+    return candidate if os.path.isfile(candidate) else None
+
+
+def run(args: argparse.Namespace) -> int:
+    for name, path in (("--crawl", args.crawl), ("--directory", args.directory)):
+        if "://" not in path and not os.path.exists(path):
+            print(f"simweb evaluate: {name} {path} does not exist", file=sys.stderr)
+            return 2
+    directory_pages = args.directory_pages or default_directory_pages(args.directory)
+    if directory_pages:
+        print(f"directory's own pages (kept out of the data): {directory_pages}")
+    try:
+        if args.no_prefect:
+            from tasks.evaluate import SampleParams, run_evaluation
+
+            summary = run_evaluation(
+                args.crawl, args.directory, args.out, grid=args.grid, work=args.work,
+                sample_params=SampleParams(seed=args.seed, n_pairs=args.pairs, min_pages=args.min_pages,
+                                           max_pages_per_class=args.max_pages_per_class,
+                                           directory_format=args.directory_format),
+                directory_pages=directory_pages, n_resamples=args.resamples,
+            )
+        else:
+            # The temporary Prefect server can take a while to start on a busy machine.
+            os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+            from flows.evaluate_strategies import evaluate_strategies
+
+            summary = evaluate_strategies(
+                crawl=args.crawl, directory=args.directory, out=args.out, grid=args.grid, seed=args.seed,
+                n_pairs=args.pairs, min_pages=args.min_pages, max_pages_per_class=args.max_pages_per_class,
+                directory_pages=directory_pages, directory_format=args.directory_format, work=args.work,
+                n_resamples=args.resamples, group_size=args.group_size, dask_address=args.dask_address,
+                n_workers=args.workers,
+            )
+    except (FileNotFoundError, ValueError) as err:
+        print(f"simweb evaluate: {err}", file=sys.stderr)
+        return 1
+    print_summary(summary)
+    return 0
+
+
+def print_summary(summary: dict, out: TextIO = sys.stdout) -> None:
+    """The sample, the sibling-Γ of every strategy (best first) and the paper's findings."""
+    print("sample:", file=out)
+    for line in summary.get("sample", []):
+        print(f"  {line}", file=out)
+    rows = summary.get("sibling_gamma", [])
+    width = max([len(r["strategy"]) for r in rows] + [8])
+    print(f"\n{'strategy':<{width}}  sibling-Γ  95% interval       seconds", file=out)
+    for r in rows:
+        value, low, high = (r.get(k) for k in ("value", "low", "high"))
+        shown = "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3f}"
+        interval = ("" if low is None or (isinstance(low, float) and math.isnan(low))
+                    else f"[{low:.3f}, {high:.3f}]")
+        seconds = "" if r.get("seconds") is None else f"{r['seconds']:.2f}"
+        print(f"{r['strategy']:<{width}}  {shown:>9}  {interval:<17}  {seconds:>7}",
+              file=out)
+    findings = summary.get("findings", [])
+    if findings:
+        print("\nthe paper's findings on this crawl:", file=out)
+        for f in findings:
+            print(f"  {f['verdict']:<32} {f['claim']} ({f['detail']})", file=out)
+    print(f"\nreport: {summary.get('report')}", file=out)

@@ -1,0 +1,1152 @@
+"""The evaluation stages: Γ of every strategy of a grid against a topic directory (paper Sections 2, 5).
+
+Three stages, each a thin adapter around simcore, each cached by :func:`tasks.stagecache.run_stage`
+under ``work`` (same inputs and parameters → reused, so a re-run only computes what changed):
+
+1. ``eval-sample`` (:func:`prepare_sample`): read the crawl's links once, parse the directory
+   once (streaming, keeping only URLs the crawl links to), drop the directory's own pages, and
+   draw the sample of sibling class pairs (Section 5). Writes ``sample.parquet`` (url, url_id,
+   class levels) and ``sample.json`` (description, counts, the Figure 2 showcase sources).
+2. ``eval-strategy`` (:func:`evaluate_strategies`): for a small group of strategies, build the
+   crawl's bag corpus once from the ingest output (no WARC is re-read), then per strategy the
+   weighted bags of the sample, their exact all-pairs similarity and the per-source
+   concordant/discordant counts. Writes ``counts.npz`` per strategy.
+3. :func:`write_report`: bootstrap intervals, the measures table (Parquet), the paper's
+   Figures 3–9 for this crawl plus Jaccard vs cosine (PNG and SVG), a Figure 2-style listing,
+   the paper's findings checked one by one, and a self-contained HTML report with a Markdown
+   summary.
+
+The Prefect tasks at the end of the module wrap these functions one-to-one.
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime as _dt
+import html
+import io
+import json
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.exceptions import MissingContextError
+
+import logging
+
+from simcore.bags import Corpus, LinkColumns, PageColumns, WordLists
+from simcore.directory import ODP_HOSTS, Directory, build_directory, read_directory, sniff_format
+from simcore.gamma import (
+    DISTANCE_NAMES,
+    GAMMA_MEASURES,
+    ORTHOGONALITY,
+    PairCounts,
+    bootstrap,
+    bootstrap_difference,
+    class_codes,
+    gammas,
+    orthogonality,
+    pair_counts,
+    source_gamma,
+)
+from simcore.sampling import PAPER_PAIRS, Sample, describe, sample_class_pairs
+from simcore.similarity import all_pairs
+from simcore.strategy import Frequency, Metric, Source, Strategy, Window, paper_grid
+from simcore.text import Stemming
+from simcore.urls import normalize_url, url_id
+from simcore.weighting import nmdf_factor
+from tasks.stagecache import StageOutput, file_identities, run_stage
+from tasks import schemas
+from tasks.storage import filesystem, join, parts, write_bytes_atomic, write_parquet_atomic
+
+logger = logging.getLogger("simweb.evaluate")
+
+SIBLING_GAMMA = "sibling_gamma"
+COVERAGE = "coverage"  # fraction of the sample with a non-empty bag under the strategy
+MEASURES = (*GAMMA_MEASURES, ORTHOGONALITY)
+
+# Ranks shown in the Figure 2-style listing (the paper's own choice).
+LISTING_RANKS = (1, 2, 5, 10, 20, 50, 100)
+SHOWCASE_SOURCES = 3
+
+# Names of the data sets a report folder holds.
+MEASURES_TABLE = "measures.parquet"
+DIFFERENCES_TABLE = "differences.parquet"
+
+MEASURES_SCHEMA = pa.schema(
+    [
+        pa.field("strategy", pa.string(), nullable=False),  # Strategy.label
+        pa.field("spec", pa.string(), nullable=False),  # Strategy.spec(), readable by Strategy.parse
+        pa.field("measure", pa.string(), nullable=False),
+        pa.field("value", pa.float64()),
+        pa.field("low", pa.float64()),  # bootstrap percentile interval
+        pa.field("high", pa.float64()),
+        pa.field("se", pa.float64()),  # bootstrap standard error
+        pa.field("concordant", pa.int64()),  # pairs behind a Γ (null for other measures)
+        pa.field("discordant", pa.int64()),
+        pa.field("seconds", pa.float64()),  # bags + similarity + counting for this strategy
+    ]
+)
+
+DIFFERENCES_SCHEMA = pa.schema(
+    [
+        pa.field("figure", pa.string(), nullable=False),
+        pa.field("strategy", pa.string(), nullable=False),
+        pa.field("baseline", pa.string(), nullable=False),
+        pa.field("measure", pa.string(), nullable=False),
+        pa.field("value", pa.float64()),  # measure(strategy) − measure(baseline)
+        pa.field("low", pa.float64()),  # paired bootstrap interval
+        pa.field("high", pa.float64()),
+    ]
+)
+
+
+def _log():
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return logger
+
+
+# ---------------------------------------------------------------------------------------------
+# Grids: the paper's one-dimension-at-a-time sweeps (Section 5), figure by figure
+
+FIGURE_TITLES = {
+    "figure3": "Figure 3 — Document representations: sibling-Γ",
+    "figure4": "Figure 4 — Intra-cluster orthogonality",
+    "figure5": "Figure 5 — Hybrid bag types: sibling-Γ",
+    "figure6": "Figure 6 — Term weighting: sibling-Γ",
+    "figure7": "Figure 7 — Frequency weighting: sibling-Γ",
+    "figure8": "Figure 8 — The NMDF weight of a term by its document frequency",
+    "figure9": "Figure 9 — Stemming variants: sibling-Γ",
+    "metric": "Jaccard vs cosine: sibling-Γ",
+}
+FIGURE_MEASURE = {"figure4": ORTHOGONALITY}
+
+
+def strategy_grid(name: str) -> dict[str, tuple[Strategy, ...]]:
+    """The strategies of a grid, by figure. ``paper``: every sweep of Section 5 (Figures 3–9)
+    plus Jaccard vs cosine; ``quick``: window sizes, content and links (Figures 3–4) and the
+    metric comparison, for a first look in a minute."""
+    figures = dict(paper_grid())
+    base = figures["figure3"][0]  # anchor windows W = 32, no weighting
+    best = Strategy()  # the paper's Section 7 choice
+    metric = (best, dataclasses.replace(best, metric=Metric.COSINE),
+              base, dataclasses.replace(base, metric=Metric.COSINE))
+    if name == "paper":
+        figures["metric"] = metric
+        return figures
+    if name == "quick":
+        fig3 = tuple(s for s in figures["figure3"]
+                     if s.window is Window.BASIC and s.window_size in (0, 8, 32) or not s.uses_anchor)
+        return {"figure3": fig3, "figure4": fig3, "metric": metric[:2]}
+    raise ValueError(f"unknown grid {name!r}: expected 'paper' or 'quick'")
+
+
+def grid_strategies(figures: dict[str, tuple[Strategy, ...]]) -> tuple[Strategy, ...]:
+    """Every distinct strategy of a grid, in figure order."""
+    return tuple(dict.fromkeys(s for group in figures.values() for s in group))
+
+
+def figure_label(figure: str, strategy: Strategy) -> str:
+    """The short label of a strategy in one figure, spelt as in the paper's plots."""
+    if figure in ("figure3", "figure4"):
+        if strategy.sources == (Source.CONTENT,):
+            return "contents"
+        if strategy.sources == (Source.LINKS,):
+            return "links"
+        if strategy.window is Window.BASIC:
+            return f"w{strategy.window_size}"
+        return strategy.window.value
+    if figure == "figure5":
+        names = {Source.ANCHOR: "Anchor Window", Source.CONTENT: "Content", Source.LINKS: "Links"}
+        return ", ".join(names[s] for s in strategy.sources)
+    if figure == "figure6":
+        dist = strategy.distance_weighting
+        freq = strategy.frequency is not Frequency.NONE
+        return {(False, False): "None", (True, False): "Distance", (False, True): "Frequency",
+                (True, True): "Distance and Frequency"}[(dist, freq)]
+    if figure == "figure7":
+        return {"none": "None", "log": "log", "sqrt": "sqrt", "nmdf": "NMDF"}[strategy.frequency.value]
+    if figure == "figure9":
+        return {"nostem": "NoStem", "stopstem": "StopStem", "stem": "Stem"}[strategy.stemming.value]
+    if figure == "metric":
+        short = "Section 7 choice" if strategy.frequency is Frequency.NMDF else "anchor w32"
+        return f"{short}, {strategy.metric.value}"
+    return strategy.label
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs: the directory file and the crawl's ingest output
+
+
+def read_lines(url: str) -> list[str]:
+    """Non-empty, non-comment lines of a text file (e.g. the directory's own pages, one URL a line)."""
+    with fsspec.open(url, "rb", compression="infer") as f:
+        text = f.read().decode("utf-8")
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def directory_format(url: str) -> str:
+    """"rdf" or "tsv", from the first bytes of the (possibly compressed) directory file."""
+    with fsspec.open(url, "rb", compression="infer") as f:
+        return sniff_format(f.read(512))
+
+
+def read_directory_file(
+    url: str,
+    *,
+    fmt: str = "auto",
+    directory_pages: Sequence[str] = (),
+    keep: set[str] | None = None,
+) -> Directory:
+    """Parse a directory file (ODP RDF dump or ``url<TAB>category`` TSV, optionally .gz/.bz2),
+    streaming; ``fmt="auto"`` sniffs the first bytes."""
+    with fsspec.open(url, "rb", compression="infer") as f:
+        if fmt == "auto":
+            head = f.read(512)
+            fmt = sniff_format(head)
+            stream = io.BufferedReader(_Prepend(head, f), buffer_size=1 << 20)
+        else:
+            stream = f
+        return read_directory(stream, fmt=fmt, directory_pages=directory_pages, keep=keep)
+
+
+class _Prepend(io.RawIOBase):
+    """A stream that first returns ``head``, then the rest of ``stream`` (to sniff a format)."""
+
+    def __init__(self, head: bytes, stream) -> None:
+        self._head = head
+        self._stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self._head:
+            n = min(len(buffer), len(self._head))
+            buffer[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._stream.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def crawl_parts(crawl: str) -> tuple[list[str], list[str]]:
+    """The Parquet parts of a crawl's ``pages`` and ``links`` data sets (written by ``simweb ingest``)."""
+    pages, links = parts(join(crawl, "pages")), parts(join(crawl, "links"))
+    if not pages and not links:
+        raise FileNotFoundError(
+            f"no ingested crawl at {crawl}: expected {join(crawl, 'pages')} and {join(crawl, 'links')} "
+            "as written by `simweb ingest WARC... --out DIR`; pass that DIR as --crawl"
+        )
+    return pages, links
+
+
+def _read(files: list[str], schema: pa.Schema, columns: list[str]) -> pa.Table:
+    tables = []
+    for url in files:
+        fs, path = filesystem(url)
+        with fs.open(path, "rb") as f:
+            table = pq.read_table(f, columns=columns)
+        missing = [c for c in columns if c not in table.column_names]
+        if missing:
+            raise ValueError(f"{url}: expected columns {columns}, missing {missing}; re-run `simweb ingest`")
+        tables.append(table)
+    if not tables:
+        return pa.table({c: pa.array([], type=schema.field(c).type) for c in columns})
+    return pa.concat_tables(tables).combine_chunks()
+
+
+def _directory_mask(urls: pa.ChunkedArray | pa.Array, is_directory_page: Callable[[str], bool]) -> np.ndarray:
+    """True where a URL is one of the directory's own pages (checked once per distinct URL)."""
+    distinct = pc.unique(urls)
+    flagged = [u for u in distinct.to_pylist() if is_directory_page(u)]
+    if not flagged:
+        return np.zeros(len(urls), dtype=bool)
+    return pc.is_in(urls, value_set=pa.array(flagged, type=pa.string())).to_numpy(zero_copy_only=False)
+
+
+def _flat(column: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """The values and 0-based offsets of a list column."""
+    offsets = np.asarray(column.offsets, dtype=np.int64)
+    values = column.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+    return values, offsets - offsets[0]
+
+
+@dataclass(frozen=True)
+class CrawlData:
+    """A crawl's pages and links without the directory's own pages, as a bag corpus."""
+
+    corpus: Corpus
+    linked: frozenset[str]  # URLs some kept page links to (self-links excluded)
+    counts: dict[str, int]
+
+
+def load_crawl(crawl: str, is_directory_page: Callable[[str], bool] = lambda url: False,
+               *, with_corpus: bool = True) -> CrawlData:
+    """Read a crawl's ingest output and drop the directory's own pages and their links
+    (Section 5, footnote 8). ``with_corpus=False`` reads only what sampling needs."""
+    page_files, link_files = crawl_parts(crawl)
+    link_cols = ["source_url", "source_id", "target_url", "target_id"]
+    if with_corpus:
+        link_cols += ["anchor_words", "left_words", "right_words", "syntactic_left", "syntactic_right",
+                      "topical_left", "topical_right"]
+    links = _read(link_files, schemas.LINKS, link_cols)
+    drop_links = _directory_mask(links.column("source_url"), is_directory_page)
+    counts = {"links": links.num_rows, "links_from_directory_pages": int(drop_links.sum())}
+    links = links.filter(pa.array(~drop_links))
+    not_self = pc.not_equal(links.column("source_id"), links.column("target_id"))
+    linked = frozenset(pc.unique(links.column("target_url").filter(not_self)).to_pylist())
+    counts["linked_urls"] = len(linked)
+    pages = _read(page_files, schemas.PAGES, ["url", "url_id", "title_words", "words"] if with_corpus else ["url"])
+    drop_pages = _directory_mask(pages.column("url"), is_directory_page)
+    counts.update(pages=pages.num_rows, directory_pages_dropped=int(drop_pages.sum()))
+    if not with_corpus:
+        return CrawlData(None, linked, counts)  # type: ignore[arg-type]
+    pages = pages.filter(pa.array(~drop_pages))
+
+    word_columns = [pages.column(c).combine_chunks() for c in ("title_words", "words")]
+    word_columns += [links.column(c).combine_chunks() for c in ("anchor_words", "left_words", "right_words")]
+    flats = [_flat(col) for col in word_columns]
+    vocabulary = pc.unique(pa.concat_arrays([v.cast(pa.string()) for v, _ in flats])) if flats else pa.array([], pa.string())
+    lists = [WordLists(pc.index_in(v, value_set=vocabulary).to_numpy(zero_copy_only=False).astype(np.int64), o)
+             for v, o in flats]
+    page_columns = PageColumns(
+        url=pages.column("url").to_pylist(),
+        url_id=pages.column("url_id").to_numpy(),
+        title_words=lists[0],
+        words=lists[1],
+    )
+    link_columns = LinkColumns(
+        source_url=links.column("source_url").to_pylist(),
+        source_id=links.column("source_id").to_numpy(),
+        target_url=links.column("target_url").to_pylist(),
+        target_id=links.column("target_id").to_numpy(),
+        anchor_words=lists[2],
+        left_words=lists[3],
+        right_words=lists[4],
+        syntactic_left=links.column("syntactic_left").to_numpy(),
+        syntactic_right=links.column("syntactic_right").to_numpy(),
+        topical_left=links.column("topical_left").to_numpy(),
+        topical_right=links.column("topical_right").to_numpy(),
+    )
+    corpus = Corpus(vocabulary.to_pylist(), page_columns, link_columns)
+    counts.update(corpus.stats.to_dict())
+    return CrawlData(corpus, linked, counts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 1: the sample
+
+
+@dataclass(frozen=True)
+class SampleParams:
+    """How the sample is drawn (Section 5); see :mod:`simcore.sampling` for the reading of
+    "300 pairs of clusters from the third level"."""
+
+    seed: int = 0
+    n_pairs: int = PAPER_PAIRS
+    min_pages: int = 2
+    max_pages_per_class: int | None = None
+    directory_format: str = "auto"
+
+
+def prepare_sample(
+    crawl: str,
+    directory: str,
+    work: str,
+    params: SampleParams = SampleParams(),
+    directory_pages: str | None = None,
+) -> StageOutput:
+    """Stage ``eval-sample``: parse the directory once and draw the sample (cached)."""
+    page_files, link_files = crawl_parts(crawl)
+    inputs = {
+        "crawl": file_identities(page_files + link_files),
+        "directory": file_identities([directory]),
+        "directory_pages": file_identities([directory_pages]) if directory_pages else [],
+    }
+
+    def compute(tmp: str) -> dict:
+        t0 = time.perf_counter()
+        excluded = read_lines(directory_pages) if directory_pages else []
+        fmt = directory_format(directory) if params.directory_format == "auto" else params.directory_format
+        # The directory's own pages are known before it is parsed: the listed pages and, for an
+        # Open Directory dump, its hosts. Their links are dropped before anything is counted.
+        probe = build_directory((), directory_pages=excluded, directory_hosts=ODP_HOSTS if fmt == "rdf" else ())
+        crawl_data = load_crawl(crawl, probe.is_directory_page, with_corpus=False)
+        # The single pass over the directory file, keeping only URLs the crawl links to.
+        parsed = read_directory_file(directory, fmt=fmt, directory_pages=excluded, keep=set(crawl_data.linked))
+        sample = sample_class_pairs(
+            parsed.classes, crawl_data.linked, n_pairs=params.n_pairs, seed=params.seed,
+            min_pages=params.min_pages, max_pages_per_class=params.max_pages_per_class,
+        )
+        if len(sample.class_pairs) == 0:
+            raise ValueError(
+                f"no pair of sibling classes with at least {params.min_pages} linked-to URLs each: the "
+                f"directory classifies {len(parsed)} URLs that the crawl links to "
+                f"(directory counts: {parsed.counts}); check that the directory and the crawl name the "
+                "same URLs and that the directory is at least 3 levels deep below Top"
+            )
+        write_parquet_atomic(sample_table(sample), join(tmp, "sample.parquet"))
+        description = describe(sample)
+        rng = np.random.default_rng(params.seed)
+        codes = class_codes(list(sample.classes))
+        same = np.bincount(codes[:, -1])[codes[:, -1]] - 1
+        candidates = np.flatnonzero(same >= 2)
+        showcase = sorted(rng.choice(candidates, size=min(SHOWCASE_SOURCES, candidates.size), replace=False).tolist()) \
+            if candidates.size else []
+        info = {
+            "seed": params.seed,
+            "params": dataclasses.asdict(params),
+            "description": dataclasses.asdict(description),
+            "description_lines": description.lines(),
+            "class_pairs": [["/".join(a), "/".join(b)] for a, b in sample.class_pairs],
+            "eligible_classes": sample.eligible_classes,
+            "eligible_urls": sample.eligible_urls,
+            "directory_counts": parsed.counts,
+            "directory_pages_listed": len(excluded),
+            # The directory's own pages, dropped from the crawl by every strategy (footnote 8).
+            "excluded_pages": sorted(probe.directory_pages),
+            "excluded_hosts": list(probe.directory_hosts),
+            "crawl_counts": crawl_data.counts,
+            "showcase": showcase,
+            "seconds": round(time.perf_counter() - t0, 3),
+        }
+        write_bytes_atomic(json.dumps(info, indent=1, sort_keys=True).encode(), join(tmp, "sample.json"))
+        return {"urls": len(sample), "classes": description.classes, "pairs": description.class_pairs}
+
+    return run_stage(work, "eval-sample", inputs, dataclasses.asdict(params), compute, log=_log())
+
+
+def sample_table(sample: Sample) -> pa.Table:
+    depth = len(sample.classes[0]) if sample.classes else 3
+    columns = {
+        "url": pa.array(sample.urls, pa.string()),
+        "url_id": pa.array([url_id(u) for u in sample.urls], pa.uint64()),
+    }
+    for k in range(depth):
+        columns[f"class_{k + 1}"] = pa.array([c[k] for c in sample.classes], pa.string())
+    return pa.table(columns)
+
+
+@dataclass(frozen=True)
+class LoadedSample:
+    urls: list[str]
+    url_ids: np.ndarray
+    classes: list[tuple[str, ...]]
+    info: dict
+
+    @property
+    def codes(self) -> np.ndarray:
+        return class_codes(self.classes)
+
+
+def load_sample(sample_dir: str) -> LoadedSample:
+    fs, path = filesystem(join(sample_dir, "sample.parquet"))
+    with fs.open(path, "rb") as f:
+        table = pq.read_table(f)
+    level_cols = sorted(c for c in table.column_names if c.startswith("class_"))
+    levels = [table.column(c).to_pylist() for c in level_cols]
+    fs, path = filesystem(join(sample_dir, "sample.json"))
+    with fs.open(path, "rb") as f:
+        info = json.loads(f.read())
+    return LoadedSample(table.column("url").to_pylist(), table.column("url_id").to_numpy(),
+                        [tuple(c) for c in zip(*levels)], info)
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 2: strategies
+
+
+class EmbeddedSimilarity:
+    """The n × n similarity of the sample from the similarity of the documents that have a bag:
+    rows and columns of documents without one are 0 (an empty bag is similar to nothing)."""
+
+    def __init__(self, n: int, present: np.ndarray, inner: np.ndarray) -> None:
+        self.shape = (n, n)
+        self._present = present
+        self._inner = inner
+        self._row_of = np.full(n, -1, dtype=np.int64)
+        self._row_of[present] = np.arange(present.size)
+
+    def __getitem__(self, rows: slice) -> np.ndarray:
+        idx = np.arange(self.shape[0])[rows]
+        out = np.zeros((idx.size, self.shape[1]))
+        inner_rows = self._row_of[idx]
+        have = inner_rows >= 0
+        if have.any():
+            out[np.ix_(np.flatnonzero(have), self._present)] = self._inner[inner_rows[have]]
+        return out
+
+
+def evaluate_strategies(crawl: str, sample: StageOutput, strategies: Sequence[Strategy], work: str
+                        ) -> list[StageOutput]:
+    """Stage ``eval-strategy`` for a group of strategies: the corpus is built once from the
+    crawl's ingest output (without the directory's own pages), then each strategy's counts are
+    computed, or reused from an earlier run with the same crawl, sample and strategy."""
+    loaded = load_sample(sample.path)
+    page_files, link_files = crawl_parts(crawl)
+    crawl_identity = file_identities(page_files + link_files)
+    excluded = Directory({}, frozenset(loaded.info.get("excluded_pages", [])),
+                         tuple(loaded.info.get("excluded_hosts", [])))
+    state: dict = {}
+
+    def corpus() -> Corpus:
+        if "corpus" not in state:
+            t0 = time.perf_counter()
+            state["corpus"] = load_crawl(crawl, excluded.is_directory_page).corpus
+            _log().info("evaluate: bag corpus of %s built in %.1f s", crawl, time.perf_counter() - t0)
+        return state["corpus"]
+
+    outputs = []
+    for strategy in strategies:
+        def compute(tmp: str, strategy: Strategy = strategy) -> dict:
+            return _evaluate_one(corpus(), loaded, strategy, tmp)
+
+        outputs.append(run_stage(work, "eval-strategy", {"crawl": crawl_identity, "sample": sample},
+                                 {"strategy": strategy.to_dict()}, compute, log=_log()))
+    return outputs
+
+
+def _evaluate_one(corpus: Corpus, sample: LoadedSample, strategy: Strategy, out: str) -> dict:
+    n = len(sample.urls)
+    t0 = time.perf_counter()
+    bags = corpus.bags(strategy, targets=sample.url_ids.tolist())
+    present = np.flatnonzero(np.isin(sample.url_ids, bags.url_ids))
+    t1 = time.perf_counter()
+    inner = all_pairs(bags, strategy.metric, ids=sample.url_ids[present].tolist()) if present.size else np.zeros((0, 0))
+    similarity = EmbeddedSimilarity(n, present, inner)
+    t2 = time.perf_counter()
+    counts = pair_counts(similarity, sample.codes)
+    t3 = time.perf_counter()
+    showcase = np.asarray(sample.info.get("showcase", []), dtype=np.int64)
+    rows = similarity[0:n][showcase] if showcase.size else np.zeros((0, n))
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, types=np.asarray(counts.types), concordant=counts.concordant,
+                        discordant=counts.discordant, orthogonal=counts.orthogonal,
+                        same_class=counts.same_class, showcase=showcase, showcase_rows=rows)
+    write_bytes_atomic(buffer.getvalue(), join(out, "counts.npz"))
+    weighting = bags.weighting.to_dict() if bags.weighting is not None else {}
+    values = {**gammas(counts), ORTHOGONALITY: orthogonality(counts)}
+    return {
+        "strategy": strategy.to_dict(),
+        "label": strategy.label,
+        "spec": strategy.spec(),
+        "with_bag": int(present.size),
+        "sample": n,
+        "weighting": weighting,
+        "seconds_bags": round(t1 - t0, 4),
+        "seconds_similarity": round(t2 - t1, 4),
+        "seconds_gamma": round(t3 - t2, 4),
+        "seconds": round(t3 - t0, 4),
+        "values": {k: (None if math.isnan(v) else v) for k, v in values.items()},
+    }
+
+
+def load_counts(output_path: str) -> tuple[PairCounts, np.ndarray, np.ndarray]:
+    """A strategy's pair counts and its showcase similarity rows."""
+    fs, path = filesystem(join(output_path, "counts.npz"))
+    with fs.open(path, "rb") as f:
+        data = np.load(io.BytesIO(f.read()))
+        types = tuple(tuple(int(x) for x in t) for t in data["types"])
+        n = data["concordant"].shape[0]
+        counts = PairCounts(np.arange(n), types, data["concordant"], data["discordant"],
+                            data["orthogonal"], data["same_class"])
+        return counts, data["showcase"], data["showcase_rows"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 3: the report
+
+
+@dataclass(frozen=True)
+class StrategyResult:
+    strategy: Strategy
+    counts: PairCounts
+    estimates: dict
+    stats: dict
+    showcase: np.ndarray
+    showcase_rows: np.ndarray
+
+
+def write_report(
+    out: str,
+    sample: StageOutput,
+    figures: dict[str, tuple[Strategy, ...]],
+    results: dict[Strategy, StageOutput],
+    *,
+    seed: int = 0,
+    n_resamples: int = 1000,
+    title: str = "",
+) -> dict:
+    """Bootstrap intervals, tables, figures and the HTML/Markdown report in ``out``.
+
+    Returns a summary: paths of the report files and each strategy's sibling-Γ with its interval.
+    """
+    loaded = load_sample(sample.path)
+    groups = loaded.codes[:, -1]  # resample whole classes: their sources share the ground truth
+    by_strategy: dict[Strategy, StrategyResult] = {}
+    for strategy, output in results.items():
+        counts, showcase, rows = load_counts(output.path)
+        estimates = bootstrap(counts, groups, n_resamples=n_resamples, seed=seed)
+        by_strategy[strategy] = StrategyResult(strategy, counts, estimates, output.stats, showcase, rows)
+
+    fs, out_path = filesystem(out)
+    fs.makedirs(out_path, exist_ok=True)
+    write_parquet_atomic(_measures_table(by_strategy), join(out, MEASURES_TABLE))
+    differences = _differences(figures, by_strategy, groups, n_resamples, seed)
+    write_parquet_atomic(differences, join(out, DIFFERENCES_TABLE))
+
+    figure_files = _draw_figures(out, figures, by_strategy)
+    jaccard = [r for r in by_strategy.values() if r.strategy.metric is Metric.JACCARD]
+    ranked = sorted(jaccard, key=lambda r: _value(r, SIBLING_GAMMA), reverse=True)
+    best, worst = (ranked[0], ranked[-1]) if ranked else (None, None)
+    listings = _listings(loaded, best, worst) if best is not None else []
+    findings = paper_findings(figures, by_strategy, groups, n_resamples=n_resamples, seed=seed)
+
+    context = {
+        "title": title or "simweb evaluation report",
+        "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "sample": loaded.info,
+        "figures": figures,
+        "results": by_strategy,
+        "figure_files": figure_files,
+        "listings": listings,
+        "findings": findings,
+        "differences": differences.to_pylist(),
+        "best": best,
+        "worst": worst,
+        "n_resamples": n_resamples,
+        "seed": seed,
+    }
+    markdown = _markdown(context)
+    write_bytes_atomic(markdown.encode(), join(out, "summary.md"))
+    write_bytes_atomic(_html(context, out).encode(), join(out, "report.html"))
+    summary = {
+        "report": join(out, "report.html"),
+        "summary": join(out, "summary.md"),
+        "measures": join(out, MEASURES_TABLE),
+        "sample": loaded.info.get("description_lines", []),
+        "sibling_gamma": [
+            {"strategy": r.strategy.label, **dataclasses.asdict(r.estimates[SIBLING_GAMMA]),
+             "seconds": r.stats.get("seconds")}
+            for r in ranked
+        ],
+        "best": best.strategy.label if best else None,
+        "worst": worst.strategy.label if worst else None,
+        "findings": findings,
+    }
+    write_bytes_atomic(json.dumps(summary, indent=1, default=_json_default).encode(), join(out, "summary.json"))
+    return summary
+
+
+def _json_default(value):
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    raise TypeError(f"cannot write {type(value).__name__} to JSON")
+
+
+def _value(result: StrategyResult, measure: str) -> float:
+    v = result.estimates[measure].value
+    return -math.inf if math.isnan(v) else v
+
+
+def _measures_table(by_strategy: dict[Strategy, StrategyResult]) -> pa.Table:
+    rows = []
+    for strategy, result in by_strategy.items():
+        seconds = result.stats.get("seconds")
+        for measure in MEASURES:
+            est = result.estimates[measure]
+            if measure in GAMMA_MEASURES:
+                c, d = result.counts.per_source(measure)
+                c, d = int(c.sum()), int(d.sum())
+            else:
+                c = d = None
+            rows.append({"strategy": strategy.label, "spec": strategy.spec(), "measure": measure,
+                         "value": _nan_to_none(est.value), "low": _nan_to_none(est.low),
+                         "high": _nan_to_none(est.high), "se": _nan_to_none(est.se),
+                         "concordant": c, "discordant": d, "seconds": seconds})
+        n = result.stats.get("sample") or 0
+        coverage = (result.stats.get("with_bag", 0) / n) if n else None
+        rows.append({"strategy": strategy.label, "spec": strategy.spec(), "measure": COVERAGE,
+                     "value": coverage, "low": None, "high": None, "se": None,
+                     "concordant": None, "discordant": None, "seconds": seconds})
+    return pa.Table.from_pylist(rows, schema=MEASURES_SCHEMA)
+
+
+def _nan_to_none(x: float) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+def _differences(figures, by_strategy, groups, n_resamples, seed) -> pa.Table:
+    """Per figure: each strategy minus the figure's best one, with a paired bootstrap interval."""
+    rows = []
+    for figure, strategies in figures.items():
+        measure = FIGURE_MEASURE.get(figure, SIBLING_GAMMA)
+        present = [by_strategy[s] for s in dict.fromkeys(strategies) if s in by_strategy]
+        if len(present) < 2:
+            continue
+        lower_is_better = measure == ORTHOGONALITY
+        key = (lambda r: -_value(r, measure)) if not lower_is_better else (lambda r: _value(r, measure))
+        top = sorted(present, key=key)[0]
+        for other in present:
+            if other is top:
+                continue
+            diff = bootstrap_difference(other.counts, top.counts, groups, n_resamples=n_resamples, seed=seed)[measure]
+            rows.append({"figure": figure, "strategy": figure_label(figure, other.strategy),
+                         "baseline": figure_label(figure, top.strategy), "measure": measure,
+                         "value": _nan_to_none(diff.value), "low": _nan_to_none(diff.low),
+                         "high": _nan_to_none(diff.high)})
+    return pa.Table.from_pylist(rows, schema=DIFFERENCES_SCHEMA)
+
+
+# -- the paper's findings, checked one by one (Section 5) -----------------------------------------
+
+# (claim, figure, better label, worse label, measure, lower is better)
+PAPER_CLAIMS = (
+    ("Larger anchor windows give a higher sibling-Γ (w32 > w0)", "figure3", "w32", "w0", SIBLING_GAMMA, False),
+    ("Anchor windows beat page contents (w32 > contents)", "figure3", "w32", "contents", SIBLING_GAMMA, False),
+    ("Anchor windows beat pure links (w32 > links)", "figure3", "w32", "links", SIBLING_GAMMA, False),
+    ("Topical windows beat the narrow syntactic ones", "figure3", "topical", "syntactic", SIBLING_GAMMA, False),
+    ("Small windows leave more same-class pairs orthogonal (w0 > w32)", "figure4", "w32", "w0",
+     ORTHOGONALITY, True),
+    ("Pure links leave more same-class pairs orthogonal than anchor windows (links > w32)", "figure4", "w32",
+     "links", ORTHOGONALITY, True),
+    ("Adding page contents to anchor windows helps", "figure5", "Anchor Window, Content", "Anchor Window",
+     SIBLING_GAMMA, False),
+    ("Adding link ids to anchor windows and contents lowers Γ", "figure5", "Anchor Window, Content",
+     "Anchor Window, Content, Links", SIBLING_GAMMA, False),
+    ("Distance weighting helps", "figure6", "Distance", "None", SIBLING_GAMMA, False),
+    ("Frequency weighting helps", "figure6", "Frequency", "None", SIBLING_GAMMA, False),
+    ("Distance and frequency weighting together beat distance alone", "figure6", "Distance and Frequency",
+     "Distance", SIBLING_GAMMA, False),
+    ("sqrt is the better monotonic frequency weighting (sqrt > log)", "figure7", "sqrt", "log", SIBLING_GAMMA, False),
+    ("NMDF does (slightly) better than sqrt", "figure7", "NMDF", "sqrt", SIBLING_GAMMA, False),
+    ("StopStem beats NoStem", "figure9", "StopStem", "NoStem", SIBLING_GAMMA, False),
+    ("Stem beats StopStem (slightly)", "figure9", "Stem", "StopStem", SIBLING_GAMMA, False),
+)
+
+
+def paper_findings(figures, by_strategy, groups: np.ndarray, *, n_resamples: int = 1000, seed: int = 0
+                   ) -> list[dict]:
+    """The paper's Section 5 claims, each judged on this crawl with a paired bootstrap of the
+    difference it rests on: "holds" when the interval excludes 0 in the claimed direction,
+    "does not hold" when it excludes 0 the other way, "within noise" otherwise."""
+
+    def find(figure: str, label: str) -> StrategyResult | None:
+        for s in figures.get(figure, ()):
+            if figure_label(figure, s) == label and s in by_strategy:
+                return by_strategy[s]
+        return None
+
+    findings = []
+    for claim, figure, better, worse, measure, lower_is_better in PAPER_CLAIMS:
+        a, b = find(figure, better), find(figure, worse)
+        if a is None or b is None:
+            continue
+        diff = bootstrap_difference(a.counts, b.counts, groups, n_resamples=n_resamples, seed=seed)[measure]
+        sign = -1.0 if lower_is_better else 1.0
+        value, low, high = sign * diff.value, *sorted((sign * diff.low, sign * diff.high))
+        if math.isnan(value):
+            verdict = "undecided (no comparable pairs)"
+        elif value == 0.0:
+            verdict = "no difference"
+        elif not math.isnan(low) and low > 0:
+            verdict = "holds"
+        elif not math.isnan(high) and high < 0:
+            verdict = "does not hold"
+        else:
+            verdict = "within noise" + (" (same direction)" if value > 0 else " (other direction)")
+        va, vb = a.estimates[measure].value, b.estimates[measure].value
+        findings.append({"claim": claim, "figure": figure, "measure": measure, "verdict": verdict,
+                         "detail": f"{better} {va:.3f} vs {worse} {vb:.3f}",
+                         "advantage": _nan_to_none(value), "low": _nan_to_none(low), "high": _nan_to_none(high)})
+    # Section 4: "the Jaccard coefficient and the cosine measure yield comparable results".
+    pair = [s for s in figures.get("metric", ()) if s in by_strategy][:2]
+    if len(pair) == 2:
+        a, b = by_strategy[pair[0]], by_strategy[pair[1]]
+        diff = bootstrap_difference(a.counts, b.counts, groups, n_resamples=n_resamples, seed=seed)[SIBLING_GAMMA]
+        comparable = not math.isnan(diff.low) and diff.low <= 0 <= diff.high
+        findings.append({
+            "claim": "Jaccard and cosine give comparable results (Section 4)", "figure": "metric",
+            "measure": SIBLING_GAMMA,
+            "verdict": "holds" if comparable else f"does not hold ({'Jaccard' if diff.value > 0 else 'cosine'} better)",
+            "detail": f"jaccard {a.estimates[SIBLING_GAMMA].value:.3f} vs cosine {b.estimates[SIBLING_GAMMA].value:.3f}",
+            "advantage": _nan_to_none(diff.value), "low": _nan_to_none(diff.low), "high": _nan_to_none(diff.high),
+        })
+    return findings
+
+
+# -- figures ----------------------------------------------------------------------------------------
+
+AXIS_LABELS = {SIBLING_GAMMA: "Sibling Γ", ORTHOGONALITY: "Fraction of pairs that are orthogonal"}
+
+
+def _draw_figures(out: str, figures: dict[str, tuple[Strategy, ...]],
+                  by_strategy: dict[Strategy, StrategyResult]) -> dict[str, dict]:
+    """PNG and SVG of every figure of the grid (and Figure 8 when NMDF was evaluated)."""
+    drawn: dict[str, dict] = {}
+    for figure, strategies in figures.items():
+        present = [by_strategy[s] for s in dict.fromkeys(strategies) if s in by_strategy]
+        if not present:
+            continue
+        measure = FIGURE_MEASURE.get(figure, SIBLING_GAMMA)
+        labels = [figure_label(figure, r.strategy) for r in present]
+        drawn[figure] = _save(out, figure, _bar_figure(FIGURE_TITLES.get(figure, figure), labels,
+                                                       [r.estimates[measure] for r in present], measure,
+                                                       from_zero=figure in ("figure3", "figure4")))
+    # Figure 8: the NMDF curve fitted for this crawl, preferably that of Figure 7's NMDF strategy.
+    nmdf = [r for r in by_strategy.values() if (r.stats.get("weighting") or {}).get("nmdf_mu") is not None]
+    nmdf.sort(key=lambda r: r.strategy not in figures.get("figure7", ()))
+    if nmdf:
+        weighting = nmdf[0].stats["weighting"]
+        drawn["figure8"] = _save(out, "figure8", _nmdf_figure(weighting["nmdf_mu"], weighting["nmdf_sigma"],
+                                                              nmdf[0].strategy.label))
+    return dict(sorted(drawn.items(), key=lambda kv: _figure_order(kv[0])))
+
+
+def _figure_order(name: str) -> tuple[int, str]:
+    digits = "".join(ch for ch in name if ch.isdigit())
+    return (int(digits) if digits else 99, name)
+
+
+def _new_figure(width: float = 6.4, height: float = 3.8):
+    from matplotlib.figure import Figure  # the object API: no pyplot state, no GUI backend
+
+    fig = Figure(figsize=(width, height), dpi=110)
+    return fig, fig.add_subplot(1, 1, 1)
+
+
+def _bar_figure(title: str, labels: list[str], estimates: list, measure: str, *, from_zero: bool):
+    fig, ax = _new_figure(max(5.0, 0.85 * len(labels) + 2.0))
+    values = np.array([e.value for e in estimates], dtype=float)
+    low = np.array([e.low for e in estimates], dtype=float)
+    high = np.array([e.high for e in estimates], dtype=float)
+    x = np.arange(len(labels))
+    shown = np.nan_to_num(values)
+    err = np.vstack([np.nan_to_num(shown - low), np.nan_to_num(high - shown)])
+    err = np.clip(err, 0, None)
+    ax.bar(x, shown, color="#4e79a7", yerr=err, capsize=4, ecolor="#333333")
+    for xi, v, h in zip(x, values, high):
+        at = 0.0 if math.isnan(v) else (h if not math.isnan(h) else v)
+        ax.annotate("n/a" if math.isnan(v) else f"{v:.3f}", (xi, max(at, v if not math.isnan(v) else 0.0)),
+                    textcoords="offset points", xytext=(0, 4), ha="center", fontsize=8)
+    ax.set_xticks(x, labels, rotation=20 if max(map(len, labels)) > 8 else 0, ha="right" if max(map(len, labels)) > 8 else "center",
+                  fontsize=8)
+    ax.set_ylabel(AXIS_LABELS.get(measure, measure))
+    ax.set_title(title, fontsize=10)
+    finite = np.concatenate([v[np.isfinite(v)] for v in (values, low, high)])
+    if finite.size:
+        lo, hi = float(finite.min()), float(finite.max())
+        if from_zero or lo <= 0:
+            bottom = min(0.0, lo)
+        else:
+            bottom = max(0.0, lo - 0.25 * max(hi - lo, 0.01))
+        top = hi + 0.12 * max(hi - bottom, 0.01)
+        ax.set_ylim(bottom, top)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def _nmdf_figure(mu: float, sigma: float, label: str):
+    fig, ax = _new_figure()
+    top = max(1e4, math.exp(mu + 3 * sigma))
+    df = np.logspace(0, math.log10(top), 400)
+    ax.plot(df, nmdf_factor(df, mu, sigma), color="#e15759")
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.2)
+    ax.set_xlabel("Document Frequency")
+    ax.set_ylabel("Term Weight")
+    ax.set_title(f"{FIGURE_TITLES['figure8']}\nμ = {mu:.2f} (df ≈ {math.exp(mu):.0f}), σ = {sigma:.2f} "
+                 f"(natural log), fitted to this crawl for {label}", fontsize=9)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def _save(out: str, name: str, fig) -> dict:
+    files = {}
+    for fmt in ("png", "svg"):
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
+        write_bytes_atomic(buffer.getvalue(), join(out, "figures", f"{name}.{fmt}"))
+        files[fmt] = buffer.getvalue()
+    return {"png": f"figures/{name}.png", "svg": f"figures/{name}.svg", "svg_bytes": files["svg"],
+            "title": FIGURE_TITLES.get(name, name)}
+
+
+# -- Figure 2: ranked listings for a few sources ---------------------------------------------------
+
+
+def _listings(sample: LoadedSample, best: StrategyResult, worst: StrategyResult) -> list[dict]:
+    """For each showcase source, the documents at ranks 1, 2, 5, … under the best and the worst
+    strategy with their similarity and category (paper Figure 2)."""
+    out = []
+    codes = sample.codes
+    for position, source in enumerate(best.showcase.tolist()):
+        entry = {"url": sample.urls[source], "category": "/" + "/".join(sample.classes[source]), "settings": []}
+        for result in (best, worst):
+            row = result.showcase_rows[position].copy()
+            order = [i for i in np.argsort(-row, kind="stable").tolist() if i != source]
+            per_source = source_gamma(result.counts)[source]
+            ranks = []
+            for rank in LISTING_RANKS:
+                if rank <= len(order):
+                    doc = order[rank - 1]
+                    distance = int(codes.shape[1] - (codes[doc] == codes[source]).sum())
+                    ranks.append({"rank": rank, "similarity": float(row[doc]), "url": sample.urls[doc],
+                                  "category": "/" + "/".join(sample.classes[doc]),
+                                  "distance": DISTANCE_NAMES[distance]})
+            entry["settings"].append({"strategy": result.strategy.label,
+                                      "gamma": _nan_to_none(float(per_source)), "ranks": ranks})
+        out.append(entry)
+    return out
+
+
+# -- Markdown and HTML ------------------------------------------------------------------------------
+
+
+def _fmt(value, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:.{digits}f}"
+
+
+def _interval(est) -> str:
+    if math.isnan(est.value):
+        return "n/a"
+    if math.isnan(est.low):
+        return f"{est.value:.3f}"
+    return f"{est.value:.3f} [{est.low:.3f}, {est.high:.3f}]"
+
+
+def _strategy_rows(context) -> tuple[list[str], list[list[str]]]:
+    headers = ["strategy", "sibling-Γ [95% CI]", "cousin-Γ", "unrelated-Γ", "Γ", "orthogonality",
+               "with bag", "seconds"]
+    rows = []
+    ranked = sorted(context["results"].values(), key=lambda r: _value(r, SIBLING_GAMMA), reverse=True)
+    for r in ranked:
+        n = r.stats.get("sample") or 0
+        rows.append([
+            r.strategy.label,
+            _interval(r.estimates[SIBLING_GAMMA]),
+            _interval(r.estimates["cousin_gamma"]),
+            _interval(r.estimates["unrelated_gamma"]),
+            _interval(r.estimates["gamma"]),
+            _interval(r.estimates[ORTHOGONALITY]),
+            f"{r.stats.get('with_bag', 0)}/{n}",
+            _fmt(r.stats.get("seconds"), 2),
+        ])
+    return headers, rows
+
+
+def _figure_rows(context, figure: str) -> tuple[list[str], list[list[str]]]:
+    measure = FIGURE_MEASURE.get(figure, SIBLING_GAMMA)
+    rows = []
+    for s in dict.fromkeys(context["figures"][figure]):
+        r = context["results"].get(s)
+        if r is not None:
+            rows.append([figure_label(figure, s), _interval(r.estimates[measure]), s.label])
+    return ["setting", AXIS_LABELS.get(measure, measure) + " [95% CI]", "strategy"], rows
+
+
+def _finding_rows(context) -> tuple[list[str], list[list[str]]]:
+    rows = []
+    for f in context["findings"]:
+        ci = "n/a" if f["low"] is None else f"{_fmt(f['advantage'])} [{_fmt(f['low'])}, {_fmt(f['high'])}]"
+        rows.append([f["claim"], f["verdict"], f["detail"], ci])
+    return ["paper's finding (Section 5)", "on this crawl", "measured", "advantage [95% CI]"], rows
+
+
+def _listing_rows(entry: dict, setting: dict) -> tuple[list[str], list[list[str]]]:
+    rows = [[str(r["rank"]), f"{r['similarity']:.3f}", r["category"], r["distance"], r["url"]] for r in setting["ranks"]]
+    return ["rank", "sim", "category", "familial distance", "url"], rows
+
+
+def _md_table(headers: list[str], rows: list[list[str]]) -> str:
+    esc = lambda text: str(text).replace("|", "\\|")
+    lines = ["| " + " | ".join(map(esc, headers)) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(map(esc, row)) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _html_table(headers: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n"
+
+
+def _method_lines(context) -> list[str]:
+    info = context["sample"]
+    params = info.get("params", {})
+    return [
+        "Ground truth: the directory collapsed to depth 3; familial distance same / sibling / cousin / "
+        "unrelated (Section 2.1). Every sampled document is a source; Γ sums concordant and discordant "
+        "pairs over all sources, similarity ties excluded (Section 2.3).",
+        f"Sample: seed {params.get('seed')}, {params.get('n_pairs')} pairs of sibling third-level classes "
+        f"requested, at least {params.get('min_pages')} linked-to URLs per class"
+        + (f", at most {params['max_pages_per_class']} per class" if params.get("max_pages_per_class") else "")
+        + ".",
+        f"Intervals: 95% percentile bootstrap over the sampled classes ({context['n_resamples']} resamples, "
+        f"seed {context['seed']}); differences use a paired bootstrap (the same resampled classes for both).",
+    ]
+
+
+def _sample_lines(context) -> list[str]:
+    info = context["sample"]
+    lines = list(info.get("description_lines", []))
+    crawl = info.get("crawl_counts", {})
+    d = info.get("directory_counts", {})
+    lines.append(
+        f"crawl: {crawl.get('pages', 0):,} pages, {crawl.get('links', 0):,} links "
+        f"({crawl.get('links_from_directory_pages', 0):,} from the directory's own pages, dropped); "
+        f"{crawl.get('linked_urls', 0):,} distinct URLs linked to"
+    )
+    lines.append(
+        f"directory: {d.get('listings', 0):,} listings; {d.get('urls', 0):,} linked-to URLs classified into "
+        f"{d.get('classes', 0):,} classes; ignored: {d.get('above_depth', 0):,} above depth 3, "
+        f"{d.get('soft_link', 0):,} soft links, {d.get('directory_page', 0):,} directory pages, "
+        f"{d.get('conflicting_class', 0):,} URLs in two classes, {d.get('bad_url', 0):,} bad URLs, "
+        f"{d.get('not_kept', 0):,} not linked to by the crawl"
+    )
+    return lines
+
+
+def _markdown(context) -> str:
+    parts = [f"# {context['title']}\n\n", f"Generated {context['generated']}.\n\n", "## Sample\n\n"]
+    parts += [f"- {line}\n" for line in _sample_lines(context)]
+    parts.append("\n## Method\n\n")
+    parts += [f"- {line}\n" for line in _method_lines(context)]
+    parts.append("\n## Strategies, best sibling-Γ first\n\n")
+    parts.append(_md_table(*_strategy_rows(context)))
+    if context["findings"]:
+        parts.append("\n## The paper's findings on this crawl\n\n")
+        parts.append(_md_table(*_finding_rows(context)))
+    for figure, files in context["figure_files"].items():
+        parts.append(f"\n## {files['title']}\n\n![{files['title']}]({files['png']})\n\n")
+        if figure in context["figures"]:
+            parts.append(_md_table(*_figure_rows(context, figure)))
+    if context["listings"]:
+        parts.append("\n## Ranked listings (as in the paper's Figure 2): best and worst strategy\n")
+        for entry in context["listings"]:
+            parts.append(f"\nSource {entry['url']} ({entry['category']})\n")
+            for setting in entry["settings"]:
+                parts.append(f"\n{setting['strategy']}: Γ for this source = {_fmt(setting['gamma'], 2)}\n\n")
+                parts.append(_md_table(*_listing_rows(entry, setting)))
+    return "".join(parts)
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:0.8em 0;font-size:0.88em}
+th,td{border:1px solid #ccc;padding:0.25em 0.55em;text-align:left;vertical-align:top}
+th{background:#f2f2f2} img{max-width:100%;border:1px solid #eee} h2{margin-top:1.6em;border-bottom:1px solid #ddd}
+.note{color:#555;font-size:0.9em}
+"""
+
+
+def _html(context, out: str) -> str:
+    h = html.escape
+    parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{h(context['title'])}</title>"
+             f"<style>{_CSS}</style></head><body>",
+             f"<h1>{h(context['title'])}</h1><p class=\"note\">Generated {h(context['generated'])}. "
+             "Self-contained: every figure is embedded.</p>",
+             "<h2>Sample</h2><ul>" + "".join(f"<li>{h(line)}</li>" for line in _sample_lines(context)) + "</ul>",
+             "<h2>Method</h2><ul>" + "".join(f"<li>{h(line)}</li>" for line in _method_lines(context)) + "</ul>",
+             "<h2>Strategies, best sibling-Γ first</h2>", _html_table(*_strategy_rows(context))]
+    if context["findings"]:
+        parts += ["<h2>The paper's findings on this crawl</h2>", _html_table(*_finding_rows(context))]
+    for figure, files in context["figure_files"].items():
+        data = base64.b64encode(files["svg_bytes"]).decode("ascii")
+        parts.append(f"<h2>{h(files['title'])}</h2><img alt=\"{h(files['title'])}\" src=\"data:image/svg+xml;base64,{data}\">")
+        if figure in context["figures"]:
+            parts.append(_html_table(*_figure_rows(context, figure)))
+    if context["listings"]:
+        parts.append("<h2>Ranked listings (as in the paper's Figure 2): best and worst strategy</h2>")
+        for entry in context["listings"]:
+            parts.append(f"<h3>Source {h(entry['url'])} <small>({h(entry['category'])})</small></h3>")
+            for setting in entry["settings"]:
+                parts.append(f"<p>{h(setting['strategy'])}: Γ for this source = {h(_fmt(setting['gamma'], 2))}</p>")
+                parts.append(_html_table(*_listing_rows(entry, setting)))
+    parts.append("</body></html>\n")
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Grouping strategies into tasks
+
+
+def strategy_groups(strategies: Sequence[Strategy], group_size: int) -> list[tuple[Strategy, ...]]:
+    """Small groups of strategies, one task each. Strategies sharing fragment settings (they
+    differ only in weighting or metric) go together so the corpus's merged-bag cache serves them."""
+    if group_size < 1:
+        raise ValueError(f"group_size: expected at least 1 strategy per task, got {group_size}")
+    ordered = sorted(strategies, key=lambda s: json.dumps(s.fragment_params(), sort_keys=True))
+    return [tuple(ordered[i:i + group_size]) for i in range(0, len(ordered), group_size)]
+
+
+def run_evaluation(
+    crawl: str,
+    directory: str,
+    out: str,
+    *,
+    grid: str = "paper",
+    work: str | None = None,
+    sample_params: SampleParams = SampleParams(),
+    directory_pages: str | None = None,
+    n_resamples: int = 1000,
+    title: str = "",
+) -> dict:
+    """The whole evaluation in this process, without Prefect (tests, benchmarks, scripts)."""
+    work = work or join(out, "_work")
+    figures = strategy_grid(grid)
+    sample = prepare_sample(crawl, directory, work, sample_params, directory_pages)
+    strategies = grid_strategies(figures)
+    outputs = evaluate_strategies(crawl, sample, strategies, work)
+    return write_report(out, sample, figures, dict(zip(strategies, outputs)), seed=sample_params.seed,
+                        n_resamples=n_resamples, title=title)
+
+
+# ---------------------------------------------------------------------------------------------
+# Prefect tasks: one per stage, or per small group of strategies (never per pair or per URL)
+
+
+@task(name="eval-sample", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_delay_seconds=2)
+def sample_task(crawl: str, directory: str, work: str, params: SampleParams,
+                directory_pages: str | None = None) -> StageOutput:
+    """Parse the directory once and draw the sample (retried: it only reads files)."""
+    return prepare_sample(crawl, directory, work, params, directory_pages)
+
+
+@task(name="eval-strategies", cache_policy=NO_CACHE, persist_result=False)
+def strategies_task(crawl: str, sample: StageOutput, strategies: list[dict], work: str) -> list[StageOutput]:
+    """Bags, exact similarity and Γ counts for a small group of strategies (no retries: the
+    computation is deterministic; an I/O failure is retried by re-running the flow, which
+    reuses every finished strategy)."""
+    return evaluate_strategies(crawl, sample, [Strategy.from_dict(s) for s in strategies], work)
+
+
+@task(name="eval-report", cache_policy=NO_CACHE, persist_result=False)
+def report_task(out: str, sample: StageOutput, grid: str, outputs: list[list[StageOutput]],
+                groups: list[list[dict]], seed: int, n_resamples: int, title: str = "") -> dict:
+    """Tables, figures and the report from every group's outputs."""
+    results = {}
+    for group, group_outputs in zip(groups, outputs):
+        for spec, output in zip(group, group_outputs):
+            results[Strategy.from_dict(spec)] = output
+    return write_report(out, sample, strategy_grid(grid), results, seed=seed, n_resamples=n_resamples, title=title)
