@@ -1,0 +1,816 @@
+"""Bags of terms: fragments, merging, document frequencies and weighting (paper Sections 3, 5.2, 6.1).
+
+A page u's bag B_u = {(term, weight)} (Section 3) is the sum of *fragments* (Section 6.1):
+
+* at most one **content** fragment per crawled page: the terms of its title and page words,
+  each occurrence counting 1;
+* one **anchor** fragment per inlink v → u: the anchor words (distance d = 0) and the
+  context words of the anchor window, each at its distance d = its position among the
+  context words on its side that are not stopwords under the strategy's stemming (1 = the
+  nearest). Stopwords neither enter the bag nor count towards W (Section 3.1, footnote 5).
+  BASIC keeps words with d ≤ W; SYNTACTIC and TOPICAL keep the words inside the region
+  lengths the ingest stage stored on the link (counted in context words, stopwords included);
+* one **title** fragment per crawled page when anchor windows are a source: the paper
+  includes "the title of document u" in every anchor-based bag (Section 3.1). We add it once
+  per bag, at d = 0, from the page's own title — not once per inlink, which would let the
+  title swamp the anchor text of a much-linked page. A target that was not crawled has no
+  known title and gets none; a crawled page nobody links to gets a bag of its title only;
+* one **link-id** fragment per inlink: the term ``link:<source URL>`` counting 1.
+
+With distance weighting an anchor-window occurrence counts log2(32/(1+d)) (so anchor and
+title words count 5), otherwise 1; content and link-id terms always count 1 per occurrence.
+**Self-links** (a page linking to itself, e.g. "top of page") are left out of the anchor and
+link-id fragments: they would describe a page by its own words and give every page a
+``link:`` term of its own, and the paper's anchor-window rationale — other authors' opinions
+of u (Section 1) — does not hold for them. They are counted in :class:`CorpusStats`.
+
+Fragments merge by adding weights term by term (associative and commutative, so they can be
+combined in any order and grouping: within an input part, after a shuffle, …). The document
+frequency of a term is the number of merged bags in the collection that contain it. Each
+merged bag is then frequency-weighted and normalised to a constant sum (Section 6.1,
+:mod:`simcore.weighting`).
+
+Two implementations of the same definitions:
+
+* the record-level functions (:func:`page_fragments`, :func:`link_fragments`,
+  :func:`merge_fragments`, :func:`weigh_bags`, :func:`reference_bags`) — plain dicts, easy to
+  read and check by hand;
+* :class:`Corpus` — columnar numpy over a whole crawl, tokens interned once and term maps
+  cached per stemming, so that sweeping many strategies over one crawl is fast; it returns a
+  :class:`BagMatrix` (a CSR matrix of weighted bags). Tests check the two agree.
+"""
+from __future__ import annotations
+
+import enum
+import json
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import chain
+
+import numpy as np
+import scipy.sparse as sp
+
+from simcore.strategy import Source, Strategy, Window
+from simcore.text import Stemming, term, terms
+from simcore.weighting import ANCHOR_DISTANCE_WEIGHT, Weighting, distance_weight, distance_weights, normalise_rows
+
+__all__ = [
+    "LINK_PREFIX",
+    "BagMatrix",
+    "Corpus",
+    "CorpusStats",
+    "Fragment",
+    "FragmentKind",
+    "LinkColumns",
+    "LinkRow",
+    "MergedBags",
+    "PageColumns",
+    "PageRow",
+    "WordLists",
+    "anchor_fragment",
+    "build_bags",
+    "content_fragment",
+    "document_frequencies",
+    "link_fragment",
+    "link_fragments",
+    "merge_bags",
+    "merge_entries",
+    "merge_fragments",
+    "page_fragments",
+    "reference_bags",
+    "title_fragment",
+    "weigh_bags",
+    "window_terms",
+]
+
+#: Link-id terms are the inlinking URL behind this prefix, so they never collide with words.
+LINK_PREFIX = "link:"
+
+Bag = dict[str, float]
+
+
+# ---------------------------------------------------------------------------------------------
+# Records (the rows of the PAGES and LINKS data sets that bags need)
+
+
+@dataclass(frozen=True, slots=True)
+class PageRow:
+    """The part of a PAGES row a bag needs: the page and its cleaned title and page words."""
+
+    url: str
+    url_id: int
+    title_words: tuple[str, ...]
+    words: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRow:
+    """A LINKS row: an anchor in page ``source`` pointing to page ``target`` with its context.
+
+    ``left_words``/``right_words`` are nearest first; the region lengths count context words
+    (stopwords included) inside the SYNTACTIC and TOPICAL regions (simcore.records.Anchor).
+    """
+
+    source_url: str
+    source_id: int
+    target_url: str
+    target_id: int
+    anchor_words: tuple[str, ...]
+    left_words: tuple[str, ...] = ()
+    right_words: tuple[str, ...] = ()
+    syntactic_left: int = 0
+    syntactic_right: int = 0
+    topical_left: int = 0
+    topical_right: int = 0
+
+
+class FragmentKind(str, enum.Enum):
+    CONTENT = "content"
+    TITLE = "title"
+    ANCHOR = "anchor"
+    LINK = "link"
+
+
+@dataclass(frozen=True, slots=True)
+class Fragment:
+    """A partial bag of one URL (Section 6.1): its terms with summed weights, sorted by term."""
+
+    url_id: int
+    url: str
+    kind: FragmentKind
+    terms: tuple[tuple[str, float], ...]
+
+    def bag(self) -> Bag:
+        return dict(self.terms)
+
+
+def _fragment(url_id: int, url: str, kind: FragmentKind, weights: dict[str, float]) -> Fragment | None:
+    weights = {t: w for t, w in weights.items() if w > 0}
+    if not weights:
+        return None
+    return Fragment(int(url_id), url, kind, tuple(sorted(weights.items())))
+
+
+# ---------------------------------------------------------------------------------------------
+# Fragments, record by record (the readable reference)
+
+
+def window_terms(words: Sequence[str], stemming: Stemming, *, window_size: int | None = None,
+                 region: int | None = None) -> list[tuple[str, int]]:
+    """The terms of one side of an anchor window with their distances (Section 3.1).
+
+    ``words`` are the context words on one side, nearest first. A word's distance is its
+    position among the words that are not stopwords under ``stemming`` (1 = nearest);
+    stopwords are dropped and not counted. BASIC passes ``window_size`` = W (keep d ≤ W);
+    SYNTACTIC and TOPICAL pass ``region`` = how many context words the region spans.
+    """
+    if region is not None:
+        words = words[: max(0, region)]
+    out = []
+    rank = 0
+    for word in words:
+        t = term(word, stemming)
+        if t is None:
+            continue
+        rank += 1
+        if window_size is not None and rank > window_size:
+            break
+        out.append((t, rank))
+    return out
+
+
+def content_fragment(page: PageRow, strategy: Strategy) -> Fragment | None:
+    """The page's own terms, title words then page words, 1 per occurrence (Section 3.1, content)."""
+    if not strategy.uses_content:
+        return None
+    weights: dict[str, float] = defaultdict(float)
+    for t in terms((*page.title_words, *page.words), strategy.stemming):
+        weights[t] += 1.0
+    return _fragment(page.url_id, page.url, FragmentKind.CONTENT, weights)
+
+
+def title_fragment(page: PageRow, strategy: Strategy) -> Fragment | None:
+    """The page's title as anchor-bag terms at distance 0, once per bag (Section 3.1)."""
+    if not strategy.uses_anchor:
+        return None
+    w0 = ANCHOR_DISTANCE_WEIGHT if strategy.distance_weighting else 1.0
+    weights: dict[str, float] = defaultdict(float)
+    for t in terms(page.title_words, strategy.stemming):
+        weights[t] += w0
+    return _fragment(page.url_id, page.url, FragmentKind.TITLE, weights)
+
+
+def anchor_fragment(link: LinkRow, strategy: Strategy) -> Fragment | None:
+    """The anchor window of one inlink, credited to its target (Sections 3.1, 5.2); None for a self-link."""
+    if not strategy.uses_anchor or link.source_id == link.target_id:
+        return None
+    dist = strategy.distance_weighting
+    w0 = ANCHOR_DISTANCE_WEIGHT if dist else 1.0
+    weights: dict[str, float] = defaultdict(float)
+    for t in terms(link.anchor_words, strategy.stemming):
+        weights[t] += w0
+    if strategy.window is Window.BASIC:
+        sides = [(link.left_words, None), (link.right_words, None)]
+    elif strategy.window is Window.SYNTACTIC:
+        sides = [(link.left_words, link.syntactic_left), (link.right_words, link.syntactic_right)]
+    else:
+        sides = [(link.left_words, link.topical_left), (link.right_words, link.topical_right)]
+    limit = strategy.window_size if strategy.window is Window.BASIC else None
+    for words, region in sides:
+        for t, d in window_terms(words, strategy.stemming, window_size=limit, region=region):
+            weights[t] += distance_weight(d) if dist else 1.0
+    return _fragment(link.target_id, link.target_url, FragmentKind.ANCHOR, weights)
+
+
+def link_fragment(link: LinkRow, strategy: Strategy) -> Fragment | None:
+    """The inlinking URL as one term ``link:<source URL>`` (the link-based approach, Section 1); None for a self-link."""
+    if not strategy.uses_links or link.source_id == link.target_id:
+        return None
+    return _fragment(link.target_id, link.target_url, FragmentKind.LINK, {LINK_PREFIX + link.source_url: 1.0})
+
+
+def page_fragments(page: PageRow, strategy: Strategy) -> list[Fragment]:
+    """The fragments one crawled page contributes to its own bag: content and title."""
+    return [f for f in (content_fragment(page, strategy), title_fragment(page, strategy)) if f is not None]
+
+
+def link_fragments(link: LinkRow, strategy: Strategy) -> list[Fragment]:
+    """The fragments one link contributes to its target's bag: anchor window and link id."""
+    return [f for f in (anchor_fragment(link, strategy), link_fragment(link, strategy)) if f is not None]
+
+
+# ---------------------------------------------------------------------------------------------
+# Merging, df, weighting — record by record
+
+
+def merge_bags(a: Bag, b: Bag) -> Bag:
+    """Bag sum: weights of equal terms add (Section 6.1). Associative and commutative."""
+    out = dict(a)
+    for t, w in b.items():
+        out[t] = out.get(t, 0.0) + w
+    return out
+
+
+def merge_fragments(fragments: Iterable[Fragment]) -> dict[int, tuple[str, Bag]]:
+    """Collapse fragments into one bag per URL id: ``{url_id: (url, bag)}`` (Section 6.1)."""
+    urls: dict[int, str] = {}
+    bags: dict[int, Bag] = defaultdict(dict)
+    for f in fragments:
+        bag = bags[f.url_id]
+        for t, w in f.terms:
+            bag[t] = bag.get(t, 0.0) + w
+        urls[f.url_id] = min(urls.get(f.url_id, f.url), f.url)
+    return {u: (urls[u], bag) for u, bag in bags.items()}
+
+
+def document_frequencies(bags: Iterable[Bag]) -> dict[str, int]:
+    """df of every term: the number of bags containing it (Section 5.2)."""
+    df: dict[str, int] = defaultdict(int)
+    for bag in bags:
+        for t, w in bag.items():
+            if w > 0:
+                df[t] += 1
+    return dict(df)
+
+
+def weigh_bags(bags: dict[int, tuple[str, Bag]], strategy: Strategy) -> tuple[dict[int, tuple[str, Bag]], Weighting]:
+    """Frequency-weight merged bags by their df in this collection, then normalise each (Sections 5.2, 6.1)."""
+    df = document_frequencies(b for _, b in bags.values())
+    vocab = sorted(df)
+    df_arr = np.array([df[t] for t in vocab], dtype=np.int64)
+    weighting = Weighting.resolve(strategy, df_arr)
+    factor = dict(zip(vocab, weighting.factors(df_arr).tolist())) if vocab else {}
+    out = {}
+    for u, (url, bag) in bags.items():
+        weighted = {t: w * factor[t] for t, w in bag.items() if w > 0}
+        weighted = {t: w for t, w in weighted.items() if w > 0}
+        total = sum(weighted.values())
+        if total > 0:
+            out[u] = (url, {t: w * strategy.normalise_to / total for t, w in weighted.items()})
+    return out, weighting
+
+
+def reference_bags(pages: Iterable[PageRow], links: Iterable[LinkRow], strategy: Strategy) -> dict[int, tuple[str, Bag]]:
+    """The weighted bag of every URL, computed record by record: the definition :class:`Corpus` must match.
+
+    A URL crawled more than once keeps its first page (at most one content fragment per page).
+    """
+    seen: set[int] = set()
+    fragments: list[Fragment] = []
+    for page in pages:
+        if page.url_id in seen:
+            continue
+        seen.add(page.url_id)
+        fragments += page_fragments(page, strategy)
+    for link in links:
+        fragments += link_fragments(link, strategy)
+    return weigh_bags(merge_fragments(fragments), strategy)[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Columnar data for the fast path
+
+
+@dataclass(frozen=True, slots=True)
+class WordLists:
+    """Many word sequences over one shared vocabulary: sequence i is ``codes[offsets[i]:offsets[i+1]]``."""
+
+    codes: np.ndarray  # int64 indices into the corpus vocabulary
+    offsets: np.ndarray  # int64, length n + 1, offsets[0] == 0
+
+    def __post_init__(self) -> None:
+        codes = np.ascontiguousarray(self.codes, dtype=np.int64)
+        offsets = np.ascontiguousarray(self.offsets, dtype=np.int64)
+        if offsets.ndim != 1 or offsets.size == 0 or offsets[0] != 0 or offsets[-1] != codes.size:
+            raise ValueError(
+                f"word lists: expected offsets starting at 0 and ending at len(codes)={codes.size}, "
+                f"got {offsets[:1].tolist()}…{offsets[-1:].tolist()}; subtract offsets[0] from sliced list arrays"
+            )
+        if np.any(np.diff(offsets) < 0):
+            raise ValueError("word lists: expected non-decreasing offsets, found a decrease")
+        object.__setattr__(self, "codes", codes)
+        object.__setattr__(self, "offsets", offsets)
+
+    def __len__(self) -> int:
+        return self.offsets.size - 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    @classmethod
+    def from_lists(cls, lists: Iterable[Sequence[str]], index: dict[str, int]) -> WordLists:
+        """Intern ``lists`` into ``index`` (word → code, extended in place)."""
+        lists = lists if isinstance(lists, list) else list(lists)
+        setdefault = index.setdefault
+        codes = [setdefault(w, len(index)) for w in chain.from_iterable(lists)]
+        offsets = np.zeros(len(lists) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)), out=offsets[1:])
+        return cls(np.asarray(codes, dtype=np.int64), np.asarray(offsets, dtype=np.int64))
+
+    def take(self, rows: np.ndarray) -> WordLists:
+        """The sequences ``rows`` (in that order)."""
+        lengths = self.lengths[rows]
+        starts = self.offsets[:-1][rows]
+        offsets = np.concatenate(([0], np.cumsum(lengths)))
+        idx = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
+        return WordLists(self.codes[idx], offsets)
+
+    @staticmethod
+    def concat_rows(a: WordLists, b: WordLists) -> WordLists:
+        """Row i = a's row i followed by b's row i."""
+        la, lb = a.lengths, b.lengths
+        offsets = np.concatenate(([0], np.cumsum(la + lb)))
+        out = np.empty(offsets[-1], dtype=np.int64)
+        ia = np.repeat(offsets[:-1] - a.offsets[:-1], la) + np.arange(a.codes.size)
+        ib = np.repeat(offsets[:-1] + la - b.offsets[:-1], lb) + np.arange(b.codes.size)
+        out[ia] = a.codes
+        out[ib] = b.codes
+        return WordLists(out, offsets)
+
+
+@dataclass(frozen=True)
+class PageColumns:
+    """The PAGES columns a bag needs, one entry per page."""
+
+    url: Sequence[str]
+    url_id: np.ndarray  # uint64
+    title_words: WordLists
+    words: WordLists
+
+
+@dataclass(frozen=True)
+class LinkColumns:
+    """The LINKS columns, one entry per anchor."""
+
+    source_url: Sequence[str]
+    source_id: np.ndarray  # uint64
+    target_url: Sequence[str]
+    target_id: np.ndarray  # uint64
+    anchor_words: WordLists
+    left_words: WordLists
+    right_words: WordLists
+    syntactic_left: np.ndarray
+    syntactic_right: np.ndarray
+    topical_left: np.ndarray
+    topical_right: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusStats:
+    pages: int
+    duplicate_pages: int  # pages whose URL was already crawled: skipped (one content fragment per URL)
+    links: int
+    self_links: int  # links from a page to itself: no anchor or link-id fragment
+    urls: int  # URLs that can have a bag: crawled pages and link targets
+
+    def to_dict(self) -> dict[str, int]:
+        return {"pages": self.pages, "duplicate_pages": self.duplicate_pages, "links": self.links,
+                "self_links": self.self_links, "urls": self.urls}
+
+
+@dataclass(frozen=True, eq=False)
+class MergedBags:
+    """Merged, unweighted bags (Section 6.1 before NMDF): row i is the bag of ``url_ids[i]``.
+
+    ``csr`` may hold empty rows (URLs whose fragments had no terms).
+    """
+
+    url_ids: np.ndarray  # uint64, sorted
+    urls: Sequence[str]
+    vocabulary: Sequence[str]  # column -> term
+    csr: sp.csr_matrix
+
+    def entries(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(row, column, weight) of every non-zero, row-major."""
+        rows = np.repeat(np.arange(self.csr.shape[0]), np.diff(self.csr.indptr))
+        return rows, self.csr.indices.astype(np.int64), self.csr.data
+
+
+@dataclass(frozen=True, eq=False)
+class BagMatrix:
+    """Weighted bags of many URLs as a CSR matrix: row i is the bag of ``url_ids[i]`` over ``vocabulary``.
+
+    ``df`` is each column's document frequency in the whole collection the weights were
+    computed over (``collection_size`` bags), which may be larger than this matrix.
+    Rows are sorted by URL id and every row sums to the strategy's normalisation constant.
+    """
+
+    url_ids: np.ndarray  # uint64, sorted ascending
+    urls: tuple[str, ...]
+    vocabulary: tuple[str, ...]
+    csr: sp.csr_matrix  # float64, shape (len(url_ids), len(vocabulary))
+    df: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    collection_size: int = 0
+    weighting: Weighting | None = None
+
+    def __post_init__(self) -> None:
+        n, v = len(self.url_ids), len(self.vocabulary)
+        if self.csr.shape != (n, v):
+            raise ValueError(f"bag matrix: expected a {n} × {v} matrix (URLs × vocabulary), got {self.csr.shape}")
+        if len(self.urls) != n:
+            raise ValueError(f"bag matrix: expected {n} URLs, got {len(self.urls)}")
+        if n > 1 and np.any(np.diff(self.url_ids.astype(np.uint64)) == 0):
+            raise ValueError("bag matrix: expected unique URL ids, found a repeated one")
+
+    def __len__(self) -> int:
+        return len(self.url_ids)
+
+    def __contains__(self, url_id: object) -> bool:
+        try:
+            self.index(int(url_id))  # type: ignore[arg-type]
+        except (KeyError, TypeError, ValueError):
+            return False
+        return True
+
+    def index(self, url_id: int) -> int:
+        """The row of ``url_id``; KeyError when it has no bag."""
+        key = np.uint64(url_id)
+        i = int(np.searchsorted(self.url_ids, key))
+        if i >= len(self.url_ids) or self.url_ids[i] != key:
+            raise KeyError(f"URL id {url_id} has no bag here")
+        return i
+
+    def indices(self, url_ids: Iterable[int]) -> np.ndarray:
+        """The rows of several URL ids, in their order; KeyError names the ones without a bag."""
+        keys = np.fromiter((int(u) for u in url_ids), dtype=np.uint64)
+        rows = np.searchsorted(self.url_ids, keys)
+        found = (rows < len(self.url_ids)) & (self.url_ids[np.minimum(rows, len(self.url_ids) - 1)] == keys) \
+            if len(self.url_ids) else np.zeros(len(keys), dtype=bool)
+        if not np.all(found):
+            missing = keys[~found][:5].tolist()
+            raise KeyError(f"{int((~found).sum())} URL id(s) have no bag here, e.g. {missing}")
+        return rows.astype(np.int64)
+
+    def row(self, url_id: int) -> dict[str, float]:
+        """The bag of ``url_id`` as {term: weight}."""
+        i = self.index(url_id)
+        lo, hi = self.csr.indptr[i], self.csr.indptr[i + 1]
+        return {self.vocabulary[c]: float(w) for c, w in zip(self.csr.indices[lo:hi], self.csr.data[lo:hi])}
+
+    def top_terms(self, url_id: int, k: int = 10) -> list[tuple[str, float]]:
+        """The ``k`` heaviest terms of a bag, heaviest first (ties by term), as in the paper's Figure 14."""
+        return sorted(self.row(url_id).items(), key=lambda tw: (-tw[1], tw[0]))[:k]
+
+    def select(self, url_ids: Iterable[int]) -> BagMatrix:
+        """The bags of ``url_ids`` (each must have one), columns unused by them dropped."""
+        rows = np.unique(self.indices(url_ids))
+        return self._subset(rows)
+
+    def _subset(self, rows: np.ndarray) -> BagMatrix:
+        sub = self.csr[rows]
+        used = np.unique(sub.indices)
+        remap = np.full(len(self.vocabulary), -1, dtype=np.int64)
+        remap[used] = np.arange(used.size)
+        csr = sp.csr_matrix((sub.data, remap[sub.indices], sub.indptr), shape=(rows.size, used.size))
+        vocab = tuple(self.vocabulary[c] for c in used.tolist())
+        df = self.df[used] if self.df.size else self.df
+        return BagMatrix(self.url_ids[rows], tuple(self.urls[i] for i in rows.tolist()), vocab, csr, df,
+                         self.collection_size, self.weighting)
+
+    def to_dicts(self) -> dict[int, tuple[str, dict[str, float]]]:
+        """``{url_id: (url, bag)}``, the form of :func:`reference_bags`."""
+        return {int(u): (self.urls[i], self.row(int(u))) for i, u in enumerate(self.url_ids)}
+
+    @classmethod
+    def from_dicts(cls, bags: dict[int, tuple[str, dict[str, float]]]) -> BagMatrix:
+        """A bag matrix of ``{url_id: (url, bag)}`` as given (no weighting or normalisation applied)."""
+        ids = np.array(sorted(bags), dtype=np.uint64)
+        vocab_index: dict[str, int] = {}
+        indptr, indices, data = [0], [], []
+        for u in ids.tolist():
+            for t, w in sorted(bags[u][1].items()):
+                if w != 0:
+                    indices.append(vocab_index.setdefault(t, len(vocab_index)))
+                    data.append(float(w))
+            indptr.append(len(indices))
+        vocab = tuple(vocab_index)
+        csr = sp.csr_matrix((np.asarray(data, dtype=np.float64), np.asarray(indices, dtype=np.int64),
+                             np.asarray(indptr, dtype=np.int64)), shape=(ids.size, len(vocab)))
+        csr.sort_indices()
+        return cls(ids, tuple(bags[u][0] for u in ids.tolist()), vocab, csr)
+
+
+# ---------------------------------------------------------------------------------------------
+# The fast path
+
+
+class Corpus:
+    """A crawl's pages and links in columnar form, for building the bags of many strategies fast.
+
+    Words are interned once; per stemming the word → term map and the stopword-skipping
+    window ranks are computed once and cached, and the merged bags of the last few
+    fragment settings are cached too, so a sweep over weighting variants only re-weights.
+    URLs crawled twice keep their first page; self-links give no anchor or link-id fragment.
+    """
+
+    _MERGED_CACHE = 4
+
+    def __init__(self, vocabulary: Sequence[str], pages: PageColumns, links: LinkColumns) -> None:
+        self._words = list(vocabulary)
+        n_pages = len(pages.url)
+        for name in ("title_words", "words"):
+            if len(getattr(pages, name)) != n_pages:
+                raise ValueError(f"pages.{name}: expected {n_pages} word lists, got {len(getattr(pages, name))}")
+        n_links = len(links.source_url)
+        for name in ("anchor_words", "left_words", "right_words"):
+            if len(getattr(links, name)) != n_links:
+                raise ValueError(f"links.{name}: expected {n_links} word lists, got {len(getattr(links, name))}")
+        for wl in (pages.title_words, pages.words, links.anchor_words, links.left_words, links.right_words):
+            if wl.codes.size and (wl.codes.min() < 0 or wl.codes.max() >= len(self._words)):
+                raise ValueError(f"word codes: expected 0…{len(self._words) - 1}, found {wl.codes.min()}…{wl.codes.max()}")
+
+        page_ids = np.asarray(pages.url_id, dtype=np.uint64)
+        _, first = np.unique(page_ids, return_index=True)
+        keep = np.sort(first)
+        self._page_ids = page_ids[keep]
+        self._page_title = pages.title_words.take(keep)
+        self._page_content = WordLists.concat_rows(self._page_title, pages.words.take(keep))
+        page_urls = [pages.url[i] for i in keep.tolist()]
+
+        source_id = np.asarray(links.source_id, dtype=np.uint64)
+        target_id = np.asarray(links.target_id, dtype=np.uint64)
+        kept = np.flatnonzero(source_id != target_id)
+        self._links = kept  # indices of the links that give fragments
+        self._anchor = links.anchor_words.take(kept)
+        self._left = links.left_words.take(kept)
+        self._right = links.right_words.take(kept)
+        self._regions = {
+            Window.SYNTACTIC: (np.asarray(links.syntactic_left)[kept], np.asarray(links.syntactic_right)[kept]),
+            Window.TOPICAL: (np.asarray(links.topical_left)[kept], np.asarray(links.topical_right)[kept]),
+        }
+
+        ids = np.concatenate([self._page_ids, target_id[kept]])
+        self.url_ids, first_url, inverse = np.unique(ids, return_index=True, return_inverse=True)
+        all_urls = page_urls + [links.target_url[i] for i in kept.tolist()]
+        self.urls = tuple(all_urls[i] for i in first_url.tolist())
+        self._page_row = inverse[: self._page_ids.size].astype(np.int64)
+        self._link_row = inverse[self._page_ids.size:].astype(np.int64)
+
+        source_kept = source_id[kept]
+        self._source_ids, first_src, self._link_source = np.unique(source_kept, return_index=True, return_inverse=True)
+        self._source_urls = [links.source_url[kept[i]] for i in first_src.tolist()]
+        self._link_source = self._link_source.astype(np.int64)
+
+        self.stats = CorpusStats(
+            pages=n_pages, duplicate_pages=n_pages - keep.size, links=n_links,
+            self_links=n_links - kept.size, urls=self.url_ids.size,
+        )
+        self._term_maps: dict[Stemming, tuple[np.ndarray, list[str]]] = {}
+        self._ranks: dict[tuple[str, Stemming], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._merged: dict[str, MergedBags] = {}
+
+    # -- construction ---------------------------------------------------------------------------
+
+    @classmethod
+    def from_rows(cls, pages: Iterable[PageRow], links: Iterable[LinkRow]) -> Corpus:
+        """A corpus of record objects (e.g. built in tests or from ``table.to_pylist()``)."""
+        pages, links = list(pages), list(links)
+        index: dict[str, int] = {}
+        page_cols = PageColumns(
+            url=[p.url for p in pages],
+            url_id=np.array([p.url_id for p in pages], dtype=np.uint64),
+            title_words=WordLists.from_lists((p.title_words for p in pages), index),
+            words=WordLists.from_lists((p.words for p in pages), index),
+        )
+        link_cols = LinkColumns(
+            source_url=[l.source_url for l in links],
+            source_id=np.array([l.source_id for l in links], dtype=np.uint64),
+            target_url=[l.target_url for l in links],
+            target_id=np.array([l.target_id for l in links], dtype=np.uint64),
+            anchor_words=WordLists.from_lists((l.anchor_words for l in links), index),
+            left_words=WordLists.from_lists((l.left_words for l in links), index),
+            right_words=WordLists.from_lists((l.right_words for l in links), index),
+            syntactic_left=np.array([l.syntactic_left for l in links], dtype=np.int64),
+            syntactic_right=np.array([l.syntactic_right for l in links], dtype=np.int64),
+            topical_left=np.array([l.topical_left for l in links], dtype=np.int64),
+            topical_right=np.array([l.topical_right for l in links], dtype=np.int64),
+        )
+        return cls(list(index), page_cols, link_cols)
+
+    # -- per-stemming caches ---------------------------------------------------------------------
+
+    def _term_map(self, stemming: Stemming) -> tuple[np.ndarray, list[str]]:
+        """word code → term column (−1 for a stopword) and the term of each column."""
+        cached = self._term_maps.get(stemming)
+        if cached is None:
+            index: dict[str, int] = {}
+            mapping = np.empty(len(self._words), dtype=np.int64)
+            for i, w in enumerate(self._words):
+                t = term(w, stemming)
+                mapping[i] = -1 if t is None else index.setdefault(t, len(index))
+            cached = self._term_maps[stemming] = (mapping, list(index))
+        return cached
+
+    def _side(self, side: str, stemming: Stemming) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """For one side's context words: (link, position, term column, non-stopword rank) of every word."""
+        key = (side, stemming)
+        cached = self._ranks.get(key)
+        if cached is None:
+            wl = self._left if side == "left" else self._right
+            lengths = wl.lengths
+            link = np.repeat(np.arange(len(wl)), lengths)
+            start = np.repeat(wl.offsets[:-1], lengths)
+            position = np.arange(wl.codes.size) - start
+            cols = self._term_map(stemming)[0][wl.codes]
+            counted = np.cumsum(cols >= 0)
+            before = np.concatenate(([0], counted))[start]
+            rank = counted - before
+            cached = self._ranks[key] = (link, position, cols, rank)
+        return cached
+
+    # -- fragments and merging ---------------------------------------------------------------------
+
+    def _entries(self, strategy: Strategy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(url row, term column, weight) of every term occurrence of every fragment."""
+        mapping, vocab = self._term_map(strategy.stemming)
+        n_words = len(vocab)
+        rows, cols, vals = [], [], []
+
+        def add_lists(wl: WordLists, row_of_list: np.ndarray, weight: float) -> None:
+            c = mapping[wl.codes]
+            r = np.repeat(row_of_list, wl.lengths)
+            keep = c >= 0
+            rows.append(r[keep])
+            cols.append(c[keep])
+            vals.append(np.full(int(keep.sum()), weight))
+
+        if strategy.uses_content:
+            add_lists(self._page_content, self._page_row, 1.0)
+        if strategy.uses_anchor:
+            w0 = ANCHOR_DISTANCE_WEIGHT if strategy.distance_weighting else 1.0
+            add_lists(self._page_title, self._page_row, w0)
+            add_lists(self._anchor, self._link_row, w0)
+            for i, side in enumerate(("left", "right")):
+                link, position, c, rank = self._side(side, strategy.stemming)
+                keep = c >= 0
+                if strategy.window is Window.BASIC:
+                    keep &= rank <= strategy.window_size
+                else:
+                    keep &= position < self._regions[strategy.window][i][link]
+                w = distance_weights(rank[keep]) if strategy.distance_weighting else np.ones(int(keep.sum()))
+                positive = w > 0
+                rows.append(self._link_row[link[keep][positive]])
+                cols.append(c[keep][positive])
+                vals.append(w[positive])
+        if strategy.uses_links:
+            rows.append(self._link_row)
+            cols.append(n_words + self._link_source)
+            vals.append(np.ones(self._link_row.size))
+        if not rows:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+        return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+
+    def vocabulary(self, stemming: Stemming) -> list[str]:
+        """Every term column: word terms under ``stemming``, then ``link:<URL>`` of every inlinking page."""
+        return self._term_map(stemming)[1] + [LINK_PREFIX + u for u in self._source_urls]
+
+    def merged(self, strategy: Strategy) -> MergedBags:
+        """Every URL's fragments merged (summed), before frequency weighting (Section 6.1)."""
+        key = json.dumps(strategy.fragment_params(), sort_keys=True)
+        cached = self._merged.get(key)
+        if cached is None:
+            rows, cols, vals = self._entries(strategy)
+            n_cols = len(self._term_map(strategy.stemming)[1]) + len(self._source_urls)
+            csr = sp.csr_matrix((vals, (rows, cols)), shape=(self.url_ids.size, n_cols))
+            csr.sum_duplicates()
+            csr.eliminate_zeros()
+            cached = MergedBags(self.url_ids, self.urls, _LazyVocabulary(self, strategy.stemming), csr)
+            if len(self._merged) >= self._MERGED_CACHE:
+                self._merged.pop(next(iter(self._merged)))
+            self._merged[key] = cached
+        return cached
+
+    def bags(self, strategy: Strategy, targets: Collection[int] | None = None) -> BagMatrix:
+        """The weighted bags of ``targets`` (URL ids; None = every URL), df over the whole corpus.
+
+        Document frequencies and fitted NMDF parameters always come from every bag in the
+        corpus, so a sample's bags are exactly those of the full collection. Targets without a
+        bag (not crawled and not linked to, or all their words stopwords) are absent from the
+        result; check with ``url_id in matrix``.
+        """
+        merged = self.merged(strategy)
+        return weigh_merged(merged, strategy, targets)
+
+
+class _LazyVocabulary(Sequence[str]):
+    """A corpus's term columns, turned into strings only when looked at."""
+
+    def __init__(self, corpus: Corpus, stemming: Stemming) -> None:
+        self._words = corpus._term_map(stemming)[1]
+        self._sources = corpus._source_urls
+
+    def __len__(self) -> int:
+        return len(self._words) + len(self._sources)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        n = len(self._words)
+        return self._words[i] if i < n else LINK_PREFIX + self._sources[i - n]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._words
+        for u in self._sources:
+            yield LINK_PREFIX + u
+
+
+def weigh_merged(merged: MergedBags, strategy: Strategy, targets: Collection[int] | None = None) -> BagMatrix:
+    """Frequency-weight and normalise merged bags (Sections 5.2, 6.1); keep the rows of ``targets``."""
+    csr = merged.csr
+    df = np.bincount(csr.indices, minlength=csr.shape[1]).astype(np.int64)
+    weighting = Weighting.resolve(strategy, df[df > 0]) if np.any(df) else Weighting(
+        strategy.frequency, None, None, strategy.normalise_to)
+    factors = weighting.factors(np.maximum(df, 1))
+    weighted = sp.csr_matrix((csr.data * factors[csr.indices], csr.indices, csr.indptr), shape=csr.shape)
+    weighted.eliminate_zeros()
+    data, sums = normalise_rows(weighted.indptr, weighted.data, strategy.normalise_to)
+    weighted = sp.csr_matrix((data, weighted.indices, weighted.indptr), shape=csr.shape)
+    keep = sums > 0
+    collection_size = int(keep.sum())
+    if targets is not None:
+        wanted = np.fromiter((int(t) for t in targets), dtype=np.uint64)
+        keep &= np.isin(merged.url_ids, wanted)
+    rows = np.flatnonzero(keep)
+    full = BagMatrix(merged.url_ids, tuple(merged.urls), merged.vocabulary, weighted, df, collection_size, weighting)
+    return full._subset(rows)
+
+
+def build_bags(pages: Iterable[PageRow] | Corpus, links: Iterable[LinkRow] = (), strategy: Strategy | None = None,
+               targets: Collection[int] | None = None) -> BagMatrix:
+    """The weighted bags of a crawl under ``strategy`` (default: :class:`Strategy`()), df over the crawl.
+
+    For one strategy. To sweep several over the same crawl, build a :class:`Corpus` once and
+    call :meth:`Corpus.bags` per strategy (``pages`` may also be that corpus).
+    """
+    corpus = pages if isinstance(pages, Corpus) else Corpus.from_rows(pages, links)
+    return corpus.bags(strategy or Strategy(), targets)
+
+
+# ---------------------------------------------------------------------------------------------
+# Merging entries from many fragment parts (the bags stage)
+
+
+def merge_entries(url_ids: np.ndarray, term_codes: np.ndarray, weights: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sum the weights of equal (URL id, term) pairs: the merge step of Section 6.1 on flat arrays.
+
+    Returns (url_ids, term_codes, weights) sorted by URL id then term code, each pair once,
+    zero sums dropped. Order and grouping of the input do not matter beyond float rounding.
+    """
+    url_ids = np.asarray(url_ids, dtype=np.uint64)
+    term_codes = np.asarray(term_codes, dtype=np.int64)
+    weights = np.asarray(weights, dtype=np.float64)
+    if not (url_ids.size == term_codes.size == weights.size):
+        raise ValueError(f"merge: expected equal lengths, got {url_ids.size}, {term_codes.size}, {weights.size}")
+    if url_ids.size == 0:
+        return url_ids, term_codes, weights
+    order = np.lexsort((term_codes, url_ids))
+    u, t, w = url_ids[order], term_codes[order], weights[order]
+    starts = np.flatnonzero(np.concatenate(([True], (u[1:] != u[:-1]) | (t[1:] != t[:-1]))))
+    sums = np.add.reduceat(w, starts)
+    keep = sums != 0
+    return u[starts][keep], t[starts][keep], sums[keep]

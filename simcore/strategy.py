@@ -1,0 +1,406 @@
+"""A similarity-search *strategy*: every choice the paper evaluates, as one frozen value.
+
+Paper Sections 3 and 4 name the dimensions; Section 5 sweeps them (Figures 3–9):
+
+* term sources (Section 3.1): page **content**, **anchor** windows of inlinks, **links**
+  (the URLs of inlinking pages), or any non-empty combination (Figure 5's hybrids);
+* anchor window (Section 3.1): BASIC with ``W`` non-stopword words each side
+  (W ∈ {0, 4, 8, 16, 32} in the paper), SYNTACTIC or TOPICAL region bounds;
+* stemming (Section 3.2): NOSTEM, STOPSTEM, STEM;
+* distance weighting log2(32/(1+d)) of anchor-window words (Section 5.2, Figure 6);
+* frequency weighting (Section 5.2, Figure 7): none, log, sqrt or NMDF with parameters μ, σ;
+* normalisation of each bag to a constant sum (Section 6.1);
+* the similarity metric (Section 4): bag Jaccard, or cosine as the comparison.
+
+A :class:`Strategy` is a stdlib frozen dataclass: hashable, comparable, usable as a cache key
+(:meth:`Strategy.key`) and as a Prefect flow parameter (pydantic validates a dict or JSON
+into it and calls ``__post_init__``, so a bad value is refused before a flow runs).
+
+Choosing μ and σ of NMDF
+------------------------
+The paper gives the shape (a Gaussian in log df, Figure 8, drawn over df = 1 … 10,000) but
+not the values. When ``nmdf_mu`` and ``nmdf_sigma`` are left ``None`` they are fitted to the
+collection's df distribution by :func:`simcore.weighting.fit_nmdf`: the peak sits at the
+geometric middle of the observed df range, μ = (ln df_min + ln df_max)/2, and σ is a quarter
+of that range, so the rarest and the commonest terms lie 2σ from the peak and keep e^-2 ≈ 0.14
+of their weight. This is the paper's intent — attenuate both ends, favour mid-frequency terms
+("resolving power", Section 3.3) — and it adapts to the crawl's size. The obvious alternative,
+the mean and standard deviation of ln df over distinct terms, is dominated by the many
+terms seen in one bag only (Zipf), which would put the peak on the rare terms the paper wants
+to attenuate. Explicit values (natural-log units, as :func:`simcore.weighting.nmdf_factor`)
+can be given instead; the fitted values are recorded with the bags.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from simcore.text import Stemming
+
+__all__ = [
+    "MAX_WINDOW",
+    "PAPER_WINDOWS",
+    "Frequency",
+    "Metric",
+    "Source",
+    "Strategy",
+    "StrategyError",
+    "Window",
+    "paper_grid",
+    "paper_strategies",
+]
+
+#: The widest BASIC window the ingest stage keeps context for (32 non-stopwords each side).
+MAX_WINDOW = 32
+#: The BASIC window sizes of the paper (Section 3.1, Figure 3).
+PAPER_WINDOWS = (0, 4, 8, 16, 32)
+
+
+class StrategyError(ValueError):
+    """A strategy parameter is out of range or a strategy text cannot be read."""
+
+
+class Source(str, enum.Enum):
+    """Where a bag's terms come from (Section 3.1 and the introduction's three approaches)."""
+
+    ANCHOR = "anchor"
+    CONTENT = "content"
+    LINKS = "links"
+
+
+class Window(str, enum.Enum):
+    """How far around an anchor the anchor window reaches (Section 3.1)."""
+
+    BASIC = "basic"
+    SYNTACTIC = "syntactic"
+    TOPICAL = "topical"
+
+
+class Frequency(str, enum.Enum):
+    """Frequency weighting of a term with bag frequency tf and document frequency df (Section 5.2)."""
+
+    NONE = "none"  # tf
+    LOG = "log"  # tf / (1 + log2 df)
+    SQRT = "sqrt"  # tf / sqrt(df)
+    NMDF = "nmdf"  # tf * exp(-1/2 ((ln df - mu) / sigma)^2)
+
+
+class Metric(str, enum.Enum):
+    """Similarity of two bags (Section 4)."""
+
+    JACCARD = "jaccard"  # sum of min multiplicities / sum of max multiplicities
+    COSINE = "cosine"
+
+
+_SOURCE_ORDER = {Source.ANCHOR: 0, Source.CONTENT: 1, Source.LINKS: 2}
+
+
+def _coerce(enum_type: type[enum.Enum], value: Any, field: str) -> Any:
+    if isinstance(value, enum_type):
+        return value
+    try:
+        return enum_type(value.lower() if isinstance(value, str) else value)
+    except ValueError:
+        choices = ", ".join(repr(m.value) for m in enum_type)
+        raise StrategyError(f"{field}: expected one of {choices}, got {value!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Strategy:
+    """One point of the paper's strategy space (Sections 3–5). Defaults: the paper's Section 7 choice
+    (W = 32 anchor windows plus content, STEM, distance and NMDF frequency weighting, Jaccard)."""
+
+    sources: tuple[Source, ...] = (Source.ANCHOR, Source.CONTENT)
+    window: Window = Window.BASIC
+    window_size: int = MAX_WINDOW
+    stemming: Stemming = Stemming.STEM
+    distance_weighting: bool = True
+    frequency: Frequency = Frequency.NMDF
+    nmdf_mu: float | None = None
+    nmdf_sigma: float | None = None
+    normalise_to: float = 1.0
+    metric: Metric = Metric.JACCARD
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        raw_sources = (self.sources,) if isinstance(self.sources, (str, Source)) else tuple(self.sources)
+        sources = {_coerce(Source, s, "sources") for s in raw_sources}
+        if not sources:
+            raise StrategyError(
+                "sources: expected at least one of 'anchor', 'content', 'links', got none; "
+                "name the term sources, e.g. sources=('anchor', 'content')"
+            )
+        set_(self, "sources", tuple(sorted(sources, key=_SOURCE_ORDER.__getitem__)))
+        set_(self, "window", _coerce(Window, self.window, "window"))
+        set_(self, "stemming", _coerce(Stemming, self.stemming, "stemming"))
+        set_(self, "frequency", _coerce(Frequency, self.frequency, "frequency"))
+        set_(self, "metric", _coerce(Metric, self.metric, "metric"))
+        if isinstance(self.window_size, bool) or not isinstance(self.window_size, int):
+            raise StrategyError(f"window_size: expected an integer 0…{MAX_WINDOW}, got {self.window_size!r}")
+        if not 0 <= self.window_size <= MAX_WINDOW:
+            raise StrategyError(
+                f"window_size: expected 0…{MAX_WINDOW} words (the context the ingest stage keeps), "
+                f"got {self.window_size}; the paper uses {', '.join(map(str, PAPER_WINDOWS))}"
+            )
+        if not isinstance(self.distance_weighting, bool):
+            raise StrategyError(f"distance_weighting: expected true or false, got {self.distance_weighting!r}")
+        if (self.nmdf_mu is None) != (self.nmdf_sigma is None):
+            raise StrategyError(
+                f"nmdf_mu/nmdf_sigma: expected both or neither, got mu={self.nmdf_mu!r}, sigma={self.nmdf_sigma!r}; "
+                "leave both unset to fit them to the collection's document frequencies"
+            )
+        if self.nmdf_mu is not None:
+            if self.frequency is not Frequency.NMDF:
+                raise StrategyError(
+                    f"nmdf_mu/nmdf_sigma: only used with frequency='nmdf', got frequency={self.frequency.value!r}; "
+                    "drop the NMDF parameters or choose frequency='nmdf'"
+                )
+            mu, sigma = float(self.nmdf_mu), float(self.nmdf_sigma)
+            if not math.isfinite(mu):
+                raise StrategyError(f"nmdf_mu: expected a finite number (ln of a document frequency), got {mu!r}")
+            if not (math.isfinite(sigma) and sigma > 0):
+                raise StrategyError(f"nmdf_sigma: expected a positive number (natural-log units), got {sigma!r}")
+            set_(self, "nmdf_mu", mu)
+            set_(self, "nmdf_sigma", sigma)
+        norm = self.normalise_to
+        if isinstance(norm, bool) or not isinstance(norm, (int, float)) or not math.isfinite(norm) or norm <= 0:
+            raise StrategyError(f"normalise_to: expected a positive number (the sum of every bag), got {norm!r}")
+        set_(self, "normalise_to", float(norm))
+
+    # -- what the strategy uses ---------------------------------------------------------------
+
+    @property
+    def uses_anchor(self) -> bool:
+        return Source.ANCHOR in self.sources
+
+    @property
+    def uses_content(self) -> bool:
+        return Source.CONTENT in self.sources
+
+    @property
+    def uses_links(self) -> bool:
+        return Source.LINKS in self.sources
+
+    # -- plain forms ------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict of every field (enum values as strings); ``from_dict`` reads it back."""
+        out = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, enum.Enum):
+                value = value.value
+            elif isinstance(value, tuple):
+                value = [v.value for v in value]
+            out[f.name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Strategy:
+        """The strategy of a dict as written by :meth:`to_dict` (missing fields take the defaults)."""
+        if not isinstance(data, dict):
+            raise StrategyError(f"expected a JSON object of strategy fields, got {type(data).__name__}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise StrategyError(
+                f"unknown strategy field(s) {', '.join(unknown)}; expected some of {', '.join(sorted(names))}"
+            )
+        return cls(**data)
+
+    def bag_params(self) -> dict[str, Any]:
+        """The fields that decide the weighted bags, with those that cannot matter dropped.
+
+        Two strategies with equal ``bag_params`` build identical bags (the metric, for one,
+        only matters when bags are compared), so the bags stage keys its output on this.
+        """
+        params = self.fragment_params()
+        params["frequency"] = self.frequency.value
+        if self.frequency is Frequency.NMDF:
+            params["nmdf"] = "fit" if self.nmdf_mu is None else [self.nmdf_mu, self.nmdf_sigma]
+        params["normalise_to"] = self.normalise_to
+        return params
+
+    def fragment_params(self) -> dict[str, Any]:
+        """The fields that decide the bag fragments and merged (unweighted) bags."""
+        params: dict[str, Any] = {"sources": [s.value for s in self.sources], "stemming": self.stemming.value}
+        if self.uses_anchor:
+            params["window"] = self.window.value
+            if self.window is Window.BASIC:
+                params["window_size"] = self.window_size
+            params["distance_weighting"] = self.distance_weighting
+        return params
+
+    def key(self) -> str:
+        """A stable 16-hex-digit id of the whole strategy (bag parameters and metric)."""
+        return _digest({"bags": self.bag_params(), "metric": self.metric.value})
+
+    def bags_key(self) -> str:
+        """A stable 16-hex-digit id of :meth:`bag_params`: equal for strategies with equal bags."""
+        return _digest(self.bag_params())
+
+    @property
+    def label(self) -> str:
+        """A short human label, e.g. ``anchor-W32+content dist nmdf stem`` (cosine added when used)."""
+        parts = []
+        for source in self.sources:
+            if source is Source.ANCHOR:
+                w = f"W{self.window_size}" if self.window is Window.BASIC else self.window.value
+                parts.append(f"anchor-{w}")
+            else:
+                parts.append(source.value)
+        words = ["+".join(parts)]
+        if self.uses_anchor and self.distance_weighting:
+            words.append("dist")
+        if self.frequency is Frequency.NMDF and self.nmdf_mu is not None:
+            words.append(f"nmdf(mu={self.nmdf_mu:g},sigma={self.nmdf_sigma:g})")
+        else:
+            words.append(self.frequency.value)
+        words.append(self.stemming.value)
+        if self.normalise_to != 1.0:
+            words.append(f"norm={self.normalise_to:g}")
+        if self.metric is not Metric.JACCARD:
+            words.append(self.metric.value)
+        return " ".join(words)
+
+    def __str__(self) -> str:
+        return self.label
+
+    # -- the compact text form --------------------------------------------------------------------
+
+    def spec(self) -> str:
+        """The compact text form, every field explicit: ``anchor:32+content,stem,dist,nmdf,jaccard``.
+
+        :meth:`parse` reads it back: ``Strategy.parse(s.spec()) == s``.
+        """
+        parts = []
+        for source in self.sources:
+            if source is Source.ANCHOR:
+                w = str(self.window_size) if self.window is Window.BASIC else self.window.value
+                parts.append(f"anchor:{w}")
+            else:
+                parts.append(source.value)
+        tokens = ["+".join(parts), self.stemming.value, "dist" if self.distance_weighting else "nodist"]
+        tokens.append(self.frequency.value)
+        if self.nmdf_mu is not None:
+            tokens += [f"mu={self.nmdf_mu!r}", f"sigma={self.nmdf_sigma!r}"]
+        if self.normalise_to != 1.0:
+            tokens.append(f"norm={self.normalise_to!r}")
+        tokens.append(self.metric.value)
+        return ",".join(tokens)
+
+    @classmethod
+    def parse(cls, spec: str) -> Strategy:
+        """Read the compact text form.
+
+        ``SOURCES[,TOKEN…]`` where SOURCES joins ``anchor[:W|:syntactic|:topical]``, ``content``
+        and ``links`` with ``+`` (``anchor`` alone means ``anchor:32``), and each TOKEN is a
+        stemming (``nostem``, ``stopstem``, ``stem``), ``dist`` or ``nodist``, a frequency
+        weighting (``none``, ``log``, ``sqrt``, ``nmdf``), ``mu=X``/``sigma=Y`` (NMDF in ln df
+        units), ``norm=C`` (bag sum) or a metric (``jaccard``, ``cosine``). Tokens left out take
+        the defaults of :class:`Strategy`. Example: ``anchor:32+content,stem,dist,nmdf``.
+        """
+        if not isinstance(spec, str) or not spec.strip():
+            raise StrategyError(
+                f"expected a strategy such as 'anchor:32+content,stem,dist,nmdf', got {spec!r}"
+            )
+        head, *tokens = [t.strip() for t in spec.strip().split(",")]
+        fields: dict[str, Any] = {}
+        sources = []
+        for part in head.split("+"):
+            name, _, arg = part.strip().lower().partition(":")
+            if name == "anchor":
+                sources.append(Source.ANCHOR)
+                if arg in ("syntactic", "topical"):
+                    fields["window"] = Window(arg)
+                elif arg:
+                    if not arg.isdigit():
+                        raise StrategyError(
+                            f"{part!r}: expected anchor:W with W a number 0…{MAX_WINDOW}, "
+                            "anchor:syntactic or anchor:topical"
+                        )
+                    fields["window"], fields["window_size"] = Window.BASIC, int(arg)
+            elif name in ("content", "links") and not arg:
+                sources.append(Source(name))
+            else:
+                raise StrategyError(
+                    f"{part!r} in {spec!r}: expected term sources joined by '+', each 'anchor[:W]', "
+                    "'anchor:syntactic', 'anchor:topical', 'content' or 'links'"
+                )
+        fields["sources"] = tuple(sources)
+        for token in tokens:
+            low = token.lower()
+            key, eq, value = low.partition("=")
+            if eq:
+                targets = {"mu": "nmdf_mu", "sigma": "nmdf_sigma", "norm": "normalise_to"}
+                if key not in targets:
+                    raise StrategyError(f"{token!r}: expected mu=X, sigma=Y or norm=C")
+                try:
+                    fields[targets[key]] = float(value)
+                except ValueError:
+                    raise StrategyError(f"{token!r}: expected a number after '{key}='") from None
+            elif low in ("dist", "nodist"):
+                fields["distance_weighting"] = low == "dist"
+            elif low in {s.value for s in Stemming}:
+                fields["stemming"] = Stemming(low)
+            elif low in {f.value for f in Frequency}:
+                fields["frequency"] = Frequency(low)
+            elif low in {m.value for m in Metric}:
+                fields["metric"] = Metric(low)
+            else:
+                raise StrategyError(
+                    f"{token!r} in {spec!r}: expected a stemming (nostem, stopstem, stem), dist/nodist, "
+                    "a frequency weighting (none, log, sqrt, nmdf), mu=, sigma=, norm= or a metric (jaccard, cosine)"
+                )
+        return cls(**fields)
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def paper_grid() -> dict[str, tuple[Strategy, ...]]:
+    """The strategies behind the paper's Figures 3–9 (Section 5), figure by figure.
+
+    The paper varies one dimension per figure and does not say where it held the others; we
+    hold them at a plain baseline — STEM, no distance or frequency weighting, Jaccard — except
+    where the paper says otherwise: Figure 5's hybrids all use distance weighting (its
+    footnote 12), Figures 7 and 9 are drawn around the best settings (W = 32 with distance
+    weighting; Figure 9 also with NMDF). Figure 4 (intra-cluster orthogonality) uses Figure 3's
+    strategies; Figure 8 is the NMDF curve itself, not a strategy.
+    """
+    base = Strategy(sources=(Source.ANCHOR,), stemming=Stemming.STEM, distance_weighting=False,
+                    frequency=Frequency.NONE)
+    r = dataclasses.replace
+    fig3 = tuple(r(base, window_size=w) for w in sorted(PAPER_WINDOWS, reverse=True)) + (
+        r(base, window=Window.TOPICAL),
+        r(base, window=Window.SYNTACTIC),
+        r(base, sources=(Source.CONTENT,)),
+        r(base, sources=(Source.LINKS,)),
+    )
+    dist = r(base, distance_weighting=True)
+    fig5 = (
+        dist,
+        r(dist, sources=(Source.ANCHOR, Source.CONTENT)),
+        r(dist, sources=(Source.ANCHOR, Source.CONTENT, Source.LINKS)),
+    )
+    fig6 = (base, dist, r(base, frequency=Frequency.NMDF), r(dist, frequency=Frequency.NMDF))
+    fig7 = tuple(r(dist, frequency=f) for f in (Frequency.NONE, Frequency.LOG, Frequency.SQRT, Frequency.NMDF))
+    best = r(dist, frequency=Frequency.NMDF)
+    fig9 = tuple(r(best, stemming=s) for s in (Stemming.NOSTEM, Stemming.STOPSTEM, Stemming.STEM))
+    return {"figure3": fig3, "figure4": fig3, "figure5": fig5, "figure6": fig6, "figure7": fig7, "figure9": fig9}
+
+
+def paper_strategies() -> tuple[Strategy, ...]:
+    """Every distinct strategy of :func:`paper_grid`, in figure order."""
+    seen: dict[Strategy, None] = {}
+    for strategies in paper_grid().values():
+        for s in strategies:
+            seen.setdefault(s, None)
+    return tuple(seen)
