@@ -1,0 +1,271 @@
+"""From an HTML page to its title, cleaned words and outgoing anchors with their contexts (paper Section 3.1).
+
+What is kept of a page is strategy-free: the cleaned word stream (comments, scripts, styles and
+tags removed, ``alt`` text kept, non-alphabetic characters removed, lower-cased), and for every
+outgoing link its normalised target, its anchor words, the words on each side nearest first —
+enough of them for the widest BASIC window, W = 32 words that are not stopwords under any
+stemming variant (footnote 5: stopwords do not count towards W) — and how many of those context
+words lie inside the anchor's SYNTACTIC and TOPICAL regions:
+
+* SYNTACTIC cut-offs: paragraph boundaries, table-cell boundaries, list-item boundaries, and
+  hard breaks (``<br>``) that follow a sentence end. Every TOPICAL cut-off is also a SYNTACTIC
+  one, so a syntactic region never reaches past its topical region.
+* TOPICAL cut-offs: heading beginnings, list ends, table ends.
+
+The page edges bound every region. Elements mark the cut-offs: ``p`` at both ends; ``td``,
+``th``, ``li``, ``dd`` and ``dt`` at their start (text cannot sit between two table cells and
+seldom sits between list items, so the next cell or item, or the end of the table or list,
+closes one); ``h1``–``h6`` at their start; ``ul``, ``ol``, ``dl``, ``menu`` and ``table`` at
+their end. A cut-off at the same word position as an anchor with no words bounds both sides.
+
+How it is fast: Lexbor (selectolax) parses the page and removes the unwanted elements in C;
+one selector walk finds links, images and region elements; images are replaced by their
+``alt`` text and marker characters (Unicode noncharacters) are inserted around links and at
+cut-offs; the text is taken once, in C, with a space between text nodes (so that
+``<li>a</li><li>b</li>`` gives two words, as a browser shows them; an inline tag inside a
+word, ``<b>W</b>ord``, splits it); the text is split at the markers and tokenized with C
+loops, leaving Python one step per link, not per word or node.
+
+Links that are not kept (not http/https, or unparseable) are counted in the optional
+``skipped`` counter of :func:`parse_page` under LINK_NOT_HTTP and LINK_UNPARSEABLE, so that
+the ingest stage can surface them in its summary.
+"""
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from collections import Counter
+from itertools import accumulate, compress, repeat
+from operator import add, not_, sub
+
+from selectolax.lexbor import LexborHTMLParser
+
+from simcore.records import Anchor, ParsedPage
+from simcore.text import WORD_RE, clean_text, never_stop_flags, tokenize
+from simcore.urls import normalize_url
+
+__all__ = [
+    "CONTEXT_NONSTOP",
+    "LINK_NOT_HTTP",
+    "LINK_UNPARSEABLE",
+    "parse_page",
+]
+
+#: Context words kept on each side of an anchor: the widest BASIC window W (Section 3.1).
+CONTEXT_NONSTOP = 32
+
+# Reasons an ``<a href>`` / ``<area href>`` is not kept (the keys parse_page adds to ``skipped``).
+#: The target has a scheme other than http/https (mailto:, javascript:, ftp:, tel:, data:, ...).
+LINK_NOT_HTTP = "link target not http(s)"
+#: The target is not a usable URL (bad host or port, empty host, garbage).
+LINK_UNPARSEABLE = "link target unparseable"
+
+# Markers are Unicode noncharacters, reserved for exactly this internal use: they are never
+# letters, and a page that does contain them is cleaned and parsed again (_NONCHARACTERS).
+_START = "\ufdd0"  # before the k-th kept link (k counts in document order)
+_END = "\ufdd1"  # after a link
+_SYNTACTIC = "\ufdd2"
+_TOPICAL = "\ufdd3"  # also a SYNTACTIC cut-off
+_BREAK = "\ufdd4"  # a <br>: a SYNTACTIC cut-off when it follows a sentence end
+_NONCHARACTERS = re.compile("[\ufdd0-\ufdd4]")
+# Each marker is a text node of its own, so the text has a space on both sides of it and a
+# marker can lead a "word" of WORD_RE's shape without ever joining a real word: one pattern
+# with a single leading character class tokenizes words and markers at regex-engine speed.
+_TOKEN_RE = re.compile(WORD_RE.pattern.replace("[", "[\ufdd0-\ufdd3", 1))
+# A <br> after ".", "!", "?", "…" or their CJK forms, past closing quotes and brackets, white
+# space and the ends of links, is a hard break after a sentence end: a SYNTACTIC cut-off.
+_SENTENCE_BREAK = re.compile("([.!?\u2026\u3002\uff01\uff1f][\\s\"')\\]}\u201d\u2019\u00bb\ufdd1]*)\ufdd4")
+_MARKERS = frozenset((_START, _END, _SYNTACTIC, _TOPICAL))
+_CUTS = frozenset((_SYNTACTIC, _TOPICAL))
+_LINK_KINDS = frozenset((_START, _END))
+
+_REMOVED = "script, style, noscript, template, title, iframe, noembed, noframes"
+# One selector for everything marked, so the tree is walked once; dispatch is by tag name.
+_MARKED = (
+    "a[href], area[href], img[alt], p, td, th, li, dd, dt, h1, h2, h3, h4, h5, h6, ul, ol, dl, menu, table, br"
+)
+_BEFORE = {
+    "p": _SYNTACTIC, "td": _SYNTACTIC, "th": _SYNTACTIC, "li": _SYNTACTIC, "dd": _SYNTACTIC, "dt": _SYNTACTIC,
+    "h1": _TOPICAL, "h2": _TOPICAL, "h3": _TOPICAL, "h4": _TOPICAL, "h5": _TOPICAL, "h6": _TOPICAL,
+}
+# Text cannot sit between two table cells and seldom between list items, so the start of the
+# next one (or the end of the list or table) closes a cell or item; a paragraph needs both ends.
+_AFTER = {"p": _SYNTACTIC, "ul": _TOPICAL, "ol": _TOPICAL, "dl": _TOPICAL, "menu": _TOPICAL, "table": _TOPICAL, "br": _BREAK}
+_SCHEME = re.compile(r"\s*([A-Za-z][A-Za-z0-9+.\-]*):")
+
+
+def parse_page(html: str, url: str, skipped: Counter[str] | None = None) -> ParsedPage:
+    """Title, cleaned words and outgoing anchors of one HTML page (paper Section 3.1).
+
+    ``url`` is the page's own (normalised) URL; relative links resolve against it, or against
+    ``<base href>`` when the page has one. Link targets are normalised with
+    :func:`simcore.urls.normalize_url`; self-links are kept. Links that are not kept are
+    counted in ``skipped`` (when given) under LINK_NOT_HTTP or LINK_UNPARSEABLE. The title is
+    in ``title``/``title_words`` only, not in ``words``. Never raises on any text.
+    """
+    page = _parse(html, url, skipped)
+    if page is None:  # the page's own text holds our marker characters: drop them, parse again
+        page = _parse(_NONCHARACTERS.sub(" ", html), url, None)
+    return page
+
+
+def _parse(html: str, url: str, skipped: Counter[str] | None) -> ParsedPage | None:
+    tree = LexborHTMLParser(html)
+    title = _title(tree)
+    title_words = tuple(tokenize(title))
+    base = _base_url(tree, url)
+    for node in tree.css(_REMOVED):
+        node.decompose()
+    body = tree.body
+    if body is None:  # a frameset page has no body and no anchors
+        return ParsedPage(url, title, title_words, (), ())
+
+    targets = _mark(body, base, skipped)
+    text = clean_text(body.text(separator=" "))
+    if not targets:
+        return ParsedPage(url, title, title_words, tuple(WORD_RE.findall(text)), ())
+    if text.count(_START) != len(targets) or text.count(_END) != len(targets):
+        return None
+
+    if _BREAK in text:
+        text = _SENTENCE_BREAK.sub("\\1" + _SYNTACTIC, text)
+
+    # One C-level tokenization; the markers are then picked out of the token list by C loops
+    # (compress, map), so that Python does one step per link, not one per word or node.
+    tokens = _TOKEN_RE.findall(text)
+    flags = list(map(_MARKERS.__contains__, tokens))
+    words = list(compress(tokens, map(not_, flags)))
+    kinds = list(compress(tokens, flags))
+    before = list(map(sub, compress(range(len(tokens)), flags), range(len(kinds))))  # words ahead
+    syntactic_cuts = list(compress(before, map(_CUTS.__contains__, kinds)))
+    topical_cuts = list(compress(before, map(_TOPICAL.__eq__, kinds)))
+    link_flags = list(map(_LINK_KINDS.__contains__, kinds))
+    spans = _spans(list(compress(kinds, link_flags)), list(compress(before, link_flags)))
+    anchors = _anchors(words, spans, targets, syntactic_cuts, topical_cuts)
+    return ParsedPage(url, title, title_words, tuple(words), anchors)
+
+
+def _title(tree: LexborHTMLParser) -> str:
+    head = tree.head
+    node = head.css_first("title") if head is not None else None
+    if node is None:
+        node = tree.css_first("title")
+    return " ".join(node.text().split()) if node is not None else ""
+
+
+def _base_url(tree: LexborHTMLParser, url: str) -> str:
+    """The URL relative links resolve against: the first ``<base href>``, else the page's own URL."""
+    node = tree.css_first("base[href]")
+    if node is not None:
+        base = normalize_url(node.attrs.get("href") or "", url)
+        if base is not None:
+            return base
+    return url
+
+
+def _mark(body, base: str, skipped: Counter[str] | None) -> list[str]:
+    """Insert the markers, replace images by their alt text; return the kept links' targets in order."""
+    targets: list[str] = []
+    before, after = _BEFORE.get, _AFTER.get
+    for node in body.css(_MARKED):
+        tag = node.tag
+        if tag == "a" or tag == "area":
+            href = node.attrs.get("href")
+            target = normalize_url(href, base)
+            if target is None:
+                if skipped is not None:
+                    _count_skipped(href, skipped)
+                continue
+            targets.append(target)
+            if tag == "a":
+                node.insert_before(_START)
+                node.insert_after(_END)
+            else:  # an image-map link: its alt text is its anchor text
+                node.insert_after(f"{_START} {node.attrs.get('alt') or ''} {_END}")
+        elif tag == "img":
+            node.replace_with(node.attrs.get("alt") or "")
+        else:
+            marker = before(tag)
+            if marker is not None:
+                node.insert_before(marker)
+            marker = after(tag)
+            if marker is not None:
+                node.insert_after(marker)
+    return targets
+
+
+def _count_skipped(href: str | None, skipped: Counter[str]) -> None:
+    scheme = _SCHEME.match(href or "")
+    if scheme is not None and scheme.group(1).lower() not in ("http", "https"):
+        skipped[LINK_NOT_HTTP] += 1
+    else:
+        skipped[LINK_UNPARSEABLE] += 1
+
+
+def _spans(kinds: list[str], at: list[int]) -> tuple[range | list[int], list[int], list[int]]:
+    """Link index, first word and end word of every link, from its start and end markers in order."""
+    n = len(kinds) // 2
+    if kinds == [_START, _END] * n:  # the usual case: links do not nest
+        return range(n), at[0::2], at[1::2]
+    # an <a> inside an SVG <a>: the outer link ends where the inner one starts
+    links, starts, ends = [], [], []
+    k = -1
+    open_at = -1
+    for kind, position in zip(kinds, at):
+        if kind == _START:
+            k += 1
+            if open_at >= 0:
+                links.append(k - 1), starts.append(open_at), ends.append(position)
+            open_at = position
+        elif open_at >= 0:
+            links.append(k), starts.append(open_at), ends.append(position)
+            open_at = -1
+    return links, starts, ends
+
+
+def _anchors(words: list[str], spans, targets: list[str], syntactic_cuts: list[int],
+             topical_cuts: list[int]) -> tuple[Anchor, ...]:
+    """Anchors with nearest-first contexts of CONTEXT_NONSTOP never-stop words and region lengths.
+
+    Every step is a C-level map over the page's links (bisect, slice, max, min), not a Python loop.
+    """
+    links, starts, ends = spans
+    n = len(words)
+    # nonstop[i] = words in words[:i] that are no stopword under any variant; a context side
+    # ends at the word that brings its count to CONTEXT_NONSTOP, or at the page edge.
+    nonstop = list(accumulate(never_stop_flags(words), initial=0))
+    left_edges = list(map(max, map(sub, map(bisect_right, repeat(nonstop),
+                                             map(sub, map(nonstop.__getitem__, starts), repeat(CONTEXT_NONSTOP))),
+                                        repeat(1)), repeat(0)))
+    right_edges = list(map(min, map(bisect_left, repeat(nonstop),
+                                    map(add, map(nonstop.__getitem__, ends), repeat(CONTEXT_NONSTOP))),
+                           repeat(n)))
+    reversed_words = words[::-1]  # words[edge:start] nearest first is reversed_words[n - start : n - edge]
+    return tuple(
+        map(
+            Anchor,
+            map(targets.__getitem__, links),
+            map(tuple, map(words.__getitem__, map(slice, starts, ends))),
+            map(tuple, map(reversed_words.__getitem__,
+                           map(slice, map(sub, repeat(n), starts), map(sub, repeat(n), left_edges)))),
+            map(tuple, map(words.__getitem__, map(slice, ends, right_edges))),
+            _left_lengths(syntactic_cuts, starts, left_edges),
+            _right_lengths(syntactic_cuts, ends, right_edges),
+            _left_lengths(topical_cuts, starts, left_edges),
+            _right_lengths(topical_cuts, ends, right_edges),
+        )
+    )
+
+
+def _left_lengths(cuts: list[int], starts: list[int], edges: list[int]):
+    """Context words from the nearest cut-off at or before each start (0, the page edge, if none)."""
+    cut_before = [0, *cuts].__getitem__
+    region_starts = map(cut_before, map(bisect_right, repeat(cuts), starts))
+    return map(sub, starts, map(max, region_starts, edges))
+
+
+def _right_lengths(cuts: list[int], ends: list[int], edges: list[int]):
+    """Context words up to the nearest cut-off at or after each end (the context's end if none)."""
+    cut_after = [*cuts, 1 << 62].__getitem__
+    region_ends = map(cut_after, map(bisect_left, repeat(cuts), ends))
+    return map(sub, map(min, region_ends, edges), ends)
