@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "simweb.commands.orchestrate",
     "simweb.commands.related",
     "simweb.commands.serve",
+    "simweb.commands.corpus",
     "simweb.commands.evaluate",
 )
 
