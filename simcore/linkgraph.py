@@ -260,13 +260,20 @@ class SimRankParams:
 
     ``iterations`` is k in S_k: S_0 = identity and each iteration applies the recursion once.
     S_k(u, v) = E[γ^τ; τ ≤ k] for the first meeting time τ of two reverse random walks, so
-    0 ≤ S − S_k ≤ γ^(k+1) (0.086 for k = 10). ``max_bytes`` bounds the dense score matrices
-    (see ``simrank_plan``).
+    0 ≤ S − S_k ≤ γ^(k+1) (0.086 for k = 10).
+
+    ``method``: "exact" iterates the dense n x n matrix (needs ``max_bytes`` ≥ 32 n² bytes);
+    "linear" computes the same S_k column by column from its linear form, with the diagonal
+    correction estimated from ``walks`` pairs of random walks per node (seeded by ``seed``);
+    "auto" takes "exact" when it fits. See ``simrank``.
     """
 
     name: ClassVar[str] = "simrank"
     gamma: float = 0.8
     iterations: int = 10
+    method: str = "auto"
+    walks: int = 1000
+    seed: int = 0
     max_bytes: int = 2 * _GIB
 
     def __post_init__(self) -> None:
@@ -275,6 +282,10 @@ class SimRankParams:
             raise ValueError(f"expected iterations >= 0, got {self.iterations}")
         if self.max_bytes <= 0:
             raise ValueError(f"expected a positive max_bytes, got {self.max_bytes}")
+        if self.method not in ("auto", "exact", "linear"):
+            raise ValueError(f"expected method 'auto', 'exact' or 'linear', got {self.method!r}")
+        if self.walks < 1:
+            raise ValueError(f"expected walks >= 1, got {self.walks}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -456,15 +467,18 @@ def _common_neighbours(rows_lists: sp.csr_matrix, q: np.ndarray, c: np.ndarray) 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class SimRankPlan:
-    """Which nodes the dense SimRank iteration keeps, and whether the result is exact.
+    """How (extended) SimRank will be computed for a set of queries and candidates.
 
-    Scores are iterated on ``rows x cols`` (node indices; ``rows`` starts with the queries,
-    ``cols`` with the candidates). Neighbours outside the sets contribute 0 while the
-    denominators keep the true degrees, so every score is a lower bound of the exact S_k;
-    ``exact`` is True when the sets hold every node within k walk steps of the queries and
-    candidates, which makes the kept scores equal to S_k.
+    ``method`` "exact": the dense matrix over the whole graph. "linear" (SimRank only): S_k
+    columns of the queries from the linear form, exact but for the sampled diagonal
+    correction. "block" (extended SimRank only): a dense matrix over ``rows x cols`` (node
+    indices; ``rows`` starts with the queries, ``cols`` with the candidates) where neighbours
+    outside the sets contribute 0 while the denominators keep the true degrees, so every
+    score is a lower bound of the exact S_k; ``exact`` is then True when the sets hold every
+    node within k walk steps of the queries and candidates, which makes the scores equal S_k.
     """
 
+    method: str
     rows: np.ndarray
     cols: np.ndarray
     exact: bool
@@ -483,13 +497,14 @@ def simrank_plan(
     candidates=None,
     params: SimRankParams | ExtendedSimRankParams = SimRankParams(),
 ) -> SimRankPlan:
-    """Choose the row and column node sets for (extended) SimRank within ``params.max_bytes``.
+    """Choose how to compute (extended) SimRank within ``params.max_bytes``.
 
-    The whole graph when ``n^2`` scores fit. Otherwise the queries (rows) and the candidates
-    (columns) each keep the nodes with the most walk mass Σ_j γ^j P[walk from the set is at x
-    after j steps], j ≤ k — reverse walks along in-links for SimRank, walks along in- and
-    out-links for extended SimRank — because those carry the terms of S_k. When every
-    candidate is wanted the columns are the whole graph and only the rows are cut.
+    The dense whole-graph iteration when ``n^2`` scores fit (and SimRank's method allows it).
+    Otherwise SimRank goes "linear" in blocks of queries, and extended SimRank goes "block":
+    the queries (rows) and the candidates (columns) each keep the nodes with the most walk
+    mass Σ_j γ^j P[a walk from the set is at x after j steps], j ≤ k, walking along in- and
+    out-links, because those carry the terms of S_k. When every candidate is wanted the
+    columns are the whole graph and only the rows are cut.
     """
     q = _node_array(graph, queries, "queries")
     c = _node_array(graph, candidates, "candidates")
@@ -498,9 +513,20 @@ def simrank_plan(
     budget = params.max_bytes // (arrays * np.dtype(_FLOAT).itemsize)
     n = graph.n_nodes
     everything = np.arange(n, dtype=np.int64)
-    if n * n <= budget:
-        return SimRankPlan(everything, everything, True, n * n * arrays * 8)
-    step = _walk_matrix(graph, extended)
+    fits = n * n <= budget
+    if not extended:
+        if params.method == "exact" and not fits:
+            raise ValueError(
+                f"exact SimRank of {n:,} nodes needs {n * n * arrays * 8 / _GIB:.1f} GiB, more than "
+                f"max_bytes={params.max_bytes}; use method='linear' or 'auto', or raise max_bytes"
+            )
+        if params.method == "exact" or (params.method == "auto" and fits):
+            return SimRankPlan("exact", everything, everything, True, n * n * arrays * 8)
+        block = _linear_block(n, params)
+        return SimRankPlan("linear", np.unique(q), everything, False, block * n * (params.iterations + 3) * 8)
+    if fits:
+        return SimRankPlan("exact", everything, everything, True, n * n * arrays * 8)
+    step = _walk_matrix(graph)
     if candidates is None:
         cols = everything
         row_size = budget // n
@@ -515,13 +541,12 @@ def simrank_plan(
             "larger max_bytes"
         )
     rows, row_exact = _walk_neighbourhood(step, np.unique(q), row_size, params)
-    return SimRankPlan(rows, cols, row_exact and col_exact, rows.size * cols.size * arrays * 8)
+    return SimRankPlan("block", rows, cols, row_exact and col_exact, rows.size * cols.size * arrays * 8)
 
 
-def _walk_matrix(graph: LinkGraph, extended: bool) -> sp.csr_matrix:
-    """Row-stochastic step of the walk whose visits make up the SimRank terms."""
-    if not extended:
-        return _row_normalised(graph.in_links)
+def _walk_matrix(graph: LinkGraph) -> sp.csr_matrix:
+    """Row-stochastic step along in- and out-links: the walks whose visits make up the
+    extended SimRank terms."""
     both = (graph.in_links + graph.out_links).tocsr()
     deg = np.asarray(both.sum(axis=1)).ravel()
     scale = np.divide(1.0, deg, out=np.zeros_like(deg), where=deg > 0)
@@ -555,9 +580,23 @@ def _walk_neighbourhood(step: sp.csr_matrix, seeds: np.ndarray, size: int, param
 def simrank(graph: LinkGraph, queries=None, candidates=None, params: SimRankParams = SimRankParams()) -> np.ndarray:
     """SimRank S_k (ENS Section 3.3, after Jeh & Widom): Sim(u, u) = 1 and
     Sim(u, v) = γ Σ_{a∈I(u)} Σ_{b∈I(v)} Sim(a, b) / (|I(u)||I(v)|), 0 if I(u) or I(v) is
-    empty; iterated ``params.iterations`` times from the identity. Exact when
-    ``simrank_plan(...).exact``, otherwise a lower bound (see ``SimRankPlan``)."""
-    return _simrank_family(graph, queries, candidates, params, extended=False)
+    empty; iterated ``params.iterations`` times from the identity.
+
+    "exact": the recursion on the dense matrix. "linear": writing the overwrite of the
+    diagonal as adding a diagonal matrix D_k, S_k = γ Wᵀ S_{k−1} W + D_k with W the in-link
+    matrix normalised by |I(v)|, so S_k = Σ_{j=0..k} γ^j (Wᵀ)^j D_{k−j} W^j (D_0 = I), and a
+    column S_k e_u costs 2k sparse products (Horner's scheme) and O(k n) memory. D_k(x) =
+    1 − E[γ^τ; τ ≤ k] for the first meeting time τ ≥ 1 of two independent reverse walks from
+    x; it is estimated by sampling ``params.walks`` pairs per node, which is unbiased, so the
+    scores are unbiased estimates of S_k (clipped to [0, 1]); benchmarks/linkgraph.py measures
+    their error against the exact scores.
+    """
+    q = _node_array(graph, queries, "queries")
+    c = _node_array(graph, candidates, "candidates")
+    plan = simrank_plan(graph, q, None if candidates is None else c, params)
+    if plan.method == "linear":
+        return _simrank_linear(graph, q, c, params, _sampled_diagonal(graph, params))
+    return _simrank_dense(graph, q, c, plan, params, extended=False)
 
 
 def extended_simrank(
@@ -565,20 +604,89 @@ def extended_simrank(
 ) -> np.ndarray:
     """Extended SimRank (ENS Section 3.3): Sim(u, u) = 1 and
     Sim(u, v) = γ (Σ_{I(u)×I(v)} Sim + Σ_{O(u)×O(v)} Sim) / (|I(u)||I(v)| + |O(u)||O(v)|),
-    0 when the denominator is 0; iterated from the identity like SimRank."""
-    return _simrank_family(graph, queries, candidates, params, extended=True)
-
-
-def _simrank_family(graph, queries, candidates, params, extended: bool) -> np.ndarray:
+    0 when the denominator is 0; iterated from the identity like SimRank. The denominator
+    does not factor, so there is no linear form: beyond ``max_bytes`` the dense iteration
+    runs on a block and gives lower bounds (see ``SimRankPlan``)."""
     q = _node_array(graph, queries, "queries")
     c = _node_array(graph, candidates, "candidates")
     plan = simrank_plan(graph, q, None if candidates is None else c, params)
+    return _simrank_dense(graph, q, c, plan, params, extended=True)
+
+
+def _simrank_dense(graph, q: np.ndarray, c: np.ndarray, plan: SimRankPlan, params, extended: bool) -> np.ndarray:
     scores = _iterate_simrank(graph, plan.rows, plan.cols, params, extended)
     row_of = {int(x): i for i, x in enumerate(plan.rows)}
     col_of = {int(x): i for i, x in enumerate(plan.cols)}
     ri = np.fromiter((row_of[int(x)] for x in q), dtype=np.int64, count=q.size)
     ci = np.fromiter((col_of[int(x)] for x in c), dtype=np.int64, count=c.size)
     return scores[np.ix_(ri, ci)]
+
+
+def _linear_block(n: int, params: SimRankParams) -> int:
+    """Query columns per block: W^j e_u for j = 0..k plus two accumulators, n floats each."""
+    return max(1, int(params.max_bytes // (8 * max(n, 1) * (params.iterations + 3))))
+
+
+def _simrank_linear(graph: LinkGraph, q: np.ndarray, c: np.ndarray, params: SimRankParams, diagonal: np.ndarray):
+    """S_k[q, c] = Σ_j γ^j (Wᵀ)^j D_{k−j} W^j, evaluated for blocks of query columns.
+
+    ``diagonal[j]`` is D_j (``diagonal[0]`` all ones). Horner: Y_k = D_0 X_k,
+    Y_j = D_{k−j} X_j + γ Wᵀ Y_{j+1}, with X_j = W^j e_u; then S_k e_u = Y_0.
+    """
+    k = params.iterations
+    n = graph.n_nodes
+    in_deg = graph.in_degree.astype(_FLOAT)
+    inv_in = np.divide(1.0, in_deg, out=np.zeros_like(in_deg), where=in_deg > 0)
+    walk = sp.csr_matrix(graph.out_links @ sp.diags(inv_in))  # W[a, u] = 1/|I(u)| for a → u
+    walk_t = walk.T.tocsr()
+    out = np.empty((q.size, c.size))
+    block = _linear_block(n, params)
+    for start in range(0, q.size, block):
+        qb = q[start : start + block]
+        xs = [np.zeros((n, qb.size))]
+        xs[0][qb, np.arange(qb.size)] = 1.0
+        for _ in range(k):
+            xs.append(walk @ xs[-1])
+        acc = diagonal[0][:, None] * xs[k]
+        for j in range(k - 1, -1, -1):
+            acc = walk_t @ acc
+            acc *= params.gamma
+            acc += diagonal[k - j][:, None] * xs[j]
+            xs[j + 1] = None  # no longer needed
+        out[start : start + qb.size] = acc[c].T
+    np.clip(out, 0.0, 1.0, out=out)
+    out[np.equal.outer(q, c)] = 1.0
+    return out
+
+
+def _sampled_diagonal(graph: LinkGraph, params: SimRankParams) -> np.ndarray:
+    """D_j(x) = 1 − mean over ``walks`` pairs of independent reverse walks from x of γ^τ
+    for first meetings at τ ≤ j; row 0 is all ones (S_0 = I)."""
+    k, pairs, gamma = params.iterations, params.walks, params.gamma
+    n = graph.n_nodes
+    indptr, indices = graph.in_links.indptr, graph.in_links.indices
+    deg = graph.in_degree
+    rng = np.random.default_rng(params.seed)
+    met = np.zeros((k + 1, n))  # met[t, x]: Σ over walk pairs from x of γ^t for a first meeting at t
+    chunk = max(1, 2_000_000 // pairs)
+    for start in range(0, n, chunk):
+        origin = np.repeat(np.arange(start, min(n, start + chunk)), pairs)
+        a, b = origin.copy(), origin.copy()
+        live = np.arange(origin.size)
+        for t in range(1, k + 1):
+            movable = (deg[a[live]] > 0) & (deg[b[live]] > 0)
+            live = live[movable]  # a walk at a page without in-links stops: the pair never meets
+            if live.size == 0:
+                break
+            for pos in (a, b):
+                here = pos[live]
+                pos[live] = indices[indptr[here] + (rng.random(live.size) * deg[here]).astype(np.int64)]
+            meet = a[live] == b[live]
+            met[t] += np.bincount(origin[live[meet]], minlength=n) * gamma**t
+            live = live[~meet]
+    diagonal = 1.0 - np.cumsum(met, axis=0) / pairs
+    diagonal[0] = 1.0
+    return diagonal
 
 
 def _iterate_simrank(graph: LinkGraph, rows: np.ndarray, cols: np.ndarray, params, extended: bool) -> np.ndarray:
@@ -820,3 +928,23 @@ def top_related(
                 picked.append((int(candidates[j]), float(row[j])))
         result.append(picked)
     return result
+
+
+def related_pages(
+    graph: LinkGraph,
+    url_ids: Sequence[int] | np.ndarray,
+    params: MeasureParams,
+    n: int = 10,
+    candidate_ids: Sequence[int] | np.ndarray | None = None,
+) -> list[list[tuple[int, float]]]:
+    """For each page of ``url_ids``, its ``n`` most similar pages under ``params`` as
+    (URL id, score), best first, itself and zero scores excluded; candidates are every page
+    unless ``candidate_ids`` is given. Raises if a URL id is not in the graph."""
+    queries = graph.indices(url_ids)
+    candidates = None if candidate_ids is None else graph.indices(candidate_ids)
+    scores = link_similarity(graph, params, queries, candidates)
+    columns = np.arange(graph.n_nodes) if candidates is None else candidates
+    return [
+        [(int(graph.ids[node]), score) for node, score in row]
+        for row in top_related(scores, queries, columns, n)
+    ]

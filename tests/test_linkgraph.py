@@ -29,14 +29,22 @@ from simcore.linkgraph import (
     pagerank,
     pagesim,
     pagesim_features,
+    related_pages,
     simrank,
     simrank_plan,
     top_related,
 )
+from simcore.linkgraph import _simrank_linear  # the linear form, checked with an exact diagonal
 
 
 def graph(edges, nodes=None):
     return LinkGraph.from_edges([a for a, _ in edges], [b for _, b in edges], nodes=nodes)
+
+
+# Small random graphs: (node count, edge list); self-links and repeats included on purpose.
+edge_lists = st.integers(2, 7).flatmap(
+    lambda n: st.tuples(st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=25))
+)
 
 
 # ---------------------------------------------------------------- construction
@@ -175,32 +183,78 @@ def random_graph(seed: int, n: int, m: int) -> LinkGraph:
     return LinkGraph.from_edges(src, dst, nodes=np.arange(n))
 
 
-@pytest.mark.parametrize("measure", [simrank, extended_simrank])
-def test_restricted_simrank_is_a_lower_bound_and_exact_when_the_neighbourhood_fits(measure):
+def test_block_extended_simrank_is_a_lower_bound_and_exact_when_the_neighbourhood_fits():
     g = random_graph(3, 200, 1500)
-    params_cls = SimRankParams if measure is simrank else ExtendedSimRankParams
     queries, candidates = np.arange(10), np.arange(5, 45)
-    exact = measure(g, queries, candidates, params_cls(iterations=4))
-    per_entry = 8 * (4 if measure is simrank else 6)
-    small = params_cls(iterations=4, max_bytes=per_entry * 120 * 120)
+    exact = extended_simrank(g, queries, candidates, ExtendedSimRankParams(iterations=4))
+    per_entry = 8 * 6
+    small = ExtendedSimRankParams(iterations=4, max_bytes=per_entry * 120 * 120)
     plan = simrank_plan(g, queries, candidates, small)
-    assert not plan.exact and plan.rows.size <= 120 and plan.cols.size <= 120
-    approx = measure(g, queries, candidates, small)
+    assert plan.method == "block" and not plan.exact and plan.rows.size <= 120 and plan.cols.size <= 120
+    approx = extended_simrank(g, queries, candidates, small)
     assert (approx <= exact + 1e-12).all() and approx.max() > 0
     assert np.abs(approx - exact).max() < 0.2
-    rows_only = params_cls(iterations=4, max_bytes=per_entry * 200 * 60)
-    assert (measure(g, queries, None, rows_only) <= measure(g, queries, None, params_cls(iterations=4)) + 1e-12).all()
+    rows_only = ExtendedSimRankParams(iterations=4, max_bytes=per_entry * 200 * 60)
+    full = extended_simrank(g, queries, None, ExtendedSimRankParams(iterations=4))
+    assert (extended_simrank(g, queries, None, rows_only) <= full + 1e-12).all()
     # A chain: the k-hop neighbourhood is tiny, so even a small block is exact.
     chain = graph([(i, i + 1) for i in range(300)])
-    tight = params_cls(iterations=3, max_bytes=per_entry * 100 * 100)
+    tight = ExtendedSimRankParams(iterations=3, max_bytes=per_entry * 100 * 100)
     assert simrank_plan(chain, [150], [160, 170], tight).exact
-    assert measure(chain, [150], [160, 170], tight) == pytest.approx(measure(chain, [150], [160, 170], params_cls(iterations=3)))
+    expected = extended_simrank(chain, [150], [160, 170], ExtendedSimRankParams(iterations=3))
+    assert extended_simrank(chain, [150], [160, 170], tight) == pytest.approx(expected)
 
 
-def test_simrank_refuses_more_queries_than_its_memory_allows():
+def test_block_extended_simrank_refuses_more_queries_than_its_memory_allows():
     g = random_graph(1, 100, 400)
     with pytest.raises(ValueError, match="max_bytes"):
-        simrank(g, np.arange(50), None, SimRankParams(max_bytes=4 * 8 * 100 * 10))
+        extended_simrank(g, np.arange(50), None, ExtendedSimRankParams(max_bytes=6 * 8 * 100 * 10))
+
+
+def exact_diagonal(g: LinkGraph, k: int, gamma: float = 0.8) -> np.ndarray:
+    """D_j = 1 − γ diag(Wᵀ S_{j−1} W) from the exact dense iterates."""
+    adj = g.out_links.toarray()
+    in_deg = adj.sum(axis=0)
+    w = adj / np.where(in_deg > 0, in_deg, 1)
+    rows = [np.ones(g.n_nodes)]
+    for j in range(1, k + 1):
+        s = simrank(g, params=SimRankParams(iterations=j - 1, method="exact"))
+        rows.append(1 - gamma * np.diag(w.T @ s @ w))
+    return np.array(rows)
+
+
+@settings(max_examples=25, deadline=None)
+@given(edge_lists, st.integers(0, 5))
+def test_linear_simrank_with_the_exact_diagonal_equals_the_dense_iteration(graph_spec, k):
+    """S_k = Σ_j γ^j (Wᵀ)^j D_{k−j} W^j: the linear form is an identity, not an approximation."""
+    n, edges = graph_spec
+    g = graph(edges, nodes=range(n))
+    params = SimRankParams(iterations=k)
+    dense = simrank(g, params=SimRankParams(iterations=k, method="exact"))
+    everyone = np.arange(n)
+    assert _simrank_linear(g, everyone, everyone, params, exact_diagonal(g, k)) == pytest.approx(dense, abs=1e-12)
+
+
+def test_linear_simrank_with_a_sampled_diagonal_is_close_to_exact():
+    g = random_graph(5, 80, 500)
+    exact = simrank(g, params=SimRankParams(iterations=6, method="exact"))
+    sampled = simrank(g, params=SimRankParams(iterations=6, method="linear", walks=2000, seed=4))
+    assert np.abs(sampled - exact).max() < 0.01
+    assert np.diag(sampled) == pytest.approx(np.ones(80)) and (sampled >= 0).all() and (sampled <= 1).all()
+    queries = np.array([4, 9])
+    block = simrank(g, queries, None, SimRankParams(iterations=6, method="linear", walks=2000, seed=4))
+    assert block == pytest.approx(sampled[queries])
+
+
+def test_simrank_chooses_exact_when_it_fits_and_linear_otherwise():
+    g = random_graph(2, 100, 400)
+    assert simrank_plan(g, [1], None, SimRankParams()).method == "exact"
+    small = SimRankParams(max_bytes=4 * 8 * 50 * 50)
+    assert simrank_plan(g, [1], None, small).method == "linear"
+    with pytest.raises(ValueError, match="method='linear'"):
+        simrank(g, [1], None, SimRankParams(method="exact", max_bytes=4 * 8 * 50 * 50))
+    with pytest.raises(ValueError, match="method 'auto', 'exact' or 'linear'"):
+        SimRankParams(method="fast")
 
 
 # ---------------------------------------------------------------- PageSim
@@ -226,11 +280,6 @@ def brute_force_features(g: LinkGraph, radius: int, decay: float, pr: np.ndarray
         walk(u, [u], 1.0)
         pg[u, u] = pr[u]
     return pg
-
-
-edge_lists = st.integers(2, 7).flatmap(
-    lambda n: st.tuples(st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=25))
-)
 
 
 @settings(max_examples=60, deadline=None)
@@ -365,3 +414,12 @@ def test_top_related_ranks_best_first_without_the_query_or_zero_scores():
     assert related[1] == [(8, 0.3), (9, 0.2)]  # 4 is the query itself
     tied = top_related(np.array([[0.5, 0.5, 0.5]]), np.array([0]), np.array([9, 2, 5]), n=2)
     assert tied[0] == [(2, 0.5), (5, 0.5)]
+
+
+def test_related_pages_speak_url_ids():
+    """p→a, p→b, q→a, q→b, q→c: by co-citation a's related pages are b (2 shared) then c (1)."""
+    g = graph([(10, 20), (10, 30), (11, 20), (11, 30), (11, 40)])
+    assert related_pages(g, [20], CocitationParams(), n=5) == [[(30, 2.0), (40, 1.0)]]
+    assert related_pages(g, [20], CocitationParams(), n=5, candidate_ids=[40]) == [[(40, 1.0)]]
+    with pytest.raises(ValueError, match="not .*LinkGraph.contains"):
+        related_pages(g, [99], CocitationParams())
