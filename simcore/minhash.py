@@ -340,18 +340,22 @@ def _densify(full: np.ndarray, params: MinHashParams) -> None:
     """Optimal densification (Shrivastava 2017): an empty bin copies the first non-empty bin of
     its probe sequence, the same sequence in every bag, so two bags copy from the same bin."""
     m = params.m
-    empty = full == (1 << 32)
-    nonempty_rows = ~empty.all(axis=1)
-    rows, bins = np.nonzero(empty & nonempty_rows[:, None])
+    flat = full.reshape(-1)
+    empty = flat == (1 << 32)
+    nonempty_rows = ~empty.reshape(full.shape).all(axis=1)
+    cells = np.flatnonzero(empty & np.repeat(nonempty_rows, m))
+    row_base = cells - cells % m
+    bins = (cells % m).astype(np.uint64)
     key = _seed_key(params.seed ^ 0x5EED_DE75)
     attempt = 0
-    while rows.size:
+    while cells.size:
         attempt += 1
-        probe = _fmix64((bins.astype(np.uint64) << np.uint64(32)) + np.uint64(attempt) + key)
-        src = ((probe >> np.uint64(32)) * np.uint64(m)) >> np.uint64(32)
-        got = ~empty[rows, src.astype(np.int64)]
-        full[rows[got], bins[got]] = full[rows[got], src[got].astype(np.int64)]
-        rows, bins = rows[~got], bins[~got]
+        probe = _fmix64((bins << np.uint64(32)) + np.uint64(attempt) + key)
+        src = row_base + (((probe >> np.uint64(32)) * np.uint64(m)) >> np.uint64(32)).astype(np.int64)
+        got = ~empty[src]
+        flat[cells[got]] = flat[src[got]]
+        miss = ~got
+        cells, row_base, bins = cells[miss], row_base[miss], bins[miss]
 
 
 def encode_bags(bags: Iterable[Sequence[str]]) -> tuple[np.ndarray, np.ndarray, list[str]]:
