@@ -38,8 +38,9 @@ class Workspace:
     """One local data folder holding everything the deployments read and write.
 
     ``warc``: the WARC files a full build reads; ``inbox``: where new WARC files are dropped
-    for the hourly ingestion; ``crawl``: the ingested pages and links with their ledger;
-    ``work``: cached stage outputs; ``index``: the index queries read; ``evaluation``: reports.
+    for the hourly ingestion; ``index``: the build's output (pages, links, stage outputs and
+    the index queries read), shared by build-index and ingest-new-crawl; ``evaluation``:
+    strategy reports; ``debdocs``: the DebDocs crawl once built.
     """
 
     root: str
@@ -61,14 +62,6 @@ class Workspace:
         return self._sub("inbox")
 
     @property
-    def crawl(self) -> str:
-        return self._sub("crawl")
-
-    @property
-    def work(self) -> str:
-        return self._sub("work")
-
-    @property
     def index(self) -> str:
         return self._sub("index")
 
@@ -84,7 +77,7 @@ class Workspace:
         """Make the local folders a user is expected to fill (a remote root needs none)."""
         if "://" in self.root:
             return
-        for folder in (self.warc, self.inbox, self.crawl, self.work, self.index, self.evaluation):
+        for folder in (self.warc, self.inbox, self.index, self.evaluation):
             Path(folder).mkdir(parents=True, exist_ok=True)
 
 
@@ -111,19 +104,19 @@ class FlowNotAvailable(ImportError):
 
 
 def _build_index_defaults(ws: Workspace) -> dict[str, Any]:
-    return {"warc": ws.warc, "work": ws.work, "index": ws.index}
+    return {"crawl": ws.warc, "out": ws.index}
 
 
 def _ingest_defaults(ws: Workspace) -> dict[str, Any]:
-    return {"inbox": ws.inbox, "crawl": ws.crawl, "work": ws.work, "index": ws.index}
+    return {"inbox": ws.inbox, "out": ws.index}
 
 
 def _evaluate_defaults(ws: Workspace) -> dict[str, Any]:
-    return {"warc": ws.warc, "work": ws.work, "output": ws.evaluation}
+    return {"crawl": ws.warc, "out": ws.evaluation}
 
 
 def _debdocs_defaults(ws: Workspace) -> dict[str, Any]:
-    return {"output": ws.debdocs}
+    return {"out": ws.debdocs}
 
 
 SPECS: tuple[DeploymentSpec, ...] = (

@@ -115,7 +115,11 @@ class LocalPrefectServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=env,
-                start_new_session=True,  # Ctrl-C in the terminal reaches us; we stop the server ourselves
+                # Its own session: Ctrl-C in the terminal reaches only us, so the deployments
+                # are paused while the server still answers, and then we stop the server.
+                start_new_session=True,
+                # And it never outlives us, even if we are killed (Linux).
+                preexec_fn=_die_with_parent,
             )
         finally:
             log.close()
@@ -149,11 +153,10 @@ class LocalPrefectServer:
             return "(no output)"
 
     def stop(self, timeout: float = 20.0) -> None:
-        """Stop the server process group we started: SIGTERM, then SIGKILL after ``timeout``."""
+        """Stop the server process: SIGTERM, then SIGKILL after ``timeout`` seconds."""
         process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        stop_process_group(process, timeout)
+        if process is not None:
+            stop_process(process, timeout)
 
     def __enter__(self) -> "LocalPrefectServer":
         return self.start()
@@ -162,17 +165,43 @@ class LocalPrefectServer:
         self.stop()
 
 
-def stop_process_group(process: subprocess.Popen, timeout: float = 20.0) -> None:
-    """Terminate a child started with ``start_new_session=True`` and everything it spawned."""
+def _die_with_parent() -> None:
+    """In the child before exec: ask Linux to send SIGTERM when the parent process exits."""
     try:
-        os.killpg(process.pid, signal.SIGTERM)
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the caller's finally still stops the server
+        pass
+
+
+def stop_process(process: subprocess.Popen, timeout: float = 20.0) -> None:
+    """Terminate a child process we started, killing it if it does not exit in ``timeout``."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout)
+
+
+def stop_process_group(process: subprocess.Popen, signum: int = signal.SIGINT, timeout: float = 30.0) -> None:
+    """Stop a child started with ``start_new_session=True`` and everything it spawned:
+    ``signum`` to the group, then SIGKILL to the group after ``timeout`` seconds."""
+    try:
+        os.killpg(process.pid, signum)
     except ProcessLookupError:
         return
     try:
         process.wait(timeout)
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        process.wait(timeout)
+        pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)  # whatever is left of the group (workers, flow runs)
+    except ProcessLookupError:
+        pass
+    process.wait(timeout)

@@ -50,8 +50,16 @@ CACHE_FORMAT = 1
 STALE_AFTER_SECONDS = 6 * 3600
 
 _HOST = socket.gethostname().replace("-", "_")
+#: Names of stages (comma-separated) that fail on purpose once their output is written but
+#: before it is published: how the resume tests, and anyone checking a deployment's
+#: recovery, exercise a crash inside a late stage of a real build.
+FAIL_STAGE_ENV = "SIMWEB_FAIL_STAGE"
 
 logger = logging.getLogger("simweb.stagecache")
+
+
+class InjectedFailure(RuntimeError):
+    """The failure :data:`FAIL_STAGE_ENV` asked for."""
 
 
 class StageOutput(NamedTuple):
@@ -214,6 +222,11 @@ def run_stage(
     try:
         stats = dict(compute(tmp) or {})
         seconds = time.perf_counter() - t0
+        if stage in os.environ.get(FAIL_STAGE_ENV, "").replace(" ", "").split(","):
+            raise InjectedFailure(
+                f"stage {stage}: failing on purpose after computing its output, because "
+                f"{FAIL_STAGE_ENV}={os.environ[FAIL_STAGE_ENV]}; unset it to let the stage finish"
+            )
         manifest = {
             "format": CACHE_FORMAT,
             "stage": stage,
@@ -392,7 +405,7 @@ def _run_logger() -> logging.Logger | logging.LoggerAdapter:
 
 LEDGER = "_ingested.json"
 LOCK = "_ingest.lock"
-WARC_SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz")
+WARC_SUFFIXES = (".warc", ".warc.gz")  # as tasks.ingest reads: WARC only, not ARC
 # A file that failed this many runs in a row is no longer retried until its bytes change.
 MAX_ATTEMPTS = 3
 
@@ -419,6 +432,7 @@ class InboxScan:
     duplicates: tuple[InboxFile, ...]  # same bytes as another file of this scan
     given_up: tuple[InboxFile, ...]  # failed MAX_ATTEMPTS times; retried once the bytes change
     unsettled: tuple[str, ...]  # modified too recently: probably still being copied in
+    ignored: tuple[str, ...] = ()  # not named *.warc / *.warc.gz (hidden files are not listed)
 
     def summary(self) -> dict[str, int]:
         return {
@@ -427,6 +441,7 @@ class InboxScan:
             "duplicate_in_inbox": len(self.duplicates),
             "given_up": len(self.given_up),
             "still_being_written": len(self.unsettled),
+            "not_warc": len(self.ignored),
         }
 
 
@@ -467,13 +482,16 @@ def scan_inbox(inbox: str, crawl: str, *, settle_seconds: float = 60.0) -> Inbox
         )
     ledger = read_ledger(crawl)
     now = time.time()
-    new, already, duplicates, given_up, unsettled = [], [], [], [], []
+    new, already, duplicates, given_up, unsettled, ignored = [], [], [], [], [], []
     seen: set[str] = set()
     for info in sorted(fs.ls(inbox_p, detail=True), key=lambda e: e["name"]):
         name = info["name"].rstrip("/").rsplit("/", 1)[-1]
-        if info.get("type") != "file" or name.startswith(".") or not name.lower().endswith(WARC_SUFFIXES):
+        if info.get("type") != "file" or name.startswith("."):
             continue
         url = join(inbox, name)
+        if not name.lower().endswith(WARC_SUFFIXES):
+            ignored.append(url)
+            continue
         try:
             modified = fs.modified(info["name"]).timestamp()
         except (NotImplementedError, OSError):
@@ -492,7 +510,7 @@ def scan_inbox(inbox: str, crawl: str, *, settle_seconds: float = 60.0) -> Inbox
         else:
             new.append(item)
         seen.add(item.digest)
-    return InboxScan(tuple(new), tuple(already), tuple(duplicates), tuple(given_up), tuple(unsettled))
+    return InboxScan(tuple(new), tuple(already), tuple(duplicates), tuple(given_up), tuple(unsettled), tuple(ignored))
 
 
 def record_ingestion(crawl: str, outcomes: list[tuple[InboxFile, Mapping[str, Any] | None, str | None]]) -> str:

@@ -225,7 +225,8 @@ def test_the_inbox_scan_sorts_files_against_the_ledger(tmp_path):
     assert [f.name for f in scan.duplicates] == ["copy-of-a.warc.gz"]
     assert scan.unsettled == (f"{inbox}/arriving.warc.gz",)
     assert scan.summary() == {"new": 2, "already_ingested": 0, "duplicate_in_inbox": 1,
-                              "given_up": 0, "still_being_written": 1}
+                              "given_up": 0, "still_being_written": 1, "not_warc": 1}
+    assert scan.ignored == (f"{inbox}/notes.txt",)
 
     a, b = scan.new
     stagecache.record_ingestion(crawl, [(a, {"pages_written": 3}, None), (b, None, "OSError: I/O error")])
@@ -276,3 +277,21 @@ def test_one_ingestion_at_a_time_per_crawl_folder(tmp_path):
     (tmp_path / "crawl" / stagecache.LOCK).write_text(f"{stagecache._HOST} {_a_dead_pid()}\n")
     with stagecache.CrawlLock(crawl):
         assert (tmp_path / "crawl" / stagecache.LOCK).read_text() == f"{stagecache._HOST} {os.getpid()}\n"
+
+
+def test_an_injected_failure_happens_after_the_output_is_written_and_publishes_nothing(tmp_path, monkeypatch):
+    root = str(tmp_path)
+    written = []
+
+    def compute(tmp):
+        written.append(Path(tmp, "numbers.txt"))
+        return write_numbers(3)(tmp)
+
+    monkeypatch.setenv(stagecache.FAIL_STAGE_ENV, "signatures, index")
+    assert not run_stage(root, "bags", {}, None, write_numbers(1)).reused
+    with pytest.raises(stagecache.InjectedFailure, match="unset it to let the stage finish"):
+        run_stage(root, "index", {}, None, compute)
+    assert written and not written[0].exists()  # it was written, then removed with its folder
+    assert lookup(root, "index", stage_key("index", {}, None)) is None
+    monkeypatch.delenv(stagecache.FAIL_STAGE_ENV)
+    assert not run_stage(root, "index", {}, None, compute).reused

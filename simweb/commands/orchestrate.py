@@ -34,7 +34,7 @@ def register(subparsers) -> None:
         "--data",
         default=None,
         help="the data folder the deployments default to (default ./simweb-data): "
-        "warc/ for builds, inbox/ for new crawl files, crawl/, work/, index/, evaluation/",
+        "warc/ for full builds, inbox/ for new crawl files, index/ for the build output, evaluation/",
     )
     up.add_argument(
         "--ingest-cron",
@@ -112,7 +112,8 @@ def _up(args) -> int:
                 print("no deployment to serve: none of their flows is installed", file=sys.stderr)
                 return 1
             _print_welcome(port, workspace, deployments, cron)
-            serve(*deployments, print_starting_message=False)
+            # Poll for runs every 2 s (Prefect's default is 10 s): the UI's Run starts promptly.
+            serve(*deployments, print_starting_message=False, query_seconds=2)
     finally:
         if server is not None:
             print("Stopping the Prefect server ...", flush=True)

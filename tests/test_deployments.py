@@ -1,0 +1,214 @@
+"""Deployments: the definitions, `simweb orchestrate`, and a real served run triggered like the UI's Run.
+
+The integration test starts `simweb orchestrate up` (a real `prefect server start` on a free
+127.0.0.1 port with its own PREFECT_HOME, serving the deployments), triggers `build-index`
+with `prefect deployment run` — the same API call as the UI's Run button — and
+`ingest-new-crawl` with `simweb orchestrate run`, and checks what they wrote against the same
+stages run in this process.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pytest
+
+from deployments import definitions
+from deployments.server import free_port, is_healthy, stop_process_group
+from simweb.commands.orchestrate import merge_params, parse_params
+
+FIXTURE_WARCS = ("warcfile.warc.gz", "example.warc.gz")
+
+
+def test_parameters_on_the_command_line_read_json_and_reach_into_typed_parameters():
+    assert parse_params(["m=16", "alpha=0.25", "out=/data/index", "strategy.window_size=8",
+                         'strategy.sources=["anchor"]', "dask_address=null", "name=007"]) == {
+        "m": 16, "alpha": 0.25, "out": "/data/index", "strategy": {"window_size": 8, "sources": ["anchor"]},
+        "dask_address": None, "name": "007",  # not valid JSON: kept as text
+    }
+    with pytest.raises(SystemExit, match="expected KEY=VALUE"):
+        parse_params(["m16"])
+    defaults = {"crawl": "/w", "strategy": {"window_size": 32, "stemming": "stem"}}
+    assert merge_params(defaults, {"strategy": {"window_size": 8}}) == {
+        "crawl": "/w", "strategy": {"window_size": 8, "stemming": "stem"},
+    }
+
+
+def test_every_available_flow_is_deployed_with_defaults_it_accepts(tmp_path):
+    ws = definitions.Workspace.at(tmp_path / "data")
+    deployments = {d.name: d for d in definitions.build_deployments(ws)}
+    missing = definitions.missing_flows()
+    assert set(deployments) | set(missing) == {s.name for s in definitions.SPECS}
+    assert {"build-index", "ingest-new-crawl"} <= set(deployments), missing
+
+    build = deployments["build-index"]
+    assert build.parameters == {"crawl": ws.warc, "out": ws.index}
+    assert build.entrypoint == "flows.build_index.build_index"
+    assert build.schedules in (None, [])
+    schema = build._parameter_openapi_schema.model_dump()
+    # The UI draws its form from this schema: every flow parameter with its type.
+    assert {"crawl", "out", "dask_address"} <= set(schema["properties"])
+
+    ingest = deployments["ingest-new-crawl"]
+    assert ingest.parameters == {"inbox": ws.inbox, "out": ws.index}
+    assert [s.schedule.cron for s in ingest.schedules] == [definitions.INGEST_CRON]
+    assert ingest.concurrency_limit == 1
+    hourly = {d.name: d for d in definitions.build_deployments(ws, ingest_cron="*/5 * * * *")}
+    assert [s.schedule.cron for s in hourly["ingest-new-crawl"].schedules] == ["*/5 * * * *"]
+    unscheduled = definitions.build_deployments(ws, names=["ingest-new-crawl"], ingest_cron=None)
+    assert [d.name for d in unscheduled] == ["ingest-new-crawl"] and unscheduled[0].schedules in (None, [])
+
+
+def test_a_default_the_flow_does_not_take_is_refused(tmp_path):
+    ws = definitions.Workspace.at(tmp_path)
+    with pytest.raises(TypeError, match="defaults name shingle_size, which flows.build_index.build_index does not take"):
+        definitions.build_deployments(ws, names=["build-index"], overrides={"build-index": {"shingle_size": 4}})
+
+
+def test_a_missing_flow_module_is_reported_not_fatal():
+    ghost = definitions.DeploymentSpec(
+        name="ghost", flow_module="flows.no_such_flow", flow_function="ghost", description="", parameters=dict
+    )
+    with pytest.raises(definitions.FlowNotAvailable, match="module flows.no_such_flow is not in this installation"):
+        definitions.load_flow(ghost)
+
+
+# ---------------------------------------------------------------------------------------
+# A real server, the deployments served, runs triggered as the UI does
+
+
+def _api_get(api: str, path: str):
+    with urllib.request.urlopen(f"{api}{path}", timeout=10) as r:
+        return json.loads(r.read())
+
+
+def _api_post(api: str, path: str, body: dict):
+    req = urllib.request.Request(f"{api}{path}", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def _wait_for(predicate, timeout: float, what: str, proc: subprocess.Popen, log: Path):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"`simweb orchestrate up` exited with {proc.returncode} while waiting for {what}:\n"
+                        f"{log.read_text(errors='replace')[-4000:]}")
+        value = predicate()
+        if value:
+            return value
+        time.sleep(1)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}:\n{log.read_text(errors='replace')[-4000:]}")
+
+
+@pytest.fixture(scope="module")
+def orchestrated(tmp_path_factory, warc_dir):
+    """`simweb orchestrate up` on a free loopback port, with a data folder holding two WARC files."""
+    base = tmp_path_factory.mktemp("orchestrate")
+    data = base / "data"
+    (data / "warc").mkdir(parents=True)
+    for name in FIXTURE_WARCS:
+        shutil.copy(warc_dir / name, data / "warc" / name)
+    port = free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    env = dict(os.environ, PREFECT_HOME=str(base / "prefect-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               DO_NOT_TRACK="1", PREFECT_LOGGING_LEVEL="INFO")
+    env.pop("PREFECT_API_URL", None)
+    log = base / "orchestrate-up.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "simweb.cli", "orchestrate", "up", "--port", str(port), "--data", str(data)],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=base,
+            start_new_session=True,
+        )
+    try:
+        _wait_for(lambda: is_healthy(api), 240, "the Prefect server", proc, log)
+        _wait_for(
+            lambda: {d["name"] for d in _api_post(api, "/deployments/filter", {})} >= {"build-index", "ingest-new-crawl"},
+            120, "the served deployments", proc, log,
+        )
+        client_env = dict(env, PREFECT_API_URL=api)
+        yield {"api": api, "port": port, "data": data, "env": client_env, "log": log, "proc": proc}
+    finally:
+        stop_process_group(proc, timeout=40)
+    assert not is_healthy(api), "the Prefect server kept running after `simweb orchestrate up` stopped"
+
+
+def _ingest_reference(files: list[Path], out: Path):
+    from tasks.ingest import ingest_files
+    from tasks.storage import read_parquet
+
+    ingest_files([str(f) for f in files], str(out))
+    return read_parquet(str(out / "pages")), read_parquet(str(out / "links"))
+
+
+def rows(table) -> list[str]:
+    """A table's rows as sorted JSON texts: equal lists mean equal data sets, whatever the part order."""
+    return sorted(json.dumps(row, sort_keys=True, default=str) for row in table.to_pylist())
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_build_started_like_the_ui_run_button_completes_and_writes_the_index(orchestrated, tmp_path):
+    api, data, env = orchestrated["api"], orchestrated["data"], orchestrated["env"]
+    by_name = {d["name"]: d for d in _api_post(api, "/deployments/filter", {})}
+    # The form the UI shows: typed parameters with the defaults from deployments/.
+    build = by_name["build-index"]
+    assert build["parameters"] == {"crawl": str(data / "warc"), "out": str(data / "index")}
+    assert {"crawl", "out", "dask_address", "n_workers"} <= set(build["parameter_openapi_schema"]["properties"])
+    ingest = by_name["ingest-new-crawl"]
+    assert [s["schedule"]["cron"] for s in ingest["schedules"]] == [definitions.INGEST_CRON]
+    assert all(s["active"] for s in ingest["schedules"])
+
+    flow_name = _api_get(api, f"/flows/{build['flow_id']}")["name"]
+    run = subprocess.run(
+        [sys.executable, "-m", "prefect", "deployment", "run", f"{flow_name}/build-index",
+         "--param", "n_workers=1", "--watch", "--watch-timeout", "400"],
+        env=env, capture_output=True, text=True, timeout=450,
+    )
+    assert run.returncode == 0, f"{run.stdout}\n{run.stderr}\n{orchestrated['log'].read_text()[-4000:]}"
+    assert "Completed" in run.stdout
+
+    pages, links = _ingest_reference([data / "warc" / n for n in FIXTURE_WARCS], tmp_path / "reference")
+    from tasks.storage import read_parquet
+
+    assert pages.num_rows == 17 and links.num_rows > 0
+    assert rows(read_parquet(str(data / "index" / "pages"))) == rows(pages)
+    assert rows(read_parquet(str(data / "index" / "links"))) == rows(links)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_file_dropped_into_the_inbox_is_ingested_once_by_simweb_orchestrate_run(orchestrated, warc_dir):
+    data, env, port = orchestrated["data"], orchestrated["env"], orchestrated["port"]
+    (data / "inbox").mkdir(exist_ok=True)
+    shutil.copy(warc_dir / "example-iana.org-chunked.warc", data / "inbox" / "iana.warc")
+    command = [sys.executable, "-m", "simweb.cli", "orchestrate", "run", "ingest-new-crawl", "--port", str(port),
+               "--param", "settle_seconds=0", "--param", "n_workers=1", "--timeout", "400"]
+    first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=450)
+    assert first.returncode == 0, f"{first.stdout}\n{first.stderr}\n{orchestrated['log'].read_text()[-4000:]}"
+    assert "finished: Completed" in first.stdout
+
+    from tasks import stagecache
+    from tasks.storage import file_digest, read_parquet
+
+    ledger = stagecache.read_ledger(str(data / "index"))
+    digest = file_digest(str(data / "inbox" / "iana.warc"))
+    assert ledger[digest]["status"] == "ingested" and ledger[digest]["name"] == "iana.warc"
+    pages = read_parquet(str(data / "index" / "pages" / f"part-{digest[:16]}.parquet"))
+    assert pc.count(pages["url"]).as_py() == 1
+
+    # The same bytes under another name: recognised, not ingested or counted again.
+    shutil.copy(data / "inbox" / "iana.warc", data / "inbox" / "iana-again.warc")
+    second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=450)
+    assert second.returncode == 0, second.stdout + second.stderr
+    ledger_after = stagecache.read_ledger(str(data / "index"))
+    assert ledger_after == ledger
