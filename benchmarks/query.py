@@ -1,0 +1,257 @@
+"""Query speed and recall: simweb's PROCESSQUERY vs datasketch MinHashLSH, against exact Jaccard.
+
+    python -m benchmarks.query [--sizes 10000 100000] [--queries 2000] [--alpha 0.15] [--million]
+
+Synthetic bags with a controlled similarity structure: clusters of 2–12 related pages. A
+cluster has a base bag of 60 terms from its own Zipf-distributed topic vocabulary; each member
+keeps every base term with a probability drawn per member (0.35–1.0), rescales it by log-normal
+noise, and adds 10 terms from a Zipf background vocabulary shared by all pages that carry 8 %
+of the bag's mass. Bags are normalised to sum 1. Pages of different clusters share background
+terms only, so their Σmin ≤ 0.08 and J = Σmin/(2 − Σmin) ≤ 0.042 < α: the true α-similar
+pairs are exactly the within-cluster pairs with exact weighted Jaccard ≥ α, computed here.
+
+Both indexes use the same ICWS signatures (m = 80) — the index is built by the real
+`signatures` and `invert` stages into a memory-mapped folder; datasketch MinHashLSH gets them
+as LeanMinHash objects at threshold α. Every figure is measured in this run on one pinned core:
+build time, queries/s (one query at a time, and simweb's batch mode), p50/p99 latency, recall
+(true pairs found / true pairs of the query pages) and the candidates returned per query.
+``--million`` adds a 1,000,000-page index for memory (bytes per page of H and I) and latency.
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+import argparse  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+BACKGROUND_MASS = 0.08
+
+
+def synthetic_bags(n_docs: int, seed: int = 0) -> tuple[list[list[str]], list[np.ndarray], np.ndarray]:
+    """(terms per page, weights per page, cluster of each page); see the module docstring."""
+    rng = np.random.default_rng(seed)
+    terms, weights, cluster = [], [], []
+    c = 0
+    while len(terms) < n_docs:
+        size = int(min(rng.integers(2, 13), n_docs - len(terms)))
+        topic_ids = np.unique(rng.zipf(1.3, size=400))[:60]
+        base_terms = np.array([f"c{c}t{x}" for x in topic_ids])
+        base_w = rng.lognormal(size=base_terms.size)
+        for _ in range(size):
+            keep = rng.random(base_terms.size) < rng.uniform(0.35, 1.0)
+            if not keep.any():
+                keep[0] = True
+            t = base_terms[keep]
+            w = base_w[keep] * rng.lognormal(0.0, 0.3, size=t.size)
+            w = (1 - BACKGROUND_MASS) * w / w.sum()
+            bg = np.unique(rng.zipf(1.2, size=10) % 20_000)
+            bw = rng.random(bg.size) + 0.1
+            bw = BACKGROUND_MASS * bw / bw.sum()
+            all_t = np.concatenate([t, [f"bg{x}" for x in bg]])
+            all_w = np.concatenate([w, bw]).astype(np.float32)
+            order = np.argsort(all_t)
+            terms.append(all_t[order].tolist())
+            weights.append(all_w[order])
+            cluster.append(c)
+        c += 1
+    return terms, weights, np.array(cluster)
+
+
+def exact_true_pairs(terms, weights, cluster, alpha: float) -> dict[int, set[int]]:
+    """Each page's α-similar pages (exact Σmin/Σmax, within its cluster; see the module docstring)."""
+    from simcore.similarity import jaccard
+
+    bags = [dict(zip(t, w.tolist())) for t, w in zip(terms, weights)]
+    truth: dict[int, set[int]] = {i: set() for i in range(len(bags))}
+    starts = np.flatnonzero(np.concatenate([[True], cluster[1:] != cluster[:-1]]))
+    ends = np.concatenate([starts[1:], [len(bags)]])
+    for s, e in zip(starts, ends):
+        for i in range(s, e):
+            for j in range(i + 1, e):
+                if jaccard(bags[i], bags[j]) >= alpha:
+                    truth[i].add(j)
+                    truth[j].add(i)
+    return truth
+
+
+def build_index(terms, weights, folder: str) -> tuple[str, float]:
+    import pyarrow as pa
+
+    from tasks.schemas import BAGS
+    from tasks.signatures import invert, signatures
+    from tasks.storage import write_parquet_atomic
+
+    n = len(terms)
+    step = 50_000
+    for k, s in enumerate(range(0, n, step)):
+        rows = pa.table({
+            "url_id": pa.array(np.arange(s, min(n, s + step), dtype=np.uint64) + 1),
+            "url": pa.array([f"http://p{i}.example/" for i in range(s, min(n, s + step))]),
+            "terms": pa.array(terms[s:s + step], pa.list_(pa.string())),
+            "weights": pa.array([w for w in weights[s:s + step]], pa.list_(pa.float32())),
+        }, schema=BAGS)
+        write_parquet_atomic(rows, f"{folder}/bags/part-{k:05d}.parquet")
+    t = time.perf_counter()
+    signatures(f"{folder}/bags", f"{folder}/signed")
+    invert(f"{folder}/signed", f"{folder}/index", min_in_degree=None)
+    return f"{folder}/index", time.perf_counter() - t
+
+
+def percentile_ms(samples: list[float], p: float) -> float:
+    return float(np.percentile(np.array(samples) * 1e3, p))
+
+
+def run_size(n: int, n_queries: int, alpha: float, work: str) -> None:
+    from datasketch import LeanMinHash, MinHashLSH
+
+    from simcore.query import process_queries, process_query
+    from tasks import index_store
+
+    print(f"\n== {n:,} pages, α = {alpha}, {n_queries} query pages ==")
+    t = time.perf_counter()
+    terms, weights, cluster = synthetic_bags(n)
+    truth = exact_true_pairs(terms, weights, cluster, alpha)
+    n_true = sum(len(v) for v in truth.values()) // 2
+    print(f"  data + exact truth: {time.perf_counter() - t:.1f} s; {n_true:,} true pairs "
+          f"(mean {np.mean([len(x) for x in terms]):.0f} terms/page)")
+    folder = tempfile.mkdtemp(dir=work)
+    path, build_s = build_index(terms, weights, folder)
+    v = index_store.open_version(path)
+    h = np.asarray(v.h)
+    print(f"  simweb build (signatures + invert stages): {build_s:.1f} s = {n / build_s:,.0f} pages/s")
+    rng = np.random.default_rng(1)
+    queries = rng.choice(n, size=min(n_queries, n), replace=False)
+    wanted = sum(len(truth[int(q)]) for q in queries)
+
+    def recall(found: dict[int, set[int]]) -> float:
+        return sum(len(found[int(q)] & truth[int(q)]) for q in queries) / max(wanted, 1)
+
+    # simweb, one query at a time (the core PROCESSQUERY on the memory-mapped index).
+    lat, found = [], {}
+    for q in queries:
+        t = time.perf_counter()
+        res = process_query(v.inverted, h, int(q), alpha)
+        lat.append(time.perf_counter() - t)
+        found[int(q)] = set(res.docs.tolist())
+    single_qps = len(queries) / sum(lat)
+    cand = np.mean([len(found[int(q)]) for q in queries])
+    r_single = recall(found)
+    # simweb batch mode.
+    t = time.perf_counter()
+    batch = process_queries(v.inverted, h[queries], alpha, None, queries)
+    batch_qps = len(queries) / (time.perf_counter() - t)
+    assert all(set(b.docs.tolist()) == found[int(q)] for q, b in zip(queries, batch))
+    # simweb, candidates at α − 2σ then exact re-rank: report recall (precision is 1 by construction).
+    from simcore.minhash import jaccard_stddev
+    from simcore.similarity import jaccard
+
+    low = max(0.0, alpha - 2 * jaccard_stddev(alpha, 80))
+    t = time.perf_counter()
+    low_res = process_queries(v.inverted, h[queries], low, None, queries)
+    bags = {}
+
+    def bag(i):
+        if i not in bags:
+            bags[i] = dict(zip(terms[i], weights[i].tolist()))
+        return bags[i]
+
+    reranked = {int(q): {int(d) for d in r.docs if jaccard(bag(int(q)), bag(int(d))) >= alpha}
+                for q, r in zip(queries, low_res)}
+    rerank_qps = len(queries) / (time.perf_counter() - t)
+    # datasketch MinHashLSH on the same signatures.
+    t = time.perf_counter()
+    lsh = MinHashLSH(threshold=alpha, num_perm=80)
+    lean = [LeanMinHash(seed=1, hashvalues=h[i].astype(np.uint64), scheme="affine32") for i in range(n)]
+    with lsh.insertion_session() as session:
+        for i in range(n):
+            session.insert(i, lean[i])
+    lsh_build = time.perf_counter() - t
+    lsh_lat, lsh_found = [], {}
+    for q in queries:
+        t = time.perf_counter()
+        got = lsh.query(lean[int(q)])
+        lsh_lat.append(time.perf_counter() - t)
+        lsh_found[int(q)] = set(got) - {int(q)}
+    lsh_qps = len(queries) / sum(lsh_lat)
+    lsh_cand = np.mean([len(lsh_found[int(q)]) for q in queries])
+    print(f"  datasketch MinHashLSH build (b={lsh.b}, r={lsh.r}, signatures given): {lsh_build:.1f} s")
+    print(f"  {'':<44}{'queries/s':>11}{'p50 ms':>9}{'p99 ms':>9}{'recall':>8}{'cand/q':>8}")
+    print(f"  {'simweb PROCESSQUERY, one at a time':<44}{single_qps:>11,.0f}{percentile_ms(lat, 50):>9.3f}"
+          f"{percentile_ms(lat, 99):>9.3f}{r_single:>8.3f}{cand:>8.1f}")
+    print(f"  {'simweb PROCESSQUERY, batch mode':<44}{batch_qps:>11,.0f}{'':>9}{'':>9}{r_single:>8.3f}{cand:>8.1f}")
+    print(f"  {f'simweb α−2σ={low:.3f} + exact re-rank':<44}{rerank_qps:>11,.0f}{'':>9}{'':>9}"
+          f"{recall(reranked):>8.3f}{np.mean([len(reranked[int(q)]) for q in queries]):>8.1f}")
+    print(f"  {'datasketch MinHashLSH.query':<44}{lsh_qps:>11,.0f}{percentile_ms(lsh_lat, 50):>9.3f}"
+          f"{percentile_ms(lsh_lat, 99):>9.3f}{recall(lsh_found):>8.3f}{lsh_cand:>8.1f}")
+    print(f"  ratios: simweb one-at-a-time {single_qps / lsh_qps:.2f}× LSH, batch {batch_qps / lsh_qps:.2f}× LSH")
+    info = v.manifest["files"]
+    hb = info[index_store.H_FILE]["bytes"] / n
+    ib = sum(m["bytes"] for k, m in info.items() if k.startswith("I.")) / n
+    print(f"  index size: H {hb:.0f} B/page, I {ib:.0f} B/page, H + I {hb + ib:.0f} B/page")
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_million(n: int, alpha: float, work: str) -> None:
+    """Memory and latency of a large index (no exact truth; signatures from synthetic bags)."""
+    import resource
+
+    from simcore.query import process_query
+    from tasks import index_store
+
+    print(f"\n== {n:,}-page index: memory and latency ==")
+    t = time.perf_counter()
+    terms, weights, _ = synthetic_bags(n, seed=3)
+    print(f"  data: {time.perf_counter() - t:.1f} s")
+    folder = tempfile.mkdtemp(dir=work)
+    path, build_s = build_index(terms, weights, folder)
+    del terms, weights
+    print(f"  build (signatures + invert): {build_s:.1f} s = {n / build_s:,.0f} pages/s")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    v = index_store.open_version(path)
+    h = np.asarray(v.h)
+    rng = np.random.default_rng(2)
+    lat = []
+    for q in rng.choice(n, size=2000, replace=False):
+        t = time.perf_counter()
+        process_query(v.inverted, h, int(q), alpha)
+        lat.append(time.perf_counter() - t)
+    info = v.manifest["files"]
+    hb = info[index_store.H_FILE]["bytes"] / n
+    ib = sum(m["bytes"] for k, m in info.items() if k.startswith("I.")) / n
+    print(f"  H {hb:.0f} B/page, I {ib:.0f} B/page, H + I {hb + ib:.0f} B/page (target H = 320, H + I ≤ 1024)")
+    print(f"  latency p50 {percentile_ms(lat, 50):.3f} ms, p99 {percentile_ms(lat, 99):.3f} ms, "
+          f"{len(lat) / sum(lat):,.0f} queries/s; peak RSS grew {(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024:.0f} MiB while querying")
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument("--queries", type=int, default=2000)
+    ap.add_argument("--alpha", type=float, default=0.15)
+    ap.add_argument("--million", action="store_true", help="also build a 1,000,000-page index (takes long)")
+    ap.add_argument("--work", default=None, help="scratch folder (default: the system's temporary folder)")
+    args = ap.parse_args(argv)
+    try:
+        cpu = min(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cpu})
+        where = f"pinned to CPU {cpu}"
+    except (AttributeError, OSError):
+        where = "not pinned"
+    print(f"query benchmark ({where}); Dask runs the stages on its local threads inside this process")
+    work = args.work or tempfile.gettempdir()
+    for n in args.sizes:
+        run_size(n, args.queries, args.alpha, work)
+    if args.million:
+        run_million(1_000_000, args.alpha, work)
+
+
+if __name__ == "__main__":
+    main()
