@@ -19,7 +19,8 @@ Which records become pages:
 
 - ``response`` records with an HTTP status 200–299 and ``resource`` records (status 200);
   ``request``, ``metadata``, ``warcinfo``, ``revisit``, ``conversion`` and ``continuation``
-  records are skipped and counted by type. ARC files are not read (WARC only).
+  records are skipped and counted by type. ARC files are not read (WARC only): a file
+  whose records are not WARC records is reported as a file error.
 - HTML by Content-Type (``text/html``, ``application/xhtml+xml``); when the type is missing or
   generic (``application/octet-stream`` and the like) the payload is sniffed.
 - The payload is de-chunked (``Transfer-Encoding: chunked``) and decoded (``Content-Encoding``
@@ -49,8 +50,11 @@ import zlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import accumulate, chain, repeat
+from operator import attrgetter
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from warcio.archiveiterator import ArchiveIterator
@@ -61,9 +65,11 @@ from prefect.exceptions import MissingContextError
 from prefect.logging import get_run_logger
 from prefect.tasks import exponential_backoff
 from warcio.exceptions import ArchiveLoadFailed
+from warcio.statusandheaders import StatusAndHeadersParser
 
 from simcore.charset import charset_from_content_type, decode_html, looks_like_html
 from simcore.html import parse_page
+from simcore.records import ParsedPage
 from simcore.urls import normalize_url, url_id
 from tasks import schemas
 from tasks.storage import TMP_PREFIX, file_digest, filesystem, join, local_path, write_bytes_atomic
@@ -101,11 +107,9 @@ UNSUPPORTED_ENCODING = "unsupported content-encoding"
 ENCODING_ERROR = "content-encoding error"
 DUPLICATE = "duplicate URL"
 PARSE_ERROR = "parse error"
-ARC_RECORD = "ARC record"
 SKIP_REASONS = (
     "<type> record", NO_URI, INVALID_URI, "HTTP 1xx/3xx/4xx/5xx", BAD_STATUS, NOT_HTML,
     TRUNCATED, TOO_LARGE, UNSUPPORTED_ENCODING, ENCODING_ERROR, EMPTY, DUPLICATE, PARSE_ERROR,
-    ARC_RECORD,
 )
 
 _RECOMPRESS_HINT = (
@@ -314,35 +318,30 @@ def _status_reason(status: int) -> str:
 # Parquet parts, written in row groups and published by rename
 
 
-class _PartWriter:
-    """Rows of one data set for one WARC file, buffered by column and written in row groups."""
+class _Part:
+    """One Parquet part being written: a temporary file, published by rename when complete."""
 
     def __init__(self, url: str, schema: pa.Schema):
-        self.url = url
         self.schema = schema
-        self.fs, path = filesystem(url)
-        parent, name = path.rsplit("/", 1)
+        self.fs, self.path = filesystem(url)
+        parent, name = self.path.rsplit("/", 1)
         self.fs.makedirs(parent, exist_ok=True)
-        self.path = path
         self.tmp = f"{parent}/{TMP_PREFIX}{uuid.uuid4().hex}-{name}"
-        self.columns: dict[str, list] = {f.name: [] for f in schema}
         self.rows = 0
-        self.buffered = 0
+        self.columns: dict[str, list] = {f.name: [] for f in schema}
         self._file = self.fs.open(self.tmp, "wb")
         self._writer = pq.ParquetWriter(self._file, schema, compression="zstd")
 
-    def flush(self) -> None:
-        if not self.buffered:
-            return
-        arrays = [_column(self.columns[f.name], f.type) for f in self.schema]
-        self._writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
+    def write(self) -> None:
+        arrays = [_arrow(self.columns[f.name], f.type) for f in self.schema]
         for values in self.columns.values():
             values.clear()
-        self.rows += self.buffered
-        self.buffered = 0
+        table = pa.Table.from_arrays(arrays, schema=self.schema)
+        if table.num_rows:
+            self._writer.write_table(table)
+            self.rows += table.num_rows
 
     def publish(self) -> None:
-        self.flush()
         self._writer.close()
         self._file.close()
         self.fs.mv(self.tmp, self.path)
@@ -356,20 +355,101 @@ class _PartWriter:
                 self.fs.rm(self.tmp)
 
 
-def _column(values: list, type_: pa.DataType) -> pa.Array:
-    if pa.types.is_list(type_):
-        # Flat values plus offsets: much faster than converting a list of lists.
-        offsets = [0]
-        flat: list = []
-        for v in values:
-            flat.extend(v)
-            offsets.append(len(flat))
-        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat, type_.value_type))
+class _Parts:
+    """The pages and links parts of one WARC file, buffered together and written in row groups."""
+
+    def __init__(self, out_dir: str, part: str):
+        self.pages = _Part(join(out_dir, "pages", f"{part}.parquet"), schemas.PAGES)
+        try:
+            self.links = _Part(join(out_dir, "links", f"{part}.parquet"), schemas.LINKS)
+        except BaseException:
+            self.pages.discard()
+            raise
+        self.buffered = 0
+        self._ids: dict[str, int] = {}
+
+    def _url_id(self, url: str) -> int:
+        # Link targets repeat (navigation links), and every one needs its id.
+        found = self._ids.get(url)
+        if found is None:
+            found = self._ids[url] = url_id(url)
+        return found
+
+    def add(self, parsed: ParsedPage, status: int, media_type: str, charset: str, source: str,
+            offset: int) -> None:
+        url = parsed.url
+        source_id = url_id(url)
+        anchors = parsed.anchors
+        target_ids = [self._url_id(a.target_url) for a in anchors]  # may raise: nothing added yet
+
+        p = self.pages.columns
+        p["url"].append(url)
+        p["url_id"].append(source_id)
+        p["title"].append(parsed.title)
+        p["title_words"].append(parsed.title_words)
+        p["words"].append(parsed.words)
+        p["status"].append(status)
+        p["content_type"].append(media_type)
+        p["charset"].append(charset)
+        p["source_file"].append(source)
+        p["record_offset"].append(offset)
+
+        if anchors:
+            n = len(anchors)
+            c = self.links.columns
+            c["source_url"].extend(repeat(url, n))
+            c["source_id"].extend(repeat(source_id, n))
+            c["target_url"].extend(map(_TARGET_URL, anchors))
+            c["target_id"].extend(target_ids)
+            for name, get in _ANCHOR_FIELDS:
+                c[name].extend(map(get, anchors))
+
+        self.buffered += 1
+        if self.buffered >= PAGES_PER_ROW_GROUP:
+            self.flush()
+
+    def flush(self) -> None:
+        self.pages.write()
+        self.links.write()
+        self.buffered = 0
+        if len(self._ids) > 1 << 20:
+            self._ids = {}
+
+    def publish(self) -> None:
+        self.flush()
+        self.pages.publish()
+        self.links.publish()
+
+    def discard(self) -> None:
+        try:
+            self.pages.discard()
+        finally:
+            self.links.discard()
+
+
+_TARGET_URL = attrgetter("target_url")
+_ANCHOR_FIELDS = [
+    (name, attrgetter(name))
+    for name in ("anchor_words", "left_words", "right_words",
+                 "syntactic_left", "syntactic_right", "topical_left", "topical_right")
+]
+
+
+def _arrow(values: list, type_: pa.DataType) -> pa.Array:
+    if type_ == schemas.WORDS:
+        # Flattened in C and converted in one call: converting a list of tuples element by
+        # element costs an order of magnitude more, and anchors repeat up to 64 words each.
+        flat = list(chain.from_iterable(values))
+        offsets = np.fromiter(accumulate(map(len, values), initial=0), np.int32, len(values) + 1)
+        return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, pa.string()))
     return pa.array(values, type_)
 
 
 # ---------------------------------------------------------------------------------------
 # The stage
+
+
+_HTTP_PARSER = StatusAndHeadersParser(["HTTP/1.0", "HTTP/1.1"], verify=False)
 
 
 class _QuietArchiveIterator(ArchiveIterator):
@@ -411,21 +491,18 @@ def ingest_warc(path: str, out_dir: str) -> IngestStats:
     if _already_ingested(out_dir, part):
         return IngestStats(files_unchanged=1, parts=(part,))
 
-    pages = _PartWriter(join(out_dir, "pages", f"{part}.parquet"), schemas.PAGES)
-    links = _PartWriter(join(out_dir, "links", f"{part}.parquet"), schemas.LINKS)
+    parts = _Parts(out_dir, part)
     try:
-        counts = _read_warc(path, source, pages, links)
-        pages.publish()
-        links.publish()
+        counts = _read_warc(path, source, parts)
+        parts.publish()
     except BaseException:
-        pages.discard()
-        links.discard()
+        parts.discard()
         raise
     stats = IngestStats(
         files_read=1,
         records_read=counts.records,
-        pages_written=pages.rows,
-        links_written=links.rows,
+        pages_written=parts.pages.rows,
+        links_written=parts.links.rows,
         skipped=dict(sorted(counts.skipped.items())),
         links_skipped=dict(sorted(counts.links_skipped.items())),
         file_errors=(FileError(source, counts.error),) if counts.error else (),
@@ -445,8 +522,8 @@ class _Counts:
     error: str | None = None
 
 
-def _read_warc(path: str, source: str, pages: _PartWriter, links: _PartWriter) -> _Counts:
-    """Stream the records of one WARC file into the two part writers."""
+def _read_warc(path: str, source: str, parts: _Parts) -> _Counts:
+    """Stream the records of one WARC file into its parts."""
     counts = _Counts()
     skipped = counts.skipped
     seen: set[str] = set()
@@ -467,8 +544,14 @@ def _read_warc(path: str, source: str, pages: _PartWriter, links: _PartWriter) -
             except Exception as exc:  # warcio's ArchiveLoadFailed, zlib.error, bad headers, ...
                 counts.error = _describe_failure(exc, source, offset)
                 return counts
-            counts.records += 1
             offset = it.offset
+            if record.format != "warc":
+                counts.error = (
+                    f"not a WARC file: the record at offset {offset} is not a WARC record "
+                    "(simweb reads WARC files only, not ARC files)"
+                )
+                return counts
+            counts.records += 1
             last_truncated_at = None
             reason, page = _page_of(record, it)
             if reason == TRUNCATED:
@@ -480,7 +563,7 @@ def _read_warc(path: str, source: str, pages: _PartWriter, links: _PartWriter) -
                     reason = DUPLICATE
                 else:
                     seen.add(url)
-                    reason = _write_page(page, offset, source, pages, links, counts.links_skipped)
+                    reason = _add_page(page, offset, source, parts, counts.links_skipped)
             if reason is not None:
                 skipped[reason] += 1
         if last_truncated_at is not None:
@@ -510,9 +593,6 @@ def _describe_failure(exc: Exception, source: str, offset: int) -> str:
 def _page_of(record, it: ArchiveIterator):
     """(skip reason, None) or (None, (url, status, content type, charset label, body))."""
     rec_type = record.rec_type
-    if record.format != "warc":
-        it.read_to_end()
-        return ARC_RECORD, None
     if rec_type not in PAGE_RECORD_TYPES:
         it.read_to_end()
         return f"{rec_type or 'untyped'} record", None
@@ -527,6 +607,14 @@ def _page_of(record, it: ArchiveIterator):
         return INVALID_URI, None
 
     http = record.http_headers
+    if http is None and rec_type == "response" and _media_type(
+            record.rec_headers.get_header("Content-Type")) == "application/http":
+        # warcio parses HTTP headers only for URIs starting with lower-case "http:"/"https:".
+        try:
+            http = _HTTP_PARSER.parse(record.raw_stream)
+        except Exception:
+            it.read_to_end()
+            return BAD_STATUS, None
     if http is not None:
         try:
             status = int(http.get_statuscode())
@@ -577,52 +665,18 @@ def _page_of(record, it: ArchiveIterator):
     return None, (url, status, media_type, charset_from_content_type(content_type), body)
 
 
-def _write_page(page, offset: int, source: str, pages: _PartWriter, links: _PartWriter,
-                links_skipped: Counter) -> str | None:
+def _add_page(page, offset: int, source: str, parts: _Parts, links_skipped: Counter) -> str | None:
+    """Decode and parse one page and add its rows; the skip reason if it cannot be parsed."""
     url, status, media_type, http_charset, body = page
+    link_skips: Counter[str] = Counter()
     try:
         text, charset = decode_html(body, http_charset)
-        link_skips: Counter[str] = Counter()
-        parsed = parse_page(text, url, link_skips)
-        source_id = url_id(url)
-        anchors = [(a, url_id(a.target_url)) for a in parsed.anchors]
+        parts.add(parse_page(text, url, link_skips), status, media_type, charset, source, offset)
     except Exception as exc:  # a page the parser cannot handle must not stop the file
         logger.warning("%s: page %s at offset %d skipped: %s: %s", source, url, offset,
                        type(exc).__name__, exc, exc_info=True)
         return PARSE_ERROR
     links_skipped.update(link_skips)
-
-    p = pages.columns
-    p["url"].append(url)
-    p["url_id"].append(source_id)
-    p["title"].append(parsed.title)
-    p["title_words"].append(parsed.title_words)
-    p["words"].append(parsed.words)
-    p["status"].append(status)
-    p["content_type"].append(media_type)
-    p["charset"].append(charset)
-    p["source_file"].append(source)
-    p["record_offset"].append(offset)
-    pages.buffered += 1
-
-    c = links.columns
-    for anchor, target_id in anchors:
-        c["source_url"].append(url)
-        c["source_id"].append(source_id)
-        c["target_url"].append(anchor.target_url)
-        c["target_id"].append(target_id)
-        c["anchor_words"].append(anchor.anchor_words)
-        c["left_words"].append(anchor.left_words)
-        c["right_words"].append(anchor.right_words)
-        c["syntactic_left"].append(anchor.syntactic_left)
-        c["syntactic_right"].append(anchor.syntactic_right)
-        c["topical_left"].append(anchor.topical_left)
-        c["topical_right"].append(anchor.topical_right)
-    links.buffered += len(anchors)
-
-    if pages.buffered >= PAGES_PER_ROW_GROUP:
-        pages.flush()
-        links.flush()
     return None
 
 

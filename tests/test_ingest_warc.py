@@ -1,0 +1,516 @@
+"""The ingest stage on real WARC files (../shared/fixtures/warc) and on WARCs written here.
+
+Expected counts come from reading the files by other means, noted in each test: ``zcat FILE |
+grep -a '^WARC-Type:' | sort | uniq -c`` for the record types, the HTTP status lines and
+Content-Type headers of the responses, and hex dumps where a file is damaged.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+import shutil
+import zlib
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from warcio.archiveiterator import ArchiveIterator
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+import tasks.ingest as ingest
+from simcore.urls import normalize_url, url_id
+from simweb.cli import main as simweb_main
+from tasks import schemas
+from tasks.ingest import FileError, IngestStats, ingest_files, ingest_warc, list_warc_files
+from tasks.storage import file_digest, read_parquet
+
+
+def pages_of(out: Path):
+    return read_parquet(str(out / "pages")).to_pylist()
+
+
+def links_of(out: Path):
+    return read_parquet(str(out / "links")).to_pylist()
+
+
+def counts(stats: IngestStats) -> tuple:
+    return (stats.records_read, stats.pages_written, dict(stats.skipped), len(stats.file_errors))
+
+
+# =============================================================================================
+# Real files
+
+
+def test_common_crawl_excerpt(warc_dir, tmp_path):
+    """warcfile.warc.gz (CC-MAIN-2020-34): ``zcat | grep '^WARC-Type:'`` gives 50 records —
+    1 warcinfo, 17 request, 16 response, 16 metadata (the file ends with a request whose
+    response was not kept). All 16 responses are "HTTP/1.1 200 OK" with a text/html
+    Content-Type, so all 16 are pages."""
+    stats = ingest_warc(str(warc_dir / "warcfile.warc.gz"), str(tmp_path))
+    assert counts(stats) == (50, 16, {"warcinfo record": 1, "request record": 17, "metadata record": 16}, 0)
+    assert stats.files_read == 1 and stats.files_unchanged == 0
+    pages = {p["url"]: p for p in pages_of(tmp_path)}
+    assert len(pages) == 16
+    assert stats.links_written == len(links_of(tmp_path)) > 0
+
+    # Content-Type "text/html; charset=windows-1251": Cyrillic title.
+    ru = pages["http://01spb.ru/company/"]
+    assert ru["charset"] == "windows-1251"
+    assert ru["title"] == "О компании - Стратегия пожарной безопасности"
+    assert ru["title_words"] == ["о", "компании", "стратегия", "пожарной", "безопасности"]
+    # Content-Type "text/html; charset=gb2312", decoded with the GB18030 superset.
+    cn = pages["http://037426.cn/"]
+    assert cn["charset"] == "gb18030"
+    assert cn["title"] == "亚洲精品无码免费视频 亚洲精品无码免费视频 含羞草视频独家共享"
+    # No charset in the header; <meta http-equiv content="text/html;charset=gbk">.
+    assert pages["http://041696.com/15477/list_6_4.html"]["charset"] == "gb18030"
+    # No charset in the header; <META ... charset=iso-8859-1>: windows-1252 as in browsers.
+    assert pages["http://06.live-radsport.ch/tippspiel/stats_140_petzi.html"]["charset"] == "windows-1252"
+    # A UTF-8 byte order mark starts http://05925.net/...; the BOM is not part of the text.
+    assert pages["http://05925.net/index.php/vod/type/id/53.html"]["charset"] == "utf-8"
+
+    for p in pages.values():
+        assert p["status"] == 200 and p["content_type"] == "text/html"
+        assert p["url_id"] == url_id(p["url"])
+        assert p["source_file"] == str(warc_dir / "warcfile.warc.gz")
+
+
+def test_clueweb_warc_0_18_with_bad_dates_gzip_payloads_and_euc_jp(warc_dir, tmp_path):
+    """clueweb-quirk.warc.gz: WARC/0.18, every WARC-Date is "2008-10-294T05:21:46-0700"
+    (malformed), 1 warcinfo + 29 responses, each "HTTP/1.1 200" with Content-Type
+    "text/html; charset=EUC-JP" and Content-Encoding gzip: 29 pages."""
+    stats = ingest_warc(str(warc_dir / "clueweb-quirk.warc.gz"), str(tmp_path))
+    assert counts(stats) == (30, 29, {"warcinfo record": 1}, 0)
+    pages = pages_of(tmp_path)
+    assert {p["charset"] for p in pages} == {"euc-jp"}
+    first = next(p for p in pages if p["url"] == "http://www.uraharajuku.st/shopdetail/001005000005/019/000/order/")
+    assert first["title"].startswith("ブラウニー ブリーフケース【ヘッドポーター HEADPORTER 吉田かばん】")
+    assert "ブラウニー" in first["title_words"] and "headporter" in first["title_words"]
+    assert len(first["words"]) > 100
+
+
+def test_response_and_revisit(warc_dir, tmp_path):
+    """example.warc.gz: 2 warcinfo, 1 response (200, text/html, Content-Encoding gzip),
+    2 request, 1 revisit: one page, "Example Domain", with its one link."""
+    stats = ingest_warc(str(warc_dir / "example.warc.gz"), str(tmp_path))
+    assert counts(stats) == (6, 1, {"warcinfo record": 2, "request record": 2, "revisit record": 1}, 0)
+    (page,) = pages_of(tmp_path)
+    assert page["url"] == "http://example.com/" and page["title"] == "Example Domain"
+    assert page["charset"] == "utf-8"  # <meta charset="utf-8">
+    assert "illustrative" in page["words"]
+    (link,) = links_of(tmp_path)
+    assert link["target_url"] == "http://www.iana.org/domains/example"
+    assert link["anchor_words"] == ["more", "information"]
+    assert link["source_id"] == page["url_id"] and link["target_id"] == url_id(link["target_url"])
+
+
+def test_chunked_transfer_encoding(warc_dir, tmp_path):
+    """example-iana.org-chunked.warc: warcinfo, a response with "Transfer-Encoding: chunked"
+    whose payload is one chunk of 0x1c37 bytes ("001c37" on the line before "<!doctype
+    html>") and the closing "0" chunk, request. De-chunked, the chunk sizes are not text."""
+    path = warc_dir / "example-iana.org-chunked.warc"
+    assert b"\r\n\r\n001c37\r\n<!doctype html>" in path.read_bytes()
+    stats = ingest_warc(str(path), str(tmp_path))
+    assert counts(stats) == (3, 1, {"warcinfo record": 1, "request record": 1}, 0)
+    (page,) = pages_of(tmp_path)
+    assert page["title"] == "Internet Assigned Numbers Authority"
+    assert page["charset"] == "utf-8"
+    assert stats.links_written > 10
+
+
+def test_record_longer_than_its_content_length(warc_dir, tmp_path):
+    """example-trunc.warc: 2 warcinfo, response, request. The response declares
+    Content-Length 973, but its gzip payload runs 2 bytes further (``\\x00\\x00`` before the
+    blank line at 0xa00) — the record is cut, warcio warns once. Skipped as truncated; the
+    file is reported; the request after it is still read."""
+    stats = ingest_warc(str(warc_dir / "example-trunc.warc"), str(tmp_path))
+    assert counts(stats) == (4, 0, {"warcinfo record": 2, "truncated record": 1, "request record": 1}, 1)
+    assert "Content-Length" in stats.file_errors[0].reason
+    assert pages_of(tmp_path) == []
+
+
+def test_clipped_gzip_member(warc_dir, tmp_path):
+    """clipped.warc.gz: one response (Content-Length 88275) whose gzip member is cut: the
+    file (18184 bytes) decompresses to about 75 KB. The record is skipped as truncated and
+    the file reported as ending inside it."""
+    stats = ingest_warc(str(warc_dir / "clipped.warc.gz"), str(tmp_path))
+    assert counts(stats) == (1, 0, {"truncated record": 1}, 1)
+    assert "ends inside the record at offset 0" in stats.file_errors[0].reason
+
+
+def test_whole_file_gzip_gets_the_recompress_fix(warc_dir, tmp_path):
+    """example-bad-non-chunked.warc.gz: one gzip stream for the whole file (``zcat`` shows 6
+    records). warcio reads the first record (warcinfo) and then refuses; the message names
+    the fix."""
+    path = warc_dir / "example-bad-non-chunked.warc.gz"
+    stats = ingest_warc(str(path), str(tmp_path))
+    assert counts(stats) == (1, 0, {"warcinfo record": 1}, 1)
+    reason = stats.file_errors[0].reason
+    assert "gzipped as a whole" in reason
+    assert f"warcio recompress {path} " in reason
+
+
+def test_wrong_chunk_boundaries(warc_dir, tmp_path):
+    """example-wrong-chunks.warc.gz: the response's WARC and HTTP headers are in one gzip
+    member and its body in the next, so the record ends (0 of its body bytes) before its
+    Content-Length, and the next member starts with "<!doctype html>" instead of a WARC
+    header. One record read and skipped as truncated; the file is reported, with the offset."""
+    stats = ingest_warc(str(warc_dir / "example-wrong-chunks.warc.gz"), str(tmp_path))
+    assert counts(stats) == (1, 0, {"truncated record": 1}, 1)
+    assert "offset 516" in stats.file_errors[0].reason and "<!doctype html>" in stats.file_errors[0].reason
+
+
+def test_every_shared_fixture_is_covered(warc_dir):
+    names = {p.name for p in warc_dir.iterdir() if p.name.endswith((".warc", ".warc.gz"))}
+    assert names == {
+        "warcfile.warc.gz", "clueweb-quirk.warc.gz", "example.warc.gz", "example-iana.org-chunked.warc",
+        "example-trunc.warc", "clipped.warc.gz", "example-bad-non-chunked.warc.gz", "example-wrong-chunks.warc.gz",
+    }
+
+
+def test_all_fixtures_together_and_the_summary(warc_dir, tmp_path):
+    stats = ingest_files(list_warc_files(str(warc_dir)), str(tmp_path))
+    # The sums of the per-file expectations above.
+    assert stats.files_read == 8 and stats.records_read == 50 + 30 + 6 + 3 + 4 + 1 + 1 + 1
+    assert stats.pages_written == 16 + 29 + 1 + 1
+    assert dict(stats.skipped) == {
+        "warcinfo record": 1 + 1 + 2 + 1 + 2 + 1, "request record": 17 + 2 + 1 + 1,
+        "metadata record": 16, "revisit record": 1, "truncated record": 1 + 1 + 1,
+    }
+    assert [Path(e.path).name for e in stats.file_errors] == [
+        "clipped.warc.gz", "example-bad-non-chunked.warc.gz", "example-trunc.warc", "example-wrong-chunks.warc.gz",
+    ]
+    text = stats.summary()
+    for line in ("records read", "pages written", "links written", "records skipped", "file errors",
+                 "metadata record", "warcio recompress"):
+        assert line in text
+    assert len(stats.parts) == 8
+
+
+def test_record_offsets_point_at_the_records(warc_dir, tmp_path):
+    path = warc_dir / "warcfile.warc.gz"
+    ingest_warc(str(path), str(tmp_path))
+    with open(path, "rb") as f:
+        for page in pages_of(tmp_path):
+            f.seek(page["record_offset"])
+            record = next(iter(ArchiveIterator(f)))
+            assert record.rec_type == "response"
+            assert normalize_url(record.rec_headers.get_header("WARC-Target-URI")) == page["url"]
+
+
+def test_output_layout_schemas_and_stats_file(warc_dir, tmp_path):
+    path = warc_dir / "example.warc.gz"
+    stats = ingest_warc(str(path), str(tmp_path))
+    part = f"part-{file_digest(str(path))[:16]}"
+    assert stats.parts == (part,)
+    assert pq.read_schema(tmp_path / "pages" / f"{part}.parquet").equals(schemas.PAGES)
+    assert pq.read_schema(tmp_path / "links" / f"{part}.parquet").equals(schemas.LINKS)
+    saved = json.loads((tmp_path / "stats" / f"{part}.json").read_text())
+    assert saved["sha256"] == file_digest(str(path)) and saved["format"] == ingest.INGEST_FORMAT
+    assert IngestStats.from_dict(saved["stats"]) == stats
+    leftovers = [p for p in tmp_path.rglob("*") if p.name.startswith(".tmp-")]
+    assert leftovers == []
+
+
+# =============================================================================================
+# WARC files written here
+
+
+def http_response(uri: str, body: bytes, *, status: str = "200 OK", headers=(("Content-Type", "text/html"),)):
+    def make(writer: WARCWriter):
+        http = StatusAndHeaders(status, list(headers), protocol="HTTP/1.1")
+        return writer.create_warc_record(uri, "response", payload=io.BytesIO(body), http_headers=http)
+    return make
+
+
+def resource(uri: str | None, body: bytes, content_type: str = "text/html"):
+    def make(writer: WARCWriter):
+        return writer.create_warc_record(uri, "resource", payload=io.BytesIO(body), warc_content_type=content_type)
+    return make
+
+
+def write_warc(path: Path, records, *, gzip_records: bool = True) -> Path:
+    with open(path, "wb") as f:
+        writer = WARCWriter(f, gzip=gzip_records)
+        for make in records:
+            writer.write_record(make(writer))
+    return path
+
+
+def html(title: str, body: str = "", charset_meta: str = "") -> str:
+    return f"<html><head>{charset_meta}<title>{title}</title></head><body>{body}</body></html>"
+
+
+PAGE = html("A page", '<p>Read <a href="/next">the next page</a> about cats.</p>').encode()
+
+
+def test_meta_charset_only(tmp_path):
+    body = html("Привет, мир", "<p>Текст</p>", '<meta charset="windows-1251">').encode("cp1251")
+    path = write_warc(tmp_path / "meta.warc.gz", [http_response("http://ru.example/", body)])
+    stats = ingest_warc(str(path), str(tmp_path / "out"))
+    assert counts(stats) == (1, 1, {}, 0)
+    (page,) = pages_of(tmp_path / "out")
+    assert page["title"] == "Привет, мир" and page["charset"] == "windows-1251"
+    assert page["words"] == ["текст"]
+
+
+def test_resource_records_are_pages(tmp_path):
+    path = write_warc(tmp_path / "res.warc.gz", [
+        resource("http://res.example/a", PAGE),
+        resource("http://res.example/img.png", b"\x89PNG\r\n\x1a\n", "image/png"),
+    ])
+    stats = ingest_warc(str(path), str(tmp_path / "out"))
+    assert counts(stats) == (2, 1, {"not HTML": 1}, 0)
+    (page,) = pages_of(tmp_path / "out")
+    assert page["status"] == 200 and page["content_type"] == "text/html"
+    (link,) = links_of(tmp_path / "out")
+    assert link["target_url"] == "http://res.example/next"
+    assert link["anchor_words"] == ["the", "next", "page"]
+
+
+def test_non_html_status_and_uri_skips(tmp_path):
+    path = write_warc(tmp_path / "mixed.warc", [
+        http_response("http://a.example/", PAGE),
+        http_response("http://a.example/logo.png", b"\x89PNG\r\n\x1a\n", headers=[("Content-Type", "image/png")]),
+        http_response("http://a.example/data.json", b'{"a": 1}', headers=[("Content-Type", "application/json")]),
+        http_response("http://a.example/missing", PAGE, status="404 Not Found"),
+        http_response("http://a.example/moved", b"", status="301 Moved Permanently",
+                      headers=[("Location", "http://a.example/")]),
+        http_response("http://a.example/error", PAGE, status="503 Service Unavailable"),
+        http_response("http://a.example/empty", b"  \r\n"),
+        http_response("http://a.example/no-type", PAGE, headers=[]),
+        http_response("http://a.example/octets", PAGE, headers=[("Content-Type", "application/octet-stream")]),
+        http_response("http://a.example/blob", b"\x00\x01binary", headers=[]),
+        http_response("http://a.example/xhtml", PAGE, headers=[("Content-Type", "application/xhtml+xml")]),
+        resource(None, PAGE),
+        resource("mailto:someone@example.com", PAGE),
+        resource("not a url at all", PAGE),
+    ], gzip_records=False)
+    stats = ingest_warc(str(path), str(tmp_path / "out"))
+    assert counts(stats) == (14, 4, {
+        "not HTML": 3, "HTTP 4xx": 1, "HTTP 3xx": 1, "HTTP 5xx": 1, "empty body": 1,
+        "no target URI": 1, "invalid target URI": 2,
+    }, 0)
+    by_url = {p["url"]: p for p in pages_of(tmp_path / "out")}
+    assert set(by_url) == {"http://a.example/", "http://a.example/no-type", "http://a.example/octets",
+                           "http://a.example/xhtml"}
+    assert by_url["http://a.example/no-type"]["content_type"] == ""  # sniffed
+    assert by_url["http://a.example/octets"]["content_type"] == "application/octet-stream"
+
+
+def test_duplicate_urls_keep_the_first(tmp_path):
+    first = html("First", "<p>one</p>").encode()
+    second = html("Second", "<p>two</p>").encode()
+    path = write_warc(tmp_path / "dup.warc.gz", [
+        http_response("http://dup.example/page", first),
+        http_response("HTTP://DUP.example:80/page#section", second),  # the same URL, normalised
+        http_response("http://dup.example/page", PAGE, status="404 Not Found"),  # not a page: not a duplicate
+        http_response("http://dup.example/other", second),
+    ])
+    stats = ingest_warc(str(path), str(tmp_path / "out"))
+    assert counts(stats) == (4, 2, {"duplicate URL": 1, "HTTP 4xx": 1}, 0)
+    titles = {p["url"]: p["title"] for p in pages_of(tmp_path / "out")}
+    assert titles == {"http://dup.example/page": "First", "http://dup.example/other": "Second"}
+
+
+def test_reingesting_the_same_content_is_skipped(tmp_path):
+    path = write_warc(tmp_path / "a.warc.gz", [http_response("http://a.example/", PAGE)])
+    out = tmp_path / "out"
+    first = ingest_warc(str(path), str(out))
+    assert first.pages_written == 1 and first.files_read == 1
+    parquet_before = {p: p.stat().st_mtime_ns for p in out.rglob("*.parquet")}
+
+    again = ingest_warc(str(path), str(out))
+    renamed = tmp_path / "renamed.warc.gz"
+    shutil.copy(path, renamed)
+    moved = ingest_warc(str(renamed), str(out))
+    for stats in (again, moved):
+        assert stats == IngestStats(files_unchanged=1, parts=first.parts)
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*.parquet")} == parquet_before
+    assert len(pages_of(out)) == 1
+
+    # Other content is a new part.
+    other = write_warc(tmp_path / "b.warc.gz", [http_response("http://b.example/", PAGE)])
+    assert ingest_warc(str(other), str(out)).pages_written == 1
+    assert len(pages_of(out)) == 2
+
+
+def test_a_part_without_its_stats_file_is_redone(tmp_path):
+    path = write_warc(tmp_path / "a.warc.gz", [http_response("http://a.example/", PAGE)])
+    out = tmp_path / "out"
+    stats = ingest_warc(str(path), str(out))
+    (out / "stats" / f"{stats.parts[0]}.json").unlink()  # as if the run died before the last step
+    assert ingest_warc(str(path), str(out)).files_read == 1
+    assert len(pages_of(out)) == 1
+
+
+def gzipped(data: bytes) -> bytes:
+    return gzip.compress(data)
+
+
+def test_content_encodings(tmp_path):
+    raw_deflate = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    deflated = raw_deflate.compress(PAGE) + raw_deflate.flush()
+    path = write_warc(tmp_path / "enc.warc.gz", [
+        http_response("http://e.example/gzip", gzipped(PAGE), headers=[("Content-Type", "text/html"), ("Content-Encoding", "gzip")]),
+        http_response("http://e.example/xgzip", gzipped(PAGE), headers=[("Content-Type", "text/html"), ("Content-Encoding", "x-gzip")]),
+        http_response("http://e.example/zlib", zlib.compress(PAGE), headers=[("Content-Type", "text/html"), ("Content-Encoding", "deflate")]),
+        http_response("http://e.example/raw-deflate", deflated, headers=[("Content-Type", "text/html"), ("Content-Encoding", "deflate")]),
+        http_response("http://e.example/twice", gzipped(gzipped(PAGE)), headers=[("Content-Type", "text/html"), ("Content-Encoding", "gzip, gzip")]),
+        # The header says gzip but the crawler stored the decoded page: taken as it is.
+        http_response("http://e.example/stored-decoded", PAGE, headers=[("Content-Type", "text/html"), ("Content-Encoding", "gzip")]),
+        http_response("http://e.example/zstd", b"(\xb5/\xfd\x00", headers=[("Content-Type", "text/html"), ("Content-Encoding", "zstd")]),
+        http_response("http://e.example/corrupt", gzipped(PAGE)[:12] + b"\xff" * 40, headers=[("Content-Type", "text/html"), ("Content-Encoding", "gzip")]),
+        http_response("http://e.example/br", b"\x1b\x03\x00\xf8\xa5", headers=[("Content-Type", "text/html"), ("Content-Encoding", "br")]),
+    ])
+    stats = ingest_warc(str(path), str(tmp_path / "out"))
+    br = "br" in ingest.supported_content_encodings()
+    expected_skips = {"unsupported content-encoding": 1 if br else 2, "content-encoding error": 2 if br else 1}
+    assert counts(stats) == (9, 6, expected_skips, 0)
+    assert {p["title"] for p in pages_of(tmp_path / "out")} == {"A page"}
+
+
+def test_payloads_over_the_limit_are_skipped(tmp_path, monkeypatch):
+    monkeypatch.setattr(ingest, "MAX_PAYLOAD_BYTES", 1000)
+    big = html("Big", "<p>" + "word " * 400 + "</p>").encode()
+    path = write_warc(tmp_path / "big.warc.gz", [
+        http_response("http://big.example/plain", big),
+        http_response("http://big.example/bomb", gzipped(big), headers=[("Content-Type", "text/html"), ("Content-Encoding", "gzip")]),
+        http_response("http://big.example/small", PAGE),
+    ])
+    stats = ingest_warc(str(path), str(tmp_path / "out"))
+    assert counts(stats) == (3, 1, {"payload too large": 2}, 0)
+
+
+def test_a_page_the_parser_fails_on_is_skipped_and_the_file_goes_on(tmp_path, monkeypatch):
+    real = ingest.parse_page
+
+    def flaky(text, url, skipped=None):
+        if "boom" in url:
+            raise RuntimeError("parser bug")
+        return real(text, url, skipped)
+
+    monkeypatch.setattr(ingest, "parse_page", flaky)
+    path = write_warc(tmp_path / "p.warc.gz", [
+        http_response("http://p.example/boom", PAGE), http_response("http://p.example/fine", PAGE),
+    ])
+    stats = ingest_warc(str(path), str(tmp_path / "out"))
+    assert counts(stats) == (2, 1, {"parse error": 1}, 0)
+    assert [p["url"] for p in pages_of(tmp_path / "out")] == ["http://p.example/fine"]
+
+
+def test_records_before_a_cut_are_kept(tmp_path):
+    whole = write_warc(tmp_path / "whole.warc.gz", [
+        http_response(f"http://cut.example/{i}", PAGE) for i in range(4)
+    ])
+    data = whole.read_bytes()
+    cut = tmp_path / "cut.warc.gz"
+    cut.write_bytes(data[: len(data) - 60])  # inside the last record's gzip member
+    stats = ingest_warc(str(cut), str(tmp_path / "out"))
+    assert counts(stats) == (4, 3, {"truncated record": 1}, 1)
+    assert sorted(p["url"] for p in pages_of(tmp_path / "out")) == [f"http://cut.example/{i}" for i in range(3)]
+
+
+def test_garbage_and_empty_files(tmp_path):
+    garbage = tmp_path / "garbage.warc"
+    garbage.write_bytes(b"this is not a WARC file\r\n\r\n")
+    stats = ingest_warc(str(garbage), str(tmp_path / "out"))
+    assert counts(stats) == (0, 0, {}, 1)
+    assert "not a WARC file" in stats.file_errors[0].reason
+    binary = tmp_path / "binary.warc.gz"
+    binary.write_bytes(bytes(range(256)) * 4)
+    stats = ingest_warc(str(binary), str(tmp_path / "out1"))
+    assert counts(stats) == (0, 0, {}, 1)
+    assert "offset 0" in stats.file_errors[0].reason
+    empty = tmp_path / "empty.warc.gz"
+    empty.write_bytes(b"")
+    assert counts(ingest_warc(str(empty), str(tmp_path / "out2"))) == (0, 0, {}, 0)
+
+
+def test_rows_are_what_the_parser_returned(tmp_path):
+    """The Parquet rows hold exactly the parser's output (the columnar writer loses nothing)."""
+    from simcore.html import parse_page
+
+    bodies = [html(f"Page {i}", "".join(f'<p>text {j} <a href="/t{j}">anchor {j}</a> more</p>' for j in range(i)))
+              for i in range(6)]
+    path = write_warc(tmp_path / "rows.warc.gz", [http_response(f"http://r.example/{i}", b.encode())
+                                                   for i, b in enumerate(bodies)])
+    ingest_warc(str(path), str(tmp_path / "out"))
+    links = links_of(tmp_path / "out")
+    got = {p["url"]: p for p in pages_of(tmp_path / "out")}
+    fields = ("anchor_words", "left_words", "right_words", "syntactic_left", "syntactic_right",
+              "topical_left", "topical_right")
+    for i, body in enumerate(bodies):
+        url = f"http://r.example/{i}"
+        parsed = parse_page(body, url)
+        assert got[url]["words"] == list(parsed.words) and got[url]["title_words"] == list(parsed.title_words)
+        mine = [row for row in links if row["source_url"] == url]
+        assert [row["target_url"] for row in mine] == [a.target_url for a in parsed.anchors]
+        for row, anchor in zip(mine, parsed.anchors):
+            for name in fields:
+                value = getattr(anchor, name)
+                assert row[name] == (list(value) if isinstance(value, tuple) else value)
+
+
+# =============================================================================================
+# Stats, listing, the in-process runner and the command line
+
+
+COUNTS = st.dictionaries(st.sampled_from(["request record", "not HTML", "truncated record"]), st.integers(0, 50), max_size=3)
+STATS = st.builds(
+    IngestStats,
+    files_read=st.integers(0, 5), files_unchanged=st.integers(0, 5), records_read=st.integers(0, 1000),
+    pages_written=st.integers(0, 1000), links_written=st.integers(0, 10**6), skipped=COUNTS, links_skipped=COUNTS,
+    file_errors=st.lists(st.builds(FileError, st.sampled_from(["a.warc", "b.warc"]), st.sampled_from(["x", "y"])),
+                         max_size=2).map(tuple),
+    parts=st.lists(st.sampled_from(["part-1", "part-2", "part-3"]), max_size=2, unique=True).map(lambda p: tuple(sorted(p))),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(a=STATS, b=STATS, c=STATS)
+def test_stats_sum_is_associative_and_commutative(a, b, c):
+    assert (a + b) + c == a + (b + c)
+    assert a + b == b + a
+    total = IngestStats.total([a, b, c])
+    assert total.records_skipped == a.records_skipped + b.records_skipped + c.records_skipped
+    assert IngestStats.from_dict(json.loads(json.dumps(total.to_dict()))) == total
+
+
+def test_list_warc_files(tmp_path):
+    (tmp_path / "crawl" / "sub").mkdir(parents=True)
+    for name in ("a.warc.gz", "b.warc", "sub/c.warc.gz", "notes.txt", "old.arc.gz"):
+        (tmp_path / "crawl" / name).write_bytes(b"")
+    crawl = tmp_path / "crawl"
+    assert list_warc_files(str(crawl)) == [str(crawl / n) for n in ("a.warc.gz", "b.warc", "sub/c.warc.gz")]
+    assert list_warc_files(str(crawl / "*.warc.gz")) == [str(crawl / "a.warc.gz")]
+    assert list_warc_files([str(crawl / "b.warc"), str(crawl / "notes.txt"), str(crawl / "b.warc")]) == [
+        str(crawl / "b.warc"), str(crawl / "notes.txt")]  # named files are taken as they are, once
+    with pytest.raises(FileNotFoundError, match="no WARC files.*ARC files were found"):
+        list_warc_files(str(crawl / "*.arc.gz"))
+    with pytest.raises(FileNotFoundError, match="no such file or folder"):
+        list_warc_files(str(tmp_path / "nowhere"))
+
+
+def test_ingest_files_reports_an_unreadable_file_and_goes_on(warc_dir, tmp_path):
+    stats = ingest_files([str(tmp_path / "gone.warc.gz"), str(warc_dir / "example.warc.gz")], str(tmp_path / "out"))
+    assert stats.files_read == 1 and stats.pages_written == 1
+    (error,) = stats.file_errors
+    assert error.path.endswith("gone.warc.gz") and "FileNotFoundError" in error.reason
+
+
+def test_command_line_without_prefect(warc_dir, tmp_path, capsys):
+    code = simweb_main(["ingest", str(warc_dir / "example.warc.gz"), str(warc_dir / "clipped.warc.gz"),
+                        "--out", str(tmp_path / "out"), "--no-prefect"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "2 WARC files read" in out
+    for label, n in (("records read", 7), ("pages written", 1), ("truncated record", 1), ("file errors", 1)):
+        assert re.search(rf"^ +{label} +{n}$", out, re.M), label
+    assert simweb_main(["ingest", str(tmp_path / "nothing-here"), "--out", str(tmp_path / "o"), "--no-prefect"]) == 2
+    assert "no such file or folder" in capsys.readouterr().err
