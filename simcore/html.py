@@ -38,7 +38,7 @@ from collections import Counter
 from itertools import accumulate, compress, repeat
 from operator import add, not_, sub
 
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from simcore.records import Anchor, ParsedPage
 from simcore.text import WORD_RE, clean_text, never_stop_flags, tokenize
@@ -163,34 +163,62 @@ def _base_url(tree: LexborHTMLParser, url: str) -> str:
     return url
 
 
+def _tag_ids(names) -> dict[str, int]:
+    """Lexbor's numeric tag ids (comparing ints is cheaper than decoding each node's tag name)."""
+    tree = LexborHTMLParser("")
+    return {name: tree.create_node(name).tag_id for name in names}
+
+
+def _text_specialisation(method):
+    """The str version of a selectolax node method that also takes bytes or nodes.
+
+    Cython's run-time dispatch between a fused function's versions costs about twice the
+    insertion itself, and parse_page inserts a marker for every link and region element.
+    """
+    try:
+        return method["str"]
+    except (TypeError, KeyError):  # not a fused function in this selectolax version
+        return method
+
+
+_insert_before = _text_specialisation(LexborNode.insert_before)
+_insert_after = _text_specialisation(LexborNode.insert_after)
+_replace_with = _text_specialisation(LexborNode.replace_with)
+
+_IDS = _tag_ids(["a", "area", "img", *_BEFORE, *_AFTER])
+_A, _AREA, _IMG = _IDS["a"], _IDS["area"], _IDS["img"]
+_BEFORE_ID = {_IDS[name]: marker for name, marker in _BEFORE.items()}
+_AFTER_ID = {_IDS[name]: marker for name, marker in _AFTER.items()}
+
+
 def _mark(body, base: str, skipped: Counter[str] | None) -> list[str]:
     """Insert the markers, replace images by their alt text; return the kept links' targets in order."""
     targets: list[str] = []
-    before, after = _BEFORE.get, _AFTER.get
+    before, after = _BEFORE_ID.get, _AFTER_ID.get
     for node in body.css(_MARKED):
-        tag = node.tag
-        if tag == "a" or tag == "area":
-            href = node.attrs.get("href")
+        tag = node.tag_id
+        if tag == _A or tag == _AREA:
+            href = node.attributes.get("href")
             target = normalize_url(href, base)
             if target is None:
                 if skipped is not None:
                     _count_skipped(href, skipped)
                 continue
             targets.append(target)
-            if tag == "a":
-                node.insert_before(_START)
-                node.insert_after(_END)
+            if tag == _A:
+                _insert_before(node, _START)
+                _insert_after(node, _END)
             else:  # an image-map link: its alt text is its anchor text
-                node.insert_after(f"{_START} {node.attrs.get('alt') or ''} {_END}")
-        elif tag == "img":
-            node.replace_with(node.attrs.get("alt") or "")
+                _insert_after(node, f"{_START} {node.attributes.get('alt') or ''} {_END}")
+        elif tag == _IMG:
+            _replace_with(node, node.attributes.get("alt") or "")
         else:
             marker = before(tag)
             if marker is not None:
-                node.insert_before(marker)
+                _insert_before(node, marker)
             marker = after(tag)
             if marker is not None:
-                node.insert_after(marker)
+                _insert_after(node, marker)
     return targets
 
 

@@ -83,7 +83,15 @@ _ASTRAL_RE = re.compile(f"[{_ASTRAL}]")
 
 def _astral_letter_or_space(match: re.Match[str]) -> str:
     c = match.group()
-    return c if c.isalpha() or _is_mark(c) else " "
+    if c.isalpha():
+        return c
+    if _is_mark(c):  # a mark belongs to the letter it follows, if any, past other marks
+        text, i = match.string, match.start() - 1
+        while i >= 0 and _is_mark(text[i]):
+            i -= 1
+        if i >= 0 and text[i].isalpha():
+            return c
+    return " "
 
 
 def clean_text(text: str) -> str:

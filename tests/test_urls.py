@@ -1,0 +1,151 @@
+"""URL normalisation and url ids."""
+from __future__ import annotations
+
+import string
+
+import mmh3
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simcore import urls
+from simcore.urls import normalize_url, url_id
+
+BASE = "http://a/b/c/d;p?q"
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        # case, default ports, empty path, fragments
+        ("HTTP://Example.COM:80/a/./b/../c#top", "http://example.com/a/c"),
+        ("https://example.com:443", "https://example.com/"),
+        ("http://example.com:8080", "http://example.com:8080/"),
+        ("http://example.com:0080/x", "http://example.com/x"),
+        ("https://example.com:80/", "https://example.com:80/"),
+        ("http://example.com/Path/CASE", "http://example.com/Path/CASE"),
+        ("http://example.com/p#", "http://example.com/p"),
+        ("http://example.com/p?", "http://example.com/p"),
+        ("http://example.com:/p", "http://example.com/p"),
+        # percent-encoding: unreserved decoded, others upper-cased, raw ones escaped
+        ("http://example.com/%7euser/%2fx%e2%82%ac?q=a%2cb&x=%7E", "http://example.com/~user/%2Fx%E2%82%AC?q=a%2Cb&x=~"),
+        ("http://example.com/%41%2D%5f%2e", "http://example.com/A-_."),
+        ("http://example.com/a b\"<>`{}|^", "http://example.com/a%20b%22%3C%3E%60%7B%7D%7C%5E"),
+        ("http://example.com/100%", "http://example.com/100%25"),
+        ("http://example.com/%zz", "http://example.com/%25zz"),
+        ("http://example.com/ä?ö=ü", "http://example.com/%C3%A4?%C3%B6=%C3%BC"),
+        ("http://example.com/a/%2E%2E/b", "http://example.com/b"),
+        # hosts: IDNA, IPv6, user info, percent-encoded host
+        ("http://Bücher.DE/", "http://xn--bcher-kva.de/"),
+        ("http://xn--bcher-kva.de/", "http://xn--bcher-kva.de/"),
+        ("http://[::1]:80/", "http://[::1]/"),
+        ("http://[2001:DB8:0:0:0:0:0:1]:8080/", "http://[2001:db8::1]:8080/"),
+        ("http://user:Pa%73s@H.com/", "http://user:Pass@h.com/"),
+        ("http://%65xample.com/", "http://example.com/"),
+        # browsers' leniency that real pages rely on
+        (" \thttp://x.com/a\n/b  ", "http://x.com/a/b"),
+        ("http:\\\\x.com\\a\\b?q=\\", "http://x.com/a/b?q=%5C"),
+        # not http(s), or not a URL
+        ("mailto:someone@example.com", None),
+        ("javascript:void(0)", None),
+        ("data:text/html,hi", None),
+        ("ftp://example.com/file", None),
+        ("tel:+123", None),
+        ("", None),
+        ("not a url", None),
+        ("http://", None),
+        ("http:///path", None),
+        ("http://exa mple.com/", None),
+        ("http://example.com:99999/", None),
+        ("http://example.com:8o/", None),
+        ("http://[zz]/", None),
+        ("http://a..b\u00e9/", None),
+    ],
+)
+def test_normalize_url(url, expected):
+    assert normalize_url(url) == expected
+
+
+@pytest.mark.parametrize(
+    ("ref", "expected"),
+    [
+        # RFC 3986 Section 5.4 (fragments dropped); "http:g" is relative, as browsers read it
+        ("g:h", None), ("g", "http://a/b/c/g"), ("./g", "http://a/b/c/g"), ("g/", "http://a/b/c/g/"),
+        ("/g", "http://a/g"), ("//g", "http://g/"), ("?y", "http://a/b/c/d;p?y"), ("g?y", "http://a/b/c/g?y"),
+        ("#s", "http://a/b/c/d;p?q"), ("g#s", "http://a/b/c/g"), (";x", "http://a/b/c/;x"),
+        ("g;x?y#s", "http://a/b/c/g;x?y"), ("", "http://a/b/c/d;p?q"), (".", "http://a/b/c/"),
+        ("..", "http://a/b/"), ("../g", "http://a/b/g"), ("../..", "http://a/"), ("../../g", "http://a/g"),
+        ("../../../g", "http://a/g"), ("/./g", "http://a/g"), ("/../g", "http://a/g"), ("g.", "http://a/b/c/g."),
+        (".g", "http://a/b/c/.g"), ("g..", "http://a/b/c/g.."), ("./../g", "http://a/b/g"),
+        ("g/./h", "http://a/b/c/g/h"), ("g/../h", "http://a/b/c/h"), ("http:g", "http://a/b/c/g"),
+        ("https://other.org/x", "https://other.org/x"), ("..\\g", "http://a/b/g"),
+    ],
+)
+def test_relative_references_resolve_against_base(ref, expected):
+    assert normalize_url(ref, BASE) == expected
+
+
+def test_base_with_empty_path_and_non_http_base():
+    assert normalize_url("x.html", "http://h.com") == "http://h.com/x.html"
+    assert normalize_url("x.html", "mailto:a@b") is None
+
+
+def test_garbage_types_give_none():
+    assert normalize_url(None) is None  # type: ignore[arg-type]
+    assert normalize_url(b"http://x.com/") is None  # type: ignore[arg-type]
+    assert normalize_url(["http://x.com/"]) is None  # type: ignore[arg-type]
+
+
+def test_url_id_is_unsigned_64_bit_murmur3_of_the_normalised_url():
+    assert url_id("http://example.com/") == 11571728257177965048
+    assert url_id("HTTP://EXAMPLE.com:80#frag") == 11571728257177965048
+    assert url_id("https://example.com/") == 13045409861407093919
+    assert url_id("http://example.com/a/./b/../b?x=1") == 12725674544839235263
+    assert url_id("http://Bücher.de") == 4908871797442694511
+    normalised = "http://example.com/a/b?x=1"
+    assert url_id(normalised) == mmh3.hash64(normalised.encode("utf-8"), 0, signed=False)[0]
+
+
+def test_url_id_refuses_what_is_not_an_http_url():
+    with pytest.raises(ValueError, match="expected an absolute http or https URL, got 'mailto:x@y'"):
+        url_id("mailto:x@y")
+
+
+def test_cache_is_bounded(monkeypatch):
+    monkeypatch.setattr(urls, "_cache", {})
+    monkeypatch.setattr(urls, "_CACHE_LIMIT", 4)
+    for i in range(20):
+        assert normalize_url(f"http://h.com/{i}") == f"http://h.com/{i}"
+    assert len(urls._cache) <= 5
+
+
+url_parts = st.lists(
+    st.sampled_from(
+        list(string.printable)
+        + ["ä", "€", "%", "%2e", "%2E", "%7e", "%41", "%zz", "%", "\\", "/", ".", "..", ":", "@",
+           "[", "]", "#", "?", ";", "//", "ß", "İ", "\u200b", "\ud800", "xn--", "a.b", "B", ":80", ":443"]
+    ),
+    max_size=30,
+).map("".join)
+prefixes = st.sampled_from(
+    ["http://", "HTTPS://", "http:", "//", "", "../", "http://[::1]", "http://a.b:80", "http://x.y/", "mailto:"]
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(prefixes, url_parts, st.one_of(st.none(), st.just("http://h.com/a/b"), url_parts))
+def test_normalize_url_is_idempotent_and_never_raises(prefix, body, base):
+    result = normalize_url(prefix + body, base)
+    if result is not None:
+        assert normalize_url(result) == result
+        assert normalize_url(result, "http://other.org/x") == result  # absolute stays absolute
+        assert result.startswith(("http://", "https://"))
+        assert result.isascii() and "#" not in result and " " not in result
+        assert url_id(result) == url_id(prefix + body) if base is None else True
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=40), st.one_of(st.none(), st.text(max_size=40)))
+def test_normalize_url_never_raises_on_any_text(url, base):
+    result = normalize_url(url, base)
+    assert result is None or normalize_url(result) == result
