@@ -18,7 +18,8 @@ page) and extended SimRank on row/column blocks cut to a fraction of the graph; 
 distance between S_10 (the default) and S_30.
 
 ``--links DIR`` reads ``DIR/links/*.parquet`` (source_id, target_id, as `simweb ingest`
-writes them), restricted to the crawled pages of ``DIR/pages`` when present. Without it the
+writes them), restricted to the crawled pages of ``DIR/pages`` when present, and then also
+counts the near-duplicate clusters and mirrored hosts among those pages (simcore.shingles). Without it the
 graph is synthetic: power-law out-degrees and in-degrees (popular pages are linked from
 everywhere, as navigation bars do), ``--nodes``/``--edges`` distinct links, built here, not
 downloaded. The large graph is synthetic too.
@@ -89,6 +90,36 @@ def debdocs_graph(directory: Path) -> LinkGraph:
         pages = ds.dataset(pages_dir, format="parquet").to_table(columns=["url_id"]).column("url_id").to_numpy()
         return LinkGraph.from_edges(sources, targets, nodes=pages, restrict_to_nodes=True)
     return LinkGraph.from_edges(sources, targets)
+
+
+def crawl_duplicates(directory: Path, threshold: float) -> None:
+    """Near-duplicate clusters and mirrored hosts among the crawled pages of ``directory``."""
+    import pyarrow.dataset as ds
+
+    from simcore.shingles import duplicate_clusters, find_mirrors, shingle_fingerprints, sketch
+
+    pages = ds.dataset(directory / "pages", format="parquet").to_table(columns=["url", "title_words", "words"])
+    urls = pages.column("url").to_pylist()
+    texts = [t + w for t, w in zip(pages.column("title_words").to_pylist(), pages.column("words").to_pylist())]
+    t0 = time.perf_counter()
+    fingerprints = [shingle_fingerprints(words) for words in texts]
+    t1 = time.perf_counter()
+    sketches = sketch(fingerprints)
+    t2 = time.perf_counter()
+    clusters = duplicate_clusters(sketches, threshold)
+    t3 = time.perf_counter()
+    report = find_mirrors(urls, sketches)
+    t4 = time.perf_counter()
+    sizes = sorted((len(c) for c in clusters.clusters()), reverse=True)
+    print(
+        f"\n== near-duplicates of {len(urls):,} crawled pages (10-word shingles, 200 min-hashes, "
+        f"resemblance ≥ {threshold}): {clusters.n_clusters:,} clusters holding {clusters.n_duplicates:,} "
+        f"duplicates (largest {sizes[:5]}); {clusters.skipped_empty:,} pages without words skipped\n"
+        f"   mirror candidates {len(report.pairs):,}, validated mirrors {len(report.mirrors):,} "
+        f"{[(m.host_a, m.host_b, f'{m.matched}/{m.sampled}') for m in report.mirrors[:5]]}; "
+        f"paths too common to count {report.common_paths_ignored:,}, repeated URLs {report.repeated_urls:,}\n"
+        f"   shingling {t1 - t0:.2f} s, sketches {t2 - t1:.2f} s, clusters {t3 - t2:.2f} s, mirrors {t4 - t3:.2f} s"
+    )
 
 
 def measured(fn, *args):
@@ -215,17 +246,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--skip-error", action="store_true")
     parser.add_argument("--large-related", action="store_true",
                         help="time extended SimRank and PageSim for one page against all pages of the large graph too (slow)")
+    parser.add_argument("--threshold", type=float, default=0.8, help="near-duplicate resemblance (with --links)")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
 
     if args.links:
         graph, secs, mib = measured(debdocs_graph, args.links)
-        label = f"DebDocs link graph from {args.links}"
+        label = f"link graph of {args.links}"
     else:
         graph, secs, mib = measured(synthetic_graph, args.nodes, args.edges, args.seed)
         label = "synthetic DebDocs-sized graph"
     print(f"graph built in {secs:.2f} s, {mib:.1f} MiB peak")
     bench_graph(graph, label, args.sample, args.seed, related="all")
+    if args.links and (args.links / "pages").is_dir():
+        crawl_duplicates(args.links, args.threshold)
     if not args.skip_error:
         bench_error(graph, args.sample, args.seed)
     if not args.skip_large:

@@ -858,7 +858,7 @@ def _compare_features(n: int, props: list[_Propagation], q: np.ndarray, c: np.nd
         for c0 in range(0, c.size, block):
             cb = c[c0 : c0 + block]
             for p, fq in zip(props, q_feats):
-                fc = p.columns(cb)
+                fc = fq if np.array_equal(cb, qb) else p.columns(cb)  # a sample against itself
                 col_sums = fc.sum(axis=0)
                 for j in range(qb.size):
                     x = fq[:, j]
