@@ -11,7 +11,7 @@ peak traced memory (tracemalloc: numpy and scipy buffers) in two shapes:
   * related:    one page against every page (what `simweb related` answers; on the large
                 graph only the measures that stay fast unless --large-related);
 
-with each time as a ratio to co-citation measured in the same run. Then, on the
+with each CPU time as a ratio to co-citation's measured in the same run. Then, on the
 DebDocs-sized graph, the error against the exact scores of the memory-bounded forms used on
 large graphs: SimRank's linear form with a sampled diagonal (100 to 3000 walk pairs per
 page) and extended SimRank on row/column blocks cut to a fraction of the graph; and the
@@ -122,13 +122,24 @@ def crawl_duplicates(directory: Path, threshold: float) -> None:
     )
 
 
+class Timing(float):
+    """Wall seconds that also carry the process CPU seconds (the machine's cores are shared,
+    so wall time varies with the neighbours' load; CPU time much less)."""
+
+    cpu: float
+
+    def __format__(self, spec: str) -> str:
+        return f"{format(float(self), spec)} s ({self.cpu:.2f} cpu)"
+
+
 def measured(fn, *args):
-    """(result, seconds, peak traced MiB) of fn(*args)."""
+    """(result, Timing, peak traced MiB) of fn(*args)."""
     tracemalloc.start()
     tracemalloc.reset_peak()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     result = fn(*args)
-    seconds = time.perf_counter() - t0
+    seconds = Timing(time.perf_counter() - t0)
+    seconds.cpu = time.process_time() - c0
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return result, seconds, peak / 2**20
@@ -154,7 +165,7 @@ def bench_graph(graph: LinkGraph, label: str, sample_size: int, seed: int, relat
     sample = np.sort(rng.choice(graph.n_nodes, min(sample_size, graph.n_nodes), replace=False))
     query = sample[:1]
     pr, secs, mib = measured(pagerank, graph, PageRankParams())
-    print(f"{'pagerank':<18} {'':>26} {secs:8.3f} s {mib:9.1f} MiB  (sum {pr.sum():.6f})")
+    print(f"{'pagerank':<18} {'':>26} {secs:8.3f} {mib:9.1f} MiB  (sum {pr.sum():.6f})")
     shapes = [("evaluation", sample, sample, MEASURES)]
     if related != "none":
         chosen = MEASURES if related == "all" else [p for p in MEASURES if isinstance(p, CHEAP)]
@@ -173,8 +184,8 @@ def bench_graph(graph: LinkGraph, label: str, sample_size: int, seed: int, relat
             scores, secs, mib = measured(link_similarity, graph, params, queries, candidates)
             baseline = secs if baseline is None else baseline
             print(
-                f"{params.name:<18} {desc:>26} {secs:8.3f} s {mib:9.1f} MiB  "
-                f"x{secs / baseline:8.1f} co-citation{plan_note}"
+                f"{params.name:<18} {desc:>26} {secs:8.3f} {mib:9.1f} MiB  "
+                f"x{secs.cpu / max(baseline.cpu, 1e-3):8.1f} co-citation (cpu){plan_note}"
             )
 
 
@@ -184,7 +195,7 @@ def error_line(name: str, exact: np.ndarray, approx: np.ndarray, sample: np.ndar
     err = (approx - exact)[off]
     big = exact[off] >= 0.01
     return (
-        f"{name:<18} {what:<22} {secs:7.2f} s {mib:8.1f} MiB  |error| max {np.abs(err).max():.4f} "
+        f"{name:<18} {what:<22} {secs:7.2f} {mib:8.1f} MiB  |error| max {np.abs(err).max():.4f} "
         f"mean {np.abs(err).mean():.5f}; relative on scores ≥ 0.01: mean "
         f"{np.mean(np.abs(err[big]) / exact[off][big]) if big.any() else float('nan'):.3f}; "
         f"top-10 overlap {top10_overlap(exact, approx, sample):.3f}"
@@ -199,7 +210,7 @@ def bench_error(graph: LinkGraph, sample_size: int, seed: int) -> None:
     off = ~np.equal.outer(sample, sample)
     print(f"\n-- bounded SimRank error, {sample.size} x {sample.size} sample of {graph.n_nodes:,} nodes")
     exact, secs, mib = measured(link_similarity, graph, SimRankParams(method="exact"), sample, sample)
-    print(f"{'simrank':<18} {'exact':<22} {secs:7.2f} s {mib:8.1f} MiB  mean score {exact[off].mean():.5f}")
+    print(f"{'simrank':<18} {'exact':<22} {secs:7.2f} {mib:8.1f} MiB  mean score {exact[off].mean():.5f}")
     for walks in (100, 300, 1000, 3000):
         params = SimRankParams(method="linear", walks=walks)
         approx, secs, mib = measured(link_similarity, graph, params, sample, sample)
@@ -209,7 +220,7 @@ def bench_error(graph: LinkGraph, sample_size: int, seed: int) -> None:
     print(f"{'simrank':<18} S_30 − S_10: max {gap.max():.4f}, mean {gap.mean():.5f} (bound γ^11 = {0.8**11:.4f})")
 
     exact, secs, mib = measured(link_similarity, graph, ExtendedSimRankParams(), sample, sample)
-    print(f"{'extended_simrank':<18} {'exact':<22} {secs:7.2f} s {mib:8.1f} MiB  mean score {exact[off].mean():.5f}")
+    print(f"{'extended_simrank':<18} {'exact':<22} {secs:7.2f} {mib:8.1f} MiB  mean score {exact[off].mean():.5f}")
     for fraction in (0.5, 0.35, 0.25):
         block = int(graph.n_nodes * fraction)
         if block < sample.size:
@@ -256,7 +267,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         graph, secs, mib = measured(synthetic_graph, args.nodes, args.edges, args.seed)
         label = "synthetic DebDocs-sized graph"
-    print(f"graph built in {secs:.2f} s, {mib:.1f} MiB peak")
+    print(f"graph built in {secs:.2f}, {mib:.1f} MiB peak")
     bench_graph(graph, label, args.sample, args.seed, related="all")
     if args.links and (args.links / "pages").is_dir():
         crawl_duplicates(args.links, args.threshold)
@@ -264,7 +275,7 @@ def main(argv: list[str] | None = None) -> None:
         bench_error(graph, args.sample, args.seed)
     if not args.skip_large:
         large, secs, mib = measured(synthetic_graph, args.large, args.large_edges, args.seed)
-        print(f"\nlarge graph built in {secs:.2f} s, {mib:.1f} MiB peak")
+        print(f"\nlarge graph built in {secs:.2f}, {mib:.1f} MiB peak")
         bench_graph(large, "synthetic large graph", args.sample, args.seed,
                     related="all" if args.large_related else "cheap")
     print(f"\nmax resident set size of this run: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
