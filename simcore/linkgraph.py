@@ -13,12 +13,13 @@ len(candidates)`` float64 array. Nodes are dense indices ``0 .. n-1`` into ``Lin
 
 Memory. Co-citation, coupling and ECBC are sparse products: O(edges + output). PageSim and
 extended PageSim hold propagation columns, ``n x block`` floats, in blocks bounded by
-``max_bytes``. SimRank and extended SimRank are quadratic: they iterate a dense score matrix
-over a row set (the queries and their walk neighbourhood) times a column set (the candidates
-and theirs). When ``n x n`` fits in ``max_bytes`` the sets are the whole graph and the scores
-are exact; otherwise the sets are cut to the nodes the reverse walks visit most and the
-result is a lower bound of the exact iterate (``simrank_plan`` says which, and
-``benchmarks/linkgraph.py`` measures the error).
+``max_bytes``; their time grows with n x |queries| x |candidates|. SimRank and extended
+SimRank are quadratic: when the dense n x n iteration fits in ``max_bytes`` (32 n² bytes for
+SimRank, 48 n² for extended SimRank: n ≤ 8,192 and 6,689 at the 2 GiB default) the scores
+are exact. Beyond it SimRank switches to its linear form, O(k n) memory per query, exact but
+for a sampled diagonal correction; extended SimRank, which has no linear form, iterates on
+row and column blocks of the nodes its walks visit most and returns lower bounds.
+``simrank_plan`` says which, and ``benchmarks/linkgraph.py`` measures the errors.
 """
 from __future__ import annotations
 
@@ -313,7 +314,8 @@ class PageSimParams:
     """PageSim (ENS Section 3.4, Equations 1–2); Table 1: r = 3, d = 0.5.
 
     ``radius`` r is the longest path along which PageRank propagates (1 to 3);
-    ``decay`` d ∈ (0, 1] multiplies propagated score as Equation 1 writes it.
+    ``decay`` d ∈ (0, 1] multiplies propagated score as Equation 1 writes it: once per path
+    (the division by each page's out-degree is what weakens longer paths), not once per hop.
     """
 
     name: ClassVar[str] = "pagesim"
