@@ -1,0 +1,475 @@
+"""parse_page: title, cleaned words, anchors, contexts and SYNTACTIC/TOPICAL regions (paper Section 3.1)."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from simcore.html import CONTEXT_NONSTOP, LINK_NOT_HTTP, LINK_UNPARSEABLE, parse_page
+from simcore.records import Anchor
+from simcore.text import never_stop, tokenize
+
+PAGE = "http://example.com/start.html"
+
+
+def anchor(page, target):
+    (found,) = [a for a in page.anchors if a.target_url == target]
+    return found
+
+
+def regions(a: Anchor) -> tuple[int, int, int, int]:
+    return a.syntactic_left, a.syntactic_right, a.topical_left, a.topical_right
+
+
+# --- cleaning (Section 3.1) ----------------------------------------------------------------------
+
+def test_comments_scripts_styles_and_tags_are_removed_alt_text_kept():
+    page = parse_page(
+        """<!DOCTYPE html><html><head><title>  The   Title &amp; More </title>
+        <style>body { color: red }</style><script>var inHead = 1;</script></head>
+        <body><!-- a comment with words --><script type="text/javascript">var hidden = "nope";</script>
+        <noscript>enable scripting</noscript><template><p>templated</p></template><style>.x{}</style>
+        <iframe>framed</iframe>
+        <p>Visible <b>bold</b> text, 42 times!</p><img src="a.png" alt="Alt Words"><img src="b.png">
+        <p>caf&eacute; &lt;tag&gt; AT&amp;T na&#xEF;ve</p></body></html>""",
+        PAGE,
+    )
+    assert page.title == "The Title & More"
+    assert page.title_words == ("the", "title", "more")
+    assert page.words == ("visible", "bold", "text", "times", "alt", "words", "café", "tag", "at", "t", "naïve")
+    assert page.anchors == ()
+
+
+def test_block_elements_without_white_space_still_separate_words():
+    page = parse_page("<ul><li>one</li><li>two</li></ul><div>three</div><div>four</div>", PAGE)
+    assert page.words == ("one", "two", "three", "four")
+
+
+def test_title_is_not_part_of_the_words_and_missing_title_is_empty():
+    assert parse_page("<title>Only Title</title><p>body</p>", PAGE).words == ("body",)
+    page = parse_page("<p>no title here</p>", PAGE)
+    assert (page.title, page.title_words) == ("", ())
+
+
+def test_empty_and_bodiless_pages():
+    assert parse_page("", PAGE).words == ()
+    frameset = parse_page("<html><head><title>Frames</title></head><frameset><frame src=a.html></frameset>", PAGE)
+    assert (frameset.title_words, frameset.words, frameset.anchors) == (("frames",), (), ())
+
+
+# --- links -----------------------------------------------------------------------------------------
+
+LINKS = """<html><head><base href="http://Base.org/dir/"></head><body>
+<p>Go <a href="page.html#frag">to <b>the</b> <i>next</i> page</a> now.</p>
+<a href="/abs?q=1&amp;r=2">abs</a>
+<a href="https://Other.ORG:443/x/../y">other</a>
+<a href="mailto:x@y.z">mail</a><a href="javascript:void(0)">js</a><a href="http://[bad">bad</a>
+<a href=" JavaScript:alert(1)">js2</a><a href="http://exa mple.com/">space</a>
+<a>no href</a><a href="">self</a><a href="#top">frag</a>
+<a href="x.html"><img src="i.png" alt="Logo Image"></a>
+<map name="m"><area href="/area" alt="Area Alt"><area nohref alt="ignored"></map>
+</body></html>"""
+
+
+def test_links_resolve_against_base_and_are_normalised():
+    skipped: Counter[str] = Counter()
+    page = parse_page(LINKS, PAGE, skipped)
+    assert [(a.target_url, a.anchor_words) for a in page.anchors] == [
+        ("http://base.org/dir/page.html", ("to", "the", "next", "page")),
+        ("http://base.org/abs?q=1&r=2", ("abs",)),
+        ("https://other.org/y", ("other",)),
+        ("http://base.org/dir/", ("self",)),  # an empty href is the base itself: kept
+        ("http://base.org/dir/", ("frag",)),
+        ("http://base.org/dir/x.html", ("logo", "image")),  # alt text of an image inside the anchor
+        ("http://base.org/area", ("area", "alt")),  # an image-map link: its alt text
+    ]
+    assert skipped == {LINK_NOT_HTTP: 3, LINK_UNPARSEABLE: 2}
+    assert page.words == (
+        "go", "to", "the", "next", "page", "now", "abs", "other", "mail", "js", "bad", "js", "space",
+        "no", "href", "self", "frag", "logo", "image", "area", "alt",
+    )
+
+
+def test_relative_links_without_base_resolve_against_the_page_and_self_links_are_kept():
+    page = parse_page('<a href="../up.html">up</a><a href="start.html#x">me</a><a href="//cdn.org">cdn</a>',
+                      "http://example.com/a/b/start.html")
+    assert [a.target_url for a in page.anchors] == [
+        "http://example.com/a/up.html", "http://example.com/a/b/start.html", "http://cdn.org/",
+    ]
+
+
+def test_unusable_base_href_falls_back_to_the_page_url():
+    page = parse_page('<base href="mailto:x@y"><a href="p.html">p</a>', PAGE)
+    assert page.anchors[0].target_url == "http://example.com/p.html"
+
+
+def test_skipped_counter_is_optional():
+    assert len(parse_page(LINKS, PAGE).anchors) == 7
+
+
+# --- contexts and regions ----------------------------------------------------------------------------
+
+REGIONS = """<body>
+<h2>Fruit Sites</h2>
+<ul>
+<li><a href="/apple">Apple</a> crisp red fruit</li>
+<li>Banana <a href="/banana">yellow</a> curved</li>
+</ul>
+<p>Cherries grow. Sweet ones<br>are <a href="/cherry">cherry</a> trees.<br>Sour kinds<br>more</p>
+<table><tr><td>left cell</td><td>in <a href="/cell">cell</a> text</td></tr></table>
+after table
+</body>"""
+# word positions: fruit0 sites1 | apple2 crisp3 red4 fruit5 | banana6 yellow7 curved8 | cherries9
+# grow10 sweet11 ones12 are13 cherry14 trees15 | sour16 kinds17 more18 | left19 cell20 | in21 cell22
+# text23 | after24 table25.  SYNTACTIC cut-offs: 0 (heading), 2 and 6 (list items), 9 (list end,
+# paragraph start), 16 (<br> after "trees."; not the ones after "ones" or "kinds"), 19 (paragraph
+# end, cell), 21 (cell), 24 (table end).  TOPICAL cut-offs: 0 (heading start), 9 (list end), 24 (table end).
+
+
+def test_contexts_reach_the_page_edges_nearest_first():
+    page = parse_page(REGIONS, PAGE)
+    words = page.words
+    assert len(words) == 26
+    apple = anchor(page, "http://example.com/apple")
+    assert apple.anchor_words == ("apple",)
+    assert apple.left_words == ("sites", "fruit")
+    assert apple.right_words == words[3:]
+    cell = anchor(page, "http://example.com/cell")
+    assert cell.left_words == tuple(reversed(words[:22]))
+    assert cell.right_words == ("text", "after", "table")
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        # (syntactic left, syntactic right, topical left, topical right)
+        ("/apple", (0, 3, 2, 6)),
+        ("/banana", (1, 1, 7, 1)),
+        ("/cherry", (5, 1, 5, 9)),
+        ("/cell", (1, 1, 13, 1)),
+    ],
+)
+def test_syntactic_and_topical_regions(target, expected):
+    assert regions(anchor(parse_page(REGIONS, PAGE), "http://example.com" + target)) == expected
+
+
+@pytest.mark.parametrize(
+    ("before_br", "syntactic_left"),
+    [
+        ('He said "stop."', 1),  # sentence end, closing quote: the <br> is a cut-off
+        ("Really?", 1),
+        ("Wow!)", 1),
+        ("終わり。", 1),
+        ("He said stop", 4),  # no sentence end: the <br> is not a cut-off
+        ("e.g. this one", 5),
+        ("U.S", 3),
+    ],
+)
+def test_hard_break_is_a_cut_off_only_after_a_sentence_end(before_br, syntactic_left):
+    page = parse_page(f"<p>{before_br}<br>next <a href='/x'>x</a></p>", PAGE)
+    assert page.anchors[0].syntactic_left == syntactic_left
+    assert page.anchors[0].topical_left == len(page.anchors[0].left_words)
+
+
+def test_sentence_end_inside_the_anchor_before_a_break():
+    page = parse_page('<p>See <a href="/a">this.</a><br>More text</p>', PAGE)
+    assert regions(page.anchors[0]) == (1, 0, 1, 2)
+
+
+def test_heading_starts_list_ends_and_table_ends_are_topical_list_starts_are_not():
+    page = parse_page(
+        '<p>intro <a href="/a">a</a> tail</p><h3>Head</h3> more'
+        '<div>text <a href="/b">b</a><ul><li>item</li></ul> after</div>'
+        '<table><tr><td>t <a href="/c">c</a></td></tr></table> end',
+        PAGE,
+    )
+    a, b, c = page.anchors
+    assert (a.topical_left, a.topical_right) == (1, 1)  # the heading starts after "tail"
+    assert (b.topical_left, b.topical_right) == (3, 1)  # "head more text" | "item" then the list ends
+    assert (b.syntactic_left, b.syntactic_right) == (3, 0)  # the list item starts right after b
+    assert (c.topical_left, c.topical_right) == (2, 0)  # "t after" (a table start is no cut-off) | table ends
+    assert (c.syntactic_left, c.syntactic_right) == (1, 0)
+
+
+def test_every_kind_of_cut_off():
+    page = parse_page(
+        "<dl><dt>term <a href='/dt'>dt</a></dt><dd>def</dd></dl>"
+        "<table><tr><th>head <a href='/th'>th</a></th><td>cell</td></tr></table>"
+        "<ol><li>one</li></ol><menu><li>m <a href='/m'>m</a></li></menu>x"
+        "<h1>h</h1><h4>four</h4><h6>six <a href='/h6'>h6</a></h6>",
+        PAGE,
+    )
+    assert [regions(a) for a in page.anchors] == [
+        (1, 0, 1, 1),  # dt: "term" | dd starts; the definition list ends after "def"
+        (1, 0, 1, 1),  # th: "head" | td starts; table ends after "cell"
+        (1, 0, 1, 0),  # menu item: the ordered list ends before "m" | the menu ends before "x"
+        (1, 0, 1, 0),  # h6 starts a topical region
+    ]
+
+
+def test_empty_anchor_between_cells_is_bounded_on_both_sides():
+    page = parse_page("<table><tr><td>x</td><td><a href='/e'><img src=i.png></a></td><td>y</td></tr></table>", PAGE)
+    assert page.anchors[0].anchor_words == ()
+    assert regions(page.anchors[0]) == (0, 0, 1, 1)
+
+
+def test_context_stops_at_32_never_stop_words_and_stopwords_do_not_count():
+    # "the" is a stopword under every variant; "news" only under STOPSTEM and STEM (its stem is
+    # that of the stopword "new"): neither counts towards the 32 words.
+    left = [f"kw{a}{b}" for a in "abcdefgh" for b in "abcde"][:40]
+    right = [f"kv{a}{b}" for a in "abcdefgh" for b in "abcde"][:40]
+    fillers = ["the", "news"] * 20
+    left_text = " ".join(f"{w} {f}" for w, f in zip(left, fillers))
+    right_text = " ".join(f"{w} {f}" for w, f in zip(right, fillers))
+    page = parse_page(f"<p>{left_text} <a href='/x'>anchor</a> {right_text}</p>", PAGE)
+    (a,) = page.anchors
+    assert CONTEXT_NONSTOP == 32
+    # nearest first: "news" (after left[39]), left[39], ..., left[8]; stops at the 32nd counted word
+    assert a.left_words[:3] == ("news", "kwhe", "the")
+    assert len(a.left_words) == 64 and a.left_words[-1] == left[8]
+    assert sum(map(never_stop, a.left_words)) == 32
+    assert a.right_words[:3] == ("kvaa", "the", "kvab")
+    assert len(a.right_words) == 63 and a.right_words[-1] == right[31]
+    assert regions(a) == (64, 63, 64, 63)  # regions are capped at the stored context
+
+
+def test_page_text_holding_the_marker_characters_is_cleaned():
+    page = parse_page("<p>x \ufdd0 y \ufdd1\ufdd4</p><a href='/a'>z</a> w \ufdd2", PAGE)
+    assert page.words == ("x", "y", "z", "w")
+    assert [(a.target_url, a.anchor_words, a.left_words, a.right_words) for a in page.anchors] == [
+        ("http://example.com/a", ("z",), ("y", "x"), ("w",)),
+    ]
+    assert regions(page.anchors[0]) == (0, 1, 2, 1)
+
+
+def test_a_link_inside_an_svg_link_ends_the_outer_one():
+    page = parse_page('<a href="/outer">x<svg><a href="/inner">y</a>z</svg>w</a>q', PAGE)
+    assert page.words == ("x", "y", "z", "w", "q")
+    assert [(a.target_url, a.anchor_words) for a in page.anchors] == [
+        ("http://example.com/outer", ("x",)),
+        ("http://example.com/inner", ("y",)),
+    ]
+
+
+# --- a brute-force reference on generated pages (STYLE.md habit 12) -------------------------------
+
+VOCABULARY = ["apple", "river", "stone", "the", "of", "news", "generalizations", "running", "page", "über", "日本"]
+
+
+@dataclass
+class Reference:
+    words: list
+    syntactic: list  # word positions of SYNTACTIC cut-offs
+    topical: list
+    links: list  # (target, start, end)
+    sentence_end: bool = False
+
+    def text(self, ws: list[str], end: str) -> str:
+        self.words.extend(ws)
+        self.sentence_end = end == "." or (self.sentence_end and not ws)
+        return " ".join(ws) + end
+
+    def cut(self, topical: bool = False) -> None:
+        self.syntactic.append(len(self.words))
+        if topical:
+            self.topical.append(len(self.words))
+        self.sentence_end = False
+
+
+texts = st.tuples(st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=5), st.sampled_from(["", ".", ","]))
+
+
+@st.composite
+def inline(draw, reference: Reference, in_link: bool = False) -> str:
+    kind = draw(st.sampled_from(["text", "text", "br", "img", "b"] + ([] if in_link else ["a", "a"])))
+    if kind == "text":
+        ws, end = draw(texts)
+        return " " + reference.text(ws, end) + " "
+    if kind == "br":
+        if reference.sentence_end:
+            reference.cut()
+        reference.sentence_end = False
+        return "<br>"
+    if kind == "img":
+        ws, _ = draw(texts)
+        reference.sentence_end = False
+        reference.words.extend(ws)
+        return f'<img src="i.png" alt="{" ".join(ws)}">'
+    if kind == "b":
+        ws, end = draw(texts)
+        return "<b>" + reference.text(ws, end) + "</b>"
+    target = f"http://example.com/{draw(st.sampled_from(['a', 'b', 'c']))}"
+    start = len(reference.words)
+    reference.sentence_end = False
+    content = "".join(draw(st.lists(inline(reference, in_link=True), max_size=3)))
+    reference.links.append((target, start, len(reference.words)))
+    return f'<a href="{target}">{content}</a>'
+
+
+@st.composite
+def block(draw, reference: Reference) -> str:
+    kind = draw(st.sampled_from(["p", "ul", "table", "h2", "loose"]))
+    inlines = lambda: "".join(draw(st.lists(inline(reference), min_size=1, max_size=4)))  # noqa: E731
+    if kind == "loose":
+        return inlines()
+    if kind == "p":
+        reference.cut()
+        html = "<p>" + inlines() + "</p>"
+        reference.cut()
+        return html
+    if kind == "h2":
+        reference.cut(topical=True)
+        return "<h2>" + inlines() + "</h2>"
+    if kind == "ul":
+        items = []
+        for _ in range(draw(st.integers(1, 3))):
+            reference.cut()
+            items.append("<li>" + inlines() + "</li>")
+        reference.cut(topical=True)
+        return "<ul>" + "".join(items) + "</ul>"
+    rows = []
+    for _ in range(draw(st.integers(1, 2))):
+        cells = []
+        for _ in range(draw(st.integers(1, 2))):
+            reference.cut()
+            cells.append("<td>" + inlines() + "</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    reference.cut(topical=True)
+    return "<table>" + "".join(rows) + "</table>"
+
+
+@st.composite
+def pages(draw):
+    reference = Reference([], [], [], [])
+    body = "".join(draw(st.lists(block(reference), min_size=1, max_size=6)))
+    return f"<html><head><title>t</title></head><body>{body}</body></html>", reference
+
+
+def brute_force_anchor(words: list[str], target: str, start: int, end: int, syntactic, topical) -> Anchor:
+    left: list[str] = []
+    counted = 0
+    for i in range(start - 1, -1, -1):
+        if counted == CONTEXT_NONSTOP:
+            break
+        left.append(words[i])
+        counted += never_stop(words[i])
+    right: list[str] = []
+    counted = 0
+    for i in range(end, len(words)):
+        if counted == CONTEXT_NONSTOP:
+            break
+        right.append(words[i])
+        counted += never_stop(words[i])
+
+    def left_region(cuts):
+        n = 0
+        for i in range(start - 1, start - 1 - len(left), -1):
+            if any(i < c <= start for c in cuts):
+                break
+            n += 1
+        return n
+
+    def right_region(cuts):
+        n = 0
+        for i in range(end, end + len(right)):
+            if any(end <= c <= i for c in cuts):
+                break
+            n += 1
+        return n
+
+    return Anchor(target, tuple(words[start:end]), tuple(left), tuple(right),
+                  left_region(syntactic), right_region(syntactic), left_region(topical), right_region(topical))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pages())
+def test_parse_page_equals_a_brute_force_reference(page_and_reference):
+    html, reference = page_and_reference
+    page = parse_page(html, PAGE)
+    assert list(page.words) == reference.words
+    expected = tuple(
+        brute_force_anchor(reference.words, target, start, end, reference.syntactic, reference.topical)
+        for target, start, end in reference.links
+    )
+    assert page.anchors == expected
+
+
+# --- robustness ----------------------------------------------------------------------------------------
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=400), st.sampled_from(["utf-8", "latin-1", "utf-16-le"]))
+def test_parse_page_never_raises_on_random_bytes(raw, encoding):
+    page = parse_page(raw.decode(encoding, "replace"), PAGE)
+    for a in page.anchors:
+        assert 0 <= a.syntactic_left <= a.topical_left <= len(a.left_words)
+        assert 0 <= a.syntactic_right <= a.topical_right <= len(a.right_words)
+
+
+tag_soup = st.lists(
+    st.sampled_from(["<a href='/x'>", "</a>", "<a href=mailto:q>", "<p>", "</p>", "<li>", "<ul>", "</ul>",
+                     "<table>", "<td>", "<h1>", "<br>", "<img alt='pic'>", "<!--", "-->", "<script>", "</script>",
+                     "<svg>", "</svg>", "<area href=/m alt=map>", "word", " the ", "End. ", "&amp;", "\ufdd0",
+                     "\ufdd4", "<base href='/b/'>", "<title>", "</title>", "<", ">", "\"", "x\u0301", "😀"]),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(tag_soup)
+def test_parse_page_invariants_on_tag_soup(html):
+    page = parse_page(html, PAGE)
+    words = page.words
+    assert all(tokenize(w) == [w] for w in words)
+    for a in page.anchors:
+        assert 0 <= a.syntactic_left <= a.topical_left <= len(a.left_words)
+        assert 0 <= a.syntactic_right <= a.topical_right <= len(a.right_words)
+        span = (*reversed(a.left_words), *a.anchor_words, *a.right_words)
+        assert any(words[i : i + len(span)] == span for i in range(len(words) - len(span) + 1)) or not span
+        for side in (a.left_words, a.right_words):
+            assert sum(map(never_stop, side)) <= CONTEXT_NONSTOP
+            assert not side or sum(map(never_stop, side)) < CONTEXT_NONSTOP or never_stop(side[-1])
+
+
+# --- real pages ----------------------------------------------------------------------------------------
+
+def real_pages(warc_dir):
+    from warcio.archiveiterator import ArchiveIterator
+
+    for name in ("warcfile.warc.gz", "clueweb-quirk.warc.gz"):
+        with open(warc_dir / name, "rb") as f:
+            for record in ArchiveIterator(f):
+                if record.rec_type != "response" or record.http_headers is None:
+                    continue
+                if "html" not in (record.http_headers.get_header("Content-Type") or "").lower():
+                    continue
+                body = record.content_stream().read()
+                yield record.rec_headers.get_header("WARC-Target-URI"), body.decode("utf-8", "replace")
+
+
+def test_real_pages_from_the_shared_warc_files(warc_dir):
+    from selectolax.lexbor import LexborHTMLParser
+
+    from simcore.urls import normalize_url
+
+    n_pages = 0
+    for url, html in real_pages(warc_dir):
+        skipped: Counter[str] = Counter()
+        page = parse_page(html, normalize_url(url), skipped)
+        n_pages += 1
+        # every <a href> / <area href> is either kept or counted as skipped
+        tree = LexborHTMLParser(html)
+        for node in tree.css("script, style, noscript, template, title, iframe, noembed, noframes"):
+            node.decompose()
+        assert len(page.anchors) + sum(skipped.values()) == len(tree.body.css("a[href], area[href]"))
+        assert page.words and all(tokenize(w) == [w] for w in page.words[:200])
+        for a in page.anchors:
+            assert 0 <= a.syntactic_left <= a.topical_left <= len(a.left_words)
+            assert 0 <= a.syntactic_right <= a.topical_right <= len(a.right_words)
+    assert n_pages == 45
+
+
+def test_entities_in_text_are_decoded():
+    assert parse_page("<p>r&eacute;sum&eacute; &#x4E2D;&#25991;</p>", PAGE).words == ("résumé", "中文")
