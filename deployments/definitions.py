@@ -39,8 +39,9 @@ class Workspace:
 
     ``warc``: the WARC files a full build reads; ``inbox``: where new WARC files are dropped
     for the hourly ingestion; ``index``: the build's output (pages, links, stage outputs and
-    the index queries read), shared by build-index and ingest-new-crawl; ``evaluation``:
-    strategy reports; ``debdocs``: the DebDocs crawl once built.
+    the index queries read), shared by build-index and ingest-new-crawl; ``directory.rdf``:
+    the topic directory evaluations compare against; ``evaluation``: strategy reports;
+    ``debdocs``: the DebDocs crawl (WARC files and its own directory) once built.
     """
 
     root: str
@@ -64,6 +65,11 @@ class Workspace:
     @property
     def index(self) -> str:
         return self._sub("index")
+
+    @property
+    def directory(self) -> str:
+        """The topic directory evaluations compare against: an ODP RDF dump or a url<TAB>category TSV."""
+        return self._sub("directory.rdf")
 
     @property
     def evaluation(self) -> str:
@@ -112,7 +118,7 @@ def _ingest_defaults(ws: Workspace) -> dict[str, Any]:
 
 
 def _evaluate_defaults(ws: Workspace) -> dict[str, Any]:
-    return {"crawl": ws.warc, "out": ws.evaluation}
+    return {"crawl": ws.index, "directory": ws.directory, "out": ws.evaluation}
 
 
 def _debdocs_defaults(ws: Workspace) -> dict[str, Any]:

@@ -1,0 +1,110 @@
+"""build-index on a real distributed Dask cluster: a `dask scheduler` and two `dask worker`
+processes on 127.0.0.1, reached through the flow's ``dask_address`` parameter.
+
+The flow runs against a real Prefect server (its own PREFECT_HOME, a free loopback port);
+the workers report their task runs to it. The output must equal the same stages run in this
+process, and both workers must have done part of the work.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from deployments.server import LocalPrefectServer, free_port, stop_process_group
+
+DASK = str(Path(sys.executable).with_name("dask"))
+
+
+def _rows(folder: str) -> list[str]:
+    from tasks.storage import read_parquet
+
+    return sorted(json.dumps(r, sort_keys=True, default=str) for r in read_parquet(folder).to_pylist())
+
+
+@pytest.fixture(scope="module")
+def prefect_server(tmp_path_factory):
+    with LocalPrefectServer(prefect_home=tmp_path_factory.mktemp("prefect-home")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def dask_cluster(tmp_path_factory, prefect_server):
+    """A scheduler and two single-threaded workers, each its own process, on 127.0.0.1."""
+    from distributed import Client
+
+    base = tmp_path_factory.mktemp("dask")
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    env = dict(os.environ, **prefect_server.environment())
+    procs = []
+    logs = []
+
+    def start(args, name):
+        log = open(base / f"{name}.log", "wb")
+        logs.append(log)
+        procs.append(subprocess.Popen([DASK, *args], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                      env=env, cwd=base, start_new_session=True))
+
+    try:
+        start(["scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"], "scheduler")
+        for i in (1, 2):
+            start(["worker", address, "--host", "127.0.0.1", "--nthreads", "1", "--no-dashboard",
+                   "--name", f"worker-{i}", "--local-directory", str(base / f"w{i}"), "--death-timeout", "60"],
+                  f"worker-{i}")
+        deadline = time.monotonic() + 120
+        client = None
+        while client is None:
+            try:
+                client = Client(address, timeout=10)
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1)
+        with client:
+            client.wait_for_workers(2, timeout=120)
+            yield address, client
+    finally:
+        for p in reversed(procs):
+            stop_process_group(p, signal.SIGTERM, timeout=20)
+        for log in logs:
+            log.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_build_index_on_a_distributed_cluster_equals_the_local_build(dask_cluster, prefect_server, warc_dir, tmp_path):
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from flows.build_index import build_index
+    from tasks.ingest import ingest_files, list_warc_files
+
+    address, client = dask_cluster
+    crawl = tmp_path / "warc"
+    crawl.mkdir()
+    for f in sorted(warc_dir.glob("*.warc*")):
+        shutil.copy(f, crawl / f.name)
+    files = list_warc_files(str(crawl))
+    before = client.run(lambda dask_worker: dask_worker.state.executed_count)
+
+    with temporary_settings({PREFECT_API_URL: prefect_server.api_url}):
+        stats = build_index(crawl=str(crawl), out=str(tmp_path / "distributed"), dask_address=address)
+
+    executed = client.run(lambda dask_worker: dask_worker.state.executed_count)
+    done = {w: executed[w] - before.get(w, 0) for w in executed}
+    assert len(done) == 2 and all(n > 0 for n in done.values()), f"tasks per worker: {done}"
+    assert sum(done.values()) >= len(files)
+
+    reference = ingest_files(files, str(tmp_path / "local"))
+    assert stats.pages_written == reference.pages_written > 0
+    assert stats.links_written == reference.links_written
+    assert sorted(stats.parts) == sorted(reference.parts)
+    for dataset in ("pages", "links"):
+        assert _rows(str(tmp_path / "distributed" / dataset)) == _rows(str(tmp_path / "local" / dataset))
