@@ -308,7 +308,21 @@ class IndexVersion:
 
 
 def open_version(index: str, *, verify: bool = False) -> IndexVersion:
-    """Open the live version of ``index`` (or a version folder) memory-mapped, read-only."""
+    """Open the live version of ``index`` (or a version folder) memory-mapped, read-only.
+
+    A version pruned by a concurrent publish between resolving CURRENT and opening its files
+    is not an error: CURRENT is resolved again (it names a newer, complete version).
+    """
+    for attempt in range(5):
+        try:
+            return _open_version(index, verify)
+        except (FileNotFoundError, IndexFormatError):
+            if attempt == 4 or os.path.isfile(os.path.join(local_dir(index), MANIFEST)):
+                raise
+    raise AssertionError("unreachable")
+
+
+def _open_version(index: str, verify: bool) -> IndexVersion:
     path = resolve(index)
     manifest = read_manifest(path)
     for name, meta in manifest["files"].items():
@@ -334,6 +348,10 @@ def open_version(index: str, *, verify: bool = False) -> IndexVersion:
         url_ids=_memmap(os.path.join(path, URLS_FILE), "<u8", (n,)),
         url_docs=_memmap(os.path.join(path, URL_DOCS_FILE), "<u4", (n,)),
     )
+    # Hold the metadata and an open handle on the bags now: once open, a later prune of this
+    # version cannot take them away (an unlinked file stays readable while open).
+    version._cache["docs"] = pq.read_table(os.path.join(path, DOCMAP_FILE))
+    version._cache["bags_file"] = pq.ParquetFile(open(os.path.join(path, BAGS_FILE), "rb"))
     if verify:
         version.verify()
     return version
