@@ -762,9 +762,10 @@ def weigh_merged(merged: MergedBags, strategy: Strategy, targets: Collection[int
     """Frequency-weight and normalise merged bags (Sections 5.2, 6.1); keep the rows of ``targets``."""
     csr = merged.csr
     df = np.bincount(csr.indices, minlength=csr.shape[1]).astype(np.int64)
-    weighting = Weighting.resolve(strategy, df[df > 0]) if np.any(df) else Weighting(
-        strategy.frequency, None, None, strategy.normalise_to)
-    factors = weighting.factors(np.maximum(df, 1))
+    weighting = Weighting.resolve(strategy, df[df > 0])
+    factors = np.ones(df.size)
+    present = df > 0
+    factors[present] = weighting.factors(df[present])
     weighted = sp.csr_matrix((csr.data * factors[csr.indices], csr.indices, csr.indptr), shape=csr.shape)
     weighted.eliminate_zeros()
     data, sums = normalise_rows(weighted.indptr, weighted.data, strategy.normalise_to)

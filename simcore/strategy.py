@@ -113,7 +113,11 @@ def _coerce(enum_type: type[enum.Enum], value: Any, field: str) -> Any:
 @dataclass(frozen=True, slots=True)
 class Strategy:
     """One point of the paper's strategy space (Sections 3–5). Defaults: the paper's Section 7 choice
-    (W = 32 anchor windows plus content, STEM, distance and NMDF frequency weighting, Jaccard)."""
+    (W = 32 anchor windows plus content, STEM, distance and NMDF frequency weighting, Jaccard).
+
+    ``window_size`` is W of BASIC windows; with SYNTACTIC or TOPICAL windows, or without anchor
+    terms, it is stored as 32 (and ``window`` as BASIC without anchor terms) whatever was given.
+    """
 
     sources: tuple[Source, ...] = (Source.ANCHOR, Source.CONTENT)
     window: Window = Window.BASIC
@@ -147,6 +151,13 @@ class Strategy:
                 f"window_size: expected 0…{MAX_WINDOW} words (the context the ingest stage keeps), "
                 f"got {self.window_size}; the paper uses {', '.join(map(str, PAPER_WINDOWS))}"
             )
+        # Window settings that cannot matter are stored canonically, so that equal bags mean
+        # equal strategies where it costs nothing: W applies to BASIC windows only, and no
+        # window applies without anchor terms.
+        if not self.uses_anchor:
+            set_(self, "window", Window.BASIC)
+        if self.window is not Window.BASIC or not self.uses_anchor:
+            set_(self, "window_size", MAX_WINDOW)
         if not isinstance(self.distance_weighting, bool):
             raise StrategyError(f"distance_weighting: expected true or false, got {self.distance_weighting!r}")
         if (self.nmdf_mu is None) != (self.nmdf_sigma is None):

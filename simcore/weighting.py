@@ -89,7 +89,8 @@ class Weighting:
         """The weighting of ``strategy``; NMDF parameters left unset are fitted to ``df`` (:func:`fit_nmdf`)."""
         mu, sigma = strategy.nmdf_mu, strategy.nmdf_sigma
         if strategy.frequency is Frequency.NMDF and mu is None:
-            mu, sigma = fit_nmdf(df)
+            # An empty collection has no df to fit and no weight to scale.
+            mu, sigma = fit_nmdf(df) if np.any(np.asarray(df) > 0) else (None, None)
         elif strategy.frequency is not Frequency.NMDF:
             mu = sigma = None
         return cls(strategy.frequency, mu, sigma, strategy.normalise_to)
@@ -116,7 +117,7 @@ def frequency_factors(df: np.ndarray, frequency: Frequency, mu: float | None = N
             "count df over the merged bags that contain the term"
         )
     frequency = Frequency(frequency)
-    if frequency is Frequency.NONE:
+    if frequency is Frequency.NONE or df.size == 0:
         return np.ones_like(df)
     if frequency is Frequency.LOG:
         return 1.0 / (1.0 + np.log2(df))

@@ -10,7 +10,7 @@ whole with a manifest), so a second strategy reuses what it shares with the firs
         and adds up equal (URL, term) pairs within the part — fragments merge associatively,
         so combining early is exact and shrinks the shuffle.
     OUT/bag-merge/<key>/part-*.parquet       (url_id, url, term, tf)           MERGED
-        key: the fragments + the number of partitions P
+        key: the fragments (not P: partitioning changes how the work is cut, not the bags)
         A Dask DataFrame shuffle by URL id into P partitions (out of core: Dask's disk
         shuffle locally, p2p on a distributed cluster), then simcore.bags.merge_entries per
         partition: one row per (URL, term), sorted by URL id then term.
@@ -424,7 +424,8 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
             written = _compute(writes, scheduler)
         return {"partitions": len(written), "rows": int(sum(written)), "seconds": round(time.perf_counter() - t0, 3)}
 
-    merged_out = run_stage(out_dir, STAGE_MERGE, {"fragments": frag}, {"format": BAGS_FORMAT, "partitions": p}, merge)
+    # P only sets how the work is cut, not the result: it is not part of the key.
+    merged_out = run_stage(out_dir, STAGE_MERGE, {"fragments": frag}, {"format": BAGS_FORMAT}, merge)
 
     # 3. Weigh: df over the collection, then frequency weighting and normalisation per partition.
     def weigh(tmp: str) -> dict[str, Any]:
@@ -438,8 +439,7 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
         df_path = join(tmp, DF_FILE)
         write_parquet_atomic(df_table, df_path)
         df_values = df.to_numpy(np.int64)
-        weighting = (Weighting.resolve(strategy, df_values) if df_values.size
-                     else Weighting(strategy.frequency, None, None, strategy.normalise_to))
+        weighting = Weighting.resolve(strategy, df_values)
         work = [dask.delayed(weigh_part)(u, df_path, weighting, join(tmp, f"part-{i:05d}.parquet"))
                 for i, u in enumerate(merged_parts)]
         totals = {"bags": 0, "entries": 0, "empty_bags": 0}

@@ -1,0 +1,343 @@
+"""Bag fragments, merging and weighting, checked by hand against the paper (Sections 3, 5.2, 6.1)."""
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simcore.bags import (
+    LINK_PREFIX,
+    BagMatrix,
+    Corpus,
+    Fragment,
+    FragmentKind,
+    LinkRow,
+    PageRow,
+    WordLists,
+    anchor_fragment,
+    build_bags,
+    content_fragment,
+    document_frequencies,
+    link_fragment,
+    link_fragments,
+    merge_bags,
+    merge_entries,
+    merge_fragments,
+    page_fragments,
+    reference_bags,
+    title_fragment,
+    weigh_bags,
+    window_terms,
+)
+from simcore.strategy import Frequency, Source, Strategy, Window
+from simcore.text import STOPWORDS, Stemming
+
+A, B, C, D = (f"http://{x}.example/" for x in "abcd")
+IA, IB, IC, ID = 11, 22, 33, 44
+
+
+def link(src=A, sid=IA, dst=B, did=IB, anchor=("linux",), left=(), right=(), syn=(0, 0), top=(0, 0)) -> LinkRow:
+    return LinkRow(src, sid, dst, did, tuple(anchor), tuple(left), tuple(right), *syn, *top)
+
+
+def anchor_only(**kw) -> Strategy:
+    return Strategy(sources=["anchor"], stemming=kw.pop("stemming", "nostem"), frequency="none", **kw)
+
+
+def test_the_words_these_tests_rely_on_are_or_are_not_stopwords():
+    assert {"the", "of", "and", "a", "see", "also"} <= STOPWORDS
+    assert not {"linux", "debian", "kernel", "modules", "packages", "works", "hacking", "beings"} & STOPWORDS
+
+
+# --- anchor windows (Section 3.1) ------------------------------------------------------------------
+
+def test_stopwords_do_not_count_towards_the_window():
+    left = ("the", "debian", "of", "kernel", "and", "modules")
+    f = anchor_fragment(link(left=left), anchor_only(window_size=2))
+    # distances among non-stopwords: debian 1, kernel 2 (modules 3 is outside W = 2)
+    assert f.bag() == pytest.approx({"linux": 5.0, "debian": math.log2(32 / 2), "kernel": math.log2(32 / 3)})
+    assert f.kind is FragmentKind.ANCHOR and (f.url_id, f.url) == (IB, B)
+    f3 = anchor_fragment(link(left=left), anchor_only(window_size=3))
+    assert f3.bag()["modules"] == pytest.approx(math.log2(32 / 4))
+    assert window_terms(left, Stemming.NOSTEM, window_size=2) == [("debian", 1), ("kernel", 2)]
+
+
+def test_both_sides_count_their_own_distances_and_w0_keeps_the_anchor_only():
+    l = link(anchor=("linux", "kernel"), left=("debian",), right=("the", "modules", "packages"))
+    assert anchor_fragment(l, anchor_only(window_size=1)).bag() == pytest.approx(
+        {"linux": 5.0, "kernel": 5.0, "debian": 4.0, "modules": 4.0})
+    assert anchor_fragment(l, anchor_only(window_size=0)).bag() == {"linux": 5.0, "kernel": 5.0}
+
+
+def test_without_distance_weighting_each_occurrence_counts_one():
+    l = link(anchor=("linux", "linux"), left=("kernel", "the", "linux"))
+    assert anchor_fragment(l, anchor_only(distance_weighting=False)).bag() == {"linux": 3.0, "kernel": 1.0}
+    assert anchor_fragment(l, anchor_only()).bag() == pytest.approx({"linux": 10.0 + math.log2(32 / 3), "kernel": 4.0})
+
+
+def test_words_31_or_more_away_weigh_nothing_under_distance_weighting():
+    left = tuple(f"zq{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(32))
+    assert not set(left) & STOPWORDS
+    weighted = anchor_fragment(link(left=left), anchor_only()).bag()
+    assert left[29] in weighted and left[30] not in weighted and left[31] not in weighted  # d = 30, 31, 32
+    assert len(anchor_fragment(link(left=left), anchor_only(distance_weighting=False)).bag()) == 33
+
+
+def test_syntactic_and_topical_windows_use_the_stored_region_lengths():
+    l = link(left=("the", "debian", "of", "kernel"), right=("modules", "packages"), syn=(2, 0), top=(4, 1))
+    assert anchor_fragment(l, anchor_only(window="syntactic")).bag() == pytest.approx(
+        {"linux": 5.0, "debian": 4.0})
+    assert anchor_fragment(l, anchor_only(window="topical")).bag() == pytest.approx(
+        {"linux": 5.0, "debian": 4.0, "kernel": math.log2(32 / 3), "modules": 4.0})
+
+
+# --- stemming (Section 3.2) -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("stemming, expected", [
+    ("nostem", {"beings": 1.0, "works": 1.0, "packages": 1.0}),
+    ("stopstem", {"works": 1.0, "packages": 1.0}),  # "beings" stems to "be", a stopword
+    ("stem", {"work": 1.0, "packag": 1.0}),
+])
+def test_stemming_variants(stemming, expected):
+    page = PageRow(A, IA, (), ("beings", "works", "packages", "the"))
+    assert content_fragment(page, Strategy(sources=["content"], stemming=stemming)).bag() == expected
+
+
+# --- content, title and link fragments --------------------------------------------------------------
+
+def test_content_fragment_is_title_and_page_words_one_per_occurrence():
+    page = PageRow(A, IA, ("Debian", "kernel"), ("the", "kernel", "modules", "kernel"))
+    f = content_fragment(page, Strategy(sources=["content"], stemming="nostem"))
+    assert f.bag() == {"Debian": 1.0, "kernel": 3.0, "modules": 1.0} and f.kind is FragmentKind.CONTENT
+    assert content_fragment(page, anchor_only()) is None
+    assert content_fragment(PageRow(A, IA, ("the",), ("of",)), Strategy(sources=["content"])) is None
+
+
+def test_title_is_in_the_anchor_bag_once_at_distance_zero():
+    page = PageRow(B, IB, ("kernel", "hacking"), ("ignored",))
+    assert title_fragment(page, anchor_only()).bag() == {"kernel": 5.0, "hacking": 5.0}
+    assert title_fragment(page, anchor_only(distance_weighting=False)).bag() == {"kernel": 1.0, "hacking": 1.0}
+    assert title_fragment(page, Strategy(sources=["content"])) is None
+    links = [link(anchor=("linux",)), link(src=C, sid=IC, anchor=("linux",))]
+    bags = merge_fragments([*page_fragments(page, anchor_only())] +
+                           [f for l in links for f in link_fragments(l, anchor_only())])
+    assert bags[IB][1] == {"kernel": 5.0, "hacking": 5.0, "linux": 10.0}  # title once, not per inlink
+
+
+def test_an_uncrawled_target_has_no_title_and_an_unlinked_page_only_its_title():
+    pages = [PageRow(D, ID, ("lonely",), ("words",))]
+    links = [link(dst=C, did=IC, anchor=("linux",))]
+    bags = reference_bags(pages, links, anchor_only())
+    assert bags == {IC: (C, {"linux": 1.0}), ID: (D, {"lonely": 1.0})}
+
+
+def test_link_fragment_is_the_inlinking_url_once_per_inlink():
+    s = Strategy(sources=["links"], frequency="none")
+    assert link_fragment(link(), s).bag() == {LINK_PREFIX + A: 1.0}
+    bags = merge_fragments(f for l in [link(), link(anchor=("other",)), link(src=C, sid=IC)] for f in link_fragments(l, s))
+    assert bags[IB][1] == {LINK_PREFIX + A: 2.0, LINK_PREFIX + C: 1.0}
+
+
+def test_self_links_give_no_anchor_or_link_fragment():
+    self_link = link(dst=A, did=IA, anchor=("top",))
+    s = Strategy(sources=["anchor", "links"])
+    assert link_fragments(self_link, s) == []
+    corpus = Corpus.from_rows([], [self_link, link()])
+    assert corpus.stats.self_links == 1 and corpus.stats.links == 2
+
+
+# --- merging (Section 6.1) ----------------------------------------------------------------------------
+
+def test_merge_adds_weights_term_by_term():
+    assert merge_bags({"x": 1.0, "y": 2.0}, {"y": 0.5, "z": 1.0}) == {"x": 1.0, "y": 2.5, "z": 1.0}
+
+
+fragment_lists = st.lists(
+    st.builds(
+        lambda u, terms: Fragment(u, f"http://{u}.example/", FragmentKind.ANCHOR, tuple(sorted(terms.items()))),
+        st.integers(1, 4),
+        st.dictionaries(st.sampled_from("abcdefg"), st.integers(1, 20).map(float), min_size=1, max_size=4),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(fragment_lists, st.randoms(use_true_random=False))
+def test_merging_fragments_is_associative_and_commutative(fragments, rnd):
+    whole = merge_fragments(fragments)
+    shuffled = list(fragments)
+    rnd.shuffle(shuffled)
+    cut = rnd.randint(0, len(shuffled))
+    left, right = merge_fragments(shuffled[:cut]), merge_fragments(shuffled[cut:])
+    regrouped = {u: (url, merge_bags(left.get(u, (url, {}))[1], right.get(u, (url, {}))[1]))
+                 for u, (url, _) in {**left, **right}.items()}
+    assert regrouped == whole  # integer weights: exact in any order
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 6), st.integers(1, 9)), max_size=40),
+       st.randoms(use_true_random=False))
+def test_merge_entries_sums_equal_pairs_in_any_order(rows, rnd):
+    expected: dict[tuple[int, int], float] = {}
+    for u, t, w in rows:
+        expected[(u, t)] = expected.get((u, t), 0.0) + w
+    rnd.shuffle(rows)
+    arr = np.array(rows, dtype=np.int64).reshape(-1, 3)
+    u, t, w = merge_entries(arr[:, 0].astype(np.uint64), arr[:, 1], arr[:, 2].astype(float))
+    assert list(zip(u.tolist(), t.tolist())) == sorted(expected)
+    assert dict(zip(zip(u.tolist(), t.tolist()), w.tolist())) == expected
+
+
+# --- document frequencies, weighting, normalisation (Sections 5.2, 6.1) ------------------------------------
+
+MERGED = {1: ("u1", {"x": 2.0, "y": 1.0}), 2: ("u2", {"x": 1.0, "z": 1.0}), 3: ("u3", {"x": 1.0})}
+
+
+def test_document_frequency_counts_bags_containing_the_term():
+    assert document_frequencies(b for _, b in MERGED.values()) == {"x": 3, "y": 1, "z": 1}
+
+
+@pytest.mark.parametrize("frequency, fx, fy, fz", [
+    # factor for df(x) = 3, df(y) = df(z) = 1
+    ("none", 1.0, 1.0, 1.0),
+    ("log", 1 / (1 + math.log2(3)), 1.0, 1.0),
+    ("sqrt", 1 / math.sqrt(3), 1.0, 1.0),
+])
+def test_monotonic_weightings_then_normalisation(frequency, fx, fy, fz):
+    weighted, _ = weigh_bags(MERGED, Strategy(sources=["content"], frequency=frequency, normalise_to=2.0))
+    a = {"x": 2 * fx, "y": 1 * fy}
+    b = {"x": 1 * fx, "z": 1 * fz}
+    assert weighted[1][1] == pytest.approx({t: 2.0 * w / sum(a.values()) for t, w in a.items()})
+    assert weighted[2][1] == pytest.approx({t: 2.0 * w / sum(b.values()) for t, w in b.items()})
+    assert weighted[3][1] == pytest.approx({"x": 2.0})
+
+
+def test_nmdf_weighting_with_given_and_fitted_parameters():
+    mu, sigma = math.log(3), 0.5
+    weighted, w = weigh_bags(MERGED, Strategy(sources=["content"], nmdf_mu=mu, nmdf_sigma=sigma))
+    fy = math.exp(-0.5 * ((math.log(1) - mu) / sigma) ** 2)  # x sits at the peak: factor 1
+    assert weighted[1][1] == pytest.approx({"x": 2 / (2 + fy), "y": fy / (2 + fy)})
+    assert (w.mu, w.sigma) == (mu, sigma)
+    _, fitted = weigh_bags(MERGED, Strategy(sources=["content"]))
+    assert (fitted.mu, fitted.sigma) == (pytest.approx(math.log(3) / 2), pytest.approx(math.log(3) / 4))
+
+
+# --- the fast columnar path -------------------------------------------------------------------------
+
+PAGES = [
+    PageRow(A, IA, ("debian", "packages"), ("the", "packages", "are", "installed", "installing")),
+    PageRow(B, IB, ("kernel",), ("the", "kernel", "modules", "beings")),
+    PageRow(A, IA, ("second", "copy"), ("ignored",)),  # a URL crawled twice keeps its first page
+]
+LINKS = [
+    link(anchor=("linux", "kernel"), left=("the", "great", "big", "modules"), right=("see", "packages"),
+         syn=(1, 2), top=(3, 2)),
+    link(src=B, sid=IB, dst=C, did=IC, anchor=("gamma",), left=("kernel",)),
+    link(src=B, sid=IB, dst=B, did=IB, anchor=("self",)),
+    link(src=C, sid=IC, dst=B, did=IB, anchor=("works",), right=("a", "works", "beings")),
+]
+
+
+@pytest.mark.parametrize("strategy", [
+    Strategy(),
+    Strategy(sources=["anchor", "content", "links"], window_size=2, frequency="sqrt"),
+    Strategy(sources=["anchor"], window="syntactic", stemming="stopstem", frequency="log", distance_weighting=False),
+    Strategy(sources=["anchor"], window="topical", stemming="nostem", frequency="none"),
+    Strategy(sources=["links"], frequency="none", normalise_to=10.0),
+    Strategy(sources=["content"], nmdf_mu=0.5, nmdf_sigma=2.0),
+])
+def test_corpus_matches_the_record_by_record_reference(strategy):
+    corpus = Corpus.from_rows(PAGES, LINKS)
+    assert corpus.stats.to_dict() == {"pages": 3, "duplicate_pages": 1, "links": 4, "self_links": 1, "urls": 3}
+    _assert_same(corpus.bags(strategy), reference_bags(PAGES, LINKS, strategy))
+
+
+def _assert_same(matrix: BagMatrix, reference: dict) -> None:
+    got = matrix.to_dicts()
+    assert set(got) == set(reference)
+    for u, (url, bag) in reference.items():
+        assert got[u][0] == url
+        assert got[u][1] == pytest.approx(bag, rel=1e-9, abs=1e-12)
+
+
+def test_bag_matrix_rows_sum_to_the_constant_and_targets_keep_collection_df():
+    strategy = Strategy(sources=["anchor", "content"], frequency="sqrt")
+    corpus = Corpus.from_rows(PAGES, LINKS)
+    full = corpus.bags(strategy)
+    assert np.asarray(full.csr.sum(axis=1)).ravel() == pytest.approx([1.0] * len(full))
+    assert full.collection_size == 3 and list(full.url_ids) == sorted(full.url_ids)
+    sample = corpus.bags(strategy, targets=[IB, 999])
+    assert list(sample.url_ids) == [IB] and IB in sample and 999 not in sample
+    assert sample.row(IB) == pytest.approx(full.row(IB))  # df from the whole collection, not the sample
+    assert sample.collection_size == 3
+    # "kernel": B's title and content, C's anchor window — 2 bags of the collection, though the sample has 1
+    assert sample.df[list(sample.vocabulary).index("kernel")] == 2
+    top = full.top_terms(IB, 3)
+    assert [w for _, w in top] == sorted((w for _, w in top), reverse=True) and len(top) == 3
+    with pytest.raises(KeyError, match="no bag"):
+        full.row(999)
+    assert full.select([IC, IA]).to_dicts() == {u: v for u, v in full.to_dicts().items() if u in (IA, IC)}
+    assert build_bags(PAGES, LINKS, strategy).to_dicts() == full.to_dicts()
+
+
+def test_bag_matrix_round_trips_through_dicts_and_validates_its_shape():
+    bags = {5: ("u5", {"b": 1.0, "a": 2.0}), 3: ("u3", {"c": 0.5})}
+    m = BagMatrix.from_dicts(bags)
+    assert list(m.url_ids) == [3, 5] and m.to_dicts() == bags
+    with pytest.raises(ValueError, match="URLs × vocabulary"):
+        BagMatrix(m.url_ids, m.urls, m.vocabulary[:1], m.csr)
+
+
+def test_word_lists_refuse_offsets_that_do_not_fit():
+    with pytest.raises(ValueError, match="offsets starting at 0"):
+        WordLists(np.array([0, 1, 2]), np.array([1, 3]))
+    wl = WordLists.from_lists([("a", "b"), (), ("a",)], {})
+    assert wl.codes.tolist() == [0, 1, 0] and wl.offsets.tolist() == [0, 2, 2, 3]
+    assert wl.take(np.array([2, 0])).codes.tolist() == [0, 0, 1]
+
+
+# --- property: the fast path equals the reference on random crawls ----------------------------------------
+
+WORDS = ["the", "of", "a", "beings", "works", "work", "packages", "package", "linux", "kernel", "debian", "modules"]
+word_seq = st.lists(st.sampled_from(WORDS), max_size=8).map(tuple)
+ids = st.sampled_from([IA, IB, IC, ID])
+URL = {IA: A, IB: B, IC: C, ID: D}
+random_pages = st.lists(st.builds(lambda i, t, w: PageRow(URL[i], i, t, w), ids, word_seq, word_seq), max_size=5)
+random_links = st.lists(
+    st.builds(lambda s, t, a, l, r, n: LinkRow(URL[s], s, URL[t], t, a, l, r, *n), ids, ids, word_seq, word_seq,
+              word_seq, st.tuples(*[st.integers(0, 9)] * 4)),
+    max_size=8,
+)
+random_strategies = st.builds(
+    Strategy,
+    sources=st.sets(st.sampled_from(list(Source)), min_size=1).map(tuple),
+    window=st.sampled_from(list(Window)),
+    window_size=st.integers(0, 8),
+    stemming=st.sampled_from(list(Stemming)),
+    distance_weighting=st.booleans(),
+    frequency=st.sampled_from(list(Frequency)),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(random_pages, random_links, random_strategies)
+def test_corpus_equals_reference_on_random_crawls(pages, links, strategy):
+    _assert_same(Corpus.from_rows(pages, links).bags(strategy), reference_bags(pages, links, strategy))
+
+
+def test_one_corpus_serves_many_strategies():
+    rng = random.Random(3)
+    pages = [PageRow(URL[i], i, tuple(rng.choices(WORDS, k=3)), tuple(rng.choices(WORDS, k=20))) for i in URL]
+    links = [LinkRow(URL[s], s, URL[t], t, tuple(rng.choices(WORDS, k=2)), tuple(rng.choices(WORDS, k=10)),
+                     tuple(rng.choices(WORDS, k=10)), 2, 3, 5, 6)
+             for s in URL for t in URL for _ in range(2)]
+    corpus = Corpus.from_rows(pages, links)
+    from simcore.strategy import paper_strategies
+
+    for strategy in paper_strategies():
+        _assert_same(corpus.bags(strategy), reference_bags(pages, links, strategy))
