@@ -145,7 +145,7 @@ def run_size(n: int, n_queries: int, alpha: float, work: str) -> None:
     r_single = recall(found)
     # simweb batch mode.
     t = time.perf_counter()
-    batch = process_queries(v.inverted, h[queries], alpha, None, queries)
+    batch = process_queries(v.inverted, h[queries], alpha, None, queries, h)
     batch_qps = len(queries) / (time.perf_counter() - t)
     assert all(set(b.docs.tolist()) == found[int(q)] for q, b in zip(queries, batch))
     # simweb, candidates at α − 2σ then exact re-rank: report recall (precision is 1 by construction).
@@ -154,7 +154,7 @@ def run_size(n: int, n_queries: int, alpha: float, work: str) -> None:
 
     low = max(0.0, alpha - 2 * jaccard_stddev(alpha, 80))
     t = time.perf_counter()
-    low_res = process_queries(v.inverted, h[queries], low, None, queries)
+    low_res = process_queries(v.inverted, h[queries], low, None, queries, h)
     bags = {}
 
     def bag(i):

@@ -16,7 +16,9 @@ can still be queried from H but are never results.
 Figure 11 counts, for each document, the positions where it shares the query's signature;
 sim = count / m estimates the bag Jaccard, and the documents with sim ≥ α are returned ranked
 (ties by document id). Here one ``np.searchsorted`` finds all m buckets of a query at once and
-one sort counts the collisions; a batch of queries shares both.
+one sort counts the collisions; a batch of queries shares both. Given H, the count skips each
+query's largest buckets by a pigeonhole bound and reads the candidates' counts from H (same
+result, see :func:`process_queries`).
 """
 from __future__ import annotations
 
@@ -141,26 +143,27 @@ def buckets_from_pairs(keys: np.ndarray, docs: np.ndarray, m: int, indexed: np.n
     return InvertedIndex(keys[starts[live]], offsets, docs[member], m)
 
 
-def _postings(index: InvertedIndex, qkeys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For flat query keys: (which key each posting came from, the posting's doc id)."""
+def _lookup(index: InvertedIndex, qkeys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bucket start and length in I for each query key (length 0: no bucket)."""
     keys = index.keys
     if keys.size == 0 or qkeys.size == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.uint32)
-    at = np.searchsorted(keys, qkeys)
-    at_c = np.minimum(at, keys.size - 1)
-    hit = keys[at_c] == qkeys
-    which = np.flatnonzero(hit)
-    b = at_c[which]
-    starts = np.asarray(index.offsets[b], dtype=np.int64)
-    ends = np.asarray(index.offsets[b + 1], dtype=np.int64)
-    lengths = ends - starts
+        z = np.zeros(qkeys.shape, np.int64)
+        return z, z.copy()
+    at = np.minimum(np.searchsorted(keys, qkeys), keys.size - 1)
+    hit = keys[at] == qkeys
+    starts = np.asarray(index.offsets[at], dtype=np.int64)
+    lengths = np.where(hit, np.asarray(index.offsets[at + 1], dtype=np.int64) - starts, 0)
+    return starts, lengths
+
+
+def _gather(index: InvertedIndex, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The doc ids of the given buckets, concatenated, without a Python loop."""
     total = int(lengths.sum())
     if total == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.uint32)
-    # Positions of every posting: a run starts + 0, 1, … per hit bucket, without a Python loop.
+        return np.zeros(0, np.uint32)
     firsts = np.cumsum(lengths) - lengths
     pos = np.arange(total, dtype=np.int64) + np.repeat(starts - firsts, lengths)
-    return np.repeat(which, lengths), np.asarray(index.docs[pos])
+    return np.asarray(index.docs[pos])
 
 
 def process_queries(
@@ -169,11 +172,18 @@ def process_queries(
     alpha: float = 0.15,
     top: int | None = None,
     exclude: np.ndarray | None = None,
+    h: np.ndarray | None = None,
 ) -> list[Matches]:
     """PROCESSQUERY (Figure 11) for each row of ``signatures`` (q × m, the queries' rows of H).
 
     ``exclude[i]`` is the query's own document id (never its own result), or −1. Each result
     holds the documents with count / m ≥ ``alpha``, by count descending then id, at most ``top``.
+
+    With ``h`` (the matrix H), the counting skips each query's c − 1 largest buckets, where c is
+    the least count that reaches α: a document sharing ≥ c positions with the query lies in at
+    least one of the other buckets (pigeonhole), so those give every candidate, and each
+    candidate's count is then taken exactly from its row of H. The result is the same as
+    counting every posting; it only avoids the huge buckets of terms that most pages share.
     """
     sig = np.atleast_2d(np.asarray(signatures, dtype=np.uint32))
     q, m = sig.shape
@@ -185,15 +195,22 @@ def process_queries(
     exclude = np.full(q, -1, np.int64) if exclude is None else np.asarray(exclude, dtype=np.int64)
     empty = (sig == EMPTY).all(axis=1)
     results: list[Matches] = []
-    # Batches sized by a rough estimate of the postings each query gathers.
-    per_query = max(1, index.n_postings * m // max(index.n_buckets, 1))
-    step = max(1, _POSTINGS_BUDGET // per_query)
-    for q0 in range(0, q, step):
-        q1 = min(q, q0 + step)
-        qkeys = bucket_keys(sig[q0:q1]).ravel()
-        src, docs = _postings(index, qkeys)
-        qi = src // m
-        if q1 - q0 == 1 and docs.size and docs.size * 8 > int(docs.max()):
+    starts, lengths = _lookup(index, bucket_keys(sig))  # (q, m)
+    if h is not None and need > 1:
+        # Drop the need − 1 largest buckets of each query (ties: any of them, the bound holds).
+        big = np.argsort(lengths, axis=1, kind="stable")[:, m - (need - 1):]
+        lengths = lengths.copy()
+        np.put_along_axis(lengths, big, 0, axis=1)
+    per_query = lengths.sum(axis=1)
+    q0 = 0
+    while q0 < q:
+        # Batches of queries gathering about _POSTINGS_BUDGET postings.
+        q1 = q0 + 1 + int(np.searchsorted(np.cumsum(per_query[q0 + 1:]), _POSTINGS_BUDGET))
+        q1 = min(q, q1)
+        ln = lengths[q0:q1].ravel()
+        docs = _gather(index, starts[q0:q1].ravel(), ln)
+        qi = np.repeat(np.arange(q1 - q0, dtype=np.int64), lengths[q0:q1].sum(axis=1))
+        if q1 - q0 == 1 and docs.size and docs.size * 8 > int(docs.max()) and h is None:
             # One query gathering many postings: a dense count beats sorting them.
             dense = np.bincount(docs)
             hit = np.flatnonzero(dense)
@@ -201,12 +218,16 @@ def process_queries(
         else:
             # Count collisions per (query, doc) with one sort of packed pairs.
             pairs = np.sort((qi.astype(np.uint64) << np.uint64(32)) | docs.astype(np.uint64))
-            starts = np.flatnonzero(np.concatenate([[True], pairs[1:] != pairs[:-1]])) if pairs.size else pairs
-            counts = np.diff(np.concatenate([starts, [pairs.size]])).astype(np.int64)
-            uniq = pairs[starts]
+            first = np.flatnonzero(np.concatenate([[True], pairs[1:] != pairs[:-1]])) if pairs.size else pairs
+            counts = np.diff(np.concatenate([first, [pairs.size]])).astype(np.int64)
+            uniq = pairs[first]
         uq = (uniq >> np.uint64(32)).astype(np.int64)
         ud = (uniq & np.uint64(0xFFFFFFFF)).astype(np.int64)
-        ok = (counts >= need) & (ud != exclude[q0 + uq]) & ~empty[q0 + uq]
+        keep = (ud != exclude[q0 + uq]) & ~empty[q0 + uq]
+        uq, ud, counts = uq[keep], ud[keep], counts[keep]
+        if h is not None:
+            counts = (np.asarray(h[ud]) == sig[q0 + uq]).sum(axis=1)
+        ok = counts >= need
         uq, ud, counts = uq[ok], ud[ok], counts[ok]
         order = np.lexsort((ud, -counts, uq))
         uq, ud, counts = uq[order], ud[order], counts[order]
@@ -216,13 +237,14 @@ def process_queries(
             if top is not None:
                 e = min(e, s + top)
             results.append(Matches(int(exclude[q0 + i]), ud[s:e], counts[s:e], m))
+        q0 = q1
     return results
 
 
 def process_query(index: InvertedIndex, h: np.ndarray, doc: int, alpha: float = 0.15,
                   top: int | None = None) -> Matches:
     """PROCESSQUERY (Figure 11) for document ``doc`` of H: its α-similar documents, best first."""
-    return process_queries(index, np.asarray(h[doc])[None, :], alpha, top, np.array([doc]))[0]
+    return process_queries(index, np.asarray(h[doc])[None, :], alpha, top, np.array([doc]), h)[0]
 
 
 def all_pairs(index: InvertedIndex, h: np.ndarray, alpha: float = 0.15, *, chunk: int = 4096) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -235,7 +257,7 @@ def all_pairs(index: InvertedIndex, h: np.ndarray, alpha: float = 0.15, *, chunk
     out_a, out_b, out_c = [], [], []
     for d0 in range(0, n, chunk):
         d1 = min(n, d0 + chunk)
-        for res in process_queries(index, np.asarray(h[d0:d1]), alpha, None, np.arange(d0, d1)):
+        for res in process_queries(index, np.asarray(h[d0:d1]), alpha, None, np.arange(d0, d1), h):
             if len(res):
                 out_a.append(np.full(len(res), res.query, np.int64))
                 out_b.append(res.docs)

@@ -166,7 +166,7 @@ class Index:
         else:
             cand_alpha, depth = alpha, top
         matches = process_queries(v.inverted, v.h[docs] if docs.size else np.zeros((0, m), np.uint32),
-                                  cand_alpha, depth, docs)
+                                  cand_alpha, depth, docs, v.h)
         out: dict[str, list[Related]] = {}
         for url, match in zip(urls, matches):
             out[url] = self._exact(v, match, alpha, top) if rerank else self._rows(v, match)
