@@ -68,6 +68,7 @@ _SYNTACTIC = "\ufdd2"
 _TOPICAL = "\ufdd3"  # also a SYNTACTIC cut-off
 _BREAK = "\ufdd4"  # a <br>: a SYNTACTIC cut-off when it follows a sentence end
 _NONCHARACTERS = re.compile("[\ufdd0-\ufdd4]")
+_ALL_MARKERS = (_START, _END, _SYNTACTIC, _TOPICAL, _BREAK)
 # Each marker is a text node of its own, so the text has a space on both sides of it and a
 # marker can lead a "word" of WORD_RE's shape without ever joining a real word: one pattern
 # with a single leading character class tokenizes words and markers at regex-engine speed.
@@ -80,7 +81,7 @@ _CUTS = frozenset((_SYNTACTIC, _TOPICAL))
 _LINK_KINDS = frozenset((_START, _END))
 
 _REMOVED = "script, style, noscript, template, title, iframe, noembed, noframes"
-# One selector for everything marked, so the tree is walked once; dispatch is by tag name.
+# One selector for everything marked, so the tree is walked once; dispatch is by tag id.
 _MARKED = (
     "a[href], area[href], img[alt], p, td, th, li, dd, dt, h1, h2, h3, h4, h5, h6, ul, ol, dl, menu, table, br"
 )
@@ -103,13 +104,18 @@ def parse_page(html: str, url: str, skipped: Counter[str] | None = None) -> Pars
     counted in ``skipped`` (when given) under LINK_NOT_HTTP or LINK_UNPARSEABLE. The title is
     in ``title``/``title_words`` only, not in ``words``. Never raises on any text.
     """
-    page = _parse(html, url, skipped)
+    counted: Counter[str] = Counter()
+    page = _parse(html, url, counted)
     if page is None:  # the page's own text holds our marker characters: drop them, parse again
-        page = _parse(_NONCHARACTERS.sub(" ", html), url, None)
+        counted.clear()
+        page = _parse(html, url, counted, drop_marker_characters=True)
+    if skipped is not None:
+        skipped.update(counted)
     return page
 
 
-def _parse(html: str, url: str, skipped: Counter[str] | None) -> ParsedPage | None:
+def _parse(html: str, url: str, skipped: Counter[str], drop_marker_characters: bool = False) -> ParsedPage | None:
+    """The page, or None when the text does not hold exactly the markers that were inserted."""
     tree = LexborHTMLParser(html)
     title = _title(tree)
     title_words = tuple(tokenize(title))
@@ -119,14 +125,21 @@ def _parse(html: str, url: str, skipped: Counter[str] | None) -> ParsedPage | No
     body = tree.body
     if body is None:  # a frameset page has no body and no anchors
         return ParsedPage(url, title, title_words, (), ())
+    if drop_marker_characters:
+        dirty = [node for node in body.traverse(include_text=True)
+                 if node.is_text_node and _NONCHARACTERS.search(node.text_content or "")]
+        for node in dirty:  # replaced after the walk: the walk must not see a changing tree
+            _replace_with(node, _NONCHARACTERS.sub(" ", node.text_content))
+        for node in body.css("img[alt], area[alt]"):
+            if _NONCHARACTERS.search(node.attributes.get("alt") or ""):
+                node.attrs["alt"] = _NONCHARACTERS.sub(" ", node.attributes["alt"])
 
-    targets = _mark(body, base, skipped)
+    targets, inserted = _mark(body, base, skipped)
     text = clean_text(body.text(separator=" "))
+    if sum(map(text.count, _ALL_MARKERS)) != inserted:
+        return None
     if not targets:
         return ParsedPage(url, title, title_words, tuple(WORD_RE.findall(text)), ())
-    if text.count(_START) != len(targets) or text.count(_END) != len(targets):
-        return None
-
     if _BREAK in text:
         text = _SENTENCE_BREAK.sub("\\1" + _SYNTACTIC, text)
 
@@ -191,9 +204,13 @@ _BEFORE_ID = {_IDS[name]: marker for name, marker in _BEFORE.items()}
 _AFTER_ID = {_IDS[name]: marker for name, marker in _AFTER.items()}
 
 
-def _mark(body, base: str, skipped: Counter[str] | None) -> list[str]:
-    """Insert the markers, replace images by their alt text; return the kept links' targets in order."""
+def _mark(body, base: str, skipped: Counter[str]) -> tuple[list[str], int]:
+    """Insert the markers and replace images by their alt text.
+
+    Returns the kept links' targets in document order and the number of markers inserted.
+    """
     targets: list[str] = []
+    inserted = 0
     before, after = _BEFORE_ID.get, _AFTER_ID.get
     for node in body.css(_MARKED):
         tag = node.tag_id
@@ -201,10 +218,10 @@ def _mark(body, base: str, skipped: Counter[str] | None) -> list[str]:
             href = node.attributes.get("href")
             target = normalize_url(href, base)
             if target is None:
-                if skipped is not None:
-                    _count_skipped(href, skipped)
+                _count_skipped(href, skipped)
                 continue
             targets.append(target)
+            inserted += 2
             if tag == _A:
                 _insert_before(node, _START)
                 _insert_after(node, _END)
@@ -216,10 +233,12 @@ def _mark(body, base: str, skipped: Counter[str] | None) -> list[str]:
             marker = before(tag)
             if marker is not None:
                 _insert_before(node, marker)
+                inserted += 1
             marker = after(tag)
             if marker is not None:
                 _insert_after(node, marker)
-    return targets
+                inserted += 1
+    return targets, inserted
 
 
 def _count_skipped(href: str | None, skipped: Counter[str]) -> None:

@@ -245,6 +245,15 @@ def test_page_text_holding_the_marker_characters_is_cleaned():
     assert regions(page.anchors[0]) == (0, 1, 2, 1)
 
 
+def test_marker_characters_spelled_as_entities_or_in_alt_text_are_cleaned():
+    page = parse_page("<p>x &#xFDD0; y</p><a href='/a'>z<img alt='q&#xfdd1;r'></a><area href='/b' alt='s&#xFDD3;'>", PAGE)
+    assert page.words == ("x", "y", "z", "q", "r", "s")
+    assert [(a.anchor_words, a.left_words, a.right_words) for a in page.anchors] == [
+        (("z", "q", "r"), ("y", "x"), ("s",)),
+        (("s",), ("r", "q", "z", "y", "x"), ()),
+    ]
+
+
 def test_a_link_inside_an_svg_link_ends_the_outer_one():
     page = parse_page('<a href="/outer">x<svg><a href="/inner">y</a>z</svg>w</a>q', PAGE)
     assert page.words == ("x", "y", "z", "w", "q")
