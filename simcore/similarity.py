@@ -97,6 +97,8 @@ def all_pairs(bags: BagMatrix, metric: Metric | str = Metric.JACCARD, ids: Itera
             "bags from simcore.bags are never negative — check how this matrix was built"
         )
     result = _cosine(csr) if metric is Metric.COSINE else _jaccard(csr)
+    # A bag is identical to itself: exactly 1, not 1 up to rounding (empty bags stay 0).
+    result[np.diag_indices(result.shape[0])] = (np.diff(csr.indptr) > 0).astype(np.float64)
     return result if dense else sp.csr_matrix(result)
 
 

@@ -15,7 +15,7 @@ whole with a manifest), so a second strategy reuses what it shares with the firs
         shuffle locally, p2p on a distributed cluster), then simcore.bags.merge_entries per
         partition: one row per (URL, term), sorted by URL id then term.
     OUT/bags/<key>/part-*.parquet            tasks.schemas.BAGS
-    OUT/bags/<key>/terms/df.parquet          (term, df) over the whole collection
+    OUT/bags/<key>/_terms/df.parquet         (term, df) over the whole collection
         key: the merged bags + the frequency weighting and normalisation
         df = number of merged bags holding the term, a global reduction (value counts of the
         term column); NMDF's μ, σ are fitted to it when the strategy leaves them unset
@@ -69,7 +69,8 @@ __all__ = [
 # Bumped when fragments, merged bags or weighted bags change meaning, so old outputs are not reused.
 BAGS_FORMAT = 1
 STAGE_FRAGMENTS, STAGE_MERGE, STAGE_BAGS = "bag-fragments", "bag-merge", "bags"
-DF_FILE = "terms/df.parquet"
+# Under "_" so that Parquet readers of the folder (which skip "_" and "." names) see only BAGS parts.
+DF_FILE = "_terms/df.parquet"
 # Auto partitioning: about this many bytes of fragment Parquet per merge partition.
 PARTITION_BYTES = 64 << 20
 

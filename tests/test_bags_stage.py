@@ -1,0 +1,234 @@
+"""The bags stage on Parquet: fragments, Dask shuffle merge, df and weighting, caching, reading, CLI,
+and the paper's Figure 14 (top terms of a bag) for a real WARC file."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from simcore.bags import LinkRow, PageRow, reference_bags
+from simcore.strategy import Strategy
+from simcore.urls import url_id
+from simweb.cli import main as simweb
+from tasks import schemas
+from tasks.bags import (
+    STAGE_BAGS,
+    STAGE_FRAGMENTS,
+    STAGE_MERGE,
+    bags_task,
+    build_bags_stage,
+    find_bags,
+    load_corpus,
+    read_bags,
+)
+from tasks.stagecache import published
+from tasks.storage import write_parquet_atomic
+
+
+def U(name: str) -> str:
+    return f"http://{name}.example/"
+
+
+def I(name: str) -> int:
+    return url_id(U(name))
+
+
+PAGES_1 = [
+    PageRow(U("a"), I("a"), ("alpha", "page"), ("debian", "packages", "are", "installed")),
+    PageRow(U("b"), I("b"), ("beta",), ("the", "kernel", "modules")),
+]
+LINKS_1 = [
+    LinkRow(U("a"), I("a"), U("b"), I("b"), ("linux", "kernel"), ("the", "great", "big", "of"),
+            ("see", "also", "modules", "packages"), 1, 2, 3, 4),
+    LinkRow(U("b"), I("b"), U("c"), I("c"), ("gamma",), ("kernel",), ()),
+    LinkRow(U("b"), I("b"), U("b"), I("b"), ("self",), (), ()),
+]
+# A second WARC file crawled page a again (later: "b.warc.gz" sorts after "a.warc.gz"): its copy
+# and the links read from it are skipped.
+PAGES_2 = [PageRow(U("a"), I("a"), ("alpha", "copy"), ("second", "crawl"))]
+LINKS_2 = [LinkRow(U("a"), I("a"), U("c"), I("c"), ("dup", "source"), (), ())]
+
+
+def pages_table(rows: list[PageRow], source_file: str) -> pa.Table:
+    return pa.table({
+        "url": [r.url for r in rows], "url_id": pa.array([r.url_id for r in rows], pa.uint64()),
+        "title": [" ".join(r.title_words) for r in rows],
+        "title_words": [list(r.title_words) for r in rows], "words": [list(r.words) for r in rows],
+        "status": pa.array([200] * len(rows), pa.int16()), "content_type": ["text/html"] * len(rows),
+        "charset": ["utf-8"] * len(rows), "source_file": [source_file] * len(rows),
+        "record_offset": pa.array(range(len(rows)), pa.int64()),
+    }, schema=schemas.PAGES)
+
+
+def links_table(rows: list[LinkRow]) -> pa.Table:
+    def value(r, name):
+        v = getattr(r, name)
+        return list(v) if isinstance(v, tuple) else v
+
+    return pa.table({f.name: [value(r, f.name) for r in rows] for f in schemas.LINKS}, schema=schemas.LINKS)
+
+
+@pytest.fixture()
+def crawl(tmp_path) -> str:
+    root = str(tmp_path / "crawl")
+    write_parquet_atomic(pages_table(PAGES_1, "a.warc.gz"), f"{root}/pages/part-1111.parquet")
+    write_parquet_atomic(links_table(LINKS_1), f"{root}/links/part-1111.parquet")
+    write_parquet_atomic(pages_table(PAGES_2, "b.warc.gz"), f"{root}/pages/part-2222.parquet")
+    write_parquet_atomic(links_table(LINKS_2), f"{root}/links/part-2222.parquet")
+    return root
+
+
+STRATEGY = Strategy(sources=["anchor", "content", "links"])
+
+
+def assert_bags_equal(matrix, reference, tol=1e-6) -> None:
+    got = matrix.to_dicts()
+    assert set(got) == set(reference)
+    for u, (url, bag) in reference.items():
+        assert got[u][0] == url
+        assert got[u][1] == pytest.approx(bag, rel=tol, abs=tol)
+
+
+def test_stage_builds_the_reference_bags_and_counts_what_it_skipped(crawl, tmp_path):
+    out = build_bags_stage(crawl, STRATEGY, str(tmp_path / "work"), partitions=2, scheduler="sync")
+    assert not out.reused and out.stage == STAGE_BAGS
+    s = out.stats
+    assert {k: s[k] for k in ("pages", "duplicate_pages", "links", "links_of_duplicate_pages", "self_links",
+                              "bags", "empty_bags", "collection_size")} == {
+        "pages": 3, "duplicate_pages": 1, "links": 4, "links_of_duplicate_pages": 1, "self_links": 1,
+        "bags": 3, "empty_bags": 0, "collection_size": 3}
+    assert s["strategy"] == STRATEGY.to_dict() and s["label"] == STRATEGY.label
+    assert s["weighting"]["nmdf_mu"] is not None
+    assert_bags_equal(read_bags(out.path), reference_bags(PAGES_1, LINKS_1, STRATEGY))
+
+    table = pq.read_table(out.path, schema=schemas.BAGS)
+    assert table.schema.equals(schemas.BAGS)
+    for row in table.to_pylist():
+        assert row["terms"] == sorted(set(row["terms"]))
+        assert sum(row["weights"]) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_a_repeated_call_reuses_the_bags_and_a_new_weighting_reuses_the_fragments(crawl, tmp_path):
+    work = str(tmp_path / "work")
+    first = build_bags_stage(crawl, STRATEGY, work, scheduler="sync")
+    again = build_bags_stage(crawl, STRATEGY, work, scheduler="sync")
+    assert again.reused and again.path == first.path and again.stats == first.stats
+    sqrt = Strategy(sources=["anchor", "content", "links"], frequency="sqrt", metric="cosine")
+    other = build_bags_stage(crawl, sqrt, work, scheduler="sync")
+    assert not other.reused and other.path != first.path
+    assert len(published(work, STAGE_FRAGMENTS)) == 1 and len(published(work, STAGE_MERGE)) == 1
+    assert len(published(work, STAGE_BAGS)) == 2
+    assert_bags_equal(read_bags(other.path), reference_bags(PAGES_1, LINKS_1, sqrt))
+    # the metric does not change bags: same folder
+    assert build_bags_stage(crawl, Strategy(sources=["anchor", "content", "links"], frequency="sqrt"),
+                            work, scheduler="sync").path == other.path
+
+
+def test_partitioning_does_not_change_the_bags(crawl, tmp_path):
+    one = build_bags_stage(crawl, STRATEGY, str(tmp_path / "p1"), partitions=1, scheduler="sync")
+    three = build_bags_stage(crawl, STRATEGY, str(tmp_path / "p3"), partitions=3, scheduler="threads")
+    assert read_bags(one.path).to_dicts() == read_bags(three.path).to_dicts()
+    assert one.stats["partitions"] == 1 and three.stats["partitions"] == 3
+
+
+def test_read_bags_of_chosen_urls_and_find_bags(crawl, tmp_path):
+    work = str(tmp_path / "work")
+    with pytest.raises(FileNotFoundError, match="no bags under"):
+        find_bags(work)
+    out = build_bags_stage(crawl, STRATEGY, work, scheduler="sync")
+    assert find_bags(work) == out.path and find_bags(out.path) == out.path
+    some = read_bags(work, [I("b"), I("zzz")])
+    assert list(some.url_ids) == [I("b")] and I("zzz") not in some
+    assert some.collection_size == 3 and some.weighting is not None
+    kernel = list(some.vocabulary).index("kernel")
+    assert some.df[kernel] == 2  # b and c, over the whole collection
+    build_bags_stage(crawl, Strategy(sources=["links"]), work, scheduler="sync")
+    with pytest.raises(FileNotFoundError, match="2 bag sets"):
+        find_bags(work)
+
+
+def test_load_corpus_gives_the_same_bags_as_the_stage(crawl, tmp_path):
+    corpus = load_corpus(crawl)
+    out = build_bags_stage(crawl, STRATEGY, str(tmp_path / "work"), scheduler="sync")
+    assert_bags_equal(read_bags(out.path), corpus.bags(STRATEGY).to_dicts())
+
+
+def test_bad_inputs_are_refused_with_the_fix(tmp_path, crawl):
+    with pytest.raises(FileNotFoundError, match="simweb ingest"):
+        build_bags_stage(str(tmp_path / "nothing"), STRATEGY, str(tmp_path / "work"))
+    with pytest.raises(ValueError, match="partitions"):
+        build_bags_stage(crawl, STRATEGY, str(tmp_path / "work"), partitions=0)
+    bad = pages_table(PAGES_1, "x").set_column(1, "url_id", pa.array([1, 2], pa.int64()))
+    write_parquet_atomic(bad, f"{crawl}/pages/part-3333.parquet")
+    with pytest.raises(ValueError, match="url_id.*expected uint64"):
+        build_bags_stage(crawl, STRATEGY, str(tmp_path / "work"), scheduler="sync")
+
+
+def test_the_prefect_task_wraps_the_stage(crawl, tmp_path):
+    out = bags_task.fn(crawl, STRATEGY, str(tmp_path / "work"), 1)
+    assert out.stats["bags"] == 3
+
+
+def test_simweb_bags_and_similarity(crawl, tmp_path, capsys):
+    work = str(tmp_path / "work")
+    assert simweb(["bags", "--crawl", crawl, "--out", work, "--strategy", "anchor:32+content+links,stem,dist,nmdf",
+                   "--scheduler", "sync", "--show", U("b")]) == 0
+    text = capsys.readouterr().out
+    assert "anchor-W32+content+links dist nmdf stem" in text and "self-links skipped" in text
+    assert f"{U('b')}: " in text and "kernel" in text
+    assert simweb(["similarity", U("b"), U("c"), "--bags", work]) == 0
+    text = capsys.readouterr().out
+    bags = read_bags(work)
+    from simcore.similarity import cosine, jaccard
+
+    a, c = bags.row(I("b")), bags.row(I("c"))
+    assert f"jaccard {jaccard(a, c):.4f}" in text and f"cosine  {cosine(a, c):.4f}" in text
+    assert "kernel" in text.split("shared terms")[1]
+    assert simweb(["similarity", U("b"), U("nowhere"), "--bags", work]) == 1
+    assert "no bag for http://nowhere.example/" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="window_size"):
+        simweb(["bags", "--crawl", crawl, "--out", work, "--strategy", "anchor:64"])
+    assert simweb(["bags", "--crawl", crawl, "--out", work, "--strategy-json",
+                   '{"sources": ["links"], "frequency": "none"}', "--scheduler", "sync"]) == 0
+    assert "links none stem" in capsys.readouterr().out
+
+
+def test_figure_14_top_terms_of_bags_for_a_real_warc(warc_dir, tmp_path):
+    """Paper Figure 14 for our data: the top terms of sample bags built from a Common Crawl excerpt."""
+    from tasks.ingest import ingest_files
+
+    crawl = str(tmp_path / "crawl")
+    ingested = ingest_files([str(warc_dir / "warcfile.warc.gz")], crawl)
+    assert ingested.pages_written == 16
+    out = build_bags_stage(crawl, Strategy(), str(tmp_path / "work"), scheduler="sync")
+    bags = read_bags(out.path)
+    assert out.stats["pages"] == 16 and out.stats["bags"] == len(bags) > 16
+    print(f"\nFigure 14 for {os.path.basename(str(warc_dir / 'warcfile.warc.gz'))} ({Strategy().label}):")
+    titles = {r["url"]: r["title_words"] for r in pq.read_table(f"{crawl}/pages").to_pylist()}
+    shown = 0
+    for url in ("http://0900-hovenier.nl/gelderland/oosterbeek/", "http://06.live-radsport.ch/",
+                "http://01spb.ru/company/", "http://0760.jxtdw.com/area/sanxiang/"):
+        uid = url_id(url)
+        assert uid in bags, url
+        top = bags.top_terms(uid, 10)
+        print(f"  {url:<50} {', '.join(t for t, _ in top)}")
+        row = bags.row(uid)
+        assert sum(row.values()) == pytest.approx(1.0, abs=1e-5)
+        shown += 1
+    hovenier = [t for t, _ in bags.top_terms(url_id("http://0900-hovenier.nl/gelderland/oosterbeek/"), 3)]
+    assert "hoveni" in hovenier and "oosterbeek" in hovenier  # the page's title words (STEM), weighted up
+    assert "http://0900-hovenier.nl/gelderland/oosterbeek/" in titles and shown == 4
+
+
+@pytest.mark.slow
+def test_bags_task_in_a_prefect_flow(prefect_harness, crawl, tmp_path):
+    from prefect import flow
+
+    @flow
+    def build(crawl_dir: str, strategy: Strategy, out: str) -> int:
+        return bags_task(crawl_dir, strategy, out).stats["bags"]
+
+    assert build(crawl, STRATEGY.to_dict(), str(tmp_path / "work")) == 3
