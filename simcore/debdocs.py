@@ -23,6 +23,30 @@ This module is the pure part of the build; it never touches files, apt or WARC:
   cross-site anchors; references outside the three sites stay as they are.
 - ``odp_rdf`` and ``directory_tsv`` write the directory in the Open Directory's own dump
   format (content.rdf.u8) and as ``url<TAB>category`` lines; ``summarize`` gives the numbers.
+
+What the Debian 12 (bookworm) packages hold, as found with ``apt-get download`` and
+``dpkg-deb -c`` (postgresql-doc-15 15.20-0+deb12u1, python3.11-doc 3.11.2-6+deb12u9,
+python-django-doc 3:3.2.25-0+deb12u7):
+
+- postgresql-doc-15: 1,169 pages in /usr/share/doc/postgresql-doc-15/html/ (DocBook XSL,
+  every page but legalnotice.html has a navheader whose "Up" link names its parent), plus
+  one stylesheet and three SVG figures; man pages elsewhere in the package are not HTML.
+- python3.11-doc: 530 pages in /usr/share/doc/python3.11/html/ (python3.11-doc/html is a
+  symbolic link to it), plus 497 ``_sources/*.txt`` and other static files. Debian rewrote
+  links to the local tree as ``file:///usr/share/doc/python3.11/html/…``; the footer's
+  ``/license.html`` is root-relative.
+- python-django-doc (this name, not python3-django-doc): Django 3.2, 692 pages in
+  /usr/share/doc/python-django-doc/html/, 153 of them viewcode pages under ``_modules/``.
+  Its intersphinx links point to ``/usr/share/doc/python3-doc/html/…`` (Debian's default
+  Python docs, 3.11 on Debian 12). Its pages have no breadcrumbs, and their "up" link names
+  the top-level ancestor only (the theme uses ``parents.0``), so the hierarchy comes from
+  the toctrees; its Sphinx master document is contents.html, index.html a landing page.
+
+Decisions: a page whose site navigation is missing (PostgreSQL's legalnotice.html) stays in
+the crawl but gets no category and is counted (``unknown_layout``), rather than a category
+guessed from its URL. Pages above the class depth (a part's own pages, Django's viewcode
+pages, Python's top-level pages) are listed at their real depth; the evaluation ignores them
+as the paper ignored the few documents above depth three.
 """
 from __future__ import annotations
 
@@ -611,10 +635,17 @@ class Collection:
             candidates = [rest, rest + ".html", rest + "/index.html"]
         return next((c for c in candidates if c in files), None)
 
-    def resolve(self, site: Site, page_path: str, ref: str) -> tuple[str | None, str]:
-        """Memoised ``resolve_reference`` (pages of one folder share most references)."""
+    def resolve(self, site: Site, page_path: str, ref: str, folder: str | None = None) -> tuple[str | None, str]:
+        """Memoised ``resolve_reference`` (pages of one folder share most references).
+
+        ``folder`` is ``posixpath.dirname(page_path)``, passed in by callers resolving many
+        references of one page.
+        """
         value = ref.strip()
-        scope = page_path if not value or value[0] in "?#" else posixpath.dirname(page_path)
+        if not value or value[0] in "?#":
+            scope = page_path
+        else:
+            scope = posixpath.dirname(page_path) if folder is None else folder
         key = (site.key, scope, ref)
         found = self._memo.get(key)
         if found is None:
@@ -718,6 +749,7 @@ def rewrite_links(html: str, site: Site, path: str, collection: Collection) -> R
     out: list[str] = []
     anchors: list[str] = []
     kinds: Counter = Counter()
+    folder = posixpath.dirname(path)
     pos = 0
     scan = 0
     while True:
@@ -738,7 +770,7 @@ def rewrite_links(html: str, site: Site, path: str, collection: Collection) -> R
                 continue
             quoted = raw[:1] in "\"'"
             value = html_lib.unescape(raw[1:-1] if quoted else raw)
-            new, kind = collection.resolve(site, path, value)
+            new, kind = collection.resolve(site, path, value, folder)
             kinds[kind] += 1
             final = value if new is None else new
             if name == "a" and attr.group(1).lower() == "href":

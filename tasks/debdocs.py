@@ -209,14 +209,17 @@ def _run_apt_update() -> None:
         )
 
 
-def fetch_deb(package: str, cache: str | None = None) -> DebFile:
+def fetch_deb(package: str, cache: str | None = None, *, update_lists: bool | None = None) -> DebFile:
     """The package's ``.deb`` from the cache folder, downloading it with apt-get when missing.
 
     A cached file is reused as it is (delete it to fetch a newer version); with several cached
     versions the newest is used. Without a cached file: ``apt-cache policy`` must show a
     candidate; when it shows none the package lists are refreshed with ``apt-get update`` if
-    this process runs as root, otherwise the error names the command to run.
+    ``update_lists`` (default: when this process runs as root), otherwise the error names the
+    command to run.
     """
+    if update_lists is None:
+        update_lists = os.geteuid() == 0
     folder = Path(cache or default_cache()).expanduser()
     folder.mkdir(parents=True, exist_ok=True)
     cached = [p for p in folder.glob(f"{package}_*.deb") if p.is_file()]
@@ -235,13 +238,13 @@ def fetch_deb(package: str, cache: str | None = None) -> DebFile:
                 f"machine) into the cache folder {folder}"
             )
     candidate = _apt_candidate(package)
-    if candidate is None and os.geteuid() == 0:
+    if candidate is None and update_lists:
         _run_apt_update()
         candidate = _apt_candidate(package)
     elif candidate is None:
         raise DebDocsError(
             f"apt knows no version of {package} (`apt-cache policy {package}` shows no candidate): the package "
-            "lists are empty or out of date; run `sudo apt-get update` and build again"
+            "lists are empty or out of date; run `sudo apt-get update` (as root) and build again"
         )
     if candidate is None:
         raise DebDocsError(
