@@ -134,7 +134,7 @@ def _rows(similarity, start: int, stop: int) -> np.ndarray:
     return _check_similarity_block(block)
 
 
-def pair_counts(similarity, codes: np.ndarray, *, block_elements: int = 1 << 21) -> PairCounts:
+def pair_counts(similarity, codes: np.ndarray, *, block_elements: int = 1 << 18) -> PairCounts:
     """Exact concordant/discordant counts for every document as a source (Section 2.3).
 
     ``similarity`` is an (n, n) array, or a scipy sparse matrix (absent entries are similarity

@@ -57,6 +57,9 @@ from simcore.gamma import (
     pair_counts,
     source_gamma,
 )
+from simcore.minhash import MinHashParams, sign, term_hashes
+from simcore.query import all_pairs as index_pairs
+from simcore.query import invert
 from simcore.sampling import PAPER_PAIRS, Sample, describe, sample_class_pairs
 from simcore.similarity import all_pairs
 from simcore.strategy import Frequency, Metric, Source, Strategy, Window, paper_grid
@@ -76,6 +79,12 @@ MEASURES = (*GAMMA_MEASURES, ORTHOGONALITY)
 # Ranks shown in the Figure 2-style listing (the paper's own choice).
 LISTING_RANKS = (1, 2, 5, 10, 20, 50, 100)
 SHOWCASE_SOURCES = 3
+
+# The index's agreement with exact similarity is measured for the strategy the index is built
+# with by default (the paper's Section 7 choice) at the paper's m and α (Section 6.2).
+INDEX_STRATEGY = Strategy()
+INDEX_M = 80
+INDEX_ALPHA = 0.15
 
 # Names of the data sets a report folder holds.
 MEASURES_TABLE = "measures.parquet"
@@ -538,7 +547,12 @@ def _evaluate_one(corpus: Corpus, sample: LoadedSample, strategy: Strategy, out:
     write_bytes_atomic(buffer.getvalue(), join(out, "counts.npz"))
     weighting = bags.weighting.to_dict() if bags.weighting is not None else {}
     values = {**gammas(counts), ORTHOGONALITY: orthogonality(counts)}
+    index = None
+    if strategy == INDEX_STRATEGY and present.size > 1:
+        index = index_agreement(bags, sample.url_ids[present], inner, present, sample.codes, n, out)
+        index["gamma_exact"] = {k: _nan_to_none(v) for k, v in gammas(counts).items()}
     return {
+        "index": index,
         "strategy": strategy.to_dict(),
         "label": strategy.label,
         "spec": strategy.spec(),
@@ -563,6 +577,43 @@ def load_counts(output_path: str) -> tuple[PairCounts, np.ndarray, np.ndarray]:
         counts = PairCounts(np.arange(n), types, data["concordant"], data["discordant"],
                             data["orthogonal"], data["same_class"])
         return counts, data["showcase"], data["showcase_rows"]
+
+
+def index_agreement(bags, ids: np.ndarray, exact: np.ndarray, present: np.ndarray, codes: np.ndarray, n: int,
+                    out: str, *, m: int = INDEX_M, alpha: float = INDEX_ALPHA) -> dict:
+    """How well the min-hash index reproduces exact similarity on the sample (Section 6.2):
+    Γ computed from the signature estimates instead of exact Jaccard, and the recall and
+    precision of PROCESSQUERY at threshold α against the pairs whose exact Jaccard reaches α."""
+    t0 = time.perf_counter()
+    rows = bags.indices(ids.tolist())
+    csr = bags.csr[rows]
+    csr.sort_indices()
+    signatures = sign(csr.indices.astype(np.int64), csr.indptr.astype(np.int64), term_hashes(bags.vocabulary),
+                      csr.data, MinHashParams(m=m)).values
+    k = signatures.shape[0]
+    estimate = np.empty((k, k))
+    step = max(1, (1 << 22) // max(1, k * m))
+    for r0 in range(0, k, step):
+        estimate[r0:r0 + step] = (signatures[r0:r0 + step, None, :] == signatures[None, :, :]).mean(axis=2)
+    counts = pair_counts(EmbeddedSimilarity(n, present, estimate), codes)
+    a, b, _ = index_pairs(invert(signatures), signatures, alpha)
+    retrieved = set(zip(np.minimum(a, b).tolist(), np.maximum(a, b).tolist()))
+    upper = np.triu(exact >= alpha - 1e-12, k=1)
+    relevant = set(zip(*(x.tolist() for x in np.nonzero(upper))))
+    hits = len(retrieved & relevant)
+    off = ~np.eye(k, dtype=bool)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, concordant=counts.concordant, discordant=counts.discordant)
+    write_bytes_atomic(buffer.getvalue(), join(out, "index_counts.npz"))
+    return {
+        "strategy": INDEX_STRATEGY.label, "m": m, "alpha": alpha,
+        "relevant_pairs": len(relevant), "retrieved_pairs": len(retrieved), "hits": hits,
+        "recall": hits / len(relevant) if relevant else None,
+        "precision": hits / len(retrieved) if retrieved else None,
+        "mean_abs_error": float(np.abs(estimate - exact)[off].mean()) if k > 1 else None,
+        "gamma_estimate": {key: _nan_to_none(v) for key, v in gammas(counts).items()},
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -614,7 +665,9 @@ def write_report(
     listings = _listings(loaded, best, worst) if best is not None else []
     findings = paper_findings(figures, by_strategy, groups, n_resamples=n_resamples, seed=seed)
 
+    index = next((r.stats.get("index") for r in by_strategy.values() if r.stats.get("index")), None)
     context = {
+        "index": index,
         "title": title or "simweb evaluation report",
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "sample": loaded.info,
@@ -645,6 +698,7 @@ def write_report(
         "best": best.strategy.label if best else None,
         "worst": worst.strategy.label if worst else None,
         "findings": findings,
+        "index": index,
     }
     write_bytes_atomic(json.dumps(summary, indent=1, default=_json_default).encode(), join(out, "summary.json"))
     return summary
@@ -978,6 +1032,25 @@ def _listing_rows(entry: dict, setting: dict) -> tuple[list[str], list[list[str]
     return ["rank", "sim", "category", "familial distance", "url"], rows
 
 
+def _index_rows(context) -> tuple[list[str], list[list[str]]]:
+    index = context["index"]
+    rows = []
+    for measure in GAMMA_MEASURES:
+        rows.append([measure.replace("_", "-").replace("gamma", "Γ"), _fmt(index["gamma_exact"].get(measure)),
+                     _fmt(index["gamma_estimate"].get(measure))])
+    return ["measure", "exact Jaccard", f"min-hash estimate (m = {index['m']})"], rows
+
+
+def _index_lines(context) -> list[str]:
+    index = context["index"]
+    return [
+        f"Strategy {index['strategy']}, m = {index['m']} ICWS min-hash signatures per bag, α = {index['alpha']}.",
+        f"PROCESSQUERY at α: recall {_fmt(index['recall'])} ({index['hits']:,} of {index['relevant_pairs']:,} pairs "
+        f"with exact Jaccard ≥ α found), precision {_fmt(index['precision'])} ({index['retrieved_pairs']:,} pairs "
+        f"retrieved); mean absolute error of the estimates {_fmt(index['mean_abs_error'], 4)}.",
+    ]
+
+
 def _md_table(headers: list[str], rows: list[list[str]]) -> str:
     esc = lambda text: str(text).replace("|", "\\|")
     lines = ["| " + " | ".join(map(esc, headers)) + " |", "|" + "---|" * len(headers)]
@@ -1041,6 +1114,10 @@ def _markdown(context) -> str:
         parts.append(f"\n## {files['title']}\n\n![{files['title']}]({files['png']})\n\n")
         if figure in context["figures"]:
             parts.append(_md_table(*_figure_rows(context, figure)))
+    if context["index"]:
+        parts.append("\n## The min-hash index against exact similarity (Section 6)\n\n")
+        parts += [f"- {line}\n" for line in _index_lines(context)]
+        parts.append("\n" + _md_table(*_index_rows(context)))
     if context["listings"]:
         parts.append("\n## Ranked listings (as in the paper's Figure 2): best and worst strategy\n")
         for entry in context["listings"]:
@@ -1076,6 +1153,10 @@ def _html(context, out: str) -> str:
         parts.append(f"<h2>{h(files['title'])}</h2><img alt=\"{h(files['title'])}\" src=\"data:image/svg+xml;base64,{data}\">")
         if figure in context["figures"]:
             parts.append(_html_table(*_figure_rows(context, figure)))
+    if context["index"]:
+        parts.append("<h2>The min-hash index against exact similarity (Section 6)</h2><ul>"
+                     + "".join(f"<li>{h(line)}</li>" for line in _index_lines(context)) + "</ul>")
+        parts.append(_html_table(*_index_rows(context)))
     if context["listings"]:
         parts.append("<h2>Ranked listings (as in the paper's Figure 2): best and worst strategy</h2>")
         for entry in context["listings"]:

@@ -1,0 +1,184 @@
+"""The evaluation: exact pair similarities and Γ on a 5,000-URL sample, directory parsing, the sweep.
+
+    python -m benchmarks.evaluate [--urls 5000] [--crawl DIR --directory FILE] [--grid paper]
+
+1. A 5,000-URL sample of a synthetic crawl (benchmarks.bags.synthetic_crawl, shaped like a web
+   crawl's anchor windows) with a three-level class per URL: seconds for its bags, its exact
+   all-pairs weighted Jaccard (25 million pairs) and the Γ pair counts of every source
+   (simcore.gamma.pair_counts: one sort per source, then linear passes), against two baselines
+   measured in the same run — a per-source numpy loop (np.searchsorted per source and level
+   pair, what one writes first) on the same matrix, and the O(n²)-per-source brute force
+   (simcore.gamma.pair_counts_bruteforce) on a small slice, in pairs per second.
+2. Directory parsing: MB/s of the streaming ODP RDF parser on a generated dump.
+3. With ``--crawl`` (a `simweb ingest` output) and ``--directory``: the whole strategy sweep
+   in this process — seconds per strategy (bags, similarity, Γ) and for the whole grid.
+   ``--debdocs DIR`` takes the crawl and directory from a `simweb corpus debdocs` folder,
+   ingesting its WARC files into DIR/crawl first if needed.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import math
+import os
+import shutil
+import tempfile
+import time
+
+import numpy as np
+
+from simcore.bags import Corpus
+from simcore.directory import iter_odp_rdf
+from simcore.gamma import class_codes, familial_distances, pair_counts, pair_counts_bruteforce
+from simcore.similarity import all_pairs
+from simcore.strategy import Strategy
+
+
+def per_source_baseline(similarity: np.ndarray, codes: np.ndarray) -> tuple[int, int]:
+    """Γ pair counts the straightforward way: for each source, sort each level's similarities
+    and count with np.searchsorted (concordant, discordant summed over every level pair)."""
+    n, depth = codes.shape
+    concordant = discordant = 0
+    for s in range(n):
+        levels = familial_distances(codes, np.array([s]))[0]
+        levels[s] = -1
+        row = similarity[s]
+        groups = [np.sort(row[levels == k]) for k in range(depth + 1)]
+        for b in range(1, depth + 1):
+            lower = groups[b]
+            for a in range(b):
+                upper = groups[a]
+                concordant += int(np.searchsorted(lower, upper, side="left").sum())
+                discordant += int((lower.size - np.searchsorted(lower, upper, side="right")).sum())
+    return concordant, discordant
+
+
+def sample_benchmark(n_urls: int, seed: int) -> None:
+    from benchmarks.bags import synthetic_crawl
+
+    t0 = time.perf_counter()
+    pages, links = synthetic_crawl(max(n_urls, 6000), 12 * max(n_urls, 6000), seed=seed)
+    corpus = Corpus.from_rows(pages, links)
+    print(f"synthetic crawl: {len(pages):,} pages, {len(links):,} links ({time.perf_counter() - t0:.1f} s to generate)")
+    strategy = Strategy()
+    rng = np.random.default_rng(seed)
+    full = corpus.bags(strategy)
+    ids = full.url_ids[np.sort(rng.choice(len(full), size=min(n_urls, len(full)), replace=False))]
+    n = ids.size
+    classes = [(f"t{rng.integers(16)}", f"s{rng.integers(8)}", f"c{rng.integers(6)}") for _ in range(n)]
+    codes = class_codes([(a, a + b, a + b + c) for a, b, c in classes])
+
+    t0 = time.perf_counter()
+    bags = corpus.bags(strategy, targets=ids.tolist())
+    bags_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    sims = all_pairs(bags, strategy.metric, ids=ids.tolist())
+    sim_s = time.perf_counter() - t0
+    # Best of two runs each for pair_counts and its baseline: the machine is shared.
+    gamma_s = math.inf
+    for _ in range(2):
+        t0 = time.perf_counter()
+        counts = pair_counts(sims, codes)
+        gamma_s = min(gamma_s, time.perf_counter() - t0)
+    pairs = n * (n - 1)
+    judged = int(counts.concordant.sum() + counts.discordant.sum())
+    print(f"sample of {n:,} URLs ({strategy.label}):")
+    print(f"  bags                 {bags_s:8.2f} s   ({bags.csr.nnz:,} bag entries)")
+    print(f"  exact all pairs      {sim_s:8.2f} s   ({pairs // 2:,} pairs, {pairs / 2 / sim_s:,.0f} pairs/s)")
+    print(f"  Γ pair counts        {gamma_s:8.2f} s   ({judged:,} ordered document pairs judged over {n:,} sources)")
+
+    base_s = math.inf
+    for _ in range(2):
+        t0 = time.perf_counter()
+        base_c, base_d = per_source_baseline(sims, codes)
+        base_s = min(base_s, time.perf_counter() - t0)
+    if (base_c, base_d) != (int(counts.concordant.sum()), int(counts.discordant.sum())):
+        raise SystemExit("the per-source baseline disagrees with pair_counts: a bug")
+    print(f"  baseline: per-source numpy loop {base_s:8.2f} s   → ratio {base_s / gamma_s:.2f}x")
+
+    m = 120
+    t0 = time.perf_counter()
+    pair_counts_bruteforce(sims[:m, :m], codes[:m])
+    brute_s = time.perf_counter() - t0
+    brute_rate = m * (m - 1) * (m - 2) / brute_s  # (source, d1, d2) triples examined
+    fast_rate = n * (n - 1) * (n - 2) / gamma_s
+    print(f"  baseline: brute force on {m} URLs {brute_rate:,.0f} triples/s vs pair_counts {fast_rate:,.0f} "
+          f"triples/s ({fast_rate / brute_rate:,.0f}x)")
+
+
+def directory_benchmark(pages: int = 60_000) -> None:
+    chunks = [b'<?xml version="1.0" encoding="UTF-8"?>\n<RDF xmlns:r="http://www.w3.org/TR/RDF/" '
+              b'xmlns:d="http://purl.org/dc/elements/1.0/" xmlns="http://dmoz.org/rdf/">\n']
+    for i in range(pages):
+        topic = f"Top/Arts{i % 17}/Sub{i % 29}/Leaf{i % 31}/Deeper"
+        chunks.append(
+            f'<Topic r:id="{topic}"><catid>{i}</catid><link r:resource="http://site{i}.example/page.html"/></Topic>\n'
+            f'<ExternalPage about="http://site{i}.example/page.html"><d:Title>Site {i}</d:Title>'
+            f"<d:Description>{'A description of a listed site, as editors wrote them. ' * 3}</d:Description>"
+            f"<topic>{topic}</topic></ExternalPage>\n".encode()
+        )
+    chunks.append(b"</RDF>\n")
+    data = b"".join(chunks)
+    t0 = time.perf_counter()
+    listings = sum(1 for _ in iter_odp_rdf(io.BytesIO(data)))
+    seconds = time.perf_counter() - t0
+    print(f"directory parse: {len(data) / 2**20:.1f} MiB, {listings:,} listings in {seconds:.2f} s "
+          f"= {len(data) / 2**20 / seconds:.1f} MiB/s (a 2 GB content.rdf.u8 ≈ {2048 / (len(data) / 2**20 / seconds) / 60:.1f} min)")
+
+
+def sweep_benchmark(crawl: str, directory: str, grid: str, directory_pages: str | None, max_pages: int | None) -> None:
+    from tasks.evaluate import SampleParams, run_evaluation
+
+    out = tempfile.mkdtemp(prefix="simweb-bench-eval-")
+    try:
+        t0 = time.perf_counter()
+        summary = run_evaluation(crawl, directory, out, grid=grid, directory_pages=directory_pages,
+                                 sample_params=SampleParams(max_pages_per_class=max_pages))
+        total = time.perf_counter() - t0
+        for line in summary["sample"]:
+            print(f"  {line}")
+        rows = summary["sibling_gamma"]
+        for r in rows:
+            print(f"  {r['strategy']:<42} sibling-Γ {r['value']:.3f}  {r['seconds']:6.2f} s")
+        per = [r["seconds"] for r in rows if r["seconds"] is not None]
+        print(f"sweep ({grid} grid): {len(rows)} strategies, {sum(per):.1f} s in strategies "
+              f"(median {np.median(per):.2f} s, max {max(per):.2f} s), {total:.1f} s in all "
+              "(sample, corpus, strategies, bootstrap, figures, report)")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.evaluate", description=__doc__.splitlines()[0])
+    parser.add_argument("--urls", type=int, default=5000, help="URLs in the exact-similarity sample")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--crawl", default=None, help="an ingested crawl for the sweep")
+    parser.add_argument("--directory", default=None, help="the topic directory for the sweep")
+    parser.add_argument("--directory-pages", default=None)
+    parser.add_argument("--debdocs", default=None, help="a `simweb corpus debdocs` folder for the sweep")
+    parser.add_argument("--grid", default="paper", choices=("paper", "quick"))
+    parser.add_argument("--max-pages-per-class", type=int, default=None)
+    args = parser.parse_args(argv)
+
+    sample_benchmark(args.urls, args.seed)
+    directory_benchmark()
+    crawl, directory, pages = args.crawl, args.directory, args.directory_pages
+    if args.debdocs:
+        crawl = os.path.join(args.debdocs, "crawl")
+        directory = os.path.join(args.debdocs, "directory.rdf")
+        pages = os.path.join(args.debdocs, "directory_pages.txt")
+        if not os.path.isdir(os.path.join(crawl, "pages")):
+            from tasks.ingest import ingest_files, list_warc_files
+
+            t0 = time.perf_counter()
+            stats = ingest_files(list_warc_files(os.path.join(args.debdocs, "warc")), crawl)
+            print(f"ingested DebDocs in {time.perf_counter() - t0:.1f} s: {stats.pages_written:,} pages, "
+                  f"{stats.links_written:,} links")
+    if crawl and directory:
+        sweep_benchmark(crawl, directory, args.grid, pages, args.max_pages_per_class)
+    else:
+        print("sweep: skipped (give --debdocs DIR from `simweb corpus debdocs --out DIR`, or --crawl and --directory)")
+
+
+if __name__ == "__main__":
+    main()
