@@ -29,6 +29,15 @@ _EDGE_JUNK = "".join(map(chr, range(0x21)))
 # Characters a host may not contain (WHATWG "forbidden host code points" plus controls).
 _FORBIDDEN_HOST = re.compile(r"[\x00-\x20#%/:<>?@\[\\\]^|\x7f]")
 
+# A reference that starts with a scheme name (RFC 3986 Section 3.1).
+_SCHEME_PREFIX = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
+# Most links on the web are already normal: lower-case http(s) scheme and ASCII host, no port or
+# user info, only characters that need no escaping, no "%". They are returned as they are
+# (once no "/." shows a possible dot segment); the test suite checks that this equals the full path.
+_ALREADY_NORMAL = re.compile(
+    r"https?://[a-z0-9][a-z0-9.\-]*((?:/[A-Za-z0-9\-._~!$&'()*+,;=:@]*)*)(?:\?[A-Za-z0-9\-._~!$&'()*+,;=:@/?]+)?"
+)
+
 _CACHE_LIMIT = 1 << 18
 _cache: dict[tuple[str, str | None], str | None] = {}
 
@@ -96,35 +105,57 @@ def _backslashes_to_slashes(url: str) -> str:
     return url[:end].replace("\\", "/") + url[end:]
 
 
+_base_cache: dict[str, tuple[str, str, str, str]] = {}
+
+
+def _split_base(base: str) -> tuple[str, str, str, str]:
+    """Scheme, authority, path and query of a base URL, cached: one page resolves all its links against it."""
+    parts = _base_cache.get(base)
+    if parts is None:
+        if len(_base_cache) >= _CACHE_LIMIT:
+            _base_cache.clear()
+        b = urlsplit(_backslashes_to_slashes(_INNER_WHITESPACE.sub("", base).strip(_EDGE_JUNK)))
+        parts = _base_cache[base] = (b.scheme, b.netloc, b.path, b.query)
+    return parts
+
+
 def _resolve(ref: str, base: str) -> str:
-    """RFC 3986 Section 5.2.2 reference resolution (dot segments are removed later).
+    """RFC 3986 Section 5.2.2 reference resolution (fragments and dot segments are dealt with later).
 
     Written out because urllib's urljoin drops empty ";" parameters. As browsers do, a
     reference naming the base's own http(s) scheme without "//" ("http:page.html") is relative.
     """
-    parts = urlsplit(ref)
-    if parts.scheme:
-        rest = ref[len(parts.scheme) + 1 :]
-        if parts.scheme.lower() != urlsplit(base).scheme.lower() or rest.startswith("//"):
+    scheme, netloc, base_path, base_query = _split_base(base)
+    named = _SCHEME_PREFIX.match(ref)
+    if named is not None:
+        rest = ref[named.end() :]
+        if named.group(1).lower() != scheme.lower() or rest.startswith("//"):
             return ref
-        ref, parts = rest, urlsplit(rest)
-    b = urlsplit(base)
+        ref = rest
     if ref.startswith("//"):
-        return f"{b.scheme}:{ref}"
-    if not parts.path:
-        path, query = b.path, (parts.query if "?" in ref else b.query)
-    elif parts.path.startswith("/"):
-        path, query = parts.path, parts.query
-    else:
-        path, query = (b.path[: b.path.rfind("/") + 1] or "/") + parts.path, parts.query
-    return f"{b.scheme}://{b.netloc}{path}?{query}" if query else f"{b.scheme}://{b.netloc}{path}"
+        return f"{scheme}:{ref}"
+    path, has_query, query = ref.partition("#")[0].partition("?")
+    if not path:
+        path = base_path
+        if not has_query:
+            query = base_query
+    elif path[0] != "/":
+        path = (base_path[: base_path.rfind("/") + 1] or "/") + path
+    return f"{scheme}://{netloc}{path}?{query}" if query else f"{scheme}://{netloc}{path}"
 
 
 def _normalise(url: str, base: str | None) -> str | None:
-    url = _backslashes_to_slashes(_INNER_WHITESPACE.sub("", url).strip(_EDGE_JUNK))
     if base is not None:
-        base = _backslashes_to_slashes(_INNER_WHITESPACE.sub("", base).strip(_EDGE_JUNK))
-        url = _resolve(url, base)
+        url = _resolve(_backslashes_to_slashes(_INNER_WHITESPACE.sub("", url).strip(_EDGE_JUNK)), base)
+    url = url.partition("#")[0]
+    clean = _ALREADY_NORMAL.fullmatch(url)
+    if clean is not None and "/." not in clean.group(1):
+        return url if clean.group(1) else f"{url[: clean.start(1)]}/{url[clean.start(1) :]}"
+    return _normalise_in_full(url)
+
+
+def _normalise_in_full(url: str) -> str | None:
+    url = _backslashes_to_slashes(_INNER_WHITESPACE.sub("", url).strip(_EDGE_JUNK))
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in _DEFAULT_PORTS:
@@ -161,13 +192,13 @@ def normalize_url(url: str, base: str | None = None) -> str | None:
     empty path becomes ``/``. Anything that is not http or https (``mailto:``, ``javascript:``,
     ``data:``, ``ftp:``) or cannot be parsed gives None; it never raises. Idempotent.
     """
+    if not isinstance(url, str) or not (base is None or isinstance(base, str)):
+        return None
     key = (url, base)
     try:
         return _cache[key]
     except KeyError:
         pass
-    except TypeError:  # not a string: no URL
-        return None
     try:
         result = _normalise(url, base)
     except (ValueError, TypeError, UnicodeError):

@@ -25,6 +25,10 @@ BASE = "http://a/b/c/d;p?q"
         ("https://example.com:80/", "https://example.com:80/"),
         ("http://example.com/Path/CASE", "http://example.com/Path/CASE"),
         ("http://example.com/p#", "http://example.com/p"),
+        ("http://example.com", "http://example.com/"),  # already normal but for the path
+        ("http://example.com?q=1#f", "http://example.com/?q=1"),
+        ("http://example.com/a/./b", "http://example.com/a/b"),
+        ("http://example.com/.well-known/x", "http://example.com/.well-known/x"),
         ("http://example.com/p?", "http://example.com/p"),
         ("http://example.com:/p", "http://example.com/p"),
         # percent-encoding: unreserved decoded, others upper-cased, raw ones escaped
@@ -92,6 +96,7 @@ def test_base_with_empty_path_and_non_http_base():
 
 def test_garbage_types_give_none():
     assert normalize_url(None) is None  # type: ignore[arg-type]
+    assert normalize_url("x", b"http://h.com/") is None  # type: ignore[arg-type]
     assert normalize_url(b"http://x.com/") is None  # type: ignore[arg-type]
     assert normalize_url(["http://x.com/"]) is None  # type: ignore[arg-type]
 
@@ -142,6 +147,14 @@ def test_normalize_url_is_idempotent_and_never_raises(prefix, body, base):
         assert result.startswith(("http://", "https://"))
         assert result.isascii() and "#" not in result and " " not in result
         assert url_id(result) == url_id(prefix + body) if base is None else True
+
+
+@settings(max_examples=500, deadline=None)
+@given(prefixes, url_parts)
+def test_links_already_normal_take_a_short_cut_to_the_same_result(prefix, body):
+    url = (prefix + body).partition("#")[0]
+    if urls._ALREADY_NORMAL.fullmatch(url):
+        assert urls._normalise(url, None) == urls._normalise_in_full(url)
 
 
 @settings(max_examples=500, deadline=None)
