@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
@@ -255,7 +255,6 @@ def fetch_deb(package: str, cache: str | None = None, *, update_lists: bool | No
         )
     staging = Path(tempfile.mkdtemp(prefix=".tmp-download-", dir=folder))
     try:
-        staging.chmod(0o755)  # apt's download sandbox user must be able to write here
         result = subprocess.run(
             ["apt-get", "download", f"{package}={candidate}"], cwd=staging, capture_output=True, text=True
         )
@@ -553,8 +552,10 @@ def build_summary(
 def write_summary(
     debs: list[DebFile], surveys: list[SiteSurvey], directory: DirectoryResult, warcs: list[WarcResult], out: str
 ) -> dict:
-    """Prefect task: ``build_summary``."""
-    return build_summary(debs, surveys, directory, warcs, out)
+    """Prefect task: ``build_summary``; the summary also goes to the flow run's log."""
+    summary = build_summary(debs, surveys, directory, warcs, out)
+    get_run_logger().info("DebDocs corpus in %s:\n%s", out, format_summary(summary))
+    return summary
 
 
 def build_corpus(out: str, cache: str | None = None) -> dict:
