@@ -3,7 +3,9 @@
 The flow body is the stage sequence, one line per stage; the stage functions below do the
 fan-out (one Prefect task per WARC file or shard, run on Dask) and are reusable by other
 flows. All stages share one Dask cluster: a temporary LocalCluster sized to this machine,
-or the scheduler at ``dask_address``.
+or the scheduler at ``dask_address`` — whose workers must be able to read the crawl and
+write ``out`` (a shared file system or an fsspec URL such as ``s3://``) and reach the
+Prefect API (``PREFECT_API_URL``).
 
 Run it from the command line (``simweb ingest WARC... --out DIR``), from Python, or from a
 Prefect deployment; every script that calls it needs the ``if __name__ == "__main__":`` guard,
@@ -80,7 +82,8 @@ def ingest_stage(runner: TaskRunner, files: list[str], out: str, io_retries: int
         if isinstance(outcome, IngestStats):
             results.append(outcome)
         else:
-            results.append(unreadable(path, f"failed after {io_retries + 1} attempt(s): {_reason(outcome)}"))
+            results.append(unreadable(path, f"could not be read (transient I/O errors are retried "
+                                            f"{io_retries} time(s)): {_reason(outcome)}"))
     return IngestStats.total(results)
 
 
