@@ -23,8 +23,9 @@ one selector walk finds links, images and region elements; images are replaced b
 ``alt`` text and marker characters (Unicode noncharacters) are inserted around links and at
 cut-offs; the text is taken once, in C, with a space between text nodes (so that
 ``<li>a</li><li>b</li>`` gives two words, as a browser shows them; an inline tag inside a
-word, ``<b>W</b>ord``, splits it); the text is split at the markers and tokenized with C
-loops, leaving Python one step per link, not per word or node.
+word, ``<b>W</b>ord``, splits it); one regex pass tokenizes words and markers together and
+C-level loops (map, compress, bisect) pick the markers out and cut the contexts, leaving
+Python one step per link or region element, none per word.
 
 Links that are not kept (not http/https, or unparseable) are counted in the optional
 ``skipped`` counter of :func:`parse_page` under LINK_NOT_HTTP and LINK_UNPARSEABLE, so that

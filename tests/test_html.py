@@ -101,6 +101,17 @@ def test_relative_links_without_base_resolve_against_the_page_and_self_links_are
     ]
 
 
+def test_links_keep_document_order_across_element_kinds():
+    page = parse_page('<a href=/1>one</a><map><area href=/m alt=M></map><p><a href=/a>A</a></p>'
+                      '<img alt=I><area href=/n alt=N>', "http://h.com/")
+    assert [(a.target_url, a.anchor_words, a.left_words) for a in page.anchors] == [
+        ("http://h.com/1", ("one",), ()),
+        ("http://h.com/m", ("m",), ("one",)),
+        ("http://h.com/a", ("a",), ("m", "one")),
+        ("http://h.com/n", ("n",), ("i", "a", "m", "one")),
+    ]
+
+
 def test_unusable_base_href_falls_back_to_the_page_url():
     page = parse_page('<base href="mailto:x@y"><a href="p.html">p</a>', PAGE)
     assert page.anchors[0].target_url == "http://example.com/p.html"
