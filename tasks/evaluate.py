@@ -26,9 +26,10 @@ import datetime as _dt
 import html
 import io
 import json
+import logging
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import fsspec
@@ -39,8 +40,6 @@ import pyarrow.parquet as pq
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import MissingContextError
-
-import logging
 
 from simcore.bags import Corpus, LinkColumns, PageColumns, WordLists
 from simcore.directory import ODP_HOSTS, Directory, build_directory, read_directory, sniff_format
@@ -63,11 +62,10 @@ from simcore.query import invert
 from simcore.sampling import PAPER_PAIRS, Sample, describe, sample_class_pairs
 from simcore.similarity import all_pairs
 from simcore.strategy import Frequency, Metric, Source, Strategy, Window, paper_grid
-from simcore.text import Stemming
-from simcore.urls import normalize_url, url_id
+from simcore.urls import url_id
 from simcore.weighting import nmdf_factor
-from tasks.stagecache import StageOutput, file_identities, run_stage
 from tasks import schemas
+from tasks.stagecache import StageOutput, file_identities, run_stage
 from tasks.storage import filesystem, join, parts, write_bytes_atomic, write_parquet_atomic
 
 logger = logging.getLogger("simweb.evaluate")
@@ -155,7 +153,7 @@ def strategy_grid(name: str) -> dict[str, tuple[Strategy, ...]]:
         return figures
     if name == "quick":
         fig3 = tuple(s for s in figures["figure3"]
-                     if s.window is Window.BASIC and s.window_size in (0, 8, 32) or not s.uses_anchor)
+                     if (s.window is Window.BASIC and s.window_size in (0, 8, 32)) or not s.uses_anchor)
         return {"figure3": fig3, "figure4": fig3, "metric": metric[:2]}
     raise ValueError(f"unknown grid {name!r}: expected 'paper' or 'quick'")
 
@@ -296,7 +294,7 @@ def _flat(column: pa.Array) -> tuple[pa.Array, np.ndarray]:
 class CrawlData:
     """A crawl's pages and links without the directory's own pages, as a bag corpus."""
 
-    corpus: Corpus
+    corpus: Corpus | None  # None when only the sample's inputs were read
     linked: frozenset[str]  # URLs some kept page links to (self-links excluded)
     counts: dict[str, int]
 
@@ -321,7 +319,7 @@ def load_crawl(crawl: str, is_directory_page: Callable[[str], bool] = lambda url
     drop_pages = _directory_mask(pages.column("url"), is_directory_page)
     counts.update(pages=pages.num_rows, directory_pages_dropped=int(drop_pages.sum()))
     if not with_corpus:
-        return CrawlData(None, linked, counts)  # type: ignore[arg-type]
+        return CrawlData(None, linked, counts)
     pages = pages.filter(pa.array(~drop_pages))
 
     word_columns = [pages.column(c).combine_chunks() for c in ("title_words", "words")]
@@ -450,14 +448,13 @@ def sample_table(sample: Sample) -> pa.Table:
 
 @dataclass(frozen=True)
 class LoadedSample:
+    """The sample as the strategy and report stages read it back."""
+
     urls: list[str]
     url_ids: np.ndarray
     classes: list[tuple[str, ...]]
+    codes: np.ndarray  # simcore.gamma.class_codes of ``classes``
     info: dict
-
-    @property
-    def codes(self) -> np.ndarray:
-        return class_codes(self.classes)
 
 
 def load_sample(sample_dir: str) -> LoadedSample:
@@ -469,8 +466,9 @@ def load_sample(sample_dir: str) -> LoadedSample:
     fs, path = filesystem(join(sample_dir, "sample.json"))
     with fs.open(path, "rb") as f:
         info = json.loads(f.read())
-    return LoadedSample(table.column("url").to_pylist(), table.column("url_id").to_numpy(),
-                        [tuple(c) for c in zip(*levels)], info)
+    classes = [tuple(c) for c in zip(*levels)]
+    return LoadedSample(table.column("url").to_pylist(), table.column("url_id").to_numpy(), classes,
+                        class_codes(classes), info)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -489,7 +487,11 @@ class EmbeddedSimilarity:
         self._row_of[present] = np.arange(present.size)
 
     def __getitem__(self, rows: slice) -> np.ndarray:
-        idx = np.arange(self.shape[0])[rows]
+        return self.take(np.arange(self.shape[0])[rows])
+
+    def take(self, idx: np.ndarray) -> np.ndarray:
+        """The dense rows ``idx``."""
+        idx = np.asarray(idx, dtype=np.int64)
         out = np.zeros((idx.size, self.shape[1]))
         inner_rows = self._row_of[idx]
         have = inner_rows >= 0
@@ -539,7 +541,7 @@ def _evaluate_one(corpus: Corpus, sample: LoadedSample, strategy: Strategy, out:
     counts = pair_counts(similarity, sample.codes)
     t3 = time.perf_counter()
     showcase = np.asarray(sample.info.get("showcase", []), dtype=np.int64)
-    rows = similarity[0:n][showcase] if showcase.size else np.zeros((0, n))
+    rows = similarity.take(showcase)
     buffer = io.BytesIO()
     np.savez_compressed(buffer, types=np.asarray(counts.types), concordant=counts.concordant,
                         discordant=counts.discordant, orthogonal=counts.orthogonal,
