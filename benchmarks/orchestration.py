@@ -1,0 +1,199 @@
+"""What orchestration costs and what a second Dask worker buys.
+
+    python -m benchmarks.orchestration [--crawl WARC_DIR_OR_GLOB] [--repeat 2]
+
+Two measurements on the same WARC set, in this run:
+
+1. **Flow vs direct.** The ``build-index`` flow (a real Prefect server on 127.0.0.1, the
+   flow's Dask LocalCluster with one single-threaded worker) against the same stages called
+   directly in this process, one after another, on one core. Same parallelism, so the ratio
+   is the price of Prefect task runs, the Dask cluster start and the task hand-offs.
+   Target: flow / direct ≤ 1.3×.
+2. **Ingest on 1 vs 2 Dask workers.** The ingest stage alone (one Prefect task per WARC file,
+   ``flows.build_index.ingest_stage``) inside an already started LocalCluster of 1, then 2,
+   single-threaded worker processes. Target: speed-up ≥ 1.7×.
+
+The WARC set: ``--crawl`` (e.g. the DebDocs crawl's ``warc/`` folder, built by the
+``debdocs-corpus`` flow), or else one built from the real HTML records of the shared
+fixtures (../shared/fixtures/warc), written as ``--files`` WARC files of ``--copies`` copies
+each, every copy under its own URL so that none is dropped as a duplicate.
+
+Each timing is the best of ``--repeat`` runs into fresh output folders (the machine is shared;
+the minimum is the least disturbed run). The Prefect server is started before any timing, as
+a user's server would already be running.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import time
+from io import BytesIO
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO.parent / "shared" / "fixtures" / "warc"
+TARGET_RATIO = 1.3
+TARGET_SPEEDUP = 1.7
+
+
+# ---------------------------------------------------------------------------------------
+# The WARC set
+
+
+def fixture_records() -> list[tuple[str, object, bytes]]:
+    """(url, HTTP headers, raw HTTP payload) of every HTML response in the fixture WARC files."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    records = []
+    for name in ("warcfile.warc.gz", "clueweb-quirk.warc.gz"):
+        with open(FIXTURES / name, "rb") as f:
+            for record in ArchiveIterator(f):
+                if record.rec_type != "response" or record.http_headers is None:
+                    continue
+                if "html" not in (record.http_headers.get_header("Content-Type") or "").lower():
+                    continue
+                uri = record.rec_headers.get_header("WARC-Target-URI")
+                records.append((uri, record.http_headers, record.raw_stream.read()))
+    return records
+
+
+def write_fixture_set(folder: Path, files: int, copies: int) -> list[str]:
+    """``files`` WARC files of ``copies`` copies of the fixture pages, each copy its own URL."""
+    from warcio.warcwriter import WARCWriter
+
+    records = fixture_records()
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    n = 0
+    for i in range(files):
+        path = folder / f"bench-{i:02d}.warc.gz"
+        with open(path, "wb") as out:
+            writer = WARCWriter(out, gzip=True)
+            for _ in range(copies):
+                for uri, http_headers, payload in records:
+                    n += 1
+                    sep = "&" if "?" in uri else "?"
+                    record = writer.create_warc_record(
+                        f"{uri}{sep}simweb-bench={n}", "response", payload=BytesIO(payload),
+                        http_headers=http_headers,
+                    )
+                    writer.write_record(record)
+        paths.append(str(path))
+    return paths
+
+
+# ---------------------------------------------------------------------------------------
+# The two ways to run the build
+
+
+def direct_build(files: list[str], out: str) -> int:
+    """The build-index stages called directly in this process; returns the pages written."""
+    from tasks.ingest import ingest_files
+
+    # 1. Ingest (the stage the build-index flow runs today).
+    stats = ingest_files(files, out)
+    return stats.pages_written
+
+
+def flow_build(files: list[str], out: str, n_workers: int) -> int:
+    from flows.build_index import build_index
+
+    stats = build_index(crawl=files, out=out, n_workers=n_workers)
+    return stats.pages_written
+
+
+def timed_ingest_on_cluster(files: list[str], out: str, n_workers: int) -> tuple[float, int]:
+    """Seconds of the ingest stage alone on a LocalCluster of ``n_workers`` that is already up."""
+    from prefect import flow
+
+    from flows.build_index import dask_task_runner, ingest_stage
+
+    @flow(name="benchmark-ingest-on-cluster")
+    def ingest_on_cluster() -> tuple[float, int]:
+        with dask_task_runner(n_workers=n_workers) as runner:
+            runner.client.wait_for_workers(n_workers, timeout=120)
+            t0 = time.perf_counter()
+            stats = ingest_stage(runner, files, out)
+            return time.perf_counter() - t0, stats.pages_written
+
+    return ingest_on_cluster()
+
+
+def best_of(repeat: int, scratch: Path, label: str, run) -> tuple[float, int]:
+    best, pages = float("inf"), -1
+    for i in range(repeat):
+        out = scratch / f"{label}-{i}"
+        t0 = time.perf_counter()
+        result = run(str(out))
+        seconds = time.perf_counter() - t0
+        if isinstance(result, tuple):  # the run timed itself
+            seconds, result = result
+        best, pages = min(best, seconds), result
+        shutil.rmtree(out, ignore_errors=True)
+    return best, pages
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.orchestration", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--crawl", default=None, help="WARC files: a folder, a glob or a file (default: built from the fixtures)")
+    parser.add_argument("--files", type=int, default=8, help="fixture set: number of WARC files (default 8)")
+    parser.add_argument("--copies", type=int, default=60, help="fixture set: copies of the fixture pages per file (default 60)")
+    parser.add_argument("--repeat", type=int, default=2, help="runs per measurement; the best is reported (default 2)")
+    args = parser.parse_args(argv)
+
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+    from deployments.server import LocalPrefectServer
+    from tasks.ingest import list_warc_files
+
+    scratch = Path(tempfile.mkdtemp(prefix="simweb-bench-orchestration-"))
+    try:
+        if args.crawl:
+            files, source = list_warc_files(args.crawl), args.crawl
+        else:
+            files = write_fixture_set(scratch / "warc", args.files, args.copies)
+            source = f"{args.files} files × {args.copies} copies of the fixture HTML pages"
+        size = sum(os.path.getsize(f) for f in files if os.path.exists(f))
+        print(f"WARC set: {source}: {len(files)} files, {size / 2**20:.1f} MiB")
+        print(f"cores available: {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()}, "
+              f"load average at start: {os.getloadavg()[0]:.1f}")
+
+        with LocalPrefectServer(prefect_home=scratch / "prefect-home") as server:
+            from prefect.settings import PREFECT_API_URL, temporary_settings
+
+            with temporary_settings({PREFECT_API_URL: server.api_url}):
+                direct_s, direct_pages = best_of(args.repeat, scratch, "direct", lambda out: direct_build(files, out))
+                flow_s, flow_pages = best_of(args.repeat, scratch, "flow", lambda out: flow_build(files, out, 1))
+                one_s, one_pages = best_of(args.repeat, scratch, "ingest1",
+                                           lambda out: timed_ingest_on_cluster(files, out, 1))
+                two_s, two_pages = best_of(args.repeat, scratch, "ingest2",
+                                           lambda out: timed_ingest_on_cluster(files, out, 2))
+        if not direct_pages == flow_pages == one_pages == two_pages:
+            print(f"pages written differ: direct {direct_pages}, flow {flow_pages}, "
+                  f"1 worker {one_pages}, 2 workers {two_pages}")
+            return 1
+
+        ratio = flow_s / direct_s
+        speedup = one_s / two_s
+        print(f"\n1. build-index through the flow vs the stages called directly ({direct_pages:,} pages)")
+        print(f"   direct, one process        {direct_s:8.2f} s   {direct_pages / direct_s:8.0f} pages/s")
+        print(f"   flow, 1 Dask worker        {flow_s:8.2f} s   {flow_pages / flow_s:8.0f} pages/s")
+        print(f"   ratio flow / direct        {ratio:8.2f}×   target ≤ {TARGET_RATIO}×  "
+              f"{'met' if ratio <= TARGET_RATIO else 'NOT met'}")
+        print("\n2. ingest stage on a started LocalCluster")
+        print(f"   1 worker                   {one_s:8.2f} s   {one_pages / one_s:8.0f} pages/s")
+        print(f"   2 workers                  {two_s:8.2f} s   {two_pages / two_s:8.0f} pages/s")
+        print(f"   speed-up 1 → 2 workers     {speedup:8.2f}×   target ≥ {TARGET_SPEEDUP}×  "
+              f"{'met' if speedup >= TARGET_SPEEDUP else 'NOT met'}")
+        print(f"\nload average at end: {os.getloadavg()[0]:.1f} (other processes on these cores slow the 2-worker run most)")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
