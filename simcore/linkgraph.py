@@ -579,7 +579,13 @@ def _walk_neighbourhood(step: sp.csr_matrix, seeds: np.ndarray, size: int, param
     return np.concatenate([seeds, np.sort(best)]), False
 
 
-def simrank(graph: LinkGraph, queries=None, candidates=None, params: SimRankParams = SimRankParams()) -> np.ndarray:
+def simrank(
+    graph: LinkGraph,
+    queries=None,
+    candidates=None,
+    params: SimRankParams = SimRankParams(),
+    diagonal: np.ndarray | None = None,
+) -> np.ndarray:
     """SimRank S_k (ENS Section 3.3, after Jeh & Widom): Sim(u, u) = 1 and
     Sim(u, v) = γ Σ_{a∈I(u)} Σ_{b∈I(v)} Sim(a, b) / (|I(u)||I(v)|), 0 if I(u) or I(v) is
     empty; iterated ``params.iterations`` times from the identity.
@@ -591,13 +597,22 @@ def simrank(graph: LinkGraph, queries=None, candidates=None, params: SimRankPara
     1 − E[γ^τ; τ ≤ k] for the first meeting time τ ≥ 1 of two independent reverse walks from
     x; it is estimated by sampling ``params.walks`` pairs per node, which is unbiased, so the
     scores are unbiased estimates of S_k (clipped to [0, 1]); benchmarks/linkgraph.py measures
-    their error against the exact scores.
+    their error against the exact scores. The estimate depends only on the graph and
+    ``params``: a server answering many queries computes ``simrank_diagonal`` once and passes
+    it as ``diagonal``.
     """
     q = _node_array(graph, queries, "queries")
     c = _node_array(graph, candidates, "candidates")
     plan = simrank_plan(graph, q, None if candidates is None else c, params)
     if plan.method == "linear":
-        return _simrank_linear(graph, q, c, params, _sampled_diagonal(graph, params))
+        if diagonal is None:
+            diagonal = simrank_diagonal(graph, params)
+        elif diagonal.shape != (params.iterations + 1, graph.n_nodes):
+            raise ValueError(
+                f"expected a diagonal of shape ({params.iterations + 1}, {graph.n_nodes}) from "
+                f"simrank_diagonal(graph, params), got {diagonal.shape}"
+            )
+        return _simrank_linear(graph, q, c, params, diagonal)
     return _simrank_dense(graph, q, c, plan, params, extended=False)
 
 
@@ -661,9 +676,10 @@ def _simrank_linear(graph: LinkGraph, q: np.ndarray, c: np.ndarray, params: SimR
     return out
 
 
-def _sampled_diagonal(graph: LinkGraph, params: SimRankParams) -> np.ndarray:
-    """D_j(x) = 1 − mean over ``walks`` pairs of independent reverse walks from x of γ^τ
-    for first meetings at τ ≤ j; row 0 is all ones (S_0 = I)."""
+def simrank_diagonal(graph: LinkGraph, params: SimRankParams = SimRankParams()) -> np.ndarray:
+    """The diagonal corrections D_0..D_k of SimRank's linear form, shape (k + 1, n):
+    D_j(x) = 1 − mean over ``params.walks`` pairs of independent reverse walks from x of γ^τ
+    for first meetings at τ ≤ j; row 0 is all ones (S_0 = I). Seeded by ``params.seed``."""
     k, pairs, gamma = params.iterations, params.walks, params.gamma
     n = graph.n_nodes
     indptr, indices = graph.in_links.indptr, graph.in_links.indices

@@ -31,6 +31,7 @@ from simcore.linkgraph import (
     pagesim_features,
     related_pages,
     simrank,
+    simrank_diagonal,
     simrank_plan,
     top_related,
 )
@@ -242,8 +243,13 @@ def test_linear_simrank_with_a_sampled_diagonal_is_close_to_exact():
     assert np.abs(sampled - exact).max() < 0.01
     assert np.diag(sampled) == pytest.approx(np.ones(80)) and (sampled >= 0).all() and (sampled <= 1).all()
     queries = np.array([4, 9])
-    block = simrank(g, queries, None, SimRankParams(iterations=6, method="linear", walks=2000, seed=4))
-    assert block == pytest.approx(sampled[queries])
+    params = SimRankParams(iterations=6, method="linear", walks=2000, seed=4)
+    assert simrank(g, queries, None, params) == pytest.approx(sampled[queries])
+    diagonal = simrank_diagonal(g, params)
+    assert diagonal.shape == (7, 80) and (diagonal[0] == 1).all() and (diagonal >= 0).all()
+    assert simrank(g, queries, None, params, diagonal=diagonal) == pytest.approx(sampled[queries])
+    with pytest.raises(ValueError, match="simrank_diagonal"):
+        simrank(g, queries, None, params, diagonal=diagonal[:3])
 
 
 def test_simrank_chooses_exact_when_it_fits_and_linear_otherwise():
