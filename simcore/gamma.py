@@ -15,10 +15,11 @@ aggregates over sources by summing C and D over every source document before div
 partial Γs restrict d1 to the source's own class and d2 to a sibling, cousin or unrelated
 class respectively.
 
-Counting is exact and O(n log n) per source: each source row is sorted once, tie runs are
-found, and for every familial level a running count gives, at each position, how many
-documents of that level lie strictly below and strictly above the position's value.
-``pair_counts_bruteforce`` is the O(n²) reference the tests compare against.
+Counting is exact and O(n log n) per source: each source row is sorted once (similarity,
+then level), equal similarities get one dense rank, and for every pair of levels a binary
+search of the nearer level's ranks among the farther level's gives how many documents lie
+strictly below and strictly above — for a whole block of sources per numpy call.
+``pair_counts_bruteforce`` is the O(n²)-per-source reference the tests compare against.
 """
 from __future__ import annotations
 
@@ -197,36 +198,42 @@ def _sort_keys(sims: np.ndarray, levels: np.ndarray, level_bits: int) -> np.ndar
 def _count_block(sims: np.ndarray, levels: np.ndarray, depth: int) -> tuple[dict, dict]:
     """For each pair type (a, b), per row: Σ over documents d1 at level a of the number of
     documents at level b with a strictly lower similarity (``below``) / strictly higher
-    (``above``). One row-wise sort, then linear passes over the sorted rows."""
+    (``above``).
+
+    One row-wise sort of (similarity, level) keys; within each sorted row equal similarities
+    share a dense rank, and ``row · (n + 1) + rank`` orders the whole block. Picking one
+    level's entries out of the sorted block keeps them sorted, so every row's counts come
+    from two ``np.searchsorted`` calls per level pair for the whole block: O(n log n) per row.
+    """
     level_bits = max(1, int(depth).bit_length())
     keys = _sort_keys(sims, levels, level_bits)
     keys.sort(axis=1)
+    rows, n = keys.shape
     level = (keys & np.uint64((1 << level_bits) - 1)).astype(np.int8)
     value = keys >> np.uint64(level_bits)
-    starts_run = np.ones(keys.shape, dtype=bool)
-    starts_run[:, 1:] = value[:, 1:] != value[:, :-1]
+    new_value = np.empty((rows, n), dtype=bool)
+    new_value[:, 0] = True
+    np.not_equal(value[:, 1:], value[:, :-1], out=new_value[:, 1:])
     del keys, value
-    ends_run = np.ones(starts_run.shape, dtype=bool)
-    ends_run[:, :-1] = starts_run[:, 1:]
-    at = [level == a for a in range(depth)]
+    stride = n + 1
+    rank = np.cumsum(new_value, axis=1, dtype=np.int64)  # dense rank within the row, 1..n
+    rank += (np.arange(rows, dtype=np.int64) * stride)[:, None]
+    flat_rank, flat_level = rank.ravel(), level.ravel()
+    by_level = [flat_rank[flat_level == g] for g in range(depth + 1)]  # each sorted
+    row_bounds = np.arange(rows + 1, dtype=np.int64) * stride
     below: dict = {}
     above: dict = {}
     t = 0
     for b in range(1, depth + 1):
-        running = np.cumsum(level == b, axis=1, dtype=np.int32)  # level-b documents at or before p
-        total = running[:, -1:]
-        # Strictly lower similarity: level-b documents before the first position of p's tie run.
-        # The running count is non-decreasing, so carrying forward its value at each run start
-        # (a max-accumulate) gives that number at every position of the run.
-        exclusive = running - (level == b)
-        under = np.maximum.accumulate(np.where(starts_run, exclusive, 0), axis=1)
-        # Strictly higher: all level-b documents minus those up to the end of p's tie run,
-        # carried backwards from each run end (a min-accumulate over the reversed row).
-        at_end = np.where(ends_run, running, np.int32(np.iinfo(np.int32).max))
-        over = total - np.minimum.accumulate(at_end[:, ::-1], axis=1)[:, ::-1]
+        lower = by_level[b]
+        edges = np.searchsorted(lower, row_bounds)  # where each row's level-b entries start
         for a in range(b):
-            below[t] = np.where(at[a], under, 0).sum(axis=1, dtype=np.int64)
-            above[t] = np.where(at[a], over, 0).sum(axis=1, dtype=np.int64)
+            upper = by_level[a]
+            row = upper // stride
+            strictly_below = np.searchsorted(lower, upper, side="left") - edges[row]
+            strictly_above = edges[row + 1] - np.searchsorted(lower, upper, side="right")
+            below[t] = np.bincount(row, weights=strictly_below, minlength=rows).astype(np.int64)
+            above[t] = np.bincount(row, weights=strictly_above, minlength=rows).astype(np.int64)
             t += 1
     return below, above
 
