@@ -245,6 +245,7 @@ def _create_and_watch(name: str, overrides: dict[str, Any], timeout: float | Non
 
 
 def _wait(flow_run_id, timeout: float | None):
+    """Poll the run until it ends, printing its state and its task runs' progress as they change."""
     import time
 
     from prefect.client.orchestration import get_client
@@ -254,10 +255,32 @@ def _wait(flow_run_id, timeout: float | None):
     with get_client(sync_client=True) as client:
         while deadline is None or time.monotonic() < deadline:
             state = client.read_flow_run(flow_run_id).state
-            if state is not None and state.name != last:
-                print(f"  {state.name}", flush=True)
-                last = state.name
+            line = f"{state.name if state else 'Pending'}{_task_progress(client, flow_run_id)}"
+            if line != last:
+                print(f"  {line}", flush=True)
+                last = line
             if state is not None and state.is_final():
                 return state
             time.sleep(1.0)
     return None
+
+
+def _task_progress(client, flow_run_id) -> str:
+    """", task runs: 5/8 completed, 1 retrying" — from the task runs the server knows of."""
+    from collections import Counter
+
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    flow_runs = FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+    runs, page = [], 200
+    while True:
+        batch = client.read_task_runs(flow_run_filter=flow_runs, limit=page, offset=len(runs))
+        runs += batch
+        if len(batch) < page:
+            break
+    if not runs:
+        return ""
+    states = Counter((r.state.name if r.state else "Pending") for r in runs)
+    done = states.pop("Completed", 0) + states.pop("Cached", 0)
+    others = ", ".join(f"{n} {name.lower()}" for name, n in sorted(states.items()))
+    return f", task runs: {done}/{len(runs)} completed" + (f", {others}" if others else "")
