@@ -81,6 +81,7 @@ __all__ = [
     "reference_bags",
     "title_fragment",
     "weigh_bags",
+    "weigh_merged",
     "window_terms",
 ]
 
