@@ -432,29 +432,90 @@ def test_garbage_and_empty_files(tmp_path):
     assert counts(ingest_warc(str(empty), str(tmp_path / "out2"))) == (0, 0, {}, 0)
 
 
-def test_rows_are_what_the_parser_returned(tmp_path):
-    """The Parquet rows hold exactly the parser's output (the columnar writer loses nothing)."""
+ANCHOR_FIELDS = ("anchor_words", "left_words", "right_words", "syntactic_left", "syntactic_right",
+                 "topical_left", "topical_right")
+
+
+def assert_rows_match(parsed_pages, pages, links):
+    """Page and link rows equal the parser's records, field by field, in order."""
+    by_url = {p["url"]: p for p in pages}
+    assert len(by_url) == len(parsed_pages)
+    rows = iter(links)
+    for parsed in parsed_pages:
+        page = by_url[parsed.url]
+        assert page["words"] == list(parsed.words) and page["title_words"] == list(parsed.title_words)
+        assert page["title"] == parsed.title
+        for anchor in parsed.anchors:
+            row = next(rows)
+            assert row["source_url"] == parsed.url and row["target_url"] == anchor.target_url
+            for name in ANCHOR_FIELDS:
+                value = getattr(anchor, name)
+                assert row[name] == (list(value) if isinstance(value, tuple) else value), name
+    assert next(rows, None) is None
+
+
+def test_rows_are_what_the_parser_returned(warc_dir, tmp_path):
+    """The Parquet rows hold exactly the parser's output (the columnar writer loses nothing):
+    pages written here, and the 16 real pages of the Common Crawl excerpt."""
+    from simcore.charset import charset_from_content_type, decode_html
     from simcore.html import parse_page
 
-    bodies = [html(f"Page {i}", "".join(f'<p>text {j} <a href="/t{j}">anchor {j}</a> more</p>' for j in range(i)))
+    bodies = [html(f"Page {i}", "".join(f'<p>text {j} <a href="/t{j}">anchor {j}</a> more</p>' for j in range(i))
+                   + '<a href="/img"><img src=x.png></a> <a href="/a">a</a> <a href="/a">a</a>')
               for i in range(6)]
     path = write_warc(tmp_path / "rows.warc.gz", [http_response(f"http://r.example/{i}", b.encode())
                                                    for i, b in enumerate(bodies)])
     ingest_warc(str(path), str(tmp_path / "out"))
-    links = links_of(tmp_path / "out")
-    got = {p["url"]: p for p in pages_of(tmp_path / "out")}
-    fields = ("anchor_words", "left_words", "right_words", "syntactic_left", "syntactic_right",
-              "topical_left", "topical_right")
-    for i, body in enumerate(bodies):
-        url = f"http://r.example/{i}"
-        parsed = parse_page(body, url)
-        assert got[url]["words"] == list(parsed.words) and got[url]["title_words"] == list(parsed.title_words)
-        mine = [row for row in links if row["source_url"] == url]
-        assert [row["target_url"] for row in mine] == [a.target_url for a in parsed.anchors]
-        for row, anchor in zip(mine, parsed.anchors):
-            for name in fields:
-                value = getattr(anchor, name)
-                assert row[name] == (list(value) if isinstance(value, tuple) else value)
+    expected = [parse_page(body, f"http://r.example/{i}") for i, body in enumerate(bodies)]
+    assert_rows_match(expected, pages_of(tmp_path / "out"), links_of(tmp_path / "out"))
+
+    real = warc_dir / "warcfile.warc.gz"
+    ingest_warc(str(real), str(tmp_path / "real"))
+    expected = []
+    with open(real, "rb") as f:
+        for record in ArchiveIterator(f):
+            if record.rec_type == "response":
+                http_charset = charset_from_content_type(record.http_headers.get_header("Content-Type"))
+                text, _ = decode_html(record.content_stream().read(), http_charset)
+                expected.append(parse_page(text, normalize_url(record.rec_headers.get_header("WARC-Target-URI"))))
+    assert sum(len(p.anchors) for p in expected) > 1000
+    assert_rows_match(expected, pages_of(tmp_path / "real"), links_of(tmp_path / "real"))
+
+
+def test_context_words_not_taken_from_the_page_words_are_kept_too(tmp_path, monkeypatch):
+    """Anchors whose words are new strings, or do not occur in the page's word stream at
+    all, take the slower path and come out the same."""
+    from simcore.records import Anchor, ParsedPage
+
+    def fake_parse(text, url, skipped=None):
+        words = ("alpha", "beta", "gamma", "delta", "a", "a", "a")
+        anchors = (
+            Anchor("http://f.example/1", ("gamma",), ("beta", "alpha"), ("delta", "a"), 1, 2, 3, 4),
+            Anchor("http://f.example/2", ("".join(["gam", "ma"]),), ("beta",), (), 0, 0, 0, 0),  # equal, not identical
+            Anchor("http://f.example/3", ("zeta",), ("eta", "theta"), ("iota",), 0, 1, 0, 1),  # not in the page
+            Anchor("http://f.example/4", (), (), (), 0, 0, 0, 0),
+            Anchor("http://f.example/5", ("a",), ("a", "delta"), ("a",), 1, 1, 1, 1),  # a shared 1-char string
+            Anchor("http://f.example/6", (), ("delta", "gamma"), ("a", "a", "a"), 2, 3, 2, 3),
+        )
+        return ParsedPage(url, "T", ("t",), words, anchors)
+
+    monkeypatch.setattr(ingest, "parse_page", fake_parse)
+    path = write_warc(tmp_path / "f.warc.gz", [http_response(f"http://f.example/p{i}", PAGE) for i in range(3)])
+    stats = ingest_warc(str(path), str(tmp_path / "out"))
+    assert stats.pages_written == 3 and stats.links_written == 18
+    expected = [fake_parse("", f"http://f.example/p{i}") for i in range(3)]
+    assert_rows_match(expected, pages_of(tmp_path / "out"), links_of(tmp_path / "out"))
+
+
+def test_row_groups_are_written_as_pages_accumulate(tmp_path, monkeypatch):
+    monkeypatch.setattr(ingest, "PAGES_PER_ROW_GROUP", 2)
+    path = write_warc(tmp_path / "g.warc.gz", [http_response(f"http://g.example/{i}", PAGE) for i in range(5)])
+    stats = ingest_warc(str(path), str(tmp_path / "out"))
+    part = tmp_path / "out" / "pages" / f"{stats.parts[0]}.parquet"
+    assert pq.ParquetFile(part).metadata.num_row_groups == 3
+    assert [p["url"] for p in pages_of(tmp_path / "out")] == [f"http://g.example/{i}" for i in range(5)]
+    assert [row["source_url"] for row in links_of(tmp_path / "out")] == [f"http://g.example/{i}" for i in range(5)]
+    assert {tuple(row["left_words"]) for row in links_of(tmp_path / "out")} == {("read",)}
 
 
 # =============================================================================================
