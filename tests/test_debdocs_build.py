@@ -20,7 +20,8 @@ from warcio.archiveiterator import ArchiveIterator
 from simcore.directory import read_directory
 from tasks import debdocs as td
 
-# Measured here: about 4.5 min on the shared 2-core machine with a warm cache (75 s of CPU), so slow.
+# Measured here with a warm cache: 2.3 to 4.5 min on the shared 2-core machine (flow build 37-79 s,
+# rebuild 32-80 s, Prefect test server start up to a minute), over the ~2 min budget, so slow.
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 
 CACHE = os.environ.get("SIMWEB_DEBDOCS_CACHE") or td.default_cache()
