@@ -53,7 +53,7 @@ from warcio.archiveiterator import ArchiveIterator  # noqa: E402
 from warcio.statusandheaders import StatusAndHeaders  # noqa: E402
 from warcio.warcwriter import WARCWriter  # noqa: E402
 
-from tasks.ingest import GENERIC_TYPES, HTML_TYPES, ingest_warc  # noqa: E402
+from tasks.ingest import HTML_TYPES, ingest_warc  # noqa: E402
 
 DEFAULT_FIXTURES = ("warcfile.warc.gz", "clueweb-quirk.warc.gz")
 TARGET_BASELINE_RATIO = 10.0
@@ -78,7 +78,8 @@ def default_warcs() -> list[Path]:
 
 
 def html_records(paths: list[Path]) -> list[tuple[str, str, StatusAndHeaders | None, str | None, bytes]]:
-    """(record type, URI, HTTP headers, WARC Content-Type, raw payload) of every HTML page record."""
+    """(record type, URI, HTTP headers, WARC Content-Type, raw payload) of every HTML page record:
+    responses with status 2xx and resource records, whose Content-Type says HTML."""
     found = []
     for path in paths:
         with open(path, "rb") as f:
@@ -95,7 +96,7 @@ def html_records(paths: list[Path]) -> list[tuple[str, str, StatusAndHeaders | N
                 else:
                     content_type = record.rec_headers.get_header("Content-Type")
                 media = (content_type or "").split(";")[0].strip().lower()
-                if uri and (media in HTML_TYPES or media in GENERIC_TYPES):
+                if uri and media in HTML_TYPES:
                     found.append((record.rec_type, uri, http, record.rec_headers.get_header("Content-Type"),
                                   record.raw_stream.read()))
     return found
