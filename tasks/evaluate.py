@@ -695,7 +695,7 @@ def write_report(
         "sibling_gamma": [
             {"strategy": r.strategy.label, **dataclasses.asdict(r.estimates[SIBLING_GAMMA]),
              "seconds": r.stats.get("seconds")}
-            for r in ranked
+            for r in sorted(by_strategy.values(), key=lambda r: _value(r, SIBLING_GAMMA), reverse=True)
         ],
         "best": best.strategy.label if best else None,
         "worst": worst.strategy.label if worst else None,
