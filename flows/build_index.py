@@ -14,13 +14,25 @@ because the Dask workers start new Python processes that import the caller's mai
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 from prefect import flow, get_run_logger, unmapped
 from prefect.context import FlowRunContext
 from prefect.task_runners import TaskRunner
 from prefect_dask import DaskTaskRunner
 
+from simcore.strategy import Strategy
 from tasks.ingest import IngestStats, ingest_file, list_warc_files, unreadable
+from tasks.pipeline import (
+    BuildSummary,
+    IndexParams,
+    bags_stage,
+    crawl_folder,
+    invert_stage,
+    publish_index,
+    signatures_stage,
+)
+from tasks.stagecache import StageOutput
 
 
 def available_cores() -> int:
@@ -97,22 +109,56 @@ def _reason(outcome: object) -> str:
 def build_index(
     crawl: str | list[str],
     out: str,
+    strategy: Strategy = Strategy(),
+    m: int = 80,
+    seed: int = 1,
+    min_in_degree: int | None = 3,
+    directory: str | None = None,
+    until: Literal["ingest", "bags", "index"] = "index",
+    crawl_out: str | None = None,
     dask_address: str | None = None,
     n_workers: int | None = None,
+    partitions: int | None = None,
     io_retries: int = 3,
-) -> IngestStats:
+) -> BuildSummary:
     """Build the related-pages index of a crawl (paper Section 6, Figure 10) into ``out``.
 
     ``crawl`` is a WARC file, a folder of them, a glob, or a list of those (WARC only, not
-    ARC). ``dask_address`` names an existing Dask scheduler; without it a local cluster of
-    ``n_workers`` processes (default: one per core) runs for the flow. ``io_retries`` is how
-    often a task retries a file it could not read.
+    ARC). ``strategy`` is how pages are described (Sections 3–4; the default is the paper's
+    Section 7 choice); ``m`` and ``seed`` make the min-hash signatures; documents with
+    in-degree ≤ ``min_in_degree`` stay out of I (Section 7.1; None keeps all). ``directory``
+    (ODP RDF or url<TAB>category) adds categories to results. ``until`` stops after a stage.
+    The ingest output goes to ``crawl_out`` (default ``out/crawl``). ``dask_address`` names an
+    existing Dask scheduler; without it a local cluster of ``n_workers`` processes (default:
+    one per core) runs for the flow. ``io_retries`` is how often a task retries a file it
+    could not read. Finished stages are reused; a failed run resumes at the failed stage.
     """
     log = get_run_logger()
     files = list_warc_files(crawl)
-    log.info("build-index: %d WARC file(s) from %s into %s", len(files), crawl, out)
+    crawl_dir = crawl_out or crawl_folder(out)
+    params = IndexParams(m=m, seed=seed, min_in_degree=min_in_degree)
+    log.info("build-index: %d WARC file(s) from %s into %s, strategy %s", len(files), crawl, out, strategy.label)
+    stages: dict[str, dict] = {}
+    index = None
     with dask_task_runner(dask_address, n_workers) as runner:
         # 1. Ingest (Section 6.1 scans the repository): WARC files -> pages + link contexts.
-        ingested = ingest_stage(runner, files, out, io_retries)
-    log.info("%s", ingested.summary())
-    return ingested
+        ingested = ingest_stage(runner, files, crawl_dir, io_retries)
+        log.info("%s", ingested.summary())
+        if until != "ingest":
+            # 2. Bags (Section 6.1): fragments -> merge by URL -> df, NMDF weighting, normalise.
+            bags = _record(stages, "bags", bags_stage(runner, crawl_dir, strategy, out, partitions))
+        if until == "index":
+            # 3. Signatures (Section 6.2): m min-hashes per bag -> H and the url <-> doc map.
+            signed = _record(stages, "signatures", signatures_stage(runner, bags, crawl_dir, params, out, directory))
+            # 4. Invert (Section 6.2): H -> I, leaving low in-degree URLs out (Section 7.1).
+            inverted = _record(stages, "invert", invert_stage(runner, signed, params, out))
+            # 5. Publish: switch queries to the new index atomically.
+            index = publish_index(inverted, out)
+    summary = BuildSummary(ingest=ingested, stages=stages, index=index)
+    log.info("%s", summary.summary())
+    return summary
+
+
+def _record(stages: dict[str, dict], name: str, output: StageOutput) -> StageOutput:
+    stages[name] = {"path": output.path, "reused": output.reused, "stats": output.stats}
+    return output

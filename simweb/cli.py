@@ -13,6 +13,7 @@ import sys
 # Command modules, in the order `simweb --help` lists them.
 COMMAND_MODULES = (
     "simweb.commands.ingest",
+    "simweb.commands.build",
     "simweb.commands.bags",
     "simweb.commands.orchestrate",
     "simweb.commands.related",

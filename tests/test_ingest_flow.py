@@ -16,8 +16,10 @@ def test_build_index_ingests_two_warc_files_on_dask(prefect_harness, warc_dir, t
     ingesting the same files in-process (re-runs are covered in test_ingest_warc.py)."""
     crawl = [str(warc_dir / "example.warc.gz"), str(warc_dir / "example-iana.org-chunked.warc")]
     out = tmp_path / "index"
-    stats = build_index(crawl, str(out), n_workers=1)
+    built = build_index(crawl, str(out), until="ingest", crawl_out=str(out), n_workers=1)
+    stats = built.ingest
     assert isinstance(stats, IngestStats)
+    assert built.stages == {} and built.index is None
     # example.warc.gz: 6 records, 1 page; example-iana.org-chunked.warc: 3 records, 1 page.
     assert (stats.files_read, stats.records_read, stats.pages_written) == (2, 9, 2)
     assert dict(stats.skipped) == {"warcinfo record": 3, "request record": 3, "revisit record": 1}

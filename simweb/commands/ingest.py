@@ -69,6 +69,9 @@ def run(args) -> int:
         os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
         from flows.build_index import build_index
 
-        stats = build_index(files, args.out, dask_address=args.dask_address, n_workers=args.workers)
+        built = build_index(files, args.out, until="ingest", crawl_out=args.out,
+                            dask_address=args.dask_address, n_workers=args.workers)
+        print(built.ingest.summary())
+        return 0
     print(stats.summary())
     return 0
