@@ -25,7 +25,7 @@ How pairs are drawn, with a seeded generator so the same seed gives the same sam
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -195,10 +195,3 @@ def describe(sample: Sample) -> SampleDescription:
         mean_documents_per_distance=means,
     )
 
-
-def linked_targets(target_urls: Iterable[str], source_urls: Iterable[str], is_directory_page) -> set[str]:
-    """Targets of links whose source is a crawled page that is not one of the directory's own.
-
-    ``target_urls`` and ``source_urls`` are parallel sequences (one entry per link).
-    """
-    return {t for t, s in zip(target_urls, source_urls) if not is_directory_page(s)}

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from simcore.gamma import class_codes, familial_distance, familial_distances
-from simcore.sampling import describe, eligible_urls, linked_targets, sample_class_pairs
+from simcore.sampling import describe, eligible_urls, sample_class_pairs
 
 
 def directory(tops=4, subs=5, leaves=6, pages=5):
@@ -94,9 +94,3 @@ def test_description_counts_documents_per_familial_distance():
     assert len(desc.lines()) == 4
     assert "8 pairs of sibling" in desc.lines()[0]
 
-
-def test_linked_targets_ignore_links_from_directory_pages():
-    targets = ["http://a.example/", "http://b.example/", "http://c.example/"]
-    sources = ["http://crawl.example/1", "http://www.dmoz.org/Arts/", "http://crawl.example/2"]
-    got = linked_targets(targets, sources, lambda url: "dmoz.org" in url)
-    assert got == {"http://a.example/", "http://c.example/"}
