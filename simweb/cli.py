@@ -12,6 +12,7 @@ import sys
 
 # Command modules, in the order `simweb --help` lists them.
 COMMAND_MODULES = (
+    "simweb.commands.demo",
     "simweb.commands.ingest",
     "simweb.commands.build",
     "simweb.commands.bags",
@@ -37,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
+    # Progress comes from the flows' logs; Dask's own start-up chatter stays out of the way.
+    os.environ.setdefault("DASK_DISTRIBUTED__LOGGING__DISTRIBUTED", "warning")
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
