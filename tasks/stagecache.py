@@ -519,18 +519,39 @@ def record_ingestion(crawl: str, outcomes: list[tuple[InboxFile, Mapping[str, An
     ``error`` None marks the file ingested; otherwise it is recorded as failed with the reason,
     and its attempt count grows (see :data:`MAX_ATTEMPTS`).
     """
-    from tasks.storage import write_bytes_atomic
-
     ledger = dict(read_ledger(crawl))
     at = _now()
     for item, stats, error in outcomes:
         previous = ledger.get(item.digest, {})
         entry = {"name": item.name, "url": item.url, "size": item.size, "at": at}
         if error is None:
-            entry.update(status="ingested", stats=_plain(dict(stats or {}), "stats"))
+            entry.update(status="ingested", indexed=False, stats=_plain(dict(stats or {}), "stats"))
         else:
             entry.update(status="failed", reason=error, attempts=int(previous.get("attempts", 0)) + 1)
         ledger[item.digest] = entry
+    return _write_ledger(crawl, ledger)
+
+
+def mark_indexed(crawl: str, digests: list[str] | tuple[str, ...]) -> str:
+    """Record that the index now covers the ingested files ``digests`` (rewritten atomically)."""
+    ledger = dict(read_ledger(crawl))
+    unknown = sorted(set(digests) - set(ledger))
+    if unknown:
+        raise KeyError(f"{len(unknown)} digest(s) are not in the ledger of {crawl}, e.g. {unknown[0]}; "
+                       "expected digests of files recorded by record_ingestion")
+    for digest in digests:
+        ledger[digest] = {**ledger[digest], "indexed": True}
+    return _write_ledger(crawl, ledger)
+
+
+def not_indexed(crawl: str) -> list[str]:
+    """Digests of files ingested but not yet covered by the index (an update failed or is due)."""
+    return sorted(d for d, e in read_ledger(crawl).items() if e.get("status") == "ingested" and not e.get("indexed"))
+
+
+def _write_ledger(crawl: str, ledger: dict[str, dict[str, Any]]) -> str:
+    from tasks.storage import write_bytes_atomic
+
     text = json.dumps({"format": CACHE_FORMAT, "files": ledger}, sort_keys=True, indent=1).encode()
     return write_bytes_atomic(text, join(crawl, LEDGER))
 

@@ -232,6 +232,11 @@ def test_the_inbox_scan_sorts_files_against_the_ledger(tmp_path):
     stagecache.record_ingestion(crawl, [(a, {"pages_written": 3}, None), (b, None, "OSError: I/O error")])
     ledger = stagecache.read_ledger(crawl)
     assert ledger[a.digest]["status"] == "ingested" and ledger[a.digest]["stats"] == {"pages_written": 3}
+    assert stagecache.not_indexed(crawl) == [a.digest]
+    stagecache.mark_indexed(crawl, [a.digest])
+    assert stagecache.not_indexed(crawl) == [] and stagecache.read_ledger(crawl)[a.digest]["indexed"] is True
+    with pytest.raises(KeyError, match="not in the ledger"):
+        stagecache.mark_indexed(crawl, ["0" * 64])
     assert ledger[b.digest] | {"at": None} == {
         "name": "b.warc", "url": f"{inbox}/b.warc", "size": 1, "at": None,
         "status": "failed", "reason": "OSError: I/O error", "attempts": 1,
