@@ -6,7 +6,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PREFECT_HOME ?= $(CURDIR)/.prefect
 export DO_NOT_TRACK := 1
 
-.PHONY: venv demo test test-slow test-all bench clean
+.PHONY: venv system-deps demo test test-slow test-all bench clean
 
 $(BIN)/simweb: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -16,16 +16,25 @@ $(BIN)/simweb: pyproject.toml constraints.txt
 
 venv: $(BIN)/simweb
 
+# Debian's chromium for the browser test of the HTTP page (installed when run as root; the
+# test is skipped, saying why, where it is missing).
+system-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium (apt-get) for the browser test"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "note: 'sudo apt-get install chromium' enables the browser test"; fi; }
+
 demo: venv
 	$(BIN)/simweb demo $(DEMO_ARGS)
 
-test: venv
+test: venv system-deps
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-test-slow: venv
+test-slow: venv system-deps
 	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
 
-test-all: venv
+test-all: venv system-deps
 	$(BIN)/python -m pytest -m "" $(PYTEST_ARGS)
 
 bench: venv
