@@ -1077,6 +1077,9 @@ def _method_lines(context) -> list[str]:
         f"requested, at least {params.get('min_pages')} linked-to URLs per class"
         + (f", at most {params['max_pages_per_class']} per class" if params.get("max_pages_per_class") else "")
         + ".",
+        "Similarity: exact bag Jaccard (or cosine where named) on every pair of the sample; a document "
+        "without a bag under a strategy (e.g. a page that was linked to but not crawled, for contents) is "
+        "similar to nothing, so its same-class pairs count as orthogonal and its comparisons are ties.",
         f"Intervals: 95% percentile bootstrap over the sampled classes ({context['n_resamples']} resamples, "
         f"seed {context['seed']}); differences use a paired bootstrap (the same resampled classes for both).",
     ]
