@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _step("4/4", "evaluate-strategies flow: Γ against the DebDocs directory (paper Figures 3–9)")
     from flows.evaluate_strategies import evaluate_strategies
-    from tasks.evaluate import format_gamma_table
+    from simweb.commands.evaluate import print_summary
 
     report = evaluate_strategies(
         crawl=os.path.join(index_dir, "crawl"),
@@ -100,10 +100,11 @@ def run(args: argparse.Namespace) -> int:
         out=os.path.join(args.out, "report"),
         grid=args.grid,
         n_workers=args.workers,
+        # Each task loads the crawl once, so two big groups (one per core) beat many small ones.
+        group_size=11,
         title="DebDocs",
     )
-    print(format_gamma_table(report))
-    print(f"\nreport: {report['report']}")
+    print_summary(report)
     return 0
 
 
