@@ -98,8 +98,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_summary(summary: dict, out: TextIO = sys.stdout) -> None:
+def print_summary(summary: dict, out: TextIO | None = None) -> None:
     """The sample, the sibling-Γ of every strategy (best first) and the paper's findings."""
+    out = out or sys.stdout  # looked up at call time: the caller may have redirected it
     print("sample:", file=out)
     for line in summary.get("sample", []):
         print(f"  {line}", file=out)
