@@ -37,6 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import scipy.sparse as sp
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import MissingContextError
@@ -46,6 +47,7 @@ from simcore.directory import ODP_HOSTS, Directory, build_directory, read_direct
 from simcore.gamma import (
     DISTANCE_NAMES,
     GAMMA_MEASURES,
+    Estimate,
     ORTHOGONALITY,
     PairCounts,
     bootstrap,
@@ -56,9 +58,11 @@ from simcore.gamma import (
     pair_counts,
     source_gamma,
 )
+from simcore.linkgraph import LinkGraph, PageRankParams, link_similarity, measure_params, pagerank
 from simcore.minhash import MinHashParams, sign, term_hashes
 from simcore.query import all_pairs as index_pairs
 from simcore.query import invert
+from simcore.retrieval_metrics import class_retrieval_scores, delta, tfidf_vectors, top_n
 from simcore.sampling import PAPER_PAIRS, Sample, describe, sample_class_pairs
 from simcore.similarity import all_pairs
 from simcore.strategy import Frequency, Metric, Source, Strategy, Window, paper_grid
@@ -135,14 +139,82 @@ FIGURE_TITLES = {
     "figure8": "Figure 8 — The NMDF weight of a term by its document frequency",
     "figure9": "Figure 9 — Stemming variants: sibling-Γ",
     "metric": "Jaccard vs cosine: sibling-Γ",
+    "links": "Link-based measures (ENS paper) beside anchor windows: sibling-Γ",
 }
 FIGURE_MEASURE = {"figure4": ORTHOGONALITY}
 
 
-def strategy_grid(name: str) -> dict[str, tuple[Strategy, ...]]:
+# The link-based measures of the ENS paper (Sections 3.2–3.4) in the order of its Table 1,
+# PageRank among them as a query-independent baseline (see LinkStrategy).
+LINK_MEASURES = ("cocitation", "coupling", "ecbc", "simrank", "extended_simrank", "pagerank", "pagesim",
+                 "extended_pagesim")
+LINK_LABELS = {"cocitation": "co-citation", "coupling": "bibliographic coupling", "ecbc": "ECBC",
+               "simrank": "SimRank", "extended_simrank": "extended SimRank", "pagerank": "PageRank",
+               "pagesim": "PageSim", "extended_pagesim": "extended PageSim"}
+
+
+@dataclass(frozen=True)
+class LinkStrategy:
+    """A link-based similarity measure judged as a strategy (ENS Sections 3–4), with the ENS
+    paper's Table 1 parameters (``simcore.linkgraph.measure_params``), computed on the crawl's
+    link graph (its ``links`` data set, without the directory's own pages' out-links).
+
+    ``pagerank`` is not a similarity: here it ranks every candidate by its PageRank whatever
+    the query, sim(q, c) = PR(c) — the query-independent baseline ("popular pages first")
+    a similarity measure has to beat. Its Γ says how far popularity alone tracks the directory.
+    """
+
+    measure: str
+
+    def __post_init__(self) -> None:
+        if self.measure not in LINK_MEASURES:
+            raise ValueError(f"expected a link measure among {', '.join(LINK_MEASURES)}, got {self.measure!r}")
+
+    @property
+    def label(self) -> str:
+        return f"link {self.measure}"
+
+    def spec(self) -> str:
+        return f"link:{self.measure}"
+
+    def to_dict(self) -> dict:
+        return {"kind": "link", "measure": self.measure}
+
+    def params(self):
+        """The measure's parameters (ENS Table 1 defaults)."""
+        return PageRankParams() if self.measure == "pagerank" else measure_params(self.measure)
+
+    def __str__(self) -> str:
+        return self.label
+
+
+AnyStrategy = Strategy | LinkStrategy
+
+
+def strategy_from_dict(data: dict) -> AnyStrategy:
+    """A bag strategy (``Strategy.to_dict``) or a link strategy (``LinkStrategy.to_dict``)."""
+    if data.get("kind") == "link":
+        return LinkStrategy(data["measure"])
+    return Strategy.from_dict(data)
+
+
+def link_strategies() -> tuple[LinkStrategy, ...]:
+    return tuple(LinkStrategy(m) for m in LINK_MEASURES)
+
+
+GRIDS = ("paper", "quick", "links", "full")
+
+
+def strategy_grid(name: str) -> dict[str, tuple[AnyStrategy, ...]]:
     """The strategies of a grid, by figure. ``paper``: every sweep of Section 5 (Figures 3–9)
     plus Jaccard vs cosine; ``quick``: window sizes, content and links (Figures 3–4) and the
-    metric comparison, for a first look in a minute."""
+    metric comparison, for a first look in a minute; ``links``: the ENS paper's link measures
+    beside Figure 3's anchor windows, contents and link-id bags; ``full``: ``paper`` plus the
+    ``links`` figure."""
+    if name in ("links", "full"):
+        figures = strategy_grid("paper") if name == "full" else {}
+        figures["links"] = tuple(paper_grid()["figure3"]) + link_strategies()
+        return figures
     figures = dict(paper_grid())
     base = figures["figure3"][0]  # anchor windows W = 32, no weighting
     best = Strategy()  # the paper's Section 7 choice
@@ -155,21 +227,23 @@ def strategy_grid(name: str) -> dict[str, tuple[Strategy, ...]]:
         fig3 = tuple(s for s in figures["figure3"]
                      if (s.window is Window.BASIC and s.window_size in (0, 8, 32)) or not s.uses_anchor)
         return {"figure3": fig3, "figure4": fig3, "metric": metric[:2]}
-    raise ValueError(f"unknown grid {name!r}: expected 'paper' or 'quick'")
+    raise ValueError(f"unknown grid {name!r}: expected one of {', '.join(GRIDS)}")
 
 
-def grid_strategies(figures: dict[str, tuple[Strategy, ...]]) -> tuple[Strategy, ...]:
+def grid_strategies(figures: dict[str, tuple[AnyStrategy, ...]]) -> tuple[AnyStrategy, ...]:
     """Every distinct strategy of a grid, in figure order."""
     return tuple(dict.fromkeys(s for group in figures.values() for s in group))
 
 
-def figure_label(figure: str, strategy: Strategy) -> str:
+def figure_label(figure: str, strategy: AnyStrategy) -> str:
     """The short label of a strategy in one figure, spelt as in the paper's plots."""
-    if figure in ("figure3", "figure4"):
+    if isinstance(strategy, LinkStrategy):
+        return LINK_LABELS[strategy.measure]
+    if figure in ("figure3", "figure4", "links"):
         if strategy.sources == (Source.CONTENT,):
             return "contents"
         if strategy.sources == (Source.LINKS,):
-            return "links"
+            return "link-id bags" if figure == "links" else "links"
         if strategy.window is Window.BASIC:
             return f"w{strategy.window_size}"
         return strategy.window.value
@@ -500,11 +574,20 @@ class EmbeddedSimilarity:
         return out
 
 
-def evaluate_strategies(crawl: str, sample: StageOutput, strategies: Sequence[Strategy], work: str
+# Precision/recall/F/average precision and Δ are measured on each query's top N (ENS Section 4.2
+# uses N = 10; the lecture's measures at the same N).
+RETRIEVAL_N = 10
+RETRIEVAL_MEASURES = (f"precision_at_{RETRIEVAL_N}", f"recall_at_{RETRIEVAL_N}", f"f_at_{RETRIEVAL_N}",
+                      f"average_precision_at_{RETRIEVAL_N}", f"delta_at_{RETRIEVAL_N}")
+_RETRIEVAL_KEYS = ("precision", "recall", "f", "average_precision")
+
+
+def evaluate_strategies(crawl: str, sample: StageOutput, strategies: Sequence[AnyStrategy], work: str
                         ) -> list[StageOutput]:
-    """Stage ``eval-strategy`` for a group of strategies: the corpus is built once from the
-    crawl's ingest output (without the directory's own pages), then each strategy's counts are
-    computed, or reused from an earlier run with the same crawl, sample and strategy."""
+    """Stage ``eval-strategy`` for a group of strategies: the corpus (bag strategies) or the link
+    graph (link strategies) is built once from the crawl's ingest output (without the directory's
+    own pages), then each strategy's counts are computed, or reused from an earlier run with the
+    same crawl, sample and strategy."""
     loaded = load_sample(sample.path)
     page_files, link_files = crawl_parts(crawl)
     crawl_identity = file_identities(page_files + link_files)
@@ -519,17 +602,102 @@ def evaluate_strategies(crawl: str, sample: StageOutput, strategies: Sequence[St
             _log().info("evaluate: bag corpus of %s built in %.1f s", crawl, time.perf_counter() - t0)
         return state["corpus"]
 
+    def graph() -> tuple[LinkGraph, dict]:
+        if "graph" not in state:
+            t0 = time.perf_counter()
+            g, counts = load_link_graph(crawl, excluded.is_directory_page)
+            counts["seconds_graph"] = round(time.perf_counter() - t0, 4)
+            state["graph"] = (g, counts)
+            _log().info("evaluate: link graph of %s (%d pages, %d links) built in %.1f s", crawl, g.n_nodes,
+                        g.n_edges, counts["seconds_graph"])
+        return state["graph"]
+
+    def vectors() -> tuple:
+        if "tfidf" not in state:
+            state["tfidf"] = sample_tfidf(crawl, excluded.is_directory_page, loaded.url_ids)
+        return state["tfidf"]
+
     outputs = []
     for strategy in strategies:
-        def compute(tmp: str, strategy: Strategy = strategy) -> dict:
-            return _evaluate_one(corpus(), loaded, strategy, tmp)
+        def compute(tmp: str, strategy: AnyStrategy = strategy) -> dict:
+            if isinstance(strategy, LinkStrategy):
+                return _evaluate_link(graph(), vectors(), loaded, strategy, tmp)
+            return _evaluate_one(corpus(), vectors(), loaded, strategy, tmp)
 
         outputs.append(run_stage(work, "eval-strategy", {"crawl": crawl_identity, "sample": sample},
-                                 {"strategy": strategy.to_dict()}, compute, log=_log()))
+                                 {"strategy": strategy.to_dict(), "retrieval_n": RETRIEVAL_N}, compute, log=_log()))
     return outputs
 
 
-def _evaluate_one(corpus: Corpus, sample: LoadedSample, strategy: Strategy, out: str) -> dict:
+def load_link_graph(crawl: str, is_directory_page: Callable[[str], bool] = lambda url: False
+                    ) -> tuple[LinkGraph, dict]:
+    """The crawl's link graph (ENS Section 3.1) from its ``links`` data set, without the links of
+    the directory's own pages (Section 5, footnote 8, as :func:`load_crawl` drops them); every
+    page that links or is linked to is a node. Returns the graph and what was read and left out."""
+    _, link_files = crawl_parts(crawl)
+    links = _read(link_files, schemas.LINKS, ["source_url", "source_id", "target_id"])
+    drop = _directory_mask(links.column("source_url"), is_directory_page)
+    keep = pa.array(~drop)
+    sources = links.column("source_id").filter(keep).to_numpy()
+    targets = links.column("target_id").filter(keep).to_numpy()
+    graph = LinkGraph.from_edges(sources, targets)
+    counts = {"links": links.num_rows, "links_from_directory_pages": int(drop.sum()),
+              "self_links": graph.stats.self_loops, "repeated_links": graph.stats.duplicate_edges,
+              "nodes": graph.n_nodes, "edges": graph.n_edges}
+    return graph, counts
+
+
+def sample_tfidf(crawl: str, is_directory_page: Callable[[str], bool], url_ids: np.ndarray):
+    """TF-IDF vectors of the crawl's page contents (ENS Section 4.2: the cosine of TF-IDF
+    vectors judges a top-N list, Δ(A, N)) with the row of each sample URL; a sample URL that
+    was not crawled gets an all-zero row (cosine 0 with everything). The document frequencies
+    are those of every crawled page but the directory's own."""
+    page_files, _ = crawl_parts(crawl)
+    pages = _read(page_files, schemas.PAGES, ["url", "url_id", "words"])
+    pages = pages.filter(pa.array(~_directory_mask(pages.column("url"), is_directory_page)))
+    ids = pages.column("url_id").to_numpy()
+    _, first = np.unique(ids, return_index=True)  # a page crawled twice counts once
+    first = np.sort(first)
+    pages, ids = pages.take(pa.array(first)), ids[first]
+    vectors = tfidf_vectors(pages.column("words").to_pylist())
+    vectors = sp.vstack([vectors, sp.csr_matrix((1, vectors.shape[1]))]).tocsr()
+    rows = np.full(url_ids.size, ids.size, dtype=np.int64)  # the zero row
+    if ids.size:
+        order = np.argsort(ids, kind="stable")
+        pos = np.minimum(np.searchsorted(ids[order], url_ids), ids.size - 1)
+        hit = ids[order][pos] == url_ids
+        rows[hit] = order[pos[hit]]
+    return vectors, rows
+
+
+def retrieval_values(similarity, codes: np.ndarray, vectors, rows: np.ndarray, n: int = RETRIEVAL_N,
+                     *, block: int = 512) -> dict[str, np.ndarray]:
+    """Per-query precision, recall, F and average precision at ``n`` against the directory
+    classes (lecture; relevant = the other sample pages of the query's class, candidates = the
+    sample) and score_{A,N} of Δ(A, N) (ENS Section 4.2), every sample page a query.
+
+    Returns the per-query arrays and ``scored``, the queries whose class has another sample
+    page (the others have no relevant page and are skipped; the sample's classes always have
+    two or more pages, so normally none is)."""
+    total = codes.shape[0]
+    classes = codes[:, -1].tolist()
+    out = {k: [] for k in _RETRIEVAL_KEYS}
+    scores = np.zeros(total)
+    for start in range(0, total, block):
+        idx = np.arange(start, min(total, start + block))
+        dense = similarity.take(idx) if hasattr(similarity, "take") else np.asarray(similarity[idx])
+        got = class_retrieval_scores(dense, [classes[i] for i in idx], classes, n, self_columns=idx)
+        for k in _RETRIEVAL_KEYS:
+            out[k].append(got.per_query[k])
+        scores[idx] = delta(top_n(dense, n, idx), rows[idx], rows, vectors, n).per_query
+    sizes = np.bincount(codes[:, -1])
+    result = {k: np.concatenate(v) if v else np.zeros(0) for k, v in out.items()}
+    result["scored"] = np.flatnonzero(sizes[codes[:, -1]] >= 2)
+    result["delta"] = scores
+    return result
+
+
+def _evaluate_one(corpus: Corpus, vectors, sample: LoadedSample, strategy: Strategy, out: str) -> dict:
     n = len(sample.urls)
     t0 = time.perf_counter()
     bags = corpus.bags(strategy, targets=sample.url_ids.tolist())
@@ -538,39 +706,93 @@ def _evaluate_one(corpus: Corpus, sample: LoadedSample, strategy: Strategy, out:
     inner = all_pairs(bags, strategy.metric, ids=sample.url_ids[present].tolist()) if present.size else np.zeros((0, 0))
     similarity = EmbeddedSimilarity(n, present, inner)
     t2 = time.perf_counter()
+    weighting = bags.weighting.to_dict() if bags.weighting is not None else {}
+    index = None
+    stats = _count_and_save(similarity, vectors, sample, strategy, present, out)
+    if strategy == INDEX_STRATEGY and present.size > 1:
+        index = index_agreement(bags, sample.url_ids[present], inner, present, sample.codes, n, out)
+        index["gamma_exact"] = {k: stats["values"][k] for k in GAMMA_MEASURES}
+    stats.update(index=index, weighting=weighting, seconds_bags=round(t1 - t0, 4),
+                 seconds_similarity=round(t2 - t1, 4))
+    stats["seconds"] = round(stats["seconds_bags"] + stats["seconds_similarity"] + stats["seconds_gamma"], 4)
+    return stats
+
+
+def _evaluate_link(graph_and_counts: tuple[LinkGraph, dict], vectors, sample: LoadedSample,
+                   strategy: LinkStrategy, out: str) -> dict:
+    """A link measure on the sample: each sampled page that is a node of the link graph against
+    every other (pages outside the graph are similar to nothing, as pages without a bag are).
+    The measures run on the whole graph with the sample as queries and candidates, which bounds
+    SimRank-type memory by the sample (``simcore.linkgraph``: exact iteration when the graph fits
+    the measure's ``max_bytes``, its linear form or block bounds beyond)."""
+    graph, graph_counts = graph_and_counts
+    n = len(sample.urls)
+    t0 = time.perf_counter()
+    present = np.flatnonzero(graph.contains(sample.url_ids))
+    nodes = graph.indices(sample.url_ids[present])
+    params = strategy.params()
+    if strategy.measure == "pagerank":
+        rank = pagerank(graph, params)[nodes]
+        inner = np.broadcast_to(rank, (nodes.size, nodes.size))
+    else:
+        inner = link_similarity(graph, params, nodes, nodes) if nodes.size else np.zeros((0, 0))
+    t1 = time.perf_counter()
+    similarity = EmbeddedSimilarity(n, present, np.asarray(inner))
+    stats = _count_and_save(similarity, vectors, sample, strategy, present, out)
+    stats.update(index=None, weighting={}, params=_params_dict(params), graph=graph_counts,
+                 seconds_similarity=round(t1 - t0, 4))
+    stats["seconds"] = round(stats["seconds_similarity"] + stats["seconds_gamma"], 4)
+    return stats
+
+
+def _params_dict(params) -> dict:
+    return {f.name: (_params_dict(getattr(params, f.name)) if dataclasses.is_dataclass(getattr(params, f.name))
+                     else getattr(params, f.name)) for f in dataclasses.fields(params)}
+
+
+def _count_and_save(similarity: EmbeddedSimilarity, vectors, sample: LoadedSample, strategy: AnyStrategy,
+                    present: np.ndarray, out: str) -> dict:
+    """Γ pair counts, the retrieval measures and the showcase rows of one strategy, saved as
+    ``counts.npz``; returns the stage's stats (point values and timings)."""
+    n = len(sample.urls)
+    t0 = time.perf_counter()
     counts = pair_counts(similarity, sample.codes)
-    t3 = time.perf_counter()
+    t1 = time.perf_counter()
+    retrieval = retrieval_values(similarity, sample.codes, *vectors)
+    t2 = time.perf_counter()
     showcase = np.asarray(sample.info.get("showcase", []), dtype=np.int64)
     rows = similarity.take(showcase)
     buffer = io.BytesIO()
     np.savez_compressed(buffer, types=np.asarray(counts.types), concordant=counts.concordant,
                         discordant=counts.discordant, orthogonal=counts.orthogonal,
-                        same_class=counts.same_class, showcase=showcase, showcase_rows=rows)
+                        same_class=counts.same_class, showcase=showcase, showcase_rows=rows,
+                        **{f"retrieval_{k}": v for k, v in retrieval.items()})
     write_bytes_atomic(buffer.getvalue(), join(out, "counts.npz"))
-    weighting = bags.weighting.to_dict() if bags.weighting is not None else {}
     values = {**gammas(counts), ORTHOGONALITY: orthogonality(counts)}
-    index = None
-    if strategy == INDEX_STRATEGY and present.size > 1:
-        index = index_agreement(bags, sample.url_ids[present], inner, present, sample.codes, n, out)
-        index["gamma_exact"] = {k: _nan_to_none(v) for k, v in gammas(counts).items()}
+    for name, key in zip(RETRIEVAL_MEASURES, (*_RETRIEVAL_KEYS, "delta")):
+        v = retrieval[key]
+        values[name] = float(v.mean()) if v.size else math.nan
     return {
-        "index": index,
         "strategy": strategy.to_dict(),
         "label": strategy.label,
         "spec": strategy.spec(),
         "with_bag": int(present.size),
         "sample": n,
-        "weighting": weighting,
-        "seconds_bags": round(t1 - t0, 4),
-        "seconds_similarity": round(t2 - t1, 4),
-        "seconds_gamma": round(t3 - t2, 4),
-        "seconds": round(t3 - t0, 4),
+        "seconds_gamma": round(t1 - t0, 4),
+        "seconds_retrieval": round(t2 - t1, 4),
         "values": {k: (None if math.isnan(v) else v) for k, v in values.items()},
     }
 
 
 def load_counts(output_path: str) -> tuple[PairCounts, np.ndarray, np.ndarray]:
     """A strategy's pair counts and its showcase similarity rows."""
+    counts, showcase, rows, _ = load_strategy_output(output_path)
+    return counts, showcase, rows
+
+
+def load_strategy_output(output_path: str) -> tuple[PairCounts, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """A strategy's pair counts, showcase similarity rows and per-query retrieval values
+    (see :func:`retrieval_values`)."""
     fs, path = filesystem(join(output_path, "counts.npz"))
     with fs.open(path, "rb") as f:
         data = np.load(io.BytesIO(f.read()))
@@ -578,7 +800,43 @@ def load_counts(output_path: str) -> tuple[PairCounts, np.ndarray, np.ndarray]:
         n = data["concordant"].shape[0]
         counts = PairCounts(np.arange(n), types, data["concordant"], data["discordant"],
                             data["orthogonal"], data["same_class"])
-        return counts, data["showcase"], data["showcase_rows"]
+        retrieval = {k[len("retrieval_"):]: data[k] for k in data.files if k.startswith("retrieval_")}
+        return counts, data["showcase"], data["showcase_rows"], retrieval
+
+
+def retrieval_estimates(retrieval: dict[str, np.ndarray], groups: np.ndarray, *, n_resamples: int = 1000,
+                        seed: int = 0, level: float = 0.95) -> dict[str, Estimate]:
+    """Means of the per-query retrieval values with the same cluster bootstrap as Γ
+    (``simcore.gamma.bootstrap``: the sampled classes drawn with replacement, same seed), each
+    mean a ratio of sums: Σ values / number of queries."""
+    if not retrieval:
+        return {}
+    dense = np.unique(groups, return_inverse=True)[1].ravel()
+    n_groups = int(dense.max()) + 1 if dense.size else 0
+    weights = (np.random.default_rng(seed).multinomial(n_groups, np.full(n_groups, 1.0 / n_groups),
+                                                       size=n_resamples).astype(np.float64)
+               if n_groups else np.zeros((0, 0)))
+    scored = retrieval["scored"].astype(np.int64)
+    out = {}
+    for name, key in zip(RETRIEVAL_MEASURES, (*_RETRIEVAL_KEYS, "delta")):
+        values = retrieval[key]
+        members = dense if key == "delta" else dense[scored]
+        num = np.bincount(members, weights=values, minlength=n_groups)
+        den = np.bincount(members, minlength=n_groups).astype(np.float64)
+        value = float(num.sum() / den.sum()) if den.sum() else math.nan
+        if not n_groups or math.isnan(value):
+            out[name] = Estimate(value, math.nan, math.nan, math.nan)
+            continue
+        with np.errstate(invalid="ignore", divide="ignore"):
+            draws = (weights @ num) / (weights @ den)
+        draws = draws[np.isfinite(draws)]
+        if draws.size < 2:
+            out[name] = Estimate(value, math.nan, math.nan, math.nan)
+            continue
+        tail = (1.0 - level) / 2.0
+        low, high = np.quantile(draws, [tail, 1.0 - tail])
+        out[name] = Estimate(value, float(low), float(high), float(draws.std(ddof=1)))
+    return out
 
 
 def index_agreement(bags, ids: np.ndarray, exact: np.ndarray, present: np.ndarray, codes: np.ndarray, n: int,
@@ -650,8 +908,9 @@ def write_report(
     groups = loaded.codes[:, -1]  # resample whole classes: their sources share the ground truth
     by_strategy: dict[Strategy, StrategyResult] = {}
     for strategy, output in results.items():
-        counts, showcase, rows = load_counts(output.path)
+        counts, showcase, rows, retrieval = load_strategy_output(output.path)
         estimates = bootstrap(counts, groups, n_resamples=n_resamples, seed=seed)
+        estimates.update(retrieval_estimates(retrieval, groups, n_resamples=n_resamples, seed=seed))
         by_strategy[strategy] = StrategyResult(strategy, counts, estimates, output.stats, showcase, rows)
 
     fs, out_path = filesystem(out)
@@ -661,7 +920,8 @@ def write_report(
     write_parquet_atomic(differences, join(out, DIFFERENCES_TABLE))
 
     figure_files = _draw_figures(out, figures, by_strategy)
-    jaccard = [r for r in by_strategy.values() if r.strategy.metric is Metric.JACCARD]
+    jaccard = [r for r in by_strategy.values()
+               if isinstance(r.strategy, Strategy) and r.strategy.metric is Metric.JACCARD]
     ranked = sorted(jaccard, key=lambda r: _value(r, SIBLING_GAMMA), reverse=True)
     best, worst = (ranked[0], ranked[-1]) if ranked else (None, None)
     listings = _listings(loaded, best, worst) if best is not None else []
@@ -694,7 +954,8 @@ def write_report(
         "sample": loaded.info.get("description_lines", []),
         "sibling_gamma": [
             {"strategy": r.strategy.label, **dataclasses.asdict(r.estimates[SIBLING_GAMMA]),
-             "seconds": r.stats.get("seconds")}
+             "seconds": r.stats.get("seconds"),
+             "retrieval": {m: dataclasses.asdict(r.estimates[m]) for m in RETRIEVAL_MEASURES if m in r.estimates}}
             for r in sorted(by_strategy.values(), key=lambda r: _value(r, SIBLING_GAMMA), reverse=True)
         ],
         "best": best.strategy.label if best else None,
@@ -725,7 +986,9 @@ def _measures_table(by_strategy: dict[Strategy, StrategyResult]) -> pa.Table:
     rows = []
     for strategy, result in by_strategy.items():
         seconds = result.stats.get("seconds")
-        for measure in MEASURES:
+        for measure in (*MEASURES, *RETRIEVAL_MEASURES):
+            if measure not in result.estimates:
+                continue
             est = result.estimates[measure]
             if measure in GAMMA_MEASURES:
                 c, d = result.counts.per_source(measure)
@@ -864,7 +1127,7 @@ def _draw_figures(out: str, figures: dict[str, tuple[Strategy, ...]],
         labels = [figure_label(figure, r.strategy) for r in present]
         drawn[figure] = _save(out, figure, _bar_figure(FIGURE_TITLES.get(figure, figure), labels,
                                                        [r.estimates[measure] for r in present], measure,
-                                                       from_zero=figure in ("figure3", "figure4")))
+                                                       from_zero=figure in ("figure3", "figure4", "links")))
     # Figure 8: the NMDF curve fitted for this crawl, preferably that of Figure 7's NMDF strategy.
     nmdf = [r for r in by_strategy.values() if (r.stats.get("weighting") or {}).get("nmdf_mu") is not None]
     nmdf.sort(key=lambda r: r.strategy not in figures.get("figure7", ()))
@@ -993,7 +1256,7 @@ def _interval(est) -> str:
 
 def _strategy_rows(context) -> tuple[list[str], list[list[str]]]:
     headers = ["strategy", "sibling-Γ [95% CI]", "cousin-Γ", "unrelated-Γ", "Γ", "orthogonality",
-               "with bag", "seconds"]
+               *(f"{m}@{RETRIEVAL_N}" for m in ("P", "R", "F", "AP", "Δ")), "with bag", "seconds"]
     rows = []
     ranked = sorted(context["results"].values(), key=lambda r: _value(r, SIBLING_GAMMA), reverse=True)
     for r in ranked:
@@ -1005,6 +1268,7 @@ def _strategy_rows(context) -> tuple[list[str], list[list[str]]]:
             _interval(r.estimates["unrelated_gamma"]),
             _interval(r.estimates["gamma"]),
             _interval(r.estimates[ORTHOGONALITY]),
+            *(_fmt(r.estimates[m].value) if m in r.estimates else "n/a" for m in RETRIEVAL_MEASURES),
             f"{r.stats.get('with_bag', 0)}/{n}",
             _fmt(r.stats.get("seconds"), 2),
         ])
@@ -1019,6 +1283,22 @@ def _figure_rows(context, figure: str) -> tuple[list[str], list[list[str]]]:
         if r is not None:
             rows.append([figure_label(figure, s), _interval(r.estimates[measure]), s.label])
     return ["setting", AXIS_LABELS.get(measure, measure) + " [95% CI]", "strategy"], rows
+
+
+RETRIEVAL_TITLE = "Top-{} results against the directory classes (lecture measures; Δ of the ENS paper)".format(
+    RETRIEVAL_N)
+
+
+def _retrieval_rows(context) -> tuple[list[str], list[list[str]]]:
+    rows = []
+    ranked = sorted(context["results"].values(), key=lambda r: _value(r, SIBLING_GAMMA), reverse=True)
+    for r in ranked:
+        if any(m in r.estimates for m in RETRIEVAL_MEASURES):
+            rows.append([r.strategy.label, *(_interval(r.estimates[m]) if m in r.estimates else "n/a"
+                                             for m in RETRIEVAL_MEASURES)])
+    headers = ["strategy", *(f"{m}@{RETRIEVAL_N} [95% CI]" for m in ("precision", "recall", "F",
+                                                                    "average precision", "Δ"))]
+    return headers, rows
 
 
 def _finding_rows(context) -> tuple[list[str], list[list[str]]]:
@@ -1069,7 +1349,7 @@ def _html_table(headers: list[str], rows: list[list[str]]) -> str:
 def _method_lines(context) -> list[str]:
     info = context["sample"]
     params = info.get("params", {})
-    return [
+    lines = [
         "Ground truth: the directory collapsed to depth 3; familial distance same / sibling / cousin / "
         "unrelated (Section 2.1). Every sampled document is a source; Γ sums concordant and discordant "
         "pairs over all sources, similarity ties excluded (Section 2.3).",
@@ -1082,7 +1362,21 @@ def _method_lines(context) -> list[str]:
         "similar to nothing, so its same-class pairs count as orthogonal and its comparisons are ties.",
         f"Intervals: 95% percentile bootstrap over the sampled classes ({context['n_resamples']} resamples, "
         f"seed {context['seed']}); differences use a paired bootstrap (the same resampled classes for both).",
+        f"Top-{RETRIEVAL_N} measures: every sampled page is a query, the rest of the sample its candidates; its "
+        f"top {RETRIEVAL_N} are the most similar candidates with a positive similarity (ties to the earlier "
+        f"sample page). Precision, recall, F and interpolated average precision (lecture notes) count the other "
+        f"pages of the query's class as relevant, precision dividing by {RETRIEVAL_N}; Δ (ENS Section 4.2) "
+        f"averages the TF-IDF cosine of the query's page contents with each result's, divided by {RETRIEVAL_N} "
+        "(a page that was not crawled has no contents: cosine 0).",
     ]
+    if any(isinstance(s, LinkStrategy) for s in context["results"]):
+        lines.append(
+            "Link measures (ENS Sections 3.2–3.4, Table 1 parameters: ECBC α = 0.5; SimRank and extended "
+            "SimRank γ = 0.8, 10 iterations; PageSim r = 3, d = 0.5; extended PageSim r = 3, d = 0.6; PageRank "
+            "teleport 0.1) on the crawl's link graph without the directory's own pages' links; a sampled page "
+            "no kept link touches is similar to nothing. PageRank is a query-independent baseline: every "
+            "query ranks the candidates by their PageRank.")
+    return lines
 
 
 def _sample_lines(context) -> list[str]:
@@ -1112,6 +1406,10 @@ def _markdown(context) -> str:
     parts += [f"- {line}\n" for line in _method_lines(context)]
     parts.append("\n## Strategies, best sibling-Γ first\n\n")
     parts.append(_md_table(*_strategy_rows(context)))
+    retrieval = _retrieval_rows(context)
+    if retrieval[1]:
+        parts.append(f"\n## {RETRIEVAL_TITLE}\n\n")
+        parts.append(_md_table(*retrieval))
     if context["findings"]:
         parts.append("\n## The paper's findings on this crawl\n\n")
         parts.append(_md_table(*_finding_rows(context)))
@@ -1151,6 +1449,9 @@ def _html(context, out: str) -> str:
              "<h2>Sample</h2><ul>" + "".join(f"<li>{h(line)}</li>" for line in _sample_lines(context)) + "</ul>",
              "<h2>Method</h2><ul>" + "".join(f"<li>{h(line)}</li>" for line in _method_lines(context)) + "</ul>",
              "<h2>Strategies, best sibling-Γ first</h2>", _html_table(*_strategy_rows(context))]
+    retrieval = _retrieval_rows(context)
+    if retrieval[1]:
+        parts += [f"<h2>{h(RETRIEVAL_TITLE)}</h2>", _html_table(*retrieval)]
     if context["findings"]:
         parts += ["<h2>The paper's findings on this crawl</h2>", _html_table(*_finding_rows(context))]
     for figure, files in context["figure_files"].items():
@@ -1177,13 +1478,16 @@ def _html(context, out: str) -> str:
 # Grouping strategies into tasks
 
 
-def strategy_groups(strategies: Sequence[Strategy], group_size: int) -> list[tuple[Strategy, ...]]:
+def strategy_groups(strategies: Sequence[AnyStrategy], group_size: int) -> list[tuple[AnyStrategy, ...]]:
     """Small groups of strategies, one task each. Strategies sharing fragment settings (they
-    differ only in weighting or metric) go together so the corpus's merged-bag cache serves them."""
+    differ only in weighting or metric) go together so the corpus's merged-bag cache serves them;
+    link strategies form groups of their own (they need the link graph, not the bag corpus)."""
     if group_size < 1:
         raise ValueError(f"group_size: expected at least 1 strategy per task, got {group_size}")
-    ordered = sorted(strategies, key=lambda s: json.dumps(s.fragment_params(), sort_keys=True))
-    return [tuple(ordered[i:i + group_size]) for i in range(0, len(ordered), group_size)]
+    bags = sorted((s for s in strategies if isinstance(s, Strategy)),
+                  key=lambda s: json.dumps(s.fragment_params(), sort_keys=True))
+    links = [s for s in strategies if isinstance(s, LinkStrategy)]
+    return [tuple(part[i:i + group_size]) for part in (bags, links) for i in range(0, len(part), group_size)]
 
 
 def run_evaluation(
@@ -1224,7 +1528,7 @@ def strategies_task(crawl: str, sample: StageOutput, strategies: list[dict], wor
     """Bags, exact similarity and Γ counts for a small group of strategies (no retries: the
     computation is deterministic; an I/O failure is retried by re-running the flow, which
     reuses every finished strategy)."""
-    return evaluate_strategies(crawl, sample, [Strategy.from_dict(s) for s in strategies], work)
+    return evaluate_strategies(crawl, sample, [strategy_from_dict(s) for s in strategies], work)
 
 
 @task(name="eval-report", cache_policy=NO_CACHE, persist_result=False)
@@ -1234,5 +1538,5 @@ def report_task(out: str, sample: StageOutput, grid: str, outputs: list[list[Sta
     results = {}
     for group, group_outputs in zip(groups, outputs):
         for spec, output in zip(group, group_outputs):
-            results[Strategy.from_dict(spec)] = output
+            results[strategy_from_dict(spec)] = output
     return write_report(out, sample, strategy_grid(grid), results, seed=seed, n_resamples=n_resamples, title=title)

@@ -1,11 +1,12 @@
 """`simweb evaluate`: judge similarity-search strategies against a topic directory (paper Section 5).
 
-    simweb evaluate --crawl DIR --directory FILE --out REPORT [--grid paper|quick] [--seed N]
+    simweb evaluate --crawl DIR --directory FILE --out REPORT [--grid paper|quick|links|full] [--seed N]
 
 DIR is the output of `simweb ingest`; FILE an Open Directory RDF dump (content.rdf.u8, also
 .gz/.bz2) or a url<TAB>Top/category/path file. REPORT receives report.html (self-contained),
-summary.md, measures.parquet (strategy, measure, value, low, high), differences.parquet and
-figures/ (PNG and SVG of the paper's Figures 3–9 for this crawl).
+summary.md, measures.parquet (strategy, measure, value, low, high: the Γ measures, orthogonality,
+coverage, and precision/recall/F/average precision and Δ of each query's top 10), differences.parquet
+and figures/ (PNG and SVG of the paper's Figures 3–9 for this crawl, and the link measures').
 """
 from __future__ import annotations
 
@@ -27,9 +28,11 @@ def register(subparsers) -> None:
     parser.add_argument("--directory", required=True,
                         help="the topic directory: ODP RDF dump or url<TAB>category TSV (.gz/.bz2 fine)")
     parser.add_argument("--out", required=True, help="the report folder to write")
-    parser.add_argument("--grid", choices=("paper", "quick"), default="paper",
+    parser.add_argument("--grid", choices=("paper", "quick", "links", "full"), default="paper",
                         help="paper: every sweep of Figures 3–9 plus Jaccard vs cosine; quick: window sizes, "
-                        "contents, links and the metric (default paper)")
+                        "contents, links and the metric; links: the link measures of the ENS paper (co-citation "
+                        "to extended PageSim, PageRank as a baseline) beside Figure 3's anchor windows; full: "
+                        "paper plus links (default paper)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample and the bootstrap (default 0)")
     parser.add_argument("--pairs", type=int, default=300,
                         help="pairs of sibling third-level classes to sample (default 300, as the paper)")
@@ -106,14 +109,18 @@ def print_summary(summary: dict, out: TextIO | None = None) -> None:
         print(f"  {line}", file=out)
     rows = summary.get("sibling_gamma", [])
     width = max([len(r["strategy"]) for r in rows] + [8])
-    print(f"\n{'strategy':<{width}}  sibling-Γ  95% interval       seconds", file=out)
+    print(f"\n{'strategy':<{width}}  sibling-Γ  95% interval       seconds   P@10  AP@10   Δ@10", file=out)
     for r in rows:
+        retrieval = r.get("retrieval") or {}
+        extra = "".join(
+            f"  {_number(retrieval.get(m, {}).get('value')):>5}"
+            for m in ("precision_at_10", "average_precision_at_10", "delta_at_10"))
         value, low, high = (r.get(k) for k in ("value", "low", "high"))
         shown = "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3f}"
         interval = ("" if low is None or (isinstance(low, float) and math.isnan(low))
                     else f"[{low:.3f}, {high:.3f}]")
         seconds = "" if r.get("seconds") is None else f"{r['seconds']:.2f}"
-        print(f"{r['strategy']:<{width}}  {shown:>9}  {interval:<17}  {seconds:>7}",
+        print(f"{r['strategy']:<{width}}  {shown:>9}  {interval:<17}  {seconds:>7}{extra}",
               file=out)
     findings = summary.get("findings", [])
     if findings:
@@ -121,3 +128,7 @@ def print_summary(summary: dict, out: TextIO | None = None) -> None:
         for f in findings:
             print(f"  {f['verdict']:<32} {f['claim']} ({f['detail']})", file=out)
     print(f"\nreport: {summary.get('report')}", file=out)
+
+
+def _number(value) -> str:
+    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3f}"
