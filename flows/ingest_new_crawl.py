@@ -1,15 +1,17 @@
 """The ingest-new-crawl flow: WARC files dropped into an inbox join an existing index.
 
 Scheduled every hour by the ``ingest-new-crawl`` deployment (deployments/definitions.py).
-Each WARC file is ingested once, however often it is dropped, copied or renamed: the output
+Each WARC file is ingested once, however often it is dropped, copied or renamed: the crawl
 folder keeps a ledger of the files it holds by content digest (tasks/stagecache.py), and a
 file still being copied into the inbox (modified within ``settle_seconds``) waits for the
 next run. A file that cannot be read after its retries is recorded as failed and retried by
 the next runs, up to three times while its bytes stay the same.
 
-After ingestion the index is brought up to date through :func:`refresh_index`, the hook the
-incremental index store plugs into (new segment for the touched URLs, tombstones for their
-old doc ids; see the index issue).
+The index is then brought up to date over the grown crawl and published atomically (a query
+sees the old or the new index, never a mix). Document frequencies: every update is a new
+epoch — df is recomputed over the whole collection and every bag re-weighted — so an updated
+index equals a full build over the same files (see :func:`refresh_index`). A file the ledger
+records as ingested but not yet indexed (an update that failed) is indexed by the next run.
 """
 from __future__ import annotations
 
@@ -19,8 +21,30 @@ from typing import Any
 from prefect import flow, get_run_logger
 
 from flows.build_index import dask_task_runner, ingest_stage
+from simcore.minhash import MinHashParams
+from simcore.strategy import Strategy
+from tasks import index_store
 from tasks.ingest import IngestStats, part_name
-from tasks.stagecache import CrawlLock, InboxFile, record_ingestion, scan_inbox
+from tasks.pipeline import (
+    IndexParams,
+    bags_stage,
+    crawl_folder,
+    invert_stage,
+    publish_index,
+    signatures_stage,
+    stages_folder,
+)
+from tasks.stagecache import (
+    CrawlLock,
+    InboxFile,
+    lineage,
+    mark_indexed,
+    not_indexed,
+    output_path,
+    published,
+    record_ingestion,
+    scan_inbox,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,56 +52,146 @@ class IncrementalIngest:
     """What one run did: the inbox scan, the ingestion, and the index update."""
 
     inbox: dict[str, int]
-    ingested: list[str] = field(default_factory=list)  # names of files ingested by this run
+    ingested: list[str] = field(default_factory=list)  # names of the files ingested by this run
     failed: dict[str, str] = field(default_factory=dict)  # file name -> reason
     new_parts: list[str] = field(default_factory=list)  # part-<h16> written by this run
     stats: dict[str, Any] = field(default_factory=dict)
-    index: str = "unchanged"
+    index: str | None = None  # the live index version after the run
+    stages: dict[str, bool] = field(default_factory=dict)  # stage -> reused
 
 
 @flow(name="ingest-new-crawl")
 def ingest_new_crawl(
     inbox: str,
     out: str,
+    follow_index: bool = True,
+    strategy: Strategy = Strategy(),
+    m: int = 80,
+    seed: int = 1,
+    min_in_degree: int | None = 3,
+    directory: str | None = None,
+    crawl_out: str | None = None,
     settle_seconds: float = 60.0,
     dask_address: str | None = None,
     n_workers: int | None = None,
+    partitions: int | None = None,
     io_retries: int = 3,
 ) -> IncrementalIngest:
-    """Ingest the WARC files in ``inbox`` that ``out`` does not hold yet, then update its index.
+    """Ingest the WARC files in ``inbox`` that the build in ``out`` does not hold yet, then
+    update its index.
 
-    ``out`` is the folder a ``build-index`` run wrote (pages, links, index). ``dask_address``
-    names an existing Dask scheduler; without it a local cluster of ``n_workers`` processes
-    runs, and only when there is something to ingest.
+    ``out`` is a ``build-index`` output folder (its crawl folder is ``crawl_out``, default
+    ``out/crawl``). With ``follow_index`` the index keeps the strategy, ``m``, ``seed`` and
+    ``min_in_degree`` it was built with, whatever the parameters say; without it, or when
+    ``out`` has no index yet, the parameters apply (as in ``build-index``). ``directory``
+    adds categories as in ``build-index``. ``dask_address`` names an existing Dask scheduler;
+    without it a local cluster of ``n_workers`` processes runs, only when there is work.
     """
     log = get_run_logger()
-    with CrawlLock(out):
-        # 1. Scan the inbox: WARC files whose content the output folder's ledger does not hold.
-        scan = scan_inbox(inbox, out, settle_seconds=settle_seconds)
+    crawl_dir = crawl_out or crawl_folder(out)
+    with CrawlLock(crawl_dir):
+        # 1. Scan the inbox: WARC files whose content the crawl folder's ledger does not hold.
+        scan = scan_inbox(inbox, crawl_dir, settle_seconds=settle_seconds)
         log.info("inbox %s: %s", inbox, scan.summary())
-        if not scan.new:
-            return IncrementalIngest(inbox=scan.summary())
-        # 2. Ingest them (one task per file on Dask, retried on I/O errors).
+        if not scan.new and not not_indexed(crawl_dir):
+            return IncrementalIngest(inbox=scan.summary(), index=_live_index(out))
+        # 2. Keep the live index's strategy and min-hash parameters (unless told otherwise).
+        strategy, params = index_parameters(out, follow_index, strategy, IndexParams(m=m, seed=seed, min_in_degree=min_in_degree))
         with dask_task_runner(dask_address, n_workers) as runner:
-            stats = ingest_stage(runner, [f.url for f in scan.new], out, io_retries)
-        # 3. Record each file in the ledger, ingested or failed (rewritten atomically).
-        outcomes = file_outcomes(scan.new, stats)
-        record_ingestion(out, outcomes)
-        # 4. Bring the index up to date for the pages and links of the new parts.
-        new_parts = sorted(part_name(f.digest) for f, _, error in outcomes if error is None)
-        index = refresh_index(out, new_parts)
+            # 3. Ingest the new files into the crawl folder (one task per file, retried on I/O errors).
+            ingested = ingest_stage(runner, [f.url for f in scan.new], crawl_dir, io_retries) if scan.new else IngestStats()
+            # 4. Record each file in the ledger, ingested or failed (rewritten atomically).
+            outcomes = file_outcomes(scan.new, ingested)
+            record_ingestion(crawl_dir, outcomes)
+            # 5. Update the index over the grown crawl and switch queries to it atomically.
+            index, stages = refresh_index(runner, out, crawl_dir, strategy, params, directory, partitions)
+        # 6. Mark every ingested file as covered by the index.
+        mark_indexed(crawl_dir, not_indexed(crawl_dir))
     report = IncrementalIngest(
         inbox=scan.summary(),
         ingested=[f.name for f, _, error in outcomes if error is None],
         failed={f.name: error for f, _, error in outcomes if error is not None},
-        new_parts=new_parts,
-        stats=stats.to_dict(),
+        new_parts=sorted(part_name(f.digest) for f, _, error in outcomes if error is None),
+        stats=ingested.to_dict(),
         index=index,
+        stages=stages,
     )
-    log.info("%s\nindex: %s", stats.summary(), index)
+    log.info("%s\nstages: %s\nindex published at %s", ingested.summary(),
+             ", ".join(f"{s} {'reused' if r else 'computed'}" for s, r in stages.items()), index)
     for name, reason in report.failed.items():
         log.warning("%s not ingested: %s", name, reason)
     return report
+
+
+def refresh_index(runner, out: str, crawl_dir: str, strategy: Strategy, params: IndexParams,
+                  directory: str | None, partitions: int | None) -> tuple[str, dict[str, bool]]:
+    """Bring the index in ``out`` up to date with the crawl folder; the live version and, per
+    stage, whether it was reused.
+
+    The document-frequency policy is one epoch per update: the bags stage recomputes df over
+    the whole grown collection and re-weights every bag (paper Section 3.3 weights need the
+    collection's df), then signatures and I are rebuilt, each stage keyed by the new ingest
+    parts, and the result is published atomically. So an updated index is exactly the index a
+    full build over the same files makes — the invariant tests/test_resume.py checks. This is
+    the hook where an incremental index store (a new segment for the touched URLs, tombstones
+    for their old doc ids, df frozen until the collection has grown by a set fraction) takes
+    over the work between two full re-weights.
+    """
+    # Bags over the whole crawl: fragments, merge by URL, df and weighting (Section 6.1).
+    bags = bags_stage(runner, crawl_dir, strategy, out, partitions)
+    # Signatures: m min-hashes per bag (Section 6.2).
+    signed = signatures_stage(runner, bags, crawl_dir, params, out, directory)
+    # Invert: I, leaving low in-degree URLs out (Sections 6.2, 7.1).
+    inverted = invert_stage(runner, signed, params, out)
+    # Publish: queries switch to the new version atomically.
+    live = publish_index(inverted, out)
+    return live, {"bags": bags.reused, "signatures": signed.reused, "invert": inverted.reused}
+
+
+def index_parameters(out: str, follow_index: bool, strategy: Strategy,
+                     params: IndexParams) -> tuple[Strategy, IndexParams]:
+    """The strategy and index parameters the live index of ``out`` was built with, if it
+    should be followed and its build is recorded in ``out``'s stage outputs; else the given ones."""
+    log = get_run_logger()
+    if not follow_index:
+        return strategy, params
+    chain = _live_lineage(out)
+    if chain is None:
+        log.info("no index built in %s yet: using the given strategy %s, m=%d", out, strategy.label, params.m)
+        return strategy, params
+    built = Strategy.from_dict(chain["bags"]["stats"]["strategy"])
+    minhash = MinHashParams.from_dict(chain["signatures"]["params"]["minhash"])
+    followed = IndexParams(m=minhash.m, seed=minhash.seed, algorithm=minhash.algorithm,
+                           min_in_degree=chain["invert"]["params"]["min_in_degree"])
+    if (built, followed) != (strategy, params):
+        log.info("following the live index: strategy %s, m=%d, seed=%d, min_in_degree=%s",
+                 built.label, followed.m, followed.seed, followed.min_in_degree)
+    return built, followed
+
+
+def _live_lineage(out: str) -> dict[str, dict[str, Any]] | None:
+    """The stage manifests behind the live index of ``out`` (the invert output it was published from)."""
+    live = _live_index(out)
+    if live is None:
+        return None
+    live_manifest = index_store.read_manifest(live)
+    stages = stages_folder(out)
+    for manifest in reversed(published(stages, "invert")):
+        candidate = output_path(stages, "invert", manifest["key"])
+        try:
+            same = index_store.read_manifest(candidate) == live_manifest
+        except index_store.IndexFormatError:
+            continue
+        if same:
+            return lineage(stages, f"invert:{manifest['key']}")
+    return None
+
+
+def _live_index(out: str) -> str | None:
+    try:
+        return index_store.resolve(out)
+    except (FileNotFoundError, index_store.IndexFormatError):
+        return None
 
 
 def file_outcomes(files: tuple[InboxFile, ...], stats: IngestStats) -> list[tuple[InboxFile, dict | None, str | None]]:
@@ -85,10 +199,11 @@ def file_outcomes(files: tuple[InboxFile, ...], stats: IngestStats) -> list[tupl
     errors = {e.path: e.reason for e in stats.file_errors}
     outcomes = []
     for f in files:
+        damage = _error_for(errors, f)
         if part_name(f.digest) in stats.parts:
-            outcomes.append((f, {"part": part_name(f.digest), "damage": _error_for(errors, f)}, None))
+            outcomes.append((f, {"part": part_name(f.digest), "damage": damage}, None))
         else:
-            outcomes.append((f, None, _error_for(errors, f) or "no output was written for this file"))
+            outcomes.append((f, None, damage or "no output was written for this file"))
     return outcomes
 
 
@@ -97,30 +212,3 @@ def _error_for(errors: dict[str, str], f: InboxFile) -> str | None:
         if path == f.url or path.endswith("/" + f.name):
             return reason
     return None
-
-
-def refresh_index(out: str, new_parts: list[str]) -> str:
-    """The hook that brings the index in ``out`` up to date after ``new_parts`` were ingested.
-
-    The index store provides ``tasks.index_store.apply_ingested_parts(out, new_parts) -> str``
-    (rebuild the bags of the URLs the new pages and links touch, sign them into a new
-    segment, tombstone the replaced doc ids, switch queries to the new version atomically)
-    and returns a one-line description of what changed. Until this installation has it,
-    the new parts stay ingested and the next ``build-index`` run indexes them.
-    """
-    log = get_run_logger()
-    if not new_parts:
-        return "unchanged (nothing new was ingested)"
-    try:
-        from tasks.index_store import apply_ingested_parts
-    except ImportError as err:
-        missing = getattr(err, "name", None) in ("tasks.index_store", None) or "apply_ingested_parts" in str(err)
-        if not missing:
-            raise
-        message = (
-            f"not updated: this installation has no incremental index update; the {len(new_parts)} new "
-            "part(s) are ingested and a build-index run over this folder will index them"
-        )
-        log.warning("index %s", message)
-        return message
-    return apply_ingested_parts(out, new_parts)

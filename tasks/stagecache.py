@@ -50,6 +50,8 @@ CACHE_FORMAT = 1
 STALE_AFTER_SECONDS = 6 * 3600
 
 _HOST = socket.gethostname().replace("-", "_")
+#: The prefix of file content identities ("sha256:<hex>"); never a stage name.
+FILE_IDENTITY = "sha256"
 #: Names of stages (comma-separated) that fail on purpose once their output is written but
 #: before it is published: how the resume tests, and anyone checking a deployment's
 #: recovery, exercise a crash inside a late stage of a real build.
@@ -148,11 +150,11 @@ def stage_key(stage: str, inputs: Mapping[str, Any], params: Any = None) -> str:
 def file_identities(urls: list[str] | tuple[str, ...]) -> list[str]:
     """Content identities of input files ("sha256:<hex>"), sorted, so that moving or renaming
     a crawl does not invalidate what was computed from it while any changed byte does."""
-    return sorted(f"sha256:{file_digest(u)}" for u in urls)
+    return sorted(f"{FILE_IDENTITY}:{file_digest(u)}" for u in urls)
 
 
 def _check_stage_name(stage: str) -> None:
-    if not stage or "/" in stage or stage.startswith(".") or stage.startswith("_"):
+    if not stage or "/" in stage or ":" in stage or stage.startswith((".", "_")) or stage == FILE_IDENTITY:
         raise ValueError(f"stage name {stage!r}: expected a plain folder name such as 'bags'")
 
 
@@ -346,6 +348,44 @@ def published(root: str, stage: str) -> list[dict[str, Any]]:
         if manifest is not None:
             found.append(manifest)
     return sorted(found, key=lambda m: m.get("finished", ""))
+
+
+def lineage(root: str, output: StageOutput | str) -> dict[str, dict[str, Any]]:
+    """The manifests of ``output`` and of every stage output it was computed from, by stage.
+
+    Follows the ``"<stage>:<key>"`` identities among each manifest's inputs, so the published
+    index can say which bags, and so which strategy, it was built with. ``output`` is a
+    :class:`StageOutput` or its identity. Stages computed more than once in the chain keep
+    the one nearest to ``output``.
+    """
+    start = output.identity if isinstance(output, StageOutput) else output
+    found: dict[str, dict[str, Any]] = {}
+    queue, seen = [start], set()
+    while queue:
+        identity = queue.pop(0)
+        if identity in seen:
+            continue
+        seen.add(identity)
+        stage, _, key = identity.partition(":")
+        manifest = read_manifest(output_path(root, stage, key))
+        if manifest is None:
+            raise FileNotFoundError(f"{identity}: expected a finished stage output under {root}/{stage}/{key}, found none")
+        found.setdefault(stage, manifest)
+        queue.extend(_identities(manifest.get("inputs")))
+    return found
+
+
+def _identities(value: Any) -> list[str]:
+    """Upstream stage identities ("<stage>:<key>", key 64 hex digits) inside a manifest's inputs."""
+    if isinstance(value, str):
+        stage, sep, key = value.partition(":")
+        ok = sep and stage and stage != FILE_IDENTITY and len(key) == 64 and all(c in "0123456789abcdef" for c in key)
+        return [value] if ok else []
+    if isinstance(value, Mapping):
+        return [i for v in value.values() for i in _identities(v)]
+    if isinstance(value, (list, tuple)):
+        return [i for v in value for i in _identities(v)]
+    return []
 
 
 def _ls_dirs(fs, path: str) -> list[str]:

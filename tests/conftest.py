@@ -106,3 +106,56 @@ def build_small_index(root: Path, *, min_in_degree: int | None = 3, directory: s
 def small_index(tmp_path_factory) -> str:
     """A published index of the synthetic crawl (48 pages in 4 topics), built once per session."""
     return build_small_index(tmp_path_factory.mktemp("small-index"))
+
+
+# --- The build-index stages called directly, in this process (no Prefect, no Dask cluster) ----
+
+
+@pytest.fixture(scope="session")
+def build_in_process():
+    """``build(crawl, out, **params) -> live index folder``: the stages of build-index run one
+    after another in this process — the reference a flow run (served, on a cluster, resumed,
+    incremental) must equal."""
+
+    def build(crawl, out, *, strategy=None, m: int = 80, seed: int = 1, min_in_degree: int | None = 3,
+              directory: str | None = None) -> str:
+        from simcore.strategy import Strategy
+        from tasks.ingest import ingest_files, list_warc_files
+        from tasks.pipeline import (IndexParams, bags_stage, crawl_folder, invert_stage, publish_index,
+                                    signatures_stage)
+
+        out = str(out)
+        params = IndexParams(m=m, seed=seed, min_in_degree=min_in_degree)
+        ingest_files(list_warc_files(crawl), crawl_folder(out))
+        bags = bags_stage(None, crawl_folder(out), strategy or Strategy(), out)
+        signed = signatures_stage(None, bags, crawl_folder(out), params, out, directory)
+        return publish_index(invert_stage(None, signed, params, out), out)
+
+    return build
+
+
+INDEX_DATA_FILES = ("H.u32", "I.keys.u64", "I.docs.u32", "urls.u64", "urls.docs.u32", "docs.parquet", "bags.parquet")
+
+
+@pytest.fixture(scope="session")
+def index_diff():
+    """``diff(a, b) -> [file, ...]``: the files on which two index versions differ (the manifest
+    compared without its creation time); [] when they are the same index."""
+    return _index_diff
+
+
+def _index_diff(a: str, b: str) -> list[str]:
+    import filecmp
+    import json
+
+    from tasks import index_store
+
+    differ = [name for name in INDEX_DATA_FILES + ("I.offsets.u32",)
+              if os.path.exists(os.path.join(a, name)) or os.path.exists(os.path.join(b, name))
+              if not (os.path.exists(os.path.join(a, name)) and os.path.exists(os.path.join(b, name))
+                      and filecmp.cmp(os.path.join(a, name), os.path.join(b, name), shallow=False))]
+    ma, mb = (dict(index_store.read_manifest(v)) for v in (a, b))
+    ma.pop("created", None), mb.pop("created", None)
+    if json.dumps(ma, sort_keys=True) != json.dumps(mb, sort_keys=True):
+        differ.append(index_store.MANIFEST)
+    return differ

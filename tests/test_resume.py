@@ -1,10 +1,12 @@
-"""Resume after a failure, reuse after success: the stage cache on the real pipeline stages.
+"""Resume after a failure, reuse after success, incremental = full: the stage cache on the
+real pipeline stages and flows.
 
 A real exception is raised inside a late stage (tasks.stagecache.FAIL_STAGE_ENV makes the
 stage fail after it has written its output, before publishing it); the re-run must not
 recompute any earlier stage — their manifests and files keep their modification times and
 the count of computed stages says so — and must end with the same output as a build that
-was never interrupted.
+was never interrupted. The first tests call the stages directly (fast); the slow ones run
+the build-index and ingest-new-crawl flows against a real Prefect server.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import pytest
 
 from simcore.strategy import Frequency, Strategy
 from tasks import stagecache
-from tasks.bags import build_bags_stage
+from tasks.bags import DF_FILE, build_bags_stage
 from tasks.ingest import ingest_files
 from tasks.storage import read_parquet
 
@@ -83,7 +85,8 @@ def test_a_build_that_failed_in_a_late_stage_resumes_there(failing, warcs, unint
     reference_root, reference = uninterrupted
     assert out.key == reference.key and not out.reused
     assert rows(out.path) == rows(reference.path)
-    assert rows(f"{out.path}/terms") == rows(f"{reference.path}/terms")
+    df_file = f"/{DF_FILE}"
+    assert rows(out.path + df_file) == rows(reference.path + df_file)
 
 
 def test_a_finished_build_run_again_does_no_work(warcs, uninterrupted):
@@ -109,3 +112,93 @@ def test_changing_only_the_strategy_reruns_from_the_bags_stage_not_the_ingest(wa
     build(warcs, tmp_path, Strategy(window_size=8))
     recomputed = computed_since(before, finished(tmp_path))
     assert [k.split("/")[1] for k in recomputed] == ["bag-fragments", "bag-merge", "bags"]
+
+
+# ---------------------------------------------------------------------------------------
+# Through the flows, on a real Prefect server
+
+
+@pytest.fixture(scope="module")
+def prefect_api(tmp_path_factory):
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from deployments.server import LocalPrefectServer
+
+    with LocalPrefectServer(prefect_home=tmp_path_factory.mktemp("prefect-home")) as server:
+        with temporary_settings({PREFECT_API_URL: server.api_url}):
+            yield server.api_url
+
+
+def flow_marks(out: Path) -> dict[str, int]:
+    """Finished units of a build-index output folder: ingest parts and stage manifests."""
+    marks = list(out.glob("stages/*/*/" + stagecache.MANIFEST)) + list(out.glob("crawl/stats/part-*.json"))
+    return {str(p.relative_to(out)): p.stat().st_mtime_ns for p in marks}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("failing", ["signatures", "invert"])
+def test_build_index_failed_in_a_late_stage_resumes_there(failing, prefect_api, warcs, tmp_path, monkeypatch,
+                                                          build_in_process, index_diff):
+    from flows.build_index import build_index
+
+    out = tmp_path / "index"
+    monkeypatch.setenv(stagecache.FAIL_STAGE_ENV, failing)
+    with pytest.raises(stagecache.InjectedFailure, match=f"stage {failing}"):
+        build_index(crawl=warcs, out=str(out), n_workers=1)
+    after_failure = flow_marks(out)
+    assert not (out / "CURRENT").exists(), "a failed build published an index"
+
+    monkeypatch.delenv(stagecache.FAIL_STAGE_ENV)
+    summary = build_index(crawl=warcs, out=str(out), n_workers=1)
+    recomputed = computed_since(after_failure, flow_marks(out))
+    order = ["bag-fragments", "bag-merge", "bags", "signatures", "invert"]
+    assert [k.split("/")[1] for k in sorted(recomputed, key=lambda k: order.index(k.split("/")[1]))] == \
+        order[order.index(failing):]
+    assert {k: v for k, v in flow_marks(out).items() if k in after_failure} == after_failure
+    assert summary.ingest.files_unchanged == len(WARCS) and summary.ingest.files_read == 0
+    assert summary.stages["bags"]["reused"] and not summary.stages["invert"]["reused"]
+
+    reference = build_in_process(warcs, tmp_path / "reference")
+    assert index_diff(summary.index, reference) == []
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_new_crawl_files_update_the_index_to_what_a_full_build_makes(prefect_api, warcs, tmp_path,
+                                                                     build_in_process, index_diff):
+    from flows.build_index import build_index
+    from flows.ingest_new_crawl import ingest_new_crawl
+    from simweb.api import open_index
+    from tasks.pipeline import crawl_folder
+
+    first, later = warcs[:2], warcs[2:]
+    out, inbox = tmp_path / "index", tmp_path / "inbox"
+    inbox.mkdir()
+    built = build_index(crawl=first, out=str(out), n_workers=1, min_in_degree=None)
+    before = open_index(out)
+    assert before.info()["version"] == Path(built.index).name
+    new_url = "http://www.iana.org/"
+    assert new_url not in before
+
+    for path in later:
+        shutil.copy(path, inbox / Path(path).name)
+    report = ingest_new_crawl(inbox=str(inbox), out=str(out), settle_seconds=0, n_workers=1)
+    assert report.ingested == [Path(p).name for p in later] and report.failed == {}
+    assert report.stages == {"bags": False, "signatures": False, "invert": False}
+    # It kept the build's parameters (min_in_degree=None), not its own defaults (3).
+    assert open_index(out).info()["min_in_degree"] is None
+
+    # The index now equals a full build over all the files with the same parameters.
+    reference = build_in_process(warcs, tmp_path / "reference", min_in_degree=None)
+    assert index_diff(report.index, reference) == []
+
+    # A reader that opened the old version keeps answering from it until it refreshes.
+    assert new_url not in before and before.refresh() and new_url in before
+    assert len(before) == len(open_index(reference))
+
+    # Nothing new: no work, and nothing counted twice.
+    ledger = stagecache.read_ledger(crawl_folder(str(out)))
+    again = ingest_new_crawl(inbox=str(inbox), out=str(out), settle_seconds=0, n_workers=1)
+    assert again.ingested == [] and again.stages == {} and again.index == report.index
+    assert stagecache.read_ledger(crawl_folder(str(out))) == ledger

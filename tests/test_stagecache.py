@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -300,3 +301,18 @@ def test_an_injected_failure_happens_after_the_output_is_written_and_publishes_n
     assert lookup(root, "index", stage_key("index", {}, None)) is None
     monkeypatch.delenv(stagecache.FAIL_STAGE_ENV)
     assert not run_stage(root, "index", {}, None, compute).reused
+
+
+def test_the_lineage_of_an_output_names_every_stage_it_was_computed_from(tmp_path):
+    root = str(tmp_path)
+    ingest = run_stage(root, "ingest", {"warcs": ["sha256:" + "a" * 64]}, None, write_numbers(1))
+    bags = run_stage(root, "bags", {"ingest": ingest}, Params(strategy="BASIC-16"), write_numbers(2))
+    signed = run_stage(root, "signatures", {"bags": bags, "links": [ingest.identity]}, {"m": 80}, write_numbers(3))
+    index = run_stage(root, "index", {"signed": signed}, {"min_in_degree": 3}, write_numbers(4))
+    chain = stagecache.lineage(root, index)
+    assert sorted(chain) == ["bags", "index", "ingest", "signatures"]
+    assert chain["bags"]["params"]["strategy"] == "BASIC-16" and chain["signatures"]["params"] == {"m": 80}
+    assert stagecache.lineage(root, bags.identity).keys() == {"bags", "ingest"}
+    shutil.rmtree(ingest.path)
+    with pytest.raises(FileNotFoundError, match="expected a finished stage output"):
+        stagecache.lineage(root, index)
