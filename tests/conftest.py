@@ -125,6 +125,7 @@ def build_in_process():
                                     signatures_stage)
 
         out = str(out)
+        crawl = [str(c) for c in crawl] if isinstance(crawl, (list, tuple)) else str(crawl)
         params = IndexParams(m=m, seed=seed, min_in_degree=min_in_degree)
         ingest_files(list_warc_files(crawl), crawl_folder(out))
         bags = bags_stage(None, crawl_folder(out), strategy or Strategy(), out)
