@@ -685,7 +685,7 @@ def retrieval_values(similarity, codes: np.ndarray, vectors, rows: np.ndarray, n
     scores = np.zeros(total)
     for start in range(0, total, block):
         idx = np.arange(start, min(total, start + block))
-        dense = similarity.take(idx) if hasattr(similarity, "take") else np.asarray(similarity[idx])
+        dense = similarity.take(idx) if isinstance(similarity, EmbeddedSimilarity) else np.asarray(similarity)[idx]
         got = class_retrieval_scores(dense, [classes[i] for i in idx], classes, n, self_columns=idx)
         for k in _RETRIEVAL_KEYS:
             out[k].append(got.per_query[k])
