@@ -80,11 +80,14 @@ def dask_cluster(tmp_path_factory, prefect_server):
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_build_index_on_a_distributed_cluster_equals_the_local_build(dask_cluster, prefect_server, warc_dir, tmp_path):
+def test_build_index_on_a_distributed_cluster_equals_the_local_build(dask_cluster, prefect_server, warc_dir, tmp_path,
+                                                                     build_in_process, index_diff):
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     from flows.build_index import build_index
-    from tasks.ingest import ingest_files, list_warc_files
+    from simweb.api import open_index
+    from tasks.ingest import list_warc_files
+    from tasks.pipeline import crawl_folder
 
     address, client = dask_cluster
     crawl = tmp_path / "warc"
@@ -95,16 +98,19 @@ def test_build_index_on_a_distributed_cluster_equals_the_local_build(dask_cluste
     before = client.run(lambda dask_worker: dask_worker.state.executed_count)
 
     with temporary_settings({PREFECT_API_URL: prefect_server.api_url}):
-        stats = build_index(crawl=str(crawl), out=str(tmp_path / "distributed"), dask_address=address)
+        summary = build_index(crawl=str(crawl), out=str(tmp_path / "distributed"), dask_address=address,
+                              min_in_degree=None)
 
     executed = client.run(lambda dask_worker: dask_worker.state.executed_count)
     done = {w: executed[w] - before.get(w, 0) for w in executed}
     assert len(done) == 2 and all(n > 0 for n in done.values()), f"tasks per worker: {done}"
     assert sum(done.values()) >= len(files)
 
-    reference = ingest_files(files, str(tmp_path / "local"))
-    assert stats.pages_written == reference.pages_written > 0
-    assert stats.links_written == reference.links_written
-    assert sorted(stats.parts) == sorted(reference.parts)
+    local = build_in_process(str(crawl), tmp_path / "local", min_in_degree=None)
+    assert summary.ingest.pages_written > 0 and summary.ingest.files_read == len(files)
     for dataset in ("pages", "links"):
-        assert _rows(str(tmp_path / "distributed" / dataset)) == _rows(str(tmp_path / "local" / dataset))
+        assert _rows(crawl_folder(str(tmp_path / "distributed")) + f"/{dataset}") == \
+            _rows(crawl_folder(str(tmp_path / "local")) + f"/{dataset}")
+    assert index_diff(summary.index, local) == []
+    index = open_index(tmp_path / "distributed")
+    assert len(index) == len(open_index(local)) > 0
