@@ -58,7 +58,16 @@ from simcore.gamma import (
     pair_counts,
     source_gamma,
 )
-from simcore.linkgraph import LinkGraph, PageRankParams, link_similarity, measure_params, pagerank
+from simcore.linkgraph import (
+    ExtendedSimRankParams,
+    LinkGraph,
+    PageRankParams,
+    SimRankParams,
+    link_similarity,
+    measure_params,
+    pagerank,
+    simrank_plan,
+)
 from simcore.minhash import MinHashParams, sign, term_hashes
 from simcore.query import all_pairs as index_pairs
 from simcore.query import invert
@@ -731,6 +740,12 @@ def _evaluate_link(graph_and_counts: tuple[LinkGraph, dict], vectors, sample: Lo
     present = np.flatnonzero(graph.contains(sample.url_ids))
     nodes = graph.indices(sample.url_ids[present])
     params = strategy.params()
+    plan = None
+    if isinstance(params, (SimRankParams, ExtendedSimRankParams)) and nodes.size:
+        # Which computation fits max_bytes on this graph: exact, linear form, or block lower bounds.
+        chosen = simrank_plan(graph, nodes, nodes, params)
+        plan = {"method": chosen.method, "exact": bool(chosen.exact), "rows": int(chosen.rows.size),
+                "cols": int(chosen.cols.size), "bytes_estimate": int(chosen.bytes_estimate)}
     if strategy.measure == "pagerank":
         rank = pagerank(graph, params)[nodes]
         inner = np.broadcast_to(rank, (nodes.size, nodes.size))
@@ -739,7 +754,7 @@ def _evaluate_link(graph_and_counts: tuple[LinkGraph, dict], vectors, sample: Lo
     t1 = time.perf_counter()
     similarity = EmbeddedSimilarity(n, present, np.asarray(inner))
     stats = _count_and_save(similarity, vectors, sample, strategy, present, out)
-    stats.update(index=None, weighting={}, params=_params_dict(params), graph=graph_counts,
+    stats.update(index=None, weighting={}, params=_params_dict(params), graph=graph_counts, simrank_plan=plan,
                  seconds_similarity=round(t1 - t0, 4))
     stats["seconds"] = round(stats["seconds_similarity"] + stats["seconds_gamma"], 4)
     return stats
