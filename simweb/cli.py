@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "simweb.commands.serve",
     "simweb.commands.corpus",
     "simweb.commands.evaluate",
+    "simweb.commands.dedup",
 )
 
 

@@ -1,0 +1,170 @@
+"""The near-duplicate report of an ingested crawl: duplicate clusters and mirrored hosts.
+
+The law is the lecture notes (``papers/lecture-similarity-queries-and-evaluation.txt``,
+"Detection of identical or near-identical pages"; ``papers/lecture-web-size-duplicates-pagerank.md``,
+"Duplicates and mirrors"): each page's text as K-word shingles, min-hash sketches, pairs whose
+sketches agree on at least the threshold, connected components as duplicate clusters, and host
+pairs sharing paths or near-duplicate pages validated on sampled paths. The algorithms are
+:mod:`simcore.shingles`; this module reads the crawl's ``pages`` data set (written by
+``simweb ingest``) and writes the cluster table.
+
+A page's text is its title followed by its cleaned words (the ingest's ``title_words`` and
+``words``). A URL crawled twice (two WARC files) counts once, its first row in file order.
+Within a cluster the representative is the page with the shortest URL (then the
+alphabetically first): the plainest address stands for its copies.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from simcore.shingles import (
+    DuplicateClusters,
+    MirrorParams,
+    MirrorReport,
+    SketchParams,
+    duplicate_clusters,
+    find_mirrors,
+    shingle_fingerprints,
+    sketch,
+)
+from tasks.storage import join, parts, read_parquet, write_parquet_atomic
+
+logger = logging.getLogger("simweb.dedup")
+
+CLUSTERS_TABLE = "duplicates.parquet"
+
+# DIR/duplicates.parquet — one row per page of a duplicate cluster (clusters of one are left out).
+CLUSTERS_SCHEMA = pa.schema(
+    [
+        pa.field("url", pa.string(), nullable=False),
+        pa.field("url_id", pa.uint64(), nullable=False),
+        pa.field("representative_url", pa.string(), nullable=False),  # the cluster's representative
+        pa.field("representative_id", pa.uint64(), nullable=False),
+        pa.field("cluster_size", pa.int32(), nullable=False),
+    ]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DedupParams:
+    """Shingle size K (lecture: 10), the resemblance threshold (lecture: 80%), the sketch
+    (lecture: 200 min-hashes) and the mirror validation (:class:`simcore.shingles.MirrorParams`;
+    its page threshold is ``threshold``)."""
+
+    k: int = 10
+    threshold: float = 0.8
+    sketch: SketchParams = field(default_factory=SketchParams)
+    mirrors: MirrorParams = field(default_factory=MirrorParams)
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ValueError(f"expected a shingle size k >= 1, got {self.k}")
+        if not 0 < self.threshold <= 1:
+            raise ValueError(f"expected a resemblance threshold in (0, 1], got {self.threshold}")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DedupReport:
+    """What :func:`find_duplicates` found: the pages (in representative-first order), their
+    clusters, the mirror report, and counts of what was read and left out."""
+
+    urls: list[str]
+    url_ids: np.ndarray
+    clusters: DuplicateClusters
+    mirrors: MirrorReport
+    counts: dict[str, int]
+    params: DedupParams
+    seconds: float
+
+    def cluster_urls(self) -> list[list[str]]:
+        """Each cluster's URLs, representative first, largest cluster first."""
+        groups = [[self.urls[i] for i in members.tolist()] for members in self.clusters.clusters()]
+        return sorted(groups, key=lambda g: (-len(g), g[0]))
+
+
+def crawl_pages(crawl: str) -> pa.Table:
+    """The crawl's pages (url, url_id, title_words, words), each URL once (its first row)."""
+    files = parts(join(crawl, "pages"))
+    if not files:
+        raise FileNotFoundError(
+            f"no ingested pages at {join(crawl, 'pages')}: expected the output of `simweb ingest WARC... "
+            "--out DIR`; pass that DIR as --crawl"
+        )
+    tables = [read_parquet(f, columns=["url", "url_id", "title_words", "words"]) for f in files]
+    return pa.concat_tables(tables).combine_chunks()
+
+
+def find_duplicates(crawl: str, params: DedupParams = DedupParams()) -> DedupReport:
+    """Near-duplicate clusters and mirrored host pairs among the crawl's pages (lecture,
+    Steps 1–4 and "Mirrors")."""
+    t0 = time.perf_counter()
+    pages = crawl_pages(crawl)
+    ids = pages.column("url_id").to_numpy()
+    _, first = np.unique(ids, return_index=True)
+    urls_all = pages.column("url").to_pylist()
+    # Representative-first order: duplicate_clusters represents a cluster by its earliest member.
+    order = sorted(first.tolist(), key=lambda i: (len(urls_all[i]), urls_all[i]))
+    titles = pages.column("title_words").to_pylist()
+    words = pages.column("words").to_pylist()
+    fingerprints = [shingle_fingerprints((titles[i] or []) + (words[i] or []), params.k) for i in order]
+    sketches = sketch(fingerprints, params.sketch)
+    clusters = duplicate_clusters(sketches, params.threshold)
+    urls = [urls_all[i] for i in order]
+    mirror_params = params.mirrors
+    if mirror_params.threshold != params.threshold:
+        mirror_params = MirrorParams(**{**_fields(mirror_params), "threshold": params.threshold})
+    mirrors = find_mirrors(urls, sketches, mirror_params)
+    counts = {
+        "pages": len(order),
+        "repeated_urls": pages.num_rows - len(order),
+        "pages_without_shingles": clusters.skipped_empty,
+        "duplicate_pairs": len(clusters.pairs),
+        "clusters": clusters.n_clusters,
+        "pages_in_clusters": int(sum(c.size for c in clusters.clusters())),
+        "duplicates": clusters.n_duplicates,
+        "mirror_candidates": len(mirrors.pairs),
+        "mirrors": len(mirrors.mirrors),
+        "common_paths_ignored": mirrors.common_paths_ignored,
+    }
+    return DedupReport(urls, ids[order], clusters, mirrors, counts, params, round(time.perf_counter() - t0, 3))
+
+
+def _fields(params) -> dict:
+    return {name: getattr(params, name) for name in params.__dataclass_fields__}
+
+
+def clusters_table(report: DedupReport) -> pa.Table:
+    """One row per page of a cluster of two or more: the page and its representative."""
+    rows = {name: [] for name in CLUSTERS_SCHEMA.names}
+    for members in report.clusters.clusters():
+        rep = int(members[0])
+        for i in members.tolist():
+            rows["url"].append(report.urls[i])
+            rows["url_id"].append(int(report.url_ids[i]))
+            rows["representative_url"].append(report.urls[rep])
+            rows["representative_id"].append(int(report.url_ids[rep]))
+            rows["cluster_size"].append(int(members.size))
+    return pa.table(rows, schema=CLUSTERS_SCHEMA)
+
+
+def write_clusters(report: DedupReport, out: str) -> str:
+    """Write ``duplicates.parquet`` into ``out`` atomically; returns its path."""
+    return write_parquet_atomic(clusters_table(report), join(out, CLUSTERS_TABLE))
+
+
+@task(name="dedup", cache_policy=NO_CACHE, persist_result=False)
+def dedup_task(crawl: str, out: str | None = None, params: DedupParams = DedupParams()) -> dict:
+    """Find the crawl's duplicate clusters and mirrors; write the cluster table when ``out`` is
+    given. Returns the counts (no retries: the computation is deterministic)."""
+    report = find_duplicates(crawl, params)
+    result = {"counts": report.counts, "seconds": report.seconds}
+    if out is not None:
+        result["table"] = write_clusters(report, out)
+    return result
