@@ -198,3 +198,63 @@ def test_command_line_links_grid(synthetic, report, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "P@10" in printed and "link extended_simrank" in printed
     assert (tmp_path / "report.html").exists()
+
+
+# -- related pages by a link measure (tasks.link_related) -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_crawl(tmp_path_factory) -> str:
+    """Three hubs: hub1 → a, b, c; hub2 → a, b; hub3 → a, c, d (and a self-link and a repeat)."""
+    import io
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    from tasks.ingest import ingest_files
+
+    root = tmp_path_factory.mktemp("small-links")
+    pages = {
+        "http://hub1.example/": ["a", "b", "c"],
+        "http://hub2.example/": ["a", "b", "b"],
+        "http://hub3.example/": ["a", "c", "d", "../hub3"],
+    }
+    with open(root / "links.warc.gz", "wb") as f:
+        writer = WARCWriter(f, gzip=True)
+        for url, targets in pages.items():
+            links = "".join(f'<a href="http://{t}.example/">{t}</a> ' if not t.startswith("..")
+                            else f'<a href="{url}">me</a>' for t in targets)
+            body = f"<html><head><title>hub</title></head><body><p>{links}</p></body></html>".encode()
+            headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+            writer.write_record(writer.create_warc_record(url, "response", payload=io.BytesIO(body),
+                                                          http_headers=headers))
+    ingest_files([str(root / "links.warc.gz")], str(root / "crawl"))
+    return str(root / "crawl")
+
+
+def test_related_by_cocitation_counts_shared_citing_pages(small_crawl):
+    from tasks.link_related import load_crawl_graph, related_by_link
+
+    loaded = load_crawl_graph(small_crawl)
+    assert loaded.graph.n_nodes == 7 and loaded.graph.n_edges == 8
+    got = {r.url: r.score for r in related_by_link(loaded, "http://a.example/", "cocitation")}
+    assert got == {"http://b.example/": 2.0, "http://c.example/": 2.0, "http://d.example/": 1.0}
+    ranked = related_by_link(small_crawl, "http://d.example/", "cocitation", top=1)
+    assert [(r.rank, r.url, r.score) for r in ranked] in ([(1, "http://a.example/", 1.0)],
+                                                          [(1, "http://c.example/", 1.0)])
+    # hub1 and hub2 share two targets: bibliographic coupling.
+    coupled = {r.url: r.score for r in related_by_link(loaded, "http://hub1.example/", "coupling")}
+    assert coupled == {"http://hub2.example/": 2.0, "http://hub3.example/": 2.0}
+    simrank = related_by_link(loaded, "http://b.example/", "simrank")
+    assert simrank[0].url in ("http://a.example/", "http://c.example/") and 0 < simrank[0].score < 1
+
+
+def test_related_by_link_says_what_is_wrong(small_crawl):
+    from tasks.link_related import related_by_link
+
+    with pytest.raises(ValueError, match="no link of the crawl touches http://nowhere.example/"):
+        related_by_link(small_crawl, "http://nowhere.example/", "cocitation")
+    with pytest.raises(ValueError, match="expected a link measure among cocitation"):
+        related_by_link(small_crawl, "http://a.example/", "pagerank")
+    with pytest.raises(ValueError, match="expected an absolute http"):
+        related_by_link(small_crawl, "not a url", "cocitation")
