@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
@@ -34,6 +35,7 @@ from simcore.shingles import (
     shingle_fingerprints,
     sketch,
 )
+from simcore.urls import normalize_url, url_id
 from tasks.storage import join, parts, read_parquet, write_parquet_atomic
 
 logger = logging.getLogger("simweb.dedup")
@@ -157,6 +159,54 @@ def clusters_table(report: DedupReport) -> pa.Table:
 def write_clusters(report: DedupReport, out: str) -> str:
     """Write ``duplicates.parquet`` into ``out`` atomically; returns its path."""
     return write_parquet_atomic(clusters_table(report), join(out, CLUSTERS_TABLE))
+
+
+@dataclass(frozen=True, slots=True)
+class NearDuplicateFilter:
+    """Which of a ranked list of pages to keep: ``kept`` are positions in the list, in order;
+    ``dropped`` maps a dropped position to the position of the earlier listed page it nearly
+    duplicates (-1: the query page itself)."""
+
+    kept: list[int]
+    dropped: dict[int, int]
+
+
+def near_duplicate_filter(crawl: str, urls: list[str], *, query: str | None = None,
+                          params: DedupParams = DedupParams()) -> NearDuplicateFilter:
+    """Drop the pages of a ranked result list that nearly duplicate a page listed before them
+    (or the query page): the paper notes that commercial "related pages" were often merely
+    mirrored copies. Resemblance is estimated from the sketches of the pages' shingles as in
+    :func:`find_duplicates`; a page the crawl has no text for is always kept."""
+    listed = ([query] if query is not None else []) + list(urls)
+    ids = [url_id(u) for u in (normalize_url(x) or x for x in listed)]
+    texts = _page_texts(crawl, ids)
+    sketches = sketch([shingle_fingerprints(texts.get(i, []), params.k) for i in ids], params.sketch)
+    offset = 1 if query is not None else 0
+    kept_rows: list[int] = [0] if query is not None else []
+    kept, dropped = [], {}
+    for row in range(offset, len(listed)):
+        twin = next((k for k in kept_rows if sketches.estimate(k, row) >= params.threshold), None)
+        if twin is None:
+            kept_rows.append(row)
+            kept.append(row - offset)
+        else:
+            dropped[row - offset] = twin - offset
+    return NearDuplicateFilter(kept, dropped)
+
+
+def _page_texts(crawl: str, ids: list[int]) -> dict[int, list[str]]:
+    """Title and words of the crawled pages among ``ids`` (first row of a URL crawled twice)."""
+    files = parts(join(crawl, "pages"))
+    if not files:
+        raise FileNotFoundError(f"no ingested pages at {join(crawl, 'pages')}: expected the output of `simweb ingest`")
+    wanted = pa.array(sorted(set(ids)), pa.uint64())
+    texts: dict[int, list[str]] = {}
+    for f in files:
+        table = read_parquet(f, columns=["url_id", "title_words", "words"])
+        table = table.filter(pc.is_in(table.column("url_id"), value_set=wanted))
+        for i, title, words in zip(*(table.column(c).to_pylist() for c in ("url_id", "title_words", "words"))):
+            texts.setdefault(i, (title or []) + (words or []))
+    return texts
 
 
 @task(name="dedup", cache_policy=NO_CACHE, persist_result=False)

@@ -110,3 +110,18 @@ def test_command_line(crawl, tmp_path, capsys):
     assert (tmp_path / "duplicates.parquet").exists()
     assert main(["dedup", "--crawl", str(tmp_path / "nothing")]) == 2
     assert "is not a folder" in capsys.readouterr().err
+
+
+def test_result_lists_lose_near_duplicates_of_earlier_results(crawl):
+    from tasks.dedup import near_duplicate_filter
+
+    urls = ["http://a.example/p0.html", "http://b.example/p0.html", "http://c.example/doc.html",
+            "http://d.example/another/doc-copy.html", "http://e.example/unique.html", "http://f.example/empty.html",
+            "http://never.crawled.example/"]
+    got = near_duplicate_filter(crawl, urls)
+    assert got.kept == [0, 2, 4, 5, 6]  # the empty page and the uncrawled one have no text: kept
+    assert got.dropped == {1: 0, 3: 2}
+    # A mirror of the query page itself is no related page either.
+    got = near_duplicate_filter(crawl, ["http://b.example/p1.html", "http://a.example/p0.html"],
+                                query="http://a.example/p1.html")
+    assert got.kept == [1] and got.dropped == {0: -1}
