@@ -46,6 +46,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -73,8 +74,9 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _DRAWS_PER_POSITION = 8
-# Occurrence × position cells per ICWS block: bounds the temporaries (~8 arrays × 8 bytes each).
-_ICWS_BLOCK_CELLS = 1 << 20
+# Occurrence × position cells per ICWS block: small enough for the block's temporaries (a few
+# arrays of 4–8 bytes per cell) to stay in the CPU cache; measured best among 2^14..2^20.
+_ICWS_BLOCK_CELLS = 1 << 16
 
 
 class SignatureMismatch(ValueError):
@@ -171,7 +173,13 @@ def term_hashes(terms: Iterable[str | int], hash_family: str = "mmh3") -> np.nda
         import mmh3
 
         terms = list(terms)
-        return np.fromiter((mmh3.hash64(t, 0, signed=False)[0] for t in terms), np.uint64, len(terms))
+        try:
+            # The first 8 bytes of the 128-bit digest, little-endian, are hash64's first half;
+            # joining the digests keeps the per-term work inside C calls.
+            digests = b"".join(map(mmh3.mmh3_x64_128_digest, map(str.encode, terms)))
+            return np.frombuffer(digests, dtype="<u8")[0::2].astype(np.uint64)
+        except (TypeError, UnicodeEncodeError):  # bytes terms, or text that is not valid Unicode
+            return np.fromiter((mmh3.hash64(t, 0, signed=False)[0] for t in terms), np.uint64, len(terms))
     if hash_family == "identity":
         out = []
         for t in terms:
@@ -189,29 +197,64 @@ def term_hashes(terms: Iterable[str | int], hash_family: str = "mmh3") -> np.nda
     raise ValueError(f"hash_family: expected one of {HASH_FAMILIES}, got {hash_family!r}")
 
 
+def _fmix64_inplace(x: np.ndarray, tmp: np.ndarray) -> np.ndarray:
+    """:func:`_fmix64` computed in place in ``x`` (``tmp``: scratch of the same shape)."""
+    np.right_shift(x, np.uint64(30), out=tmp)
+    x ^= tmp
+    x *= _M1
+    np.right_shift(x, np.uint64(27), out=tmp)
+    x ^= tmp
+    x *= _M2
+    np.right_shift(x, np.uint64(31), out=tmp)
+    x ^= tmp
+    return x
+
+
 def _uniforms(state: np.ndarray, counters: np.ndarray) -> np.ndarray:
     """Uniform (0, 1) doubles: output ``counters`` of the splitmix64 streams seeded by ``state``.
 
     ``state`` has shape (V, 1), ``counters`` shape (m,); the result is V × m.
     """
-    z = _fmix64(state + (counters.astype(np.uint64) + np.uint64(1)) * _GOLDEN)
+    z = state + (counters.astype(np.uint64) + np.uint64(1)) * _GOLDEN
+    _fmix64_inplace(z, np.empty_like(z))
     # 53 random bits: exact as int64, whose conversion to float is much faster than uint64's.
-    return ((z >> np.uint64(11)).view(np.int64).astype(np.float64) + 0.5) * (1.0 / 9007199254740992.0)
+    z >>= np.uint64(11)
+    u = z.view(np.int64).astype(np.float64)
+    u += 0.5
+    u *= 1.0 / 9007199254740992.0
+    return u
 
 
-def _icws_tables(hashes: np.ndarray, params: MinHashParams) -> np.ndarray:
-    """Per (term, position) ICWS randomness as one float32 array V × 4 × m: 1/r, β, r, ln c + rβ − r."""
-    state = (hashes ^ _seed_key(params.seed))[:, None]
-    base = np.arange(params.m, dtype=np.int64) * _DRAWS_PER_POSITION
-    u = [_uniforms(state, base + d) for d in range(5)]
-    r = -np.log(u[0] * u[1])
-    ln_c = np.log(-np.log(u[2] * u[3]))
-    beta = u[4]
-    out = np.empty((hashes.size, 4, params.m), dtype=np.float32)
-    np.divide(1.0, r, out=out[:, 0], casting="same_kind")
-    out[:, 1] = beta
-    out[:, 2] = r
-    np.subtract(ln_c + r * beta, r, out=out[:, 3], casting="same_kind")
+# Terms per block of the ICWS tables: keeps each block's V × m temporaries in cache.
+_TABLE_BLOCK_TERMS = 1024
+
+
+def _icws_tables(hashes: np.ndarray, params: MinHashParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per (term, position) ICWS randomness as four float32 arrays V × m: 1/r, β, r, ln c + rβ − r."""
+    m = params.m
+    key = _seed_key(params.seed)
+    base = np.arange(m, dtype=np.int64) * _DRAWS_PER_POSITION
+    out = tuple(np.empty((hashes.size, m), dtype=np.float32) for _ in range(4))
+    for s in range(0, hashes.size, _TABLE_BLOCK_TERMS):
+        state = (hashes[s:s + _TABLE_BLOCK_TERMS] ^ key)[:, None]
+        u = [_uniforms(state, base + d) for d in range(5)]
+        r = u[0]
+        r *= u[1]
+        np.log(r, out=r)
+        np.negative(r, out=r)
+        ln_c = u[2]
+        ln_c *= u[3]
+        np.log(ln_c, out=ln_c)
+        np.negative(ln_c, out=ln_c)
+        np.log(ln_c, out=ln_c)
+        beta = u[4]
+        block = slice(s, s + _TABLE_BLOCK_TERMS)
+        np.divide(1.0, r, out=out[0][block], casting="same_kind")
+        out[1][block] = beta
+        out[2][block] = r
+        beta *= r
+        beta += ln_c
+        np.subtract(beta, r, out=out[3][block], casting="same_kind")
     return out
 
 
@@ -257,9 +300,7 @@ def sign(
     hashes = np.asarray(hashes, dtype=np.uint64)
     codes, offsets = _check_layout(codes, offsets, hashes.size)
     n = offsets.size - 1
-    if weights is None:
-        weights = np.ones(codes.size, dtype=np.float64)
-    else:
+    if weights is not None:
         weights = np.asarray(weights, dtype=np.float64)
         if weights.shape != codes.shape:
             raise ValueError(f"weights: expected one weight per term occurrence ({codes.size}), got {weights.shape}")
@@ -270,12 +311,12 @@ def sign(
                 f"weights: expected finite weights ≥ 0, found {weights[i]!r} (bag "
                 f"{int(np.searchsorted(offsets, i, side='right')) - 1}); weighted bags are never negative"
             )
-    # Zero weights are absent terms: drop them so they can never win a position.
-    keep = weights > 0
-    if not keep.all():
-        row = np.repeat(np.arange(n), np.diff(offsets))
-        codes, weights = codes[keep], weights[keep]
-        offsets = np.concatenate([[0], np.cumsum(np.bincount(row[keep], minlength=n))]).astype(np.int64)
+        # Zero weights are absent terms: drop them so they can never win a position.
+        keep = weights > 0
+        if not keep.all():
+            row = np.repeat(np.arange(n), np.diff(offsets))
+            codes, weights = codes[keep], weights[keep]
+            offsets = np.concatenate([[0], np.cumsum(np.bincount(row[keep], minlength=n))]).astype(np.int64)
     out = np.full((n, params.m), EMPTY, dtype=np.uint32)
     if codes.size:
         if params.algorithm == "icws":
@@ -290,9 +331,9 @@ def _sign_icws(codes, offsets, hashes, weights, params, out) -> None:
     # weight) only, computed by the same operations in every bag, so rounding cannot make two
     # bags disagree about a shared (k, t); it only perturbs probabilities by ~1e-7.
     used, local = np.unique(codes, return_inverse=True)
-    tab = _icws_tables(hashes[used], params)
+    inv_r, beta, r, base = _icws_tables(hashes[used], params)
     key = _seed_key(params.seed)
-    ln_w = np.log(weights).astype(np.float32)
+    ln_w = np.zeros(codes.size, np.float32) if weights is None else np.log(weights).astype(np.float32)
     lengths = np.diff(offsets)
     nonempty = np.flatnonzero(lengths > 0)
     m = params.m
@@ -305,72 +346,131 @@ def _sign_icws(codes, offsets, hashes, weights, params, out) -> None:
         rows = nonempty[b0:b1]
         s, e = offsets[rows[0]], offsets[rows[-1] + 1]
         k = local[s:e]
-        g = tab[k]  # (occurrences, 4, m)
-        t = np.floor(ln_w[s:e, None] * g[:, 0] + g[:, 1])
-        ln_a = g[:, 3] - g[:, 2] * t
-        # Smallest ln a per bag and position, ties to the earlier occurrence: pack the float's
-        # order-preserving bits above the occurrence index and take one minimum.
+        # t = ⌊ln w / r + β⌋ and ln a = (ln c + rβ − r) − r·t, occurrence × position.
+        t = inv_r.take(k, axis=0)
+        t *= ln_w[s:e, None]
+        t += beta.take(k, axis=0)
+        np.floor(t, out=t)
+        ln_a = r.take(k, axis=0)
+        ln_a *= t
+        np.subtract(base.take(k, axis=0), ln_a, out=ln_a)
+        # Smallest ln a per bag and position, ties to the earlier occurrence: the float's
+        # order-preserving bits (as a signed int) above the occurrence index, one minimum.
         bits = ln_a.view(np.int32)
-        order = (bits ^ ((bits >> 31) & 0x7FFFFFFF)).view(np.uint32) ^ np.uint32(0x80000000)
-        packed = (order.T.astype(np.uint64) << np.uint64(32)) | np.arange(e - s, dtype=np.uint64)
-        best = np.minimum.reduceat(packed, offsets[rows] - s, axis=1)  # (m, bags)
-        win = (best & np.uint64(0xFFFFFFFF)).astype(np.int64).T  # (bags, m) occurrence in block
-        wk = k[win]
-        wt = np.floor(ln_w[s + win] * tab[wk, 0, col] + tab[wk, 1, col])
-        out[rows] = _pair_hash(hashes[used[wk]], wt, key)
+        flip = bits >> 31
+        flip &= 0x7FFFFFFF
+        bits ^= flip
+        packed = bits.astype(np.int64)
+        packed <<= 32
+        packed |= np.arange(e - s, dtype=np.int64)[:, None]
+        best = np.minimum.reduceat(packed, offsets[rows] - s, axis=0)  # (bags, m)
+        best &= 0xFFFFFFFF  # the winning occurrence in the block
+        out[rows] = _pair_hash(hashes[used[k[best]]], t[best, col], key)
 
 
 def _sign_oph(codes, offsets, hashes, params, out) -> None:
     m = params.m
     z = _fmix64(hashes ^ _seed_key(params.seed))
     bins = (((z >> np.uint64(32)) * np.uint64(m)) >> np.uint64(32)).astype(np.int64)
-    vals = z & np.uint64(0xFFFFFFFF)
+    vals = (z & np.uint64(0xFFFFFFFF)).astype(np.uint32)
     n = offsets.size - 1
     lengths = np.diff(offsets)
-    cell = np.repeat(np.arange(n, dtype=np.int64) * m, lengths) + bins[codes]
-    full = np.full(n * m, 1 << 32, dtype=np.uint64)  # 2^32: empty (no uint32 value reaches it)
-    np.minimum.at(full, cell, vals[codes])
-    full = full.reshape(n, m)
-    _densify(full, params)
-    ok = lengths > 0
-    out[ok] = full[ok].astype(np.uint32)
+    cell = np.repeat(np.arange(0, n * m, m, dtype=np.int64), lengths)
+    cell += bins.take(codes)
+    # Bag by bag (row-major), the minimum per bin; EMPTY where a bag has no term at all.
+    v = np.full(n * m, EMPTY, dtype=np.uint32)
+    np.minimum.at(v, cell, vals.take(codes))
+    # Densify bin by bin (position-major): every bag probes the same bins in the same order.
+    vt = np.ascontiguousarray(v.reshape(n, m).T)
+    has = vt != EMPTY
+    if (vals == EMPTY).any():  # a term whose value is EMPTY itself (p = 2^-32 per term)
+        c = cell[vals.take(codes) == EMPTY]
+        has[c % m, c // m] = True
+    _densify(vt, has, lengths > 0, params)
+    np.copyto(out, vt.T)
 
 
-def _densify(full: np.ndarray, params: MinHashParams) -> None:
+_PROBES: dict[tuple[int, int], np.ndarray] = {}
+# Densification runs whole-row attempts while more than 1/_DENSE_SHARE of the bins wait.
+_DENSE_SHARE = 16
+
+
+def _probe_bins(m: int, seed: int, attempts: int) -> np.ndarray:
+    """attempts × m: row a − 1 holds, for every bin b, the bin that densification probes at
+    attempt a, ``⌊(fmix64((b << 32) + a + key) >> 32) · m / 2^32⌋`` (cached, grown on demand)."""
+    table = _PROBES.get((m, seed))
+    if table is None or table.shape[0] < attempts:
+        rows = max(attempts, 16 if table is None else 2 * table.shape[0])
+        key = _seed_key(seed ^ 0x5EED_DE75)
+        b = np.arange(m, dtype=np.uint64) << np.uint64(32)
+        a = np.arange(1, rows + 1, dtype=np.uint64)[:, None]
+        probe = _fmix64(b + a + key)
+        table = (((probe >> np.uint64(32)) * np.uint64(m)) >> np.uint64(32)).astype(np.int64)
+        if len(_PROBES) >= 64:
+            _PROBES.clear()
+        _PROBES[(m, seed)] = table
+    return table
+
+
+def _densify(vt: np.ndarray, has: np.ndarray, rows: np.ndarray, params: MinHashParams) -> None:
     """Optimal densification (Shrivastava 2017): an empty bin copies the first non-empty bin of
-    its probe sequence, the same sequence in every bag, so two bags copy from the same bin."""
-    m = params.m
-    flat = full.reshape(-1)
-    empty = flat == (1 << 32)
-    nonempty_rows = ~empty.reshape(full.shape).all(axis=1)
-    cells = np.flatnonzero(empty & np.repeat(nonempty_rows, m))
-    row_base = cells - cells % m
-    bins = (cells % m).astype(np.uint64)
-    key = _seed_key(params.seed ^ 0x5EED_DE75)
+    its probe sequence, the same sequence in every bag, so two bags copy from the same bin.
+
+    ``vt`` is m × n (bin-major), EMPTY in its empty bins, with ``has`` marking its non-empty
+    bins (a bin can hold the value EMPTY itself); only the bags flagged
+    in ``rows`` (those with a term) are densified. Sources are always bins that were non-empty
+    before densification. While many bins wait, an attempt is a few operations on whole rows
+    of ``vt`` (all bags probe bin table[a, b] for bin b); the few left then go cell by cell.
+    """
+    m, n = vt.shape
+    wait = ~has
+    wait &= rows
+    left = int(np.count_nonzero(wait))
     attempt = 0
-    while cells.size:
+    while left * _DENSE_SHARE > vt.size:
+        src = _probe_bins(m, params.seed, attempt + 1)[attempt]
         attempt += 1
-        probe = _fmix64((bins << np.uint64(32)) + np.uint64(attempt) + key)
-        src = row_base + (((probe >> np.uint64(32)) * np.uint64(m)) >> np.uint64(32)).astype(np.int64)
-        got = ~empty[src]
+        fill = has.take(src, axis=0)
+        fill &= wait
+        # Waiting bins hold EMPTY (all ones), so AND-ing with the source value fills them;
+        # the others are AND-ed with all ones.
+        keep = np.subtract(fill.view(np.uint8), 1, dtype=np.uint32)
+        keep |= vt.take(src, axis=0)
+        vt &= keep
+        wait ^= fill
+        left = int(np.count_nonzero(wait))
+    if not left:
+        return
+    flat = vt.reshape(-1)
+    has = has.reshape(-1)
+    cells = np.flatnonzero(wait)
+    bins = cells // n
+    while cells.size:
+        src = _probe_bins(m, params.seed, attempt + 1)[attempt].take(bins)
+        attempt += 1
+        src -= bins
+        src *= n
+        src += cells
+        got = has.take(src)
         flat[cells[got]] = flat[src[got]]
         miss = ~got
-        cells, row_base, bins = cells[miss], row_base[miss], bins[miss]
+        cells, bins = cells[miss], bins[miss]
 
 
-def encode_bags(bags: Iterable[Sequence[str]]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def encode_bags(bags: Iterable[Iterable[str]]) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Dictionary-encode token lists: (codes, offsets, distinct terms in first-seen order)."""
-    index: dict[str, int] = {}
-    codes: list[int] = []
-    offsets = [0]
-    for bag in bags:
-        for t in bag:
-            c = index.get(t)
-            if c is None:
-                c = index[t] = len(index)
-            codes.append(c)
-        offsets.append(len(codes))
-    return np.array(codes, dtype=np.int64), np.array(offsets, dtype=np.int64), list(index)
+    bags = bags if isinstance(bags, Sequence) else list(bags)
+    lengths = np.fromiter(map(len, bags), np.int64, len(bags))
+    flat = list(chain.from_iterable(bags))
+    if len(flat) != int(lengths.sum()):
+        raise ValueError(f"bags: expected {int(lengths.sum())} terms in total from the bag lengths, iterated {len(flat)}")
+    # Loops over the tokens stay inside C: dict.fromkeys, zip, map.
+    terms = list(dict.fromkeys(flat))
+    code = dict(zip(terms, range(len(terms))))
+    codes = np.fromiter(map(code.__getitem__, flat), np.int64, len(flat))
+    offsets = np.zeros(len(bags) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return codes, offsets, terms
 
 
 def sign_bags(
@@ -379,14 +479,14 @@ def sign_bags(
 ) -> Signatures:
     """Signatures of bags given as ``{term: weight}`` dicts or as token lists (weights 1).
 
-    A token list is a set: a repeated token counts once.
+    A token list is a set: a repeated token counts once. (It is signed as it is: with weight
+    1 every copy of a token draws the same values and the earliest copy wins ties, so the
+    signature equals that of the list without repeats.)
     """
+    codes, offsets, terms = encode_bags(bags)
+    weights = None
     if bags and isinstance(bags[0], dict):
-        codes, offsets, terms = encode_bags([list(b) for b in bags])
-        weights = np.fromiter((w for b in bags for w in b.values()), np.float64, codes.size)
-    else:
-        codes, offsets, terms = encode_bags([list(dict.fromkeys(b)) for b in bags])
-        weights = None
+        weights = np.fromiter(chain.from_iterable(map(dict.values, bags)), np.float64, codes.size)
     return sign(codes, offsets, term_hashes(terms, params.hash_family), weights, params)
 
 

@@ -23,7 +23,7 @@ result, see :func:`process_queries`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -52,6 +52,8 @@ class InvertedIndex:
     offsets: np.ndarray
     docs: np.ndarray
     m: int
+    # The in-memory directory over the keys, built on the first single query (see _Directory).
+    _directory: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.keys.dtype != np.uint64 or self.docs.dtype != np.uint32:
@@ -166,6 +168,135 @@ def _gather(index: InvertedIndex, starts: np.ndarray, lengths: np.ndarray) -> np
     return np.asarray(index.docs[pos])
 
 
+# ------------------------------------------------------------------------ one query at a time
+
+# Keys per directory bin on average, and the widest bin the window search accepts: wider bins
+# (signature values far from uniform, e.g. hand-made small integers) use a binary search.
+_KEYS_PER_BIN = 4
+_WINDOW_MAX = 48
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Directory:
+    """Where each key of I can be: the keys sharing their top bits form one bin (radix directory).
+
+    A key (j << 32) | h falls in bin ``key >> shift`` = j · 2^b + (the top b bits of h);
+    ``first[p]`` is the index of the first key of bin p and ``width`` the size of the largest
+    bin, so a key sits in ``keys[first[p] : first[p] + width]`` if it is in I at all.
+    Signature values are hash outputs, uniform over 32 bits, so the bins hold about
+    _KEYS_PER_BIN keys each: one query's m look-ups are m independent reads of a few
+    adjacent keys, instead of m binary searches whose deepest steps each miss the cache.
+    """
+
+    shift: np.uint64
+    first: np.ndarray
+    width: int
+    base: np.ndarray  # (j << 32) for j = 0..m−1: a query's keys are base | its signature row
+    ramp: np.ndarray  # 0..width−1 repeated m times: the offsets inside each query key's bin
+
+
+def _directory(index: InvertedIndex) -> _Directory | None:
+    """The index's directory, built on first use (one pass over the keys); None if unsuited."""
+    d = index._directory.get("dir", False)
+    if d is not False:
+        return d
+    m, k = index.m, index.keys.size
+    bits = 0
+    while bits < 32 and (m << (bits + 1)) * _KEYS_PER_BIN <= k:
+        bits += 1
+    shift = np.uint64(32 - bits)
+    # first[p + 1] counts the keys of bin p, then the running sum makes it the start of bin p + 1.
+    first = np.zeros((m << bits) + 1, np.uint32 if k < 2**32 else np.int64)
+    for s in range(0, k, 1 << 22):  # bounded temporaries on large indexes
+        b = index.keys[s:s + (1 << 22)] >> shift  # rising, like the keys
+        starts = np.flatnonzero(np.concatenate([[True], b[1:] != b[:-1]]))
+        first[b[starts].astype(np.intp) + 1] += np.diff(np.append(starts, b.size)).astype(first.dtype)
+    width = int(first.max())
+    d = None
+    if 0 < width <= _WINDOW_MAX:
+        np.cumsum(first, out=first)
+        base = np.arange(m, dtype=np.uint64) << np.uint64(32)
+        d = _Directory(shift, first, width, base, np.tile(np.arange(width, dtype=np.int64), m))
+    index._directory["dir"] = d
+    return d
+
+
+def _buckets_of(index: InvertedIndex, sig: np.ndarray) -> np.ndarray:
+    """The bucket numbers in I of the query's m keys (j << 32) | sig[j] that I holds."""
+    d = _directory(index)
+    keys = index.keys
+    if d is None:
+        if keys.size == 0:
+            return np.zeros(0, np.int64)
+        q = bucket_keys(sig)
+        at = np.minimum(keys.searchsorted(q), keys.size - 1)
+        return at[keys[at] == q]
+    q = d.base | sig
+    where = d.first.take(q >> d.shift).repeat(d.width) + d.ramp
+    # Past the last key the window wraps to the first keys, which are smaller than any key
+    # whose bin reaches the end (width ≤ number of keys): a query key matches at most once.
+    hits = np.flatnonzero(keys.take(where, mode="wrap") == q.repeat(d.width))
+    return where[hits]
+
+
+def _process_one(index: InvertedIndex, sig: np.ndarray, need: int, top: int | None, exclude: int,
+                 h: np.ndarray) -> Matches:
+    """PROCESSQUERY for one signature row with H at hand: the path of :func:`process_queries`
+    for a single query, in as few array operations as possible (their fixed cost dominates).
+
+    Same result as the batch path: the buckets of the query's keys minus the need − 1 largest
+    give every candidate (pigeonhole), whose counts are read from H.
+    """
+    m = index.m
+    none = Matches(exclude, np.zeros(0, np.int64), np.zeros(0, np.int64), m)
+    if sig[0] == EMPTY and (sig == EMPTY).all():
+        return none
+    at = _buckets_of(index, sig)
+    if at.size < need:
+        return none  # fewer than `need` positions collide with anything
+    offsets = index.offsets
+    start = offsets.take(at).astype(np.int64)
+    length = np.subtract(offsets.take(at + 1), start, dtype=np.int64)
+    if need > 1:
+        kept = length.argsort()[: at.size - need + 1]
+        start, length = start[kept], length[kept]
+    ends = length.cumsum()
+    total = int(ends[-1])
+    if total == 0:
+        return none
+    start -= ends
+    start += length  # bucket start minus its first place in the gathered array
+    pos = start.repeat(length)
+    pos += _ramp(total)
+    cand = index.docs.take(pos)
+    cand.sort()
+    first = np.empty(total, bool)
+    first[0] = True
+    np.not_equal(cand[1:], cand[:-1], out=first[1:])
+    cand = cand[first]
+    counts = np.add.reduce(h[cand] == sig, axis=1, dtype=np.int64)
+    ok = counts >= need
+    ok &= cand != exclude
+    cand, counts = cand[ok], counts[ok]
+    order = (-counts).argsort(kind="stable")  # count descending; ids rise within a count
+    if top is not None:
+        order = order[:top]
+    return Matches(exclude, cand[order].astype(np.int64), counts[order], m)
+
+
+_RAMPS: list[np.ndarray] = [np.arange(1 << 12, dtype=np.int64)]
+
+
+def _ramp(n: int) -> np.ndarray:
+    """0..n−1 from a shared array (grown on demand), saving one allocation per query."""
+    r = _RAMPS[-1]
+    if r.size < n:
+        r = np.arange(max(n, 2 * r.size), dtype=np.int64)
+        _RAMPS.append(r)
+        del _RAMPS[:-1]
+    return r[:n]
+
+
 def process_queries(
     index: InvertedIndex,
     signatures: np.ndarray,
@@ -193,6 +324,8 @@ def process_queries(
         raise ValueError(f"top: expected at least 1 result, got {top}")
     need = min_count(alpha, m)
     exclude = np.full(q, -1, np.int64) if exclude is None else np.asarray(exclude, dtype=np.int64)
+    if q == 1 and h is not None:
+        return [_process_one(index, sig[0], need, top, int(exclude[0]), h)]
     empty = (sig == EMPTY).all(axis=1)
     results: list[Matches] = []
     starts, lengths = _lookup(index, bucket_keys(sig))  # (q, m)

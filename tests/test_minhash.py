@@ -13,6 +13,7 @@ from simcore.minhash import (
     MinHashParams,
     SignatureMismatch,
     Signatures,
+    encode_bags,
     estimate,
     sign,
     sign_bags,
@@ -203,3 +204,108 @@ def test_icws_collision_rate_per_position_matches_weighted_jaccard():
         hits.append((s[0] == s[1]).mean())
     mean = float(np.mean(hits))
     assert abs(mean - j) < 4 * math.sqrt(j * (1 - j) / (80 * 60))
+
+
+# ------------------------------------------------------------------------- fast paths vs references
+
+M1, M2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+
+
+def unfmix(z: int) -> int:
+    """The inverse of fmix: builds a term hash whose OPH value is chosen by the test."""
+    def unshift(x: int, s: int) -> int:
+        y = x
+        for _ in range(64 // s + 1):
+            y = x ^ (y >> s)
+        return y
+
+    z = unshift(z, 31)
+    z = (z * pow(M2, -1, 2**64)) & MASK
+    z = unshift(z, 27)
+    z = (z * pow(M1, -1, 2**64)) & MASK
+    return unshift(z, 30)
+
+
+def oph_reference(hashes: list[int], m: int, seed: int) -> list[int]:
+    """One-permutation hashing with optimal densification, term by term (module docstring)."""
+    bins: dict[int, int] = {}
+    for h in hashes:
+        z = fmix(h ^ key(seed))
+        b = ((z >> 32) * m) >> 32
+        bins[b] = min(bins.get(b, 1 << 32), z & 0xFFFFFFFF)
+    if not bins:
+        return [int(EMPTY)] * m
+    out = []
+    probe_key = key(seed ^ 0x5EED_DE75)
+    for b in range(m):
+        attempt, src = 0, b
+        while src not in bins:
+            attempt += 1
+            src = ((fmix(((b << 32) + attempt + probe_key) & MASK) >> 32) * m) >> 32
+        out.append(bins[src])
+    return out
+
+
+def test_fmix_inverse_round_trips():
+    for x in (0, 1, 2**63 + 12345, MASK):
+        assert fmix(unfmix(x)) == x
+
+
+@pytest.mark.parametrize("m", [1, 5, 80])
+def test_oph_equals_the_term_by_term_reference(m):
+    """Bags from 1 to 300 terms: mostly-empty rows (column-wise densification) and full ones."""
+    rng = np.random.default_rng(m)
+    vocab = [int(x) for x in rng.integers(0, 2**63, 2000)]
+    bags = [list(rng.choice(2000, int(rng.integers(0, 300)), replace=False)) for _ in range(120)]
+    codes = np.array([c for b in bags for c in b], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum([len(b) for b in bags])])
+    params = MinHashParams(m=m, seed=7, algorithm="oph")
+    sig = sign(codes, offsets, np.array(vocab, dtype=np.uint64), None, params).values
+    for row, bag in zip(sig, bags):
+        assert row.tolist() == oph_reference([vocab[c] for c in bag], m, 7)
+
+
+def test_an_oph_value_equal_to_the_empty_marker_still_fills_its_bin():
+    seed, m = 3, 16
+    special = unfmix((5 << 32) | 0xFFFFFFFF) ^ key(seed)  # bin ⌊(5 · 16) / 2^32⌋ = 0, value 0xFFFFFFFF
+    hashes = np.array([special, 12345, 987654321], dtype=np.uint64)
+    params = MinHashParams(m=m, seed=seed, algorithm="oph")
+    sig = sign(np.array([0, 1, 0, 2]), np.array([0, 2, 4]), hashes, None, params).values
+    assert sig[0].tolist() == oph_reference([special, 12345], m, seed)
+    assert sig[1].tolist() == oph_reference([special, 987654321], m, seed)
+    assert (sig[0] == EMPTY).any() and not (sig[0] == EMPTY).all()
+
+
+def test_icws_blocks_do_not_change_signatures(monkeypatch):
+    from simcore import minhash
+
+    rng = np.random.default_rng(8)
+    bags = [{f"t{x}": float(rng.lognormal()) for x in rng.choice(500, int(rng.integers(1, 40)), replace=False)}
+            for _ in range(60)]
+    params = MinHashParams(m=24, seed=4)
+    whole = sign_bags(bags, params).values
+    monkeypatch.setattr(minhash, "_ICWS_BLOCK_CELLS", 50)
+    monkeypatch.setattr(minhash, "_TABLE_BLOCK_TERMS", 7)
+    assert (sign_bags(bags, params).values == whole).all()
+    small = [{str(k): w for k, w in b.items()} for b in ({3: 0.5, 17: 0.25}, {99: 2.0, 3: 0.125, 40: 1.0})]
+    ident = MinHashParams(m=24, seed=4, hash_family="identity")
+    for row, bag in zip(sign_bags(small, ident).values, small):
+        assert row.tolist() == icws_reference({int(k): w for k, w in bag.items()}, 24, 4)
+
+
+def test_mmh3_term_hashes_equal_hash64_for_any_text_and_bytes():
+    import mmh3
+
+    words = ["java", "straße", "日本語", "🙂", "", "a" * 100]
+    assert term_hashes(words).tolist() == [mmh3.hash64(w, 0, signed=False)[0] for w in words]
+    assert term_hashes([b"java", b"\xff"]).tolist() == [mmh3.hash64(b, 0, signed=False)[0] for b in (b"java", b"\xff")]
+
+
+def test_encode_bags_and_repeated_tokens():
+    codes, offsets, terms = encode_bags(iter([["b", "a", "b"], [], ["c", "a"]]))
+    assert codes.tolist() == [0, 1, 0, 2, 1] and offsets.tolist() == [0, 3, 3, 5] and terms == ["b", "a", "c"]
+    lists = [["x", "y", "x", "z", "y"], ["z", "z"], []]
+    for algorithm in ("icws", "oph"):
+        params = MinHashParams(m=32, algorithm=algorithm)
+        once = sign_bags([list(dict.fromkeys(b)) for b in lists], params).values
+        assert (sign_bags(lists, params).values == once).all()

@@ -111,3 +111,58 @@ def test_similar_bags_are_found_and_dissimilar_ones_are_not():
         got = set(process_query(index, h, q, 0.15).docs.tolist())
         cluster = set(range(q - q % 3, q - q % 3 + 3)) - {q}
         assert got == cluster
+
+
+def _families(n: int, m: int, seed: int) -> np.ndarray:
+    """Signature rows with uniform 32-bit values where each document copies a random share of
+    an earlier document's positions: buckets of every size, keys spread over all of I."""
+    rng = np.random.default_rng(seed)
+    h = rng.integers(0, 2**32, size=(n, m), dtype=np.uint64).astype(np.uint32)
+    for d in range(1, n):
+        parent = int(rng.integers(0, d))
+        copy = rng.random(m) < rng.uniform(0.0, 0.9)
+        h[d, copy] = h[parent, copy]
+    h[rng.random(n) < 0.02] = EMPTY
+    return h
+
+
+def test_single_queries_through_the_key_directory_equal_brute_force():
+    from simcore.query import _directory
+
+    h = _families(3000, 16, seed=1)
+    indexed = np.random.default_rng(2).random(3000) < 0.9
+    index = invert(h, indexed)
+    d = _directory(index)
+    assert d is not None and d.first.size > 16  # several bins per position
+    last = int(index.docs[-1])  # holds the largest key: its window reaches the end of I
+    for q in [last, *range(0, 3000, 37)]:
+        for alpha in (0.0, 0.2, 0.5):
+            got = process_query(index, h, q, alpha)
+            assert list(zip(got.docs.tolist(), got.counts.tolist())) == brute_force(h, q, alpha, indexed)
+            top = process_query(index, h, q, alpha, top=2)
+            assert top.docs.tolist() == got.docs.tolist()[:2]
+
+
+def test_single_queries_with_crowded_keys_use_binary_search_and_equal_brute_force():
+    from simcore.query import _directory
+
+    rng = np.random.default_rng(4)
+    h = rng.integers(0, 100, size=(400, 6)).astype(np.uint32)  # 100 values per position, one bin
+    index = invert(h)
+    assert _directory(index) is None
+    for q in range(0, 400, 9):
+        got = process_query(index, h, q, 0.3)
+        assert list(zip(got.docs.tolist(), got.counts.tolist())) == brute_force(h, q, 0.3)
+
+
+def test_a_signature_that_is_no_document_is_answered_like_one():
+    h = _families(500, 12, seed=5)
+    index = invert(h)
+    probe = h[17].copy()
+    probe[:4] = 7  # a row H does not hold
+    one = process_queries(index, probe[None, :], 0.25, h=h)[0]
+    counted = process_queries(index, probe[None, :], 0.25)[0]  # no H: counts from the postings
+    want = sorted(((d, int(c)) for d, c in enumerate((h == probe).sum(axis=1)) if c >= 3 and not (h[d] == EMPTY).all()),
+                  key=lambda x: (-x[1], x[0]))
+    assert list(zip(one.docs.tolist(), one.counts.tolist())) == want
+    assert list(zip(counted.docs.tolist(), counted.counts.tolist())) == want
