@@ -118,7 +118,10 @@ def _ingest_defaults(ws: Workspace) -> dict[str, Any]:
 
 
 def _evaluate_defaults(ws: Workspace) -> dict[str, Any]:
-    return {"crawl": ws.index, "directory": ws.directory, "out": ws.evaluation}
+    from tasks.pipeline import crawl_folder
+
+    # The crawl a build ingested (build-index keeps it in out/crawl).
+    return {"crawl": crawl_folder(ws.index), "directory": ws.directory, "out": ws.evaluation}
 
 
 def _debdocs_defaults(ws: Workspace) -> dict[str, Any]:
