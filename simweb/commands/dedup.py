@@ -55,8 +55,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_report(report, show: int, out: TextIO = sys.stdout) -> None:
+def print_report(report, show: int, out: TextIO | None = None) -> None:
     """Counts first, then the largest clusters and the mirror pairs (validated ones first)."""
+    out = out or sys.stdout  # looked up per call: the standard output may have been replaced since import
     c, p = report.counts, report.params
     print(f"near-duplicates (k = {p.k} word shingles, {p.sketch.num_perm} min-hashes, resemblance >= "
           f"{p.threshold}) in {report.seconds:.1f} s", file=out)
