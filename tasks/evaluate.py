@@ -104,7 +104,7 @@ DIFFERENCES_TABLE = "differences.parquet"
 MEASURES_SCHEMA = pa.schema(
     [
         pa.field("strategy", pa.string(), nullable=False),  # Strategy.label
-        pa.field("spec", pa.string(), nullable=False),  # Strategy.spec(), readable by Strategy.parse
+        pa.field("spec", pa.string(), nullable=False),  # .spec(), readable by parse_strategy
         pa.field("measure", pa.string(), nullable=False),
         pa.field("value", pa.float64()),
         pa.field("low", pa.float64()),  # bootstrap percentile interval
@@ -205,6 +205,13 @@ def strategy_from_dict(data: dict) -> AnyStrategy:
     if data.get("kind") == "link":
         return LinkStrategy(data["measure"])
     return Strategy.from_dict(data)
+
+
+def parse_strategy(spec: str) -> AnyStrategy:
+    """The strategy of a measures-table ``spec``: ``link:<measure>`` or a ``Strategy.parse`` spec."""
+    if isinstance(spec, str) and spec.strip().startswith("link:"):
+        return LinkStrategy(spec.strip()[len("link:"):])
+    return Strategy.parse(spec)
 
 
 def link_strategies() -> tuple[LinkStrategy, ...]:

@@ -26,6 +26,7 @@ from tasks.evaluate import (
     load_link_graph,
     load_sample,
     load_strategy_output,
+    parse_strategy,
     prepare_sample,
     read_lines,
     retrieval_estimates,
@@ -60,8 +61,10 @@ def test_link_strategies_round_trip_and_reject_unknown_measures():
         s = LinkStrategy(measure)
         assert strategy_from_dict(s.to_dict()) == s
         assert s.spec() == f"link:{measure}"
+        assert parse_strategy(s.spec()) == s
     bag = Strategy()
     assert strategy_from_dict(bag.to_dict()) == bag
+    assert parse_strategy(bag.spec()) == bag
     assert LinkStrategy("ecbc").params().alpha == 0.5  # ENS Table 1
     assert LinkStrategy("extended_pagesim").params().decay == 0.6
     with pytest.raises(ValueError, match="expected a link measure among cocitation"):
