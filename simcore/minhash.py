@@ -77,6 +77,8 @@ _DRAWS_PER_POSITION = 8
 # Occurrence × position cells per ICWS block: small enough for the block's temporaries (a few
 # arrays of 4–8 bytes per cell) to stay in the CPU cache; measured best among 2^14..2^20.
 _ICWS_BLOCK_CELLS = 1 << 16
+# Bag × position cells per OPH block (4 bytes each), for the same reason.
+_OPH_BLOCK_CELLS = 1 << 17
 
 
 class SignatureMismatch(ValueError):
@@ -373,21 +375,29 @@ def _sign_oph(codes, offsets, hashes, params, out) -> None:
     z = _fmix64(hashes ^ _seed_key(params.seed))
     bins = (((z >> np.uint64(32)) * np.uint64(m)) >> np.uint64(32)).astype(np.int64)
     vals = (z & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    special = bool((vals == EMPTY).any())  # a term whose value is EMPTY itself (p = 2^-32 per term)
     n = offsets.size - 1
     lengths = np.diff(offsets)
-    cell = np.repeat(np.arange(0, n * m, m, dtype=np.int64), lengths)
-    cell += bins.take(codes)
-    # Bag by bag (row-major), the minimum per bin; EMPTY where a bag has no term at all.
-    v = np.full(n * m, EMPTY, dtype=np.uint32)
-    np.minimum.at(v, cell, vals.take(codes))
-    # Densify bin by bin (position-major): every bag probes the same bins in the same order.
-    vt = np.ascontiguousarray(v.reshape(n, m).T)
-    has = vt != EMPTY
-    if (vals == EMPTY).any():  # a term whose value is EMPTY itself (p = 2^-32 per term)
-        c = cell[vals.take(codes) == EMPTY]
-        has[c % m, c // m] = True
-    _densify(vt, has, lengths > 0, params)
-    np.copyto(out, vt.T)
+    step = max(1, _OPH_BLOCK_CELLS // m)
+    ramp = np.arange(0, step * m, m, dtype=np.int64)
+    # Blocks of bags small enough for their n × m cells to stay in the CPU cache.
+    for r0 in range(0, n, step):
+        r1 = min(n, r0 + step)
+        s, e = offsets[r0], offsets[r1]
+        k = codes[s:e]
+        cell = ramp[: r1 - r0].repeat(lengths[r0:r1])
+        cell += bins.take(k)
+        # Bag by bag (row-major), the minimum per bin; EMPTY where a bag has no term at all.
+        v = np.full((r1 - r0) * m, EMPTY, dtype=np.uint32)
+        np.minimum.at(v, cell, vals.take(k))
+        # Densify bin by bin (position-major): every bag probes the same bins in the same order.
+        vt = np.ascontiguousarray(v.reshape(r1 - r0, m).T)
+        has = vt != EMPTY
+        if special:
+            c = cell[vals.take(k) == EMPTY]
+            has[c % m, c // m] = True
+        _densify(vt, has, lengths[r0:r1] > 0, params)
+        out[r0:r1] = vt.T
 
 
 _PROBES: dict[tuple[int, int], np.ndarray] = {}

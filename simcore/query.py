@@ -216,7 +216,8 @@ def _directory(index: InvertedIndex) -> _Directory | None:
     if 0 < width <= _WINDOW_MAX:
         np.cumsum(first, out=first)
         base = np.arange(m, dtype=np.uint64) << np.uint64(32)
-        d = _Directory(shift, first, width, base, np.tile(np.arange(width, dtype=np.int64), m))
+        ramp = np.tile(np.arange(width, dtype=np.int64), m)
+        d = _Directory(shift, first.astype(np.int64), width, base, ramp)
     index._directory["dir"] = d
     return d
 
@@ -231,12 +232,14 @@ def _buckets_of(index: InvertedIndex, sig: np.ndarray) -> np.ndarray:
         q = bucket_keys(sig)
         at = np.minimum(keys.searchsorted(q), keys.size - 1)
         return at[keys[at] == q]
+    # Every step is a one-dimensional operation on arrays of one dtype: broadcasting or mixing
+    # dtypes costs several times more on arrays this small.
     q = d.base | sig
-    where = d.first.take(q >> d.shift).repeat(d.width) + d.ramp
+    where = d.first.take((q >> d.shift).view(np.int64)).repeat(d.width)
+    where += d.ramp
     # Past the last key the window wraps to the first keys, which are smaller than any key
     # whose bin reaches the end (width ≤ number of keys): a query key matches at most once.
-    hits = np.flatnonzero(keys.take(where, mode="wrap") == q.repeat(d.width))
-    return where[hits]
+    return where[(keys.take(where, mode="wrap") == q.repeat(d.width)).nonzero()[0]]
 
 
 def _process_one(index: InvertedIndex, sig: np.ndarray, need: int, top: int | None, exclude: int,
@@ -248,25 +251,22 @@ def _process_one(index: InvertedIndex, sig: np.ndarray, need: int, top: int | No
     give every candidate (pigeonhole), whose counts are read from H.
     """
     m = index.m
-    none = Matches(exclude, np.zeros(0, np.int64), np.zeros(0, np.int64), m)
     if sig[0] == EMPTY and (sig == EMPTY).all():
-        return none
+        return _no_match(exclude, m)
     at = _buckets_of(index, sig)
     if at.size < need:
-        return none  # fewer than `need` positions collide with anything
-    offsets = index.offsets
-    start = offsets.take(at).astype(np.int64)
-    length = np.subtract(offsets.take(at + 1), start, dtype=np.int64)
+        return _no_match(exclude, m)  # fewer than `need` positions collide with anything
+    end = index.offsets.take(at + 1)
+    length = np.subtract(end, index.offsets.take(at), dtype=np.int64)
     if need > 1:
         kept = length.argsort()[: at.size - need + 1]
-        start, length = start[kept], length[kept]
+        end, length = end[kept], length[kept]
     ends = length.cumsum()
     total = int(ends[-1])
     if total == 0:
-        return none
-    start -= ends
-    start += length  # bucket start minus its first place in the gathered array
-    pos = start.repeat(length)
+        return _no_match(exclude, m)
+    # Posting i of the gathered array: its bucket's end − (ends − i), bucket by bucket.
+    pos = np.subtract(end, ends, dtype=np.int64).repeat(length)
     pos += _ramp(total)
     cand = index.docs.take(pos)
     cand.sort()
@@ -274,14 +274,17 @@ def _process_one(index: InvertedIndex, sig: np.ndarray, need: int, top: int | No
     first[0] = True
     np.not_equal(cand[1:], cand[:-1], out=first[1:])
     cand = cand[first]
-    counts = np.add.reduce(h[cand] == sig, axis=1, dtype=np.int64)
-    ok = counts >= need
-    ok &= cand != exclude
-    cand, counts = cand[ok], counts[ok]
+    counts = (h.take(cand, axis=0) == sig).sum(axis=1)
+    ok = (counts >= need) & (cand != exclude)
+    cand, counts = cand[ok].astype(np.int64), counts[ok]
     order = (-counts).argsort(kind="stable")  # count descending; ids rise within a count
     if top is not None:
         order = order[:top]
-    return Matches(exclude, cand[order].astype(np.int64), counts[order], m)
+    return Matches(exclude, cand[order], counts[order], m)
+
+
+def _no_match(query: int, m: int) -> Matches:
+    return Matches(query, np.zeros(0, np.int64), np.zeros(0, np.int64), m)
 
 
 _RAMPS: list[np.ndarray] = [np.arange(1 << 12, dtype=np.int64)]
@@ -377,7 +380,11 @@ def process_queries(
 def process_query(index: InvertedIndex, h: np.ndarray, doc: int, alpha: float = 0.15,
                   top: int | None = None) -> Matches:
     """PROCESSQUERY (Figure 11) for document ``doc`` of H: its α-similar documents, best first."""
-    return process_queries(index, np.asarray(h[doc])[None, :], alpha, top, np.array([doc]), h)[0]
+    if top is not None and top < 1:
+        raise ValueError(f"top: expected at least 1 result, got {top}")
+    if h.shape[1] != index.m:
+        raise ValueError(f"H has {h.shape[1]} positions but the index has m = {index.m}")
+    return _process_one(index, h[doc], min_count(alpha, index.m), top, int(doc), h)
 
 
 def all_pairs(index: InvertedIndex, h: np.ndarray, alpha: float = 0.15, *, chunk: int = 4096) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
