@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simcore.minhash import EMPTY, MinHashParams, sign_bags
-from simcore.query import all_pairs, invert, min_count, process_queries, process_query
+from simcore.query import all_pairs, invert, min_count, prepare, process_queries, process_query
 
 
 def brute_force(h: np.ndarray, q: int, alpha: float, indexed: np.ndarray | None = None) -> list[tuple[int, int]]:
@@ -132,6 +132,7 @@ def test_single_queries_through_the_key_directory_equal_brute_force():
     h = _families(3000, 16, seed=1)
     indexed = np.random.default_rng(2).random(3000) < 0.9
     index = invert(h, indexed)
+    assert prepare(index) > 0
     d = _directory(index)
     assert d is not None and d.first.size > 16  # several bins per position
     last = int(index.docs[-1])  # holds the largest key: its window reaches the end of I
@@ -149,7 +150,7 @@ def test_single_queries_with_crowded_keys_use_binary_search_and_equal_brute_forc
     rng = np.random.default_rng(4)
     h = rng.integers(0, 100, size=(400, 6)).astype(np.uint32)  # 100 values per position, one bin
     index = invert(h)
-    assert _directory(index) is None
+    assert prepare(index) == 0 and _directory(index) is None
     for q in range(0, 400, 9):
         got = process_query(index, h, q, 0.3)
         assert list(zip(got.docs.tolist(), got.counts.tolist())) == brute_force(h, q, 0.3)
