@@ -15,16 +15,16 @@ can still be queried from H but are never results.
 
 Figure 11 counts, for each document, the positions where it shares the query's signature;
 sim = count / m estimates the bag Jaccard, and the documents with sim ≥ α are returned ranked
-(ties by document id). Here one ``np.searchsorted`` finds all m buckets of a query at once and
-one sort counts the collisions; a batch of queries shares both. Given H, the count skips each
-query's largest buckets by a pigeonhole bound and reads the candidates' counts from H (same
-result, see :func:`process_queries`).
+(ties by document id). Here the m buckets of a query are found at once through an in-memory
+radix directory over the keys (:class:`_Directory`, about 2 bytes per key, built once per
+opened index; a binary search when the keys are too crowded for it) and one sort counts the
+collisions; a batch of queries shares both. Given H, the count skips each query's largest
+buckets by a pigeonhole bound and reads the candidates' counts from H (same result, see
+:func:`process_queries`).
 
 A single query costs a few dozen array operations on arrays of a few hundred elements, so its
-time is their fixed cost plus the cache misses of its m random look-ups. Its path
-(:func:`_process_one`) finds the buckets through an in-memory radix directory over the keys
-(:class:`_Directory`, about 2 bytes per key, built once per opened index) instead of m binary
-searches, and keeps every step one-dimensional and of one dtype.
+time is their fixed cost plus the cache misses of its m random look-ups; its path
+(:func:`_process_one`) keeps every step one-dimensional and of one dtype.
 """
 from __future__ import annotations
 
@@ -49,6 +49,8 @@ __all__ = [
 
 # Postings gathered per batch step: small enough for the counting sort to stay in cache.
 _POSTINGS_BUDGET = 262_144
+# Query keys looked up at once in batch mode (each reads a window of a few keys).
+_LOOKUP_CHUNK = 16_384
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -154,15 +156,15 @@ def buckets_from_pairs(keys: np.ndarray, docs: np.ndarray, m: int, indexed: np.n
 
 def _lookup(index: InvertedIndex, qkeys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Bucket start and length in I for each query key (length 0: no bucket)."""
-    keys = index.keys
-    if keys.size == 0 or qkeys.size == 0:
-        z = np.zeros(qkeys.shape, np.int64)
-        return z, z.copy()
-    at = np.minimum(np.searchsorted(keys, qkeys), keys.size - 1)
-    hit = keys[at] == qkeys
-    starts = np.asarray(index.offsets[at], dtype=np.int64)
-    lengths = np.where(hit, np.asarray(index.offsets[at + 1], dtype=np.int64) - starts, 0)
-    return starts, lengths
+    flat = qkeys.ravel()
+    starts = np.zeros(flat.size, np.int64)
+    lengths = np.zeros(flat.size, np.int64)
+    for c in range(0, flat.size, _LOOKUP_CHUNK):  # bounded window temporaries
+        i, at = _find(index, flat[c:c + _LOOKUP_CHUNK])
+        i += c
+        starts[i] = index.offsets.take(at)
+        lengths[i] = np.subtract(index.offsets.take(at + 1), starts[i], dtype=np.int64)
+    return starts.reshape(qkeys.shape), lengths.reshape(qkeys.shape)
 
 
 def _gather(index: InvertedIndex, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -240,23 +242,50 @@ def prepare(index: InvertedIndex) -> int:
     return 0 if d is None else int(d.first.nbytes + d.base.nbytes + d.ramp.nbytes)
 
 
-def _buckets_of(index: InvertedIndex, sig: np.ndarray) -> np.ndarray:
-    """The bucket numbers in I of the query's m keys (j << 32) | sig[j] that I holds."""
+def _find(index: InvertedIndex, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(i, b): the query keys q[i] that I holds and their bucket numbers b (q: 1-D uint64)."""
     d = _directory(index)
     keys = index.keys
     if d is None:
         if keys.size == 0:
-            return np.zeros(0, np.int64)
-        q = bucket_keys(sig)
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
         at = np.minimum(keys.searchsorted(q), keys.size - 1)
-        return at[keys[at] == q]
+        i = (keys[at] == q).nonzero()[0]
+        return i, at[i]
+    where = d.first.take((q >> d.shift).view(np.int64)).repeat(d.width)
+    where += _window_ramp(d.width, q.size)
+    # Past the last key the window wraps to the first keys, which are smaller than any key
+    # whose bin reaches the end (width ≤ number of keys): a query key matches at most once.
+    hits = (keys.take(where, mode="wrap") == q.repeat(d.width)).nonzero()[0]
+    return hits // d.width, where[hits]
+
+
+_WINDOW_RAMPS: dict[int, np.ndarray] = {}
+
+
+def _window_ramp(width: int, count: int) -> np.ndarray:
+    """0..width−1 repeated ``count`` times (shared, grown on demand)."""
+    r = _WINDOW_RAMPS.get(width)
+    if r is None or r.size < width * count:
+        r = np.tile(np.arange(width, dtype=np.int64), max(count, _LOOKUP_CHUNK))
+        if len(_WINDOW_RAMPS) >= 8:
+            _WINDOW_RAMPS.clear()
+        _WINDOW_RAMPS[width] = r
+    return r[: width * count]
+
+
+def _buckets_of(index: InvertedIndex, sig: np.ndarray) -> np.ndarray:
+    """The bucket numbers in I of the query's m keys (j << 32) | sig[j] that I holds: the
+    steps of :func:`_find` for one query, with its ramp kept in the directory."""
+    d = _directory(index)
+    if d is None:
+        return _find(index, bucket_keys(sig))[1]
     # Every step is a one-dimensional operation on arrays of one dtype: broadcasting or mixing
     # dtypes costs several times more on arrays this small.
+    keys = index.keys
     q = d.base | sig
     where = d.first.take((q >> d.shift).view(np.int64)).repeat(d.width)
     where += d.ramp
-    # Past the last key the window wraps to the first keys, which are smaller than any key
-    # whose bin reaches the end (width ≤ number of keys): a query key matches at most once.
     return where[(keys.take(where, mode="wrap") == q.repeat(d.width)).nonzero()[0]]
 
 

@@ -167,3 +167,17 @@ def test_a_signature_that_is_no_document_is_answered_like_one():
                   key=lambda x: (-x[1], x[0]))
     assert list(zip(one.docs.tolist(), one.counts.tolist())) == want
     assert list(zip(counted.docs.tolist(), counted.counts.tolist())) == want
+
+
+def test_batches_through_the_key_directory_equal_single_queries(monkeypatch):
+    from simcore import query
+
+    h = _families(2000, 16, seed=6)
+    index = invert(h)
+    queries = np.arange(0, 2000, 3)
+    single = [process_query(index, h, int(q), 0.2) for q in queries]
+    monkeypatch.setattr(query, "_LOOKUP_CHUNK", 100)  # several look-up chunks per batch
+    for with_h in (h, None):
+        batch = process_queries(index, h[queries], 0.2, exclude=queries, h=with_h)
+        for one, many in zip(single, batch):
+            assert many.docs.tolist() == one.docs.tolist() and many.counts.tolist() == one.counts.tolist()
