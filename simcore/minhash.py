@@ -174,14 +174,11 @@ def term_hashes(terms: Iterable[str | int], hash_family: str = "mmh3") -> np.nda
     if hash_family == "mmh3":
         import mmh3
 
-        terms = list(terms)
-        try:
-            # The first 8 bytes of the 128-bit digest, little-endian, are hash64's first half;
-            # joining the digests keeps the per-term work inside C calls.
-            digests = b"".join(map(mmh3.mmh3_x64_128_digest, map(str.encode, terms)))
-            return np.frombuffer(digests, dtype="<u8")[0::2].astype(np.uint64)
-        except (TypeError, UnicodeEncodeError):  # bytes terms, or text that is not valid Unicode
-            return np.fromiter((mmh3.hash64(t, 0, signed=False)[0] for t in terms), np.uint64, len(terms))
+        # hash_bytes is the 128-bit x64 digest of the UTF-8 bytes (of str or bytes terms); its
+        # first 8 bytes, little-endian, are hash64's first half. Joining the digests keeps the
+        # per-term work inside C calls.
+        digests = b"".join(map(mmh3.hash_bytes, terms))
+        return np.frombuffer(digests, dtype="<u8")[0::2].astype(np.uint64)
     if hash_family == "identity":
         out = []
         for t in terms:
