@@ -207,7 +207,8 @@ def run_size(n: int, n_queries: int, alpha: float, work: str, rounds: int = 3) -
     reranked = {int(q): {int(d) for d in r.docs if jaccard(bag(int(q)), bag(int(d))) >= alpha}
                 for q, r in zip(queries, low_res)}
     rerank_qps = len(queries) / (time.perf_counter() - t)
-    print(f"  simweb key directory (built once per opened index): {dir_ms:.1f} ms, {dir_bytes / n:.1f} B/page in memory")
+    print(f"  simweb key directory (built once per opened index): {dir_ms:.1f} ms, "
+          f"{dir_bytes / n:.1f} B/page in memory")
     print(f"  datasketch MinHashLSH build (b={lsh.b}, r={lsh.r}, signatures given): {lsh_build:.1f} s")
     print(f"  {'':<44}{'queries/s':>11}{'p50 ms':>9}{'p99 ms':>9}{'recall':>8}{'cand/q':>8}")
     print(f"  {'simweb PROCESSQUERY, one at a time':<44}{single_qps:>11,.0f}{percentile_ms(lat, 50):>9.3f}"

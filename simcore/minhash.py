@@ -470,7 +470,10 @@ def encode_bags(bags: Iterable[Iterable[str]]) -> tuple[np.ndarray, np.ndarray, 
     lengths = np.fromiter(map(len, bags), np.int64, len(bags))
     flat = list(chain.from_iterable(bags))
     if len(flat) != int(lengths.sum()):
-        raise ValueError(f"bags: expected {int(lengths.sum())} terms in total from the bag lengths, iterated {len(flat)}")
+        raise ValueError(
+            f"bags: expected {int(lengths.sum())} terms in total from the bag lengths, iterated {len(flat)}; "
+            "give each bag as a list or tuple of terms"
+        )
     # Loops over the tokens stay inside C: dict.fromkeys, zip, map.
     terms = list(dict.fromkeys(flat))
     code = dict(zip(terms, range(len(terms))))
