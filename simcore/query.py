@@ -365,6 +365,7 @@ def process_queries(
     least one of the other buckets (pigeonhole), so those give every candidate, and each
     candidate's count is then taken exactly from its row of H. The result is the same as
     counting every posting; it only avoids the huge buckets of terms that most pages share.
+    One query with ``h`` takes the single-query path (:func:`_process_one`), same result.
     """
     sig = np.atleast_2d(np.asarray(signatures, dtype=np.uint32))
     q, m = sig.shape
