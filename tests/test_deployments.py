@@ -176,6 +176,28 @@ def test_a_build_started_like_the_ui_run_button_completes_and_writes_the_index(o
     assert answered == {u: [r.url for r in reference.related(u, top=5, alpha=0.05)] for u in urls}
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_rebuild_with_a_changed_strategy_from_the_cli_reruns_from_the_bags_stage(orchestrated):
+    """After the build above (tests run in file order): a dotted --param changes one field of the
+    typed strategy parameter; the served run reuses the ingest and computes new bags."""
+    data, env, port = orchestrated["data"], orchestrated["env"], orchestrated["port"]
+    from tasks import stagecache
+
+    marks = lambda: {str(p): p.stat().st_mtime_ns for p in (data / "index").glob("crawl/stats/part-*.json")}
+    ingested = marks()
+    run = subprocess.run(
+        [sys.executable, "-m", "simweb.cli", "orchestrate", "run", "build-index", "--port", str(port),
+         "--param", "n_workers=1", "--param", "strategy.window_size=8", "--param", "until=bags", "--timeout", "400"],
+        env=env, capture_output=True, text=True, timeout=450,
+    )
+    assert run.returncode == 0, f"{run.stdout}\n{run.stderr}\n{orchestrated['log'].read_text()[-4000:]}"
+    assert "task runs:" in run.stdout and "finished: Completed" in run.stdout
+    windows = [m["stats"]["strategy"]["window_size"] for m in stagecache.published(str(data / "index" / "stages"), "bags")]
+    assert sorted(windows) == [8, 32]  # the default build's bags, and the new ones
+    assert marks() == ingested and ingested, "the ingest ran again for a strategy change"
+
+
 def _live(out: Path) -> str:
     from tasks import index_store
 
