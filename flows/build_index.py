@@ -28,6 +28,7 @@ from tasks.pipeline import (
     IndexParams,
     bags_stage,
     crawl_folder,
+    dedup_stage,
     invert_stage,
     publish_index,
     signatures_stage,
@@ -144,12 +145,16 @@ def build_index(
         # 1. Ingest (Section 6.1 scans the repository): WARC files -> pages + link contexts.
         ingested = ingest_stage(runner, files, crawl_dir, io_retries)
         log.info("%s", ingested.summary())
+        bag_crawl = crawl_dir
+        if until != "ingest" and strategy.dedup:
+            # 1b. Dedup (beyond the paper, strategy option): one page per near-duplicate cluster.
+            bag_crawl = _record(stages, "dedup", dedup_stage(crawl_dir, out)).path
         if until != "ingest":
             # 2. Bags (Section 6.1): fragments -> merge by URL -> df, NMDF weighting, normalise.
-            bags = _record(stages, "bags", bags_stage(runner, crawl_dir, strategy, out, partitions))
+            bags = _record(stages, "bags", bags_stage(runner, bag_crawl, strategy, out, partitions))
         if until == "index":
             # 3. Signatures (Section 6.2): m min-hashes per bag -> H and the url <-> doc map.
-            signed = _record(stages, "signatures", signatures_stage(runner, bags, crawl_dir, params, out, directory))
+            signed = _record(stages, "signatures", signatures_stage(runner, bags, bag_crawl, params, out, directory))
             # 4. Invert (Section 6.2): H -> I, leaving low in-degree URLs out (Section 7.1).
             inverted = _record(stages, "invert", invert_stage(runner, signed, params, out))
             # 5. Publish: switch queries to the new index atomically.

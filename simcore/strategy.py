@@ -117,6 +117,8 @@ class Strategy:
 
     ``window_size`` is W of BASIC windows; with SYNTACTIC or TOPICAL windows, or without anchor
     terms, it is stored as 32 (and ``window`` as BASIC without anchor terms) whatever was given.
+    ``dedup`` (beyond the paper, off by default) collapses each cluster of near-duplicate pages
+    to one representative before the bags are built (the ``dedup`` stage of ``build_index``).
     """
 
     sources: tuple[Source, ...] = (Source.ANCHOR, Source.CONTENT)
@@ -129,6 +131,7 @@ class Strategy:
     nmdf_sigma: float | None = None
     normalise_to: float = 1.0
     metric: Metric = Metric.JACCARD
+    dedup: bool = False
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -182,6 +185,8 @@ class Strategy:
         if isinstance(norm, bool) or not isinstance(norm, (int, float)) or not math.isfinite(norm) or norm <= 0:
             raise StrategyError(f"normalise_to: expected a positive number (the sum of every bag), got {norm!r}")
         set_(self, "normalise_to", float(norm))
+        if not isinstance(self.dedup, bool):
+            raise StrategyError(f"dedup: expected true or false, got {self.dedup!r}")
 
     # -- what the strategy uses ---------------------------------------------------------------
 
@@ -245,6 +250,8 @@ class Strategy:
             if self.window is Window.BASIC:
                 params["window_size"] = self.window_size
             params["distance_weighting"] = self.distance_weighting
+        if self.dedup:
+            params["dedup"] = True
         return params
 
     def key(self) -> str:
@@ -277,6 +284,8 @@ class Strategy:
             words.append(f"norm={self.normalise_to:g}")
         if self.metric is not Metric.JACCARD:
             words.append(self.metric.value)
+        if self.dedup:
+            words.append("dedup")
         return " ".join(words)
 
     def __str__(self) -> str:
@@ -303,6 +312,8 @@ class Strategy:
         if self.normalise_to != 1.0:
             tokens.append(f"norm={self.normalise_to!r}")
         tokens.append(self.metric.value)
+        if self.dedup:
+            tokens.append("dedup")
         return ",".join(tokens)
 
     @classmethod
@@ -313,7 +324,8 @@ class Strategy:
         and ``links`` with ``+`` (``anchor`` alone means ``anchor:32``), and each TOKEN is a
         stemming (``nostem``, ``stopstem``, ``stem``), ``dist`` or ``nodist``, a frequency
         weighting (``none``, ``log``, ``sqrt``, ``nmdf``), ``mu=X``/``sigma=Y`` (NMDF in ln df
-        units), ``norm=C`` (bag sum) or a metric (``jaccard``, ``cosine``). Tokens left out take
+        units), ``norm=C`` (bag sum), a metric (``jaccard``, ``cosine``) or ``dedup``/``nodedup``
+        (collapse near-duplicate pages before indexing). Tokens left out take
         the defaults of :class:`Strategy`. Example: ``anchor:32+content,stem,dist,nmdf``.
         """
         if not isinstance(spec, str) or not spec.strip():
@@ -357,6 +369,8 @@ class Strategy:
                     raise StrategyError(f"{token!r}: expected a number after '{key}='") from None
             elif low in ("dist", "nodist"):
                 fields["distance_weighting"] = low == "dist"
+            elif low in ("dedup", "nodedup"):
+                fields["dedup"] = low == "dedup"
             elif low in {s.value for s in Stemming}:
                 fields["stemming"] = Stemming(low)
             elif low in {f.value for f in Frequency}:
@@ -366,7 +380,8 @@ class Strategy:
             else:
                 raise StrategyError(
                     f"{token!r} in {spec!r}: expected a stemming (nostem, stopstem, stem), dist/nodist, "
-                    "a frequency weighting (none, log, sqrt, nmdf), mu=, sigma=, norm= or a metric (jaccard, cosine)"
+                    "a frequency weighting (none, log, sqrt, nmdf), mu=, sigma=, norm=, a metric (jaccard, cosine) "
+                    "or dedup/nodedup"
                 )
         return cls(**fields)
 

@@ -8,14 +8,16 @@
 ``related`` is PROCESSQUERY (Figure 11): the documents whose estimated bag Jaccard with the
 query (the fraction of the m min-hash positions they share) is at least α, best first, ties
 by document id. ``rerank=True`` re-orders the best candidates by their exact weighted Jaccard
-(Σmin/Σmax of the stored bags, Section 4). The CLI (`simweb related`) and the HTTP API
+(Σmin/Σmax of the stored bags, Section 4). ``dedup=True`` leaves out results that nearly
+duplicate the query page or a result listed before them (word shingles of the crawled pages;
+the paper notes that "related pages" were often mere mirrored copies). The CLI (`simweb related`) and the HTTP API
 (`simweb serve`) are thin layers over this class, so all three rank the same way.
 """
 from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -72,10 +74,14 @@ class Index:
     published since, atomically for the queries that follow.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, verify: bool = False) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, verify: bool = False,
+                 crawl: str | os.PathLike[str] | None = None) -> None:
         self.path = os.fspath(path)
         self._verify = verify
         self._v = store.open_version(self.path, verify=verify)
+        self.crawl = os.fspath(crawl) if crawl is not None else os.path.join(self.path, "crawl")
+        """The ingested crawl the index was built from (default ``INDEX/crawl``, where ``simweb
+        build`` keeps it); ``dedup`` reads its pages' words."""
 
     # ----------------------------------------------------------------- basics
 
@@ -143,20 +149,24 @@ class Index:
     # ----------------------------------------------------------------- queries
 
     def related(self, url: str, top: int = DEFAULT_TOP, alpha: float = DEFAULT_ALPHA,
-                rerank: bool = False) -> list[Related]:
+                rerank: bool = False, dedup: bool = False) -> list[Related]:
         """The pages related to ``url`` (Figure 11), best first, at most ``top``.
 
         Without ``rerank``: documents with estimated similarity ≥ α. With ``rerank``: the
         candidates are the documents estimated ≥ α − 2σ (σ = √(α(1−α)/m), the estimator's
         spread at α), at most max(4·top, 50) of them; each gets its exact weighted Jaccard, and
-        those ≥ α are returned by exact similarity.
+        those ≥ α are returned by exact similarity. With ``dedup``: the best max(3·top, top + 10)
+        answers are filtered for near-duplicates (see :meth:`without_duplicates`), then cut to ``top``.
         """
-        return self.related_many([url], top, alpha, rerank)[url]
+        return self.related_many([url], top, alpha, rerank, dedup)[url]
 
     def related_many(self, urls: list[str], top: int = DEFAULT_TOP, alpha: float = DEFAULT_ALPHA,
-                     rerank: bool = False) -> dict[str, list[Related]]:
+                     rerank: bool = False, dedup: bool = False) -> dict[str, list[Related]]:
         """:meth:`related` for many URLs in one batch (shared bucket look-ups); keyed by URL."""
         _check(top, alpha)
+        wanted = top
+        if dedup:
+            top = max(3 * top, top + 10)
         v = self._v
         docs = np.array([self._doc(v, u) for u in urls], dtype=np.int64)
         m = v.params.m
@@ -170,7 +180,25 @@ class Index:
         out: dict[str, list[Related]] = {}
         for url, match in zip(urls, matches):
             out[url] = self._exact(v, match, alpha, top) if rerank else self._rows(v, match)
+            if dedup:
+                out[url] = self.without_duplicates(url, out[url])[:wanted]
         return out
+
+    def without_duplicates(self, url: str, results: list[Related]) -> list[Related]:
+        """``results`` without the pages that nearly duplicate ``url`` or a page listed before
+        them (resemblance of 10-word shingles ≥ 0.8, estimated from min-hash sketches as by
+        ``simweb dedup``), ranks renumbered. Needs the index's crawl (:attr:`crawl`)."""
+        from tasks.dedup import near_duplicate_filter
+
+        if not results:
+            return results
+        if not os.path.isdir(os.path.join(self.crawl, "pages")):
+            raise FileNotFoundError(
+                f"dedup needs the pages of the crawl the index was built from, expected at {self.crawl}/pages; "
+                "open the index with crawl=DIR (CLI: --crawl DIR)"
+            )
+        kept = near_duplicate_filter(self.crawl, [r.url for r in results], query=url).kept
+        return [replace(results[i], rank=rank) for rank, i in enumerate(kept, 1)]
 
     def _rows(self, v: store.IndexVersion, match: Matches, exact: np.ndarray | None = None) -> list[Related]:
         rows = v.doc_rows(match.docs) if len(match) else []
@@ -220,6 +248,8 @@ def _jaccard():
     return jaccard
 
 
-def open_index(path: str | os.PathLike[str], *, verify: bool = False) -> Index:
-    """Open a published index folder (or one version folder) for queries; ``verify`` checks SHA-256s."""
-    return Index(path, verify=verify)
+def open_index(path: str | os.PathLike[str], *, verify: bool = False,
+               crawl: str | os.PathLike[str] | None = None) -> Index:
+    """Open a published index folder (or one version folder) for queries; ``verify`` checks
+    SHA-256s; ``crawl`` is the ingested crawl it was built from when not ``INDEX/crawl``."""
+    return Index(path, verify=verify, crawl=crawl)

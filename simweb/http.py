@@ -2,7 +2,7 @@
 
     GET  /                       HTML page: type or click a URL, see its related pages and top terms
     GET  /api/related?url=…      {"query": …, "results": [{rank, url, similarity, title, category, …}]}
-    POST /api/related            {"urls": [...], "top": 10, "alpha": 0.15, "rerank": false}: a batch
+    POST /api/related            {"urls": [...], "top": 10, "alpha": 0.15, "rerank": false, "dedup": false}: a batch
     GET  /api/terms?url=…&k=10   the heaviest terms of the page's bag
     GET  /api/info               what the index holds
     GET  /docs, /openapi.json    the OpenAPI documentation
@@ -43,6 +43,7 @@ class RelatedAnswer(BaseModel):
     top: int
     alpha: float
     rerank: bool
+    dedup: bool = False
     results: list[RelatedPage]
 
 
@@ -51,6 +52,7 @@ class BatchRequest(BaseModel):
     top: int = Field(DEFAULT_TOP, ge=1, le=MAX_TOP)
     alpha: float = Field(DEFAULT_ALPHA, ge=0.0, le=1.0)
     rerank: bool = False
+    dedup: bool = False
 
 
 class Term(BaseModel):
@@ -63,8 +65,9 @@ class TermsAnswer(BaseModel):
     terms: list[Term]
 
 
-def _answer(url: str, top: int, alpha: float, rerank: bool, results: list[Related]) -> dict[str, Any]:
-    return {"query": url, "top": top, "alpha": alpha, "rerank": rerank, "results": [r.to_dict() for r in results]}
+def _answer(url: str, top: int, alpha: float, rerank: bool, dedup: bool, results: list[Related]) -> dict[str, Any]:
+    return {"query": url, "top": top, "alpha": alpha, "rerank": rerank, "dedup": dedup,
+            "results": [r.to_dict() for r in results]}
 
 
 def create_app(index: Index | str) -> FastAPI:
@@ -91,19 +94,24 @@ def create_app(index: Index | str) -> FastAPI:
         top: int = Query(DEFAULT_TOP, ge=1, le=MAX_TOP, description="at most this many results"),
         alpha: float = Query(DEFAULT_ALPHA, ge=0.0, le=1.0, description="least estimated similarity"),
         rerank: bool = Query(False, description="re-rank the best candidates by exact weighted Jaccard"),
+        dedup: bool = Query(False, description="leave out near-duplicates of the query page and of earlier results"),
     ) -> dict[str, Any]:
         try:
-            return _answer(url, top, alpha, rerank, current().related(url, top, alpha, rerank))
+            return _answer(url, top, alpha, rerank, dedup, current().related(url, top, alpha, rerank, dedup))
         except UnknownURL as e:
             raise unknown(e) from None
+        except FileNotFoundError as e:
+            raise HTTPException(status_code=409, detail=str(e)) from None
 
     @app.post("/api/related", summary="Pages related to each of many URLs, in one batch")
     def related_batch(req: BatchRequest = Body(...)) -> dict[str, Any]:
         try:
-            found = current().related_many(req.urls, req.top, req.alpha, req.rerank)
+            found = current().related_many(req.urls, req.top, req.alpha, req.rerank, req.dedup)
         except UnknownURL as e:
             raise unknown(e) from None
-        return {"answers": [_answer(u, req.top, req.alpha, req.rerank, found[u]) for u in req.urls]}
+        except FileNotFoundError as e:
+            raise HTTPException(status_code=409, detail=str(e)) from None
+        return {"answers": [_answer(u, req.top, req.alpha, req.rerank, req.dedup, found[u]) for u in req.urls]}
 
     @app.get("/api/terms", response_model=TermsAnswer, summary="The heaviest terms of a page's bag (Figure 14)")
     def terms(

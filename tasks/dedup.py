@@ -218,3 +218,68 @@ def dedup_task(crawl: str, out: str | None = None, params: DedupParams = DedupPa
     if out is not None:
         result["table"] = write_clusters(report, out)
     return result
+
+
+# ---------------------------------------------------------------------------------------------
+# The optional dedup stage of build_index: one representative per duplicate cluster.
+
+COLLAPSE_COUNTS = ("pages_in", "pages_out", "duplicate_pages_dropped", "links_in", "links_out",
+                   "links_from_duplicates_dropped", "links_redirected")
+
+
+def collapse_duplicates(crawl: str, out: str, params: DedupParams = DedupParams()) -> dict:
+    """Write a copy of the crawl's ``pages`` and ``links`` data sets into ``out`` in which each
+    duplicate cluster is collapsed to its representative (issue: "collapses each duplicate
+    cluster to one representative before indexing and merges their inlinks").
+
+    * pages of the other members of a cluster are dropped;
+    * links whose target is another member now point at the representative (target URL and id
+      rewritten), so the representative's bag gathers the anchor windows of every copy;
+    * links whose source is another member are dropped: they are the copies' own outlinks,
+      which would otherwise count each anchor once per copy.
+
+    Every other column is copied as it is, part by part (bounded memory). Returns the counts
+    of what was read, dropped and rewritten, and the duplicate report's counts.
+    """
+    report = find_duplicates(crawl, params)
+    members, reps, rep_urls = [], [], []
+    for cluster in report.clusters.clusters():
+        rep = int(cluster[0])
+        for i in cluster[1:].tolist():
+            members.append(int(report.url_ids[i]))
+            reps.append(int(report.url_ids[rep]))
+            rep_urls.append(report.urls[rep])
+    member_ids = pa.array(members, pa.uint64())
+    counts = dict.fromkeys(COLLAPSE_COUNTS, 0)
+    for path in parts(join(crawl, "pages")):
+        table = read_parquet(path)
+        kept = table.filter(pc.invert(pc.is_in(table.column("url_id"), value_set=member_ids)))
+        counts["pages_in"] += table.num_rows
+        counts["pages_out"] += kept.num_rows
+        write_parquet_atomic(kept, join(out, "pages", path.rsplit("/", 1)[-1]))
+    counts["duplicate_pages_dropped"] = counts["pages_in"] - counts["pages_out"]
+    for path in parts(join(crawl, "links")):
+        table = read_parquet(path)
+        counts["links_in"] += table.num_rows
+        from_copy = pc.is_in(table.column("source_id"), value_set=member_ids)
+        table = table.filter(pc.invert(from_copy))
+        counts["links_from_duplicates_dropped"] += int(pc.sum(from_copy).as_py() or 0)
+        position = pc.index_in(table.column("target_id"), value_set=member_ids)
+        redirected = pc.is_valid(position)
+        counts["links_redirected"] += int(pc.sum(redirected).as_py() or 0)
+        if members:
+            table = _redirect(table, position, redirected, reps, rep_urls)
+        counts["links_out"] += table.num_rows
+        write_parquet_atomic(table, join(out, "links", path.rsplit("/", 1)[-1]))
+    return {**counts, "clusters": report.counts["clusters"], "duplicate_pairs": report.counts["duplicate_pairs"],
+            "mirrors": report.counts["mirrors"], "dedup_seconds": report.seconds}
+
+
+def _redirect(table: pa.Table, position: pa.Array, redirected: pa.Array,
+              reps: list[int], rep_urls: list[str]) -> pa.Table:
+    """``table`` with the target of each redirected row replaced by its cluster's representative."""
+    safe = pc.fill_null(position, 0)
+    new_ids = pc.if_else(redirected, pa.array(reps, pa.uint64()).take(safe), table.column("target_id"))
+    new_urls = pc.if_else(redirected, pa.array(rep_urls, pa.string()).take(safe), table.column("target_url"))
+    table = table.set_column(table.schema.get_field_index("target_id"), table.schema.field("target_id"), new_ids)
+    return table.set_column(table.schema.get_field_index("target_url"), table.schema.field("target_url"), new_urls)

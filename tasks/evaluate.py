@@ -604,6 +604,13 @@ def evaluate_strategies(crawl: str, sample: StageOutput, strategies: Sequence[An
     graph (link strategies) is built once from the crawl's ingest output (without the directory's
     own pages), then each strategy's counts are computed, or reused from an earlier run with the
     same crawl, sample and strategy."""
+    deduplicated = [s.label for s in strategies if isinstance(s, Strategy) and s.dedup]
+    if deduplicated:
+        raise ValueError(
+            f"{', '.join(deduplicated)}: dedup is an option of the index build (it removes pages before "
+            "indexing), while the evaluation judges the bags of every sampled page; evaluate the strategy "
+            "without 'dedup'"
+        )
     loaded = load_sample(sample.path)
     page_files, link_files = crawl_parts(crawl)
     crawl_identity = file_identities(page_files + link_files)

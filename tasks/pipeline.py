@@ -16,10 +16,12 @@ from simcore.strategy import Strategy
 from tasks import index_store
 from tasks.ingest import IngestStats
 from tasks.bags import bags_task, build_bags_stage
+from tasks.dedup import DedupParams, collapse_duplicates
 from tasks.signatures import invert, signatures
 from tasks.stagecache import StageOutput, file_identities, run_stage
 from tasks.storage import join, parts
 
+STAGE_DEDUP = "dedup"
 STAGE_SIGNATURES = "signatures"
 STAGE_INVERT = "invert"
 
@@ -67,6 +69,19 @@ def crawl_folder(out: str) -> str:
 
 def stages_folder(out: str) -> str:
     return join(out, "stages")
+
+
+def dedup_stage(crawl: str, out: str, params: DedupParams = DedupParams()) -> StageOutput:
+    """The optional dedup stage (strategy option ``dedup``): the crawl's pages and links with each
+    near-duplicate cluster collapsed to one representative that gathers the copies' inlinks
+    (tasks.dedup.collapse_duplicates). Its output folder is read like a crawl by the later stages."""
+    inputs = {"pages": file_identities(parts(join(crawl, "pages"))),
+              "links": file_identities(parts(join(crawl, "links")))}
+
+    def compute(tmp: str) -> dict[str, Any]:
+        return collapse_duplicates(crawl, tmp, params)
+
+    return run_stage(stages_folder(out), STAGE_DEDUP, inputs, params, compute)
 
 
 def bags_stage(runner, crawl: str, strategy: Strategy, out: str, partitions: int | None = None) -> StageOutput:

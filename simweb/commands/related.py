@@ -1,7 +1,12 @@
 """`simweb related URL --index INDEX`: the pages related to a URL (paper Figure 13).
 
 Prints rank, similarity, URL, title and category (when the index was built with a directory),
-or with --json the same JSON document as the HTTP API's GET /api/related.
+or with --json the same JSON document as the HTTP API's GET /api/related. --dedup leaves out
+results that nearly duplicate the query page or an earlier result (mirrored copies).
+
+With --measure M the answer comes from a link measure of the crawl's link graph instead of the
+index (co-citation, bibliographic coupling, ECBC, SimRank, extended SimRank, PageSim, extended
+PageSim; ENS paper Table 1 parameters): it needs the ingested crawl (INDEX/crawl, or --crawl).
 """
 from __future__ import annotations
 
@@ -18,21 +23,37 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("url", metavar="URL", help="the page's URL")
-    p.add_argument("--index", required=True, metavar="INDEX", help="the index folder (simweb build --out)")
+    p.add_argument("--index", metavar="INDEX", help="the index folder (simweb build --out)")
+    p.add_argument("--crawl", metavar="DIR",
+                   help="the ingested crawl the index was built from (default INDEX/crawl); "
+                        "with --measure it may replace --index")
     p.add_argument("--top", type=int, default=10, metavar="K", help="at most K results (default 10)")
     p.add_argument("--alpha", type=float, default=0.15, metavar="A",
                    help="least estimated similarity, 0..1 (default 0.15, the paper's α)")
     p.add_argument("--rerank", action="store_true", help="re-rank the best candidates by exact weighted Jaccard")
+    p.add_argument("--dedup", action="store_true",
+                   help="leave out near-duplicates of the query page and of earlier results")
+    p.add_argument("--measure", choices=RELATED_MEASURES, metavar="M",
+                   help=f"answer by a link measure instead of the index: {', '.join(RELATED_MEASURES)}")
     p.add_argument("--json", action="store_true", help="print JSON (the HTTP API's format)")
     p.set_defaults(func=run)
+
+
+# The names of tasks.link_related.RELATED_MEASURES, written out so that `simweb --help` stays fast.
+RELATED_MEASURES = ("cocitation", "coupling", "ecbc", "simrank", "extended_simrank", "pagesim", "extended_pagesim")
 
 
 def run(args: argparse.Namespace) -> int:
     from simweb.api import UnknownURL, open_index
 
+    if args.index is None and (args.measure is None or args.crawl is None):
+        print("simweb related: give --index INDEX (or, with --measure, --crawl DIR)", file=sys.stderr)
+        return 2
+    if args.measure is not None:
+        return _by_link_measure(args)
     try:
-        index = open_index(args.index)
-        results = index.related(args.url, top=args.top, alpha=args.alpha, rerank=args.rerank)
+        index = open_index(args.index, crawl=args.crawl)
+        results = index.related(args.url, top=args.top, alpha=args.alpha, rerank=args.rerank, dedup=args.dedup)
     except UnknownURL as e:
         print(f"simweb related: {e}", file=sys.stderr)
         return 2
@@ -41,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.json:
         doc = {"query": args.url, "top": args.top, "alpha": args.alpha, "rerank": args.rerank,
-               "results": [r.to_dict() for r in results]}
+               "dedup": args.dedup, "results": [r.to_dict() for r in results]}
         print(json.dumps(doc, indent=1, ensure_ascii=False))
         return 0
     if not results:
@@ -56,4 +77,32 @@ def run(args: argparse.Namespace) -> int:
         extra = "  ".join(x for x in (r.title, f"[{r.category}]" if r.category else None) if x)
         if extra:
             print(" " * (len(line) - len(r.url)) + extra)
+    return 0
+
+
+def _by_link_measure(args: argparse.Namespace) -> int:
+    import os
+
+    from tasks.link_related import related_by_link
+
+    crawl = args.crawl or os.path.join(args.index, "crawl")
+    if not os.path.isdir(os.path.join(crawl, "links")):
+        print(f"simweb related: no ingested links at {crawl}/links: --measure needs the crawl the index was "
+              "built from (give --crawl DIR, the folder written by `simweb ingest`)", file=sys.stderr)
+        return 2
+    try:
+        results = related_by_link(crawl, args.url, args.measure, top=args.top)
+    except ValueError as e:
+        print(f"simweb related: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        doc = {"query": args.url, "top": args.top, "measure": args.measure, "results": [r.to_dict() for r in results]}
+        print(json.dumps(doc, indent=1, ensure_ascii=False))
+        return 0
+    if not results:
+        print(f"no page shares links with {args.url} under {args.measure}")
+        return 0
+    print(f"{'rank':>4}  {'score':>8}  url   ({args.measure})")
+    for r in results:
+        print(f"{r.rank:>4}  {r.score:8.4f}  {r.url}")
     return 0
