@@ -7,8 +7,9 @@ recognition, the directory, link rewriting — live in ``simcore.debdocs``.
 
 Outputs in ``DIR``:
 
-- ``warc/<package>.warc.gz`` — a warcinfo record, then one gzip-per-record ``response``
-  record per HTML page in path order. Every header is derived from the package, never from
+- ``warc/<package>-<NN>.warc.gz`` — the package's pages in path order, in shards of at most
+  ``SHARD_PAGES`` pages (so that the ingest, one task per file, spreads evenly over workers):
+  each shard a warcinfo record, then one gzip-per-record ``response`` record per HTML page. Every header is derived from the package, never from
   the clock: WARC-Date and Last-Modified are the file's time stamp inside the package, the
   record id is a name-based UUID of the URL and payload digest. A rebuild from the same
   cached ``.deb`` files is byte-identical.
@@ -48,6 +49,9 @@ from tasks import storage
 # Name-based record ids live in their own namespace so they never collide with random ones.
 RECORD_NAMESPACE = uuid.UUID("7d1b6c1e-4f0a-5b8e-9c39-2f1d5d0e6a41")
 SOFTWARE = "simweb DebDocs"
+# Pages per WARC shard: DebDocs' ~2,400 pages become ~13 files, enough for the ingest (one task
+# per file) to keep every worker of a small cluster busy until the end.
+SHARD_PAGES = 200
 
 
 class DebDocsError(RuntimeError):
@@ -96,8 +100,7 @@ class DirectoryResult:
 @dataclass(frozen=True, slots=True)
 class WarcResult:
     package: str
-    path: str
-    sha256: str
+    files: dict[str, str]  # relative path of each shard -> its SHA-256
     records: int
     links: LinkStats
     references: dict[str, int] = field(default_factory=dict)
@@ -413,72 +416,78 @@ def build_warc(deb: DebFile, surveys: Sequence[SiteSurvey], directory: Directory
         for path, member, data in iter_site_files(deb, site)
         if data is not None and path.endswith(".html")
     )
-    buffer = io.BytesIO()
-    writer = WARCWriter(buffer, gzip=True)
     info_date = _warc_date(max((mtime for _, mtime, _ in pages), default=0))
-    info = (
-        f"software: {SOFTWARE}\r\n"
-        "format: WARC File Format 1.0\r\n"
-        f"description: HTML pages of the Debian package {deb.package} {deb.version} under their public URLs "
-        f"({site.base_url}), links between the DebDocs sites rewritten to those URLs\r\n"
-        f"package: {deb.package}\r\n"
-        f"package-version: {deb.version}\r\n"
-        f"package-sha256: {deb.sha256}\r\n"
-    ).encode("utf-8")
-    filename = f"{deb.package}.warc.gz"
-    writer.write_record(
-        writer.create_warc_record(
-            "",
-            "warcinfo",
-            payload=io.BytesIO(info),
-            length=len(info),
-            warc_headers_dict={
-                "WARC-Record-ID": _record_id("warcinfo", deb.package, deb.version, deb.sha256),
-                "WARC-Date": info_date,
-                "WARC-Filename": filename,
-            },
-        )
-    )
+    n_shards = max(1, -(-len(pages) // SHARD_PAGES))
     anchors: list[tuple[str, tuple[str, ...]]] = []
     references: Counter = Counter()
     records = 0
-    for path, mtime, data in pages:
-        decoded = decode_page(data)
-        if decoded is None:
-            continue
-        text, charset = decoded
-        rewritten = debdocs.rewrite_links(text, site, path, collection)
-        references.update(rewritten.kinds)
-        anchors.append((path, rewritten.anchors))
-        body = rewritten.html.encode(charset)
-        url = site.canonical_url(path)
-        http_headers = StatusAndHeaders(
-            "200 OK",
-            [
-                ("Content-Type", f"text/html; charset={charset}"),
-                ("Content-Length", str(len(body))),
-                ("Last-Modified", email.utils.formatdate(int(mtime), usegmt=True)),
-            ],
-            protocol="HTTP/1.1",
+    files: dict[str, str] = {}
+    for shard in range(n_shards):
+        filename = f"{deb.package}-{shard:02d}.warc.gz"
+        buffer = io.BytesIO()
+        writer = WARCWriter(buffer, gzip=True)
+        info = (
+            f"software: {SOFTWARE}\r\n"
+            "format: WARC File Format 1.0\r\n"
+            f"description: HTML pages of the Debian package {deb.package} {deb.version} under their public URLs "
+            f"({site.base_url}), links between the DebDocs sites rewritten to those URLs\r\n"
+            f"package: {deb.package}\r\n"
+            f"package-version: {deb.version}\r\n"
+            f"package-sha256: {deb.sha256}\r\n"
+            f"shard: {shard + 1} of {n_shards}\r\n"
+        ).encode("utf-8")
+        writer.write_record(
+            writer.create_warc_record(
+                "",
+                "warcinfo",
+                payload=io.BytesIO(info),
+                length=len(info),
+                warc_headers_dict={
+                    "WARC-Record-ID": _record_id("warcinfo", deb.package, deb.version, deb.sha256, str(shard)),
+                    "WARC-Date": info_date,
+                    "WARC-Filename": filename,
+                },
+            )
         )
-        record = writer.create_warc_record(
-            url,
-            "response",
-            payload=io.BytesIO(body),
-            length=len(body),
-            http_headers=http_headers,
-            warc_headers_dict={
-                "WARC-Record-ID": _record_id("response", url, hashlib.sha1(body).hexdigest()),
-                "WARC-Date": _warc_date(mtime),
-            },
-        )
-        writer.write_record(record)
-        records += 1
-    data = buffer.getvalue()
-    target = storage.join(out, "warc", filename)
-    storage.write_bytes_atomic(data, target)
+        for path, mtime, data in pages[shard * SHARD_PAGES:(shard + 1) * SHARD_PAGES]:
+            decoded = decode_page(data)
+            if decoded is None:
+                continue
+            text, charset = decoded
+            rewritten = debdocs.rewrite_links(text, site, path, collection)
+            references.update(rewritten.kinds)
+            anchors.append((path, rewritten.anchors))
+            writer.write_record(_response_record(writer, site.canonical_url(path), mtime,
+                                                 rewritten.html.encode(charset), charset))
+            records += 1
+        data = buffer.getvalue()
+        storage.write_bytes_atomic(data, storage.join(out, "warc", filename))
+        files[f"warc/{filename}"] = hashlib.sha256(data).hexdigest()
     links = debdocs.link_stats(site, anchors, collection, listed)
-    return WarcResult(deb.package, f"warc/{filename}", hashlib.sha256(data).hexdigest(), records, links, dict(references))
+    return WarcResult(deb.package, files, records, links, dict(references))
+
+
+def _response_record(writer: WARCWriter, url: str, mtime: float, body: bytes, charset: str):
+    http_headers = StatusAndHeaders(
+        "200 OK",
+        [
+            ("Content-Type", f"text/html; charset={charset}"),
+            ("Content-Length", str(len(body))),
+            ("Last-Modified", email.utils.formatdate(int(mtime), usegmt=True)),
+        ],
+        protocol="HTTP/1.1",
+    )
+    return writer.create_warc_record(
+        url,
+        "response",
+        payload=io.BytesIO(body),
+        length=len(body),
+        http_headers=http_headers,
+        warc_headers_dict={
+            "WARC-Record-ID": _record_id("response", url, hashlib.sha1(body).hexdigest()),
+            "WARC-Date": _warc_date(mtime),
+        },
+    )
 
 
 @task(name="write-warc", cache_policy=NO_CACHE)
@@ -540,7 +549,7 @@ def build_summary(
             {"site": s.site.name, "package": s.package, "base_url": s.site.base_url, "html_root": "/" + s.site.html_root}
             for s in surveys
         ],
-        "outputs": {**{w.path: w.sha256 for w in warcs}, **directory.outputs},
+        "outputs": {**{path: digest for w in warcs for path, digest in w.files.items()}, **directory.outputs},
     }
     for name, value in (("SUMMARY.json", summary), ("MANIFEST.json", manifest)):
         data = (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8")

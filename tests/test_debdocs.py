@@ -735,3 +735,26 @@ def test_the_prefect_flow_writes_what_the_plain_stages_write(tiny_build, prefect
     plain = {p.relative_to(base / "out"): p.read_bytes() for p in (base / "out").rglob("*") if p.is_file()}
     flow = {p.relative_to(base / "flow"): p.read_bytes() for p in (base / "flow").rglob("*") if p.is_file()}
     assert plain == flow
+
+
+def test_large_sites_are_written_in_shards_with_the_same_pages(tiny_build, tmp_path, monkeypatch):
+    base, cache, summary = tiny_build
+    monkeypatch.setattr(td, "SHARD_PAGES", 4)
+    sharded = td.build_corpus(str(tmp_path / "out"), str(cache))
+    assert sharded == summary  # the same pages, links and directory
+
+    def pages(folder: Path, most: int) -> dict[str, bytes]:
+        found = {}
+        for warc in sorted(folder.glob("*.warc.gz")):
+            with open(warc, "rb") as f:
+                records = list((r.rec_type, r.rec_headers.get_header("WARC-Target-URI"), r.content_stream().read())
+                               for r in ArchiveIterator(f))
+            assert records[0][0] == "warcinfo" and 1 <= len(records) - 1 <= most
+            found.update({url: body for kind, url, body in records[1:]})
+        return found
+
+    names = sorted(p.name for p in (tmp_path / "out" / "warc").glob("*.warc.gz"))
+    assert names[:3] == ["postgresql-doc-15-00.warc.gz", "postgresql-doc-15-01.warc.gz", "postgresql-doc-15-02.warc.gz"]
+    assert pages(tmp_path / "out" / "warc", 4) == pages(base / "out" / "warc", 200)
+    manifest = json.loads((tmp_path / "out" / "MANIFEST.json").read_text())
+    assert sorted(n for n in manifest["outputs"] if n.startswith("warc/")) == [f"warc/{n}" for n in names]
