@@ -8,7 +8,7 @@ recognition, the directory, link rewriting — live in ``simcore.debdocs``.
 Outputs in ``DIR``:
 
 - ``warc/<package>-<NN>.warc.gz`` — the package's pages in path order, in shards of at most
-  ``SHARD_PAGES`` pages (so that the ingest, one task per file, spreads evenly over workers):
+  ``SHARD_BYTES`` bytes of HTML (so that the ingest, one task per file, spreads evenly over workers):
   each shard a warcinfo record, then one gzip-per-record ``response`` record per HTML page. Every header is derived from the package, never from
   the clock: WARC-Date and Last-Modified are the file's time stamp inside the package, the
   record id is a name-based UUID of the URL and payload digest. A rebuild from the same
@@ -49,9 +49,10 @@ from tasks import storage
 # Name-based record ids live in their own namespace so they never collide with random ones.
 RECORD_NAMESPACE = uuid.UUID("7d1b6c1e-4f0a-5b8e-9c39-2f1d5d0e6a41")
 SOFTWARE = "simweb DebDocs"
-# Pages per WARC shard: DebDocs' ~2,400 pages become ~13 files, enough for the ingest (one task
-# per file) to keep every worker of a small cluster busy until the end.
-SHARD_PAGES = 200
+# HTML bytes per WARC shard (a shard holds at least one page): DebDocs' ~90 MB of pages become
+# ~25 files of similar parsing work, so the ingest (one task per file) keeps every worker of a
+# small cluster busy until the end.
+SHARD_BYTES = 4_000_000
 
 
 class DebDocsError(RuntimeError):
@@ -417,12 +418,13 @@ def build_warc(deb: DebFile, surveys: Sequence[SiteSurvey], directory: Directory
         if data is not None and path.endswith(".html")
     )
     info_date = _warc_date(max((mtime for _, mtime, _ in pages), default=0))
-    n_shards = max(1, -(-len(pages) // SHARD_PAGES))
+    shards = _shards([len(data) for _, _, data in pages], SHARD_BYTES)
+    n_shards = len(shards)
     anchors: list[tuple[str, tuple[str, ...]]] = []
     references: Counter = Counter()
     records = 0
     files: dict[str, str] = {}
-    for shard in range(n_shards):
+    for shard, (first, last) in enumerate(shards):
         filename = f"{deb.package}-{shard:02d}.warc.gz"
         buffer = io.BytesIO()
         writer = WARCWriter(buffer, gzip=True)
@@ -449,7 +451,7 @@ def build_warc(deb: DebFile, surveys: Sequence[SiteSurvey], directory: Directory
                 },
             )
         )
-        for path, mtime, data in pages[shard * SHARD_PAGES:(shard + 1) * SHARD_PAGES]:
+        for path, mtime, data in pages[first:last]:
             decoded = decode_page(data)
             if decoded is None:
                 continue
@@ -465,6 +467,19 @@ def build_warc(deb: DebFile, surveys: Sequence[SiteSurvey], directory: Directory
         files[f"warc/{filename}"] = hashlib.sha256(data).hexdigest()
     links = debdocs.link_stats(site, anchors, collection, listed)
     return WarcResult(deb.package, files, records, links, dict(references))
+
+
+def _shards(sizes: Sequence[int], budget: int) -> list[tuple[int, int]]:
+    """Consecutive [first, last) ranges of items, each at most ``budget`` in total size unless it
+    is a single item; one empty range when there are no items."""
+    ranges, first, total = [], 0, 0
+    for i, size in enumerate(sizes):
+        if i > first and total + size > budget:
+            ranges.append((first, i))
+            first, total = i, 0
+        total += size
+    ranges.append((first, len(sizes)))
+    return ranges
 
 
 def _response_record(writer: WARCWriter, url: str, mtime: float, body: bytes, charset: str):

@@ -739,7 +739,7 @@ def test_the_prefect_flow_writes_what_the_plain_stages_write(tiny_build, prefect
 
 def test_large_sites_are_written_in_shards_with_the_same_pages(tiny_build, tmp_path, monkeypatch):
     base, cache, summary = tiny_build
-    monkeypatch.setattr(td, "SHARD_PAGES", 4)
+    monkeypatch.setattr(td, "SHARD_BYTES", 2_000)
     sharded = td.build_corpus(str(tmp_path / "out"), str(cache))
     assert sharded == summary  # the same pages, links and directory
 
@@ -755,6 +755,12 @@ def test_large_sites_are_written_in_shards_with_the_same_pages(tiny_build, tmp_p
 
     names = sorted(p.name for p in (tmp_path / "out" / "warc").glob("*.warc.gz"))
     assert names[:3] == ["postgresql-doc-15-00.warc.gz", "postgresql-doc-15-01.warc.gz", "postgresql-doc-15-02.warc.gz"]
-    assert pages(tmp_path / "out" / "warc", 4) == pages(base / "out" / "warc", 200)
+    assert pages(tmp_path / "out" / "warc", 4) == pages(base / "out" / "warc", 10)
     manifest = json.loads((tmp_path / "out" / "MANIFEST.json").read_text())
     assert sorted(n for n in manifest["outputs"] if n.startswith("warc/")) == [f"warc/{n}" for n in names]
+
+
+def test_shards_stay_within_their_byte_budget():
+    assert td._shards([], 10) == [(0, 0)]
+    assert td._shards([4, 4, 4, 20, 1], 10) == [(0, 2), (2, 3), (3, 4), (4, 5)]
+    assert td._shards([10, 10], 10) == [(0, 1), (1, 2)]
