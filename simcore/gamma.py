@@ -121,11 +121,26 @@ def _pair_types(depth: int) -> tuple[tuple[int, int], ...]:
     return tuple((a, b) for b in range(1, depth + 1) for a in range(b))
 
 
+# Similarities equal in all but their last TIE_BITS mantissa bits (a relative 2^-41, about
+# 5e-13) are ties: the same two bags give a similarity whose last bits depend on the order its
+# sums were taken in (e.g. how the crawl was split into files), and a judgement must not hang
+# on that. Rounding the mantissa keeps zero at zero and tiny values apart from it.
+TIE_BITS = 12
+
+
 def _check_similarity_block(block: np.ndarray) -> np.ndarray:
     block = np.asarray(block, dtype=np.float64)
     if np.isnan(block).any():
         raise ValueError("similarities contain NaN: expected real numbers for every pair")
-    return block
+    return _round_mantissa(block, TIE_BITS)
+
+
+def _round_mantissa(values: np.ndarray, bits: int) -> np.ndarray:
+    """``values`` with the last ``bits`` bits of each mantissa rounded off (to nearest); an
+    order-preserving map that keeps signs, zeros and infinities."""
+    raw = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
+    half, mask = np.uint64(1 << (bits - 1)), ~np.uint64((1 << bits) - 1)
+    return ((raw + half) & mask).view(np.float64)
 
 
 def _rows(similarity, start: int, stop: int) -> np.ndarray:

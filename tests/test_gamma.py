@@ -263,3 +263,18 @@ def test_paired_difference_separates_a_better_strategy():
     better, worse = pair_counts(noise - 0.3 * dist, codes), pair_counts(noise - 0.1 * dist, codes)
     diff = bootstrap_difference(better, worse, codes[:, 2], n_resamples=300, seed=3)
     assert diff["sibling_gamma"].low > 0.0
+
+
+def test_similarities_equal_but_for_summation_order_are_ties():
+    # 0.1 + 0.2 + 0.3 and 0.3 + 0.2 + 0.1 differ in the last bit: the same bag similarity summed
+    # in another order must not turn a tie into a judgement.
+    a, b = (0.1 + 0.2) + 0.3, (0.3 + 0.2) + 0.1
+    assert a != b
+    classes = [CLUBS, CLUBS, PLANTS, APARTMENT, LIBRARIES]
+    sims = np.zeros((5, 5))
+    sims[0] = [1.0, 0.5, 0.6, a, b]  # cousin vs unrelated: a tie
+    counts = pair_counts(sims, class_codes(classes))
+    t = {pair: i for i, pair in enumerate(counts.types)}
+    assert (counts.concordant[0][t[(2, 3)]], counts.discordant[0][t[(2, 3)]]) == (0, 0)
+    brute = pair_counts_bruteforce(sims, class_codes(classes))
+    assert np.array_equal(brute.concordant, counts.concordant)
