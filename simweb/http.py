@@ -134,18 +134,22 @@ def create_app(index: Index | str) -> FastAPI:
         top: int = Query(DEFAULT_TOP, ge=1, le=MAX_TOP),
         alpha: float = Query(DEFAULT_ALPHA, ge=0.0, le=1.0),
         rerank: bool = Query(False),
+        dedup: bool = Query(False),
     ) -> HTMLResponse:
         index_now = current()
         body, status = "", 200
         if url:
             try:
-                results = index_now.related(url, top, alpha, rerank)
+                results = index_now.related(url, top, alpha, rerank, dedup)
                 terms_found = index_now.top_terms(url, 10)
                 doc = index_now.document(url)
-                body = _results_html(url, doc, results, terms_found, top, alpha, rerank)
+                body = _results_html(url, doc, results, terms_found, top, alpha, rerank, dedup)
             except UnknownURL as e:
                 body, status = f'<p class="error" id="error">{html.escape(str(e))}</p>', 404
-        return HTMLResponse(_page_html(url or "", top, alpha, rerank, body, index_now.info()), status_code=status)
+            except FileNotFoundError as e:
+                body, status = f'<p class="error" id="error">{html.escape(str(e))}</p>', 409
+        return HTMLResponse(_page_html(url or "", top, alpha, rerank, body, index_now.info(), dedup),
+                            status_code=status)
 
     @app.exception_handler(ValueError)
     def bad_value(_request, exc: ValueError) -> JSONResponse:
@@ -163,12 +167,15 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}.error{color:#a00}.met
 """
 
 
-def _link(url: str, top: int, alpha: float, rerank: bool) -> str:
-    return f"/?url={quote(url, safe='')}&top={top}&alpha={alpha}" + ("&rerank=true" if rerank else "")
+def _link(url: str, top: int, alpha: float, rerank: bool, dedup: bool = False) -> str:
+    return (f"/?url={quote(url, safe='')}&top={top}&alpha={alpha}" + ("&rerank=true" if rerank else "")
+            + ("&dedup=true" if dedup else ""))
 
 
-def _page_html(url: str, top: int, alpha: float, rerank: bool, body: str, info: dict[str, Any]) -> str:
+def _page_html(url: str, top: int, alpha: float, rerank: bool, body: str, info: dict[str, Any],
+               dedup: bool = False) -> str:
     checked = " checked" if rerank else ""
+    dedup_checked = " checked" if dedup else ""
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>simweb — related pages</title>
 <meta name="viewport" content="width=device-width,initial-scale=1"><style>{_STYLE}</style></head>
@@ -178,6 +185,7 @@ def _page_html(url: str, top: int, alpha: float, rerank: bool, body: str, info: 
 <label>top <input name="top" type="number" min="1" max="{MAX_TOP}" value="{top}" style="width:4rem"></label>
 <label>α <input name="alpha" type="number" min="0" max="1" step="0.01" value="{alpha}" style="width:4.5rem"></label>
 <label><input name="rerank" type="checkbox" value="true"{checked}> exact re-rank</label>
+<label><input name="dedup" type="checkbox" value="true"{dedup_checked}> hide near-duplicates</label>
 <button type="submit">Find</button></form>
 {body}
 <p class="meta">{info['documents']} pages, {info['indexed_documents']} indexed, m = {info['minhash']['m']}
@@ -186,14 +194,14 @@ def _page_html(url: str, top: int, alpha: float, rerank: bool, body: str, info: 
 
 
 def _results_html(url: str, doc: dict[str, Any], results: list[Related], terms: list[tuple[str, float]],
-                  top: int, alpha: float, rerank: bool) -> str:
+                  top: int, alpha: float, rerank: bool, dedup: bool = False) -> str:
     title = html.escape(doc.get("title") or "")
     rows = []
     for r in results:
         exact = f'<td class="num">{r.exact:.3f}</td>' if rerank else ""
         rows.append(
             f'<tr class="result"><td class="num">{r.rank}</td><td class="num">{r.similarity:.3f}</td>{exact}'
-            f'<td><a href="{html.escape(_link(r.url, top, alpha, rerank))}">{html.escape(r.title or r.url)}</a>'
+            f'<td><a href="{html.escape(_link(r.url, top, alpha, rerank, dedup))}">{html.escape(r.title or r.url)}</a>'
             f'<br><span class="meta">{html.escape(r.url)}</span></td><td>{html.escape(r.category or "")}</td></tr>'
         )
     exact_head = "<th>exact</th>" if rerank else ""

@@ -180,3 +180,27 @@ def test_evaluation_refuses_dedup_strategies_with_a_reason(tmp_path):
 
     with pytest.raises(ValueError, match="dedup is an option of the index build"):
         evaluate_strategies(str(tmp_path), None, [Strategy(dedup=True)], str(tmp_path))
+
+
+def test_http_api_and_page_leave_out_copies(crawl, tmp_path):
+    from fastapi.testclient import TestClient
+
+    import simweb
+    from simweb.http import create_app
+
+    out = str(tmp_path / "index")
+    _build(crawl, out, Strategy.parse("content,nostem,none"))
+    client = TestClient(create_app(simweb.open_index(out, crawl=crawl)))
+    plain = client.get("/api/related", params={"url": COPY_A, "alpha": 0}).json()
+    deduped = client.get("/api/related", params={"url": COPY_A, "alpha": 0, "dedup": "true"}).json()
+    assert plain["results"][0]["url"] == COPY_B and plain["dedup"] is False
+    assert deduped["dedup"] is True and COPY_B not in [r["url"] for r in deduped["results"]]
+    batch = client.post("/api/related", json={"urls": [COPY_A], "alpha": 0, "dedup": True}).json()
+    assert batch["answers"][0]["results"] == deduped["results"]
+    page = client.get("/", params={"url": COPY_A, "alpha": 0, "dedup": "true"})
+    assert page.status_code == 200 and COPY_B not in page.text and "hide near-duplicates" in page.text
+    assert 'name="dedup" type="checkbox" value="true" checked' in page.text
+    # An index whose crawl is not at hand says so instead of answering without the filter.
+    lost = TestClient(create_app(simweb.open_index(out, crawl=str(tmp_path / "gone"))))
+    answer = lost.get("/api/related", params={"url": COPY_A, "alpha": 0, "dedup": "true"})
+    assert answer.status_code == 409 and "crawl" in answer.json()["detail"]
