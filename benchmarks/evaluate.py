@@ -29,20 +29,21 @@ import numpy as np
 
 from simcore.bags import Corpus
 from simcore.directory import iter_odp_rdf
-from simcore.gamma import class_codes, familial_distances, pair_counts, pair_counts_bruteforce
+from simcore.gamma import class_codes, familial_distances, pair_counts, pair_counts_bruteforce, tie_round
 from simcore.similarity import all_pairs
 from simcore.strategy import Strategy
 
 
 def per_source_baseline(similarity: np.ndarray, codes: np.ndarray) -> tuple[int, int]:
     """Γ pair counts the straightforward way: for each source, sort each level's similarities
-    and count with np.searchsorted (concordant, discordant summed over every level pair)."""
+    and count with np.searchsorted (concordant, discordant summed over every level pair), with
+    the same tie rule (simcore.gamma.tie_round)."""
     n, depth = codes.shape
     concordant = discordant = 0
     for s in range(n):
         levels = familial_distances(codes, np.array([s]))[0]
         levels[s] = -1
-        row = similarity[s]
+        row = tie_round(similarity[s])
         groups = [np.sort(row[levels == k]) for k in range(depth + 1)]
         for b in range(1, depth + 1):
             lower = groups[b]

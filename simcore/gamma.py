@@ -132,7 +132,13 @@ def _check_similarity_block(block: np.ndarray) -> np.ndarray:
     block = np.asarray(block, dtype=np.float64)
     if np.isnan(block).any():
         raise ValueError("similarities contain NaN: expected real numbers for every pair")
-    return _round_mantissa(block, TIE_BITS)
+    return tie_round(block)
+
+
+def tie_round(values: np.ndarray) -> np.ndarray:
+    """Similarities as Γ compares them: the last ``TIE_BITS`` mantissa bits rounded off, so that
+    values equal but for summation order are ties."""
+    return _round_mantissa(values, TIE_BITS)
 
 
 def _round_mantissa(values: np.ndarray, bits: int) -> np.ndarray:
