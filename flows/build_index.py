@@ -33,6 +33,7 @@ from tasks.pipeline import (
     publish_index,
     signatures_stage,
 )
+from tasks.incremental import start_epoch
 from tasks.stagecache import StageOutput
 
 
@@ -157,8 +158,10 @@ def build_index(
             signed = _record(stages, "signatures", signatures_stage(runner, bags, bag_crawl, params, out, directory))
             # 4. Invert (Section 6.2): H -> I, leaving low in-degree URLs out (Section 7.1).
             inverted = _record(stages, "invert", invert_stage(runner, signed, params, out))
-            # 5. Publish: switch queries to the new index atomically.
+            # 5. Publish: switch queries to the new index atomically; its df starts an epoch
+            #    for incremental updates (tasks/incremental.py).
             index = publish_index(inverted, out)
+            start_epoch(out, bags, params)
     summary = BuildSummary(ingest=ingested, stages=stages, index=index)
     log.info("%s", summary.summary())
     return summary

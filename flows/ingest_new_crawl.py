@@ -8,10 +8,12 @@ next run. A file that cannot be read after its retries is recorded as failed and
 the next runs, up to three times while its bytes stay the same.
 
 The index is then brought up to date over the grown crawl and published atomically (a query
-sees the old or the new index, never a mix). Document frequencies: every update is a new
-epoch — df is recomputed over the whole collection and every bag re-weighted — so an updated
-index equals a full build over the same files (see :func:`refresh_index`). A file the ledger
-records as ingested but not yet indexed (an update that failed) is indexed by the next run.
+sees the old or the new index, never a mix). Document frequencies follow the epoch policy of
+tasks/incremental.py: within an epoch only the URLs the new files touch are re-weighted with
+the epoch's frozen df and re-signed; when the crawl has grown by more than ``max_growth``
+since the epoch began, every bag is re-weighted over the whole collection and a new epoch
+begins (see :func:`refresh_index`). A file the ledger records as ingested but not yet indexed
+(an update that failed) is indexed by the next run.
 """
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ from prefect import flow, get_run_logger
 from flows.build_index import dask_task_runner, ingest_stage
 from simcore.minhash import MinHashParams
 from simcore.strategy import Strategy
-from tasks import index_store
+from tasks import incremental, index_store
+from tasks.incremental import DEFAULT_MAX_GROWTH
 from tasks.ingest import IngestStats, part_name
 from tasks.pipeline import (
     IndexParams,
@@ -76,6 +79,7 @@ def ingest_new_crawl(
     n_workers: int | None = None,
     partitions: int | None = None,
     io_retries: int = 3,
+    max_growth: float = DEFAULT_MAX_GROWTH,
 ) -> IncrementalIngest:
     """Ingest the WARC files in ``inbox`` that the build in ``out`` does not hold yet, then
     update its index.
@@ -86,6 +90,8 @@ def ingest_new_crawl(
     ``out`` has no index yet, the parameters apply (as in ``build-index``). ``directory``
     adds categories as in ``build-index``. ``dask_address`` names an existing Dask scheduler;
     without it a local cluster of ``n_workers`` processes runs, only when there is work.
+    ``max_growth`` is the growth of the crawl (fraction of its pages when the df epoch began)
+    beyond which an update re-weighs every bag instead of only the touched ones.
     """
     log = get_run_logger()
     crawl_dir = crawl_out or crawl_folder(out)
@@ -103,8 +109,11 @@ def ingest_new_crawl(
             # 4. Record each file in the ledger, ingested or failed (rewritten atomically).
             outcomes = file_outcomes(scan.new, ingested)
             record_ingestion(crawl_dir, outcomes)
-            # 5. Update the index over the grown crawl and switch queries to it atomically.
-            index, stages = refresh_index(runner, out, crawl_dir, strategy, params, directory, partitions)
+            # 5. Update the index over the grown crawl and switch queries to it atomically:
+            #    the touched URLs only within a df epoch, every bag when a new epoch begins.
+            new_parts = [part_name(d) for d in not_indexed(crawl_dir)]
+            index, stages = refresh_index(runner, out, crawl_dir, strategy, params, directory, partitions,
+                                          new_parts, max_growth)
         # 6. Mark every ingested file as covered by the index.
         mark_indexed(crawl_dir, not_indexed(crawl_dir))
     report = IncrementalIngest(
@@ -124,28 +133,49 @@ def ingest_new_crawl(
 
 
 def refresh_index(runner, out: str, crawl_dir: str, strategy: Strategy, params: IndexParams,
-                  directory: str | None, partitions: int | None) -> tuple[str, dict[str, bool]]:
+                  directory: str | None, partitions: int | None, new_parts: list[str] | None = None,
+                  max_growth: float = DEFAULT_MAX_GROWTH) -> tuple[str, dict[str, bool]]:
     """Bring the index in ``out`` up to date with the crawl folder; the live version and, per
     stage, whether it was reused.
 
-    The document-frequency policy is one epoch per update: the bags stage recomputes df over
-    the whole grown collection and re-weights every bag (paper Section 3.3 weights need the
-    collection's df), then signatures and I are rebuilt, each stage keyed by the new ingest
-    parts, and the result is published atomically. So an updated index is exactly the index a
-    full build over the same files makes — the invariant tests/test_resume.py checks. This is
-    the hook where an incremental index store (a new segment for the touched URLs, tombstones
-    for their old doc ids, df frozen until the collection has grown by a set fraction) takes
-    over the work between two full re-weights.
+    ``new_parts`` names the ingest parts the live index does not cover yet. When the epoch
+    policy allows (tasks/incremental.py), only the URLs they touch are rebuilt: their bags from
+    the whole crawl with the epoch's frozen df, their signatures, and a new version with their
+    rows replaced — the same bags and signatures a full build weighted with that df gives.
+    Otherwise (``new_parts`` unknown, no epoch yet, the crawl grew by more than ``max_growth``,
+    other parameters) every bag is re-weighted over the whole grown collection, exactly as a
+    full build over the same files does, and a new epoch begins.
     """
+    log = _logger()
+    live = _live_index(out)
+    epoch = incremental.read_epoch(out)
+    reason = ("the new parts are not known" if new_parts is None
+              else incremental.full_rebuild_reason(epoch, live, strategy, params, crawl_dir, max_growth))
+    if reason is None:
+        index, stages, stats = incremental.update(out, crawl_dir, new_parts, epoch, strategy, params, directory, live)
+        log.info("incremental update in epoch %s: %d touched URL(s), %d updated and %d new document(s)",
+                 epoch.id, stats["touched"], stats.get("updated_docs", 0), stats.get("new_docs", 0))
+        return index, stages
+    log.info("re-weighting every bag (a new df epoch): %s", reason)
     # Bags over the whole crawl: fragments, merge by URL, df and weighting (Section 6.1).
     bags = bags_stage(runner, crawl_dir, strategy, out, partitions)
     # Signatures: m min-hashes per bag (Section 6.2).
     signed = signatures_stage(runner, bags, crawl_dir, params, out, directory)
     # Invert: I, leaving low in-degree URLs out (Sections 6.2, 7.1).
     inverted = invert_stage(runner, signed, params, out)
-    # Publish: queries switch to the new version atomically.
+    # Publish: queries switch to the new version atomically; the df of these bags is the new epoch.
     live = publish_index(inverted, out)
+    incremental.start_epoch(out, bags, params)
     return live, {"bags": bags.reused, "signatures": signed.reused, "invert": inverted.reused}
+
+
+def _logger():
+    try:
+        return get_run_logger()
+    except Exception:  # called outside a flow run (tests, scripts)
+        import logging
+
+        return logging.getLogger("simweb.ingest_new_crawl")
 
 
 def index_parameters(out: str, follow_index: bool, strategy: Strategy,

@@ -102,6 +102,12 @@ class Weighting:
         return {"frequency": self.frequency.value, "nmdf_mu": self.mu, "nmdf_sigma": self.sigma,
                 "normalise_to": self.normalise_to}
 
+    @classmethod
+    def from_dict(cls, data: dict) -> Weighting:
+        """The weighting :meth:`to_dict` wrote."""
+        return cls(Frequency(data["frequency"]), data.get("nmdf_mu"), data.get("nmdf_sigma"),
+                   float(data["normalise_to"]))
+
 
 def frequency_factors(df: np.ndarray, frequency: Frequency, mu: float | None = None,
                       sigma: float | None = None) -> np.ndarray:

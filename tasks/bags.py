@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -71,6 +72,7 @@ BAGS_FORMAT = 1
 STAGE_FRAGMENTS, STAGE_MERGE, STAGE_BAGS = "bag-fragments", "bag-merge", "bags"
 # Under "_" so that Parquet readers of the folder (which skip "_" and "." names) see only BAGS parts.
 DF_FILE = "_terms/df.parquet"
+SNAPSHOT_DF_FILE = "_terms/df-snapshot.parquet"  # the frozen df a bags folder was weighted with
 # Auto partitioning: about this many bytes of fragment Parquet per merge partition.
 PARTITION_BYTES = 64 << 20
 
@@ -290,6 +292,30 @@ def _write_merged(frame: pd.DataFrame, out: str) -> int:
 # Sub-stage 3: weighting
 
 
+@dataclass(frozen=True, slots=True)
+class DfSnapshot:
+    """Document frequencies and weighting frozen at the start of an epoch (tasks/incremental.py).
+
+    ``df_path`` is a DF table; ``weighting`` the resolved weighting of that epoch (NMDF's μ, σ
+    fitted then). A term the snapshot does not know (first crawled after the epoch began)
+    counts df = 1 until the next full re-weight.
+    """
+
+    df_path: str
+    weighting: Weighting
+
+    def identity(self) -> dict[str, Any]:
+        return {"df": file_identities([self.df_path]), "weighting": self.weighting.to_dict()}
+
+    def covering(self, terms: pa.Table) -> pa.Table:
+        """The snapshot's DF table extended with df = 1 for the terms of ``terms`` it lacks."""
+        frozen = pq.read_table(self.df_path).cast(DF)
+        unknown = pc.invert(pc.is_in(terms.column("term"), value_set=frozen.column("term")))
+        new = terms.filter(unknown).column("term")
+        extra = pa.table({"term": new, "df": pa.array(np.ones(len(new), np.int64))}, schema=DF)
+        return pa.concat_tables([frozen, extra]).sort_by("term")
+
+
 def _count_terms(url: str) -> pd.Series:
     return pq.read_table(url, columns=["term"]).column("term").to_pandas().value_counts()
 
@@ -362,7 +388,7 @@ def _compute(collections: list, scheduler: Any) -> list:
 
 
 def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: int | None = None, *,
-                     scheduler: Any = None) -> StageOutput:
+                     scheduler: Any = None, df_snapshot: DfSnapshot | None = None) -> StageOutput:
     """Build (or reuse) the weighted bags of the crawl in ``crawl_dir`` under ``strategy`` (Section 6.1).
 
     ``crawl_dir`` holds the ingest output (``pages/`` and ``links/`` parts). Results go under
@@ -372,6 +398,8 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
     ``partitions`` is the number of merge partitions P (default: about one per 64 MiB of
     fragments). ``scheduler`` is passed to ``dask.compute`` (a distributed Client, "threads",
     "processes", "sync"); by default the current Dask client or Dask's local scheduler.
+    ``df_snapshot`` weighs with a frozen df and weighting (an incremental index's epoch, see
+    tasks/incremental.py) instead of the collection's own: terms it does not know count df 1.
     """
     import dask
     import dask.dataframe as dd
@@ -441,6 +469,10 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
         write_parquet_atomic(df_table, df_path)
         df_values = df.to_numpy(np.int64)
         weighting = Weighting.resolve(strategy, df_values)
+        if df_snapshot is not None:
+            df_path = join(tmp, SNAPSHOT_DF_FILE)
+            write_parquet_atomic(df_snapshot.covering(df_table), df_path)
+            weighting = df_snapshot.weighting
         work = [dask.delayed(weigh_part)(u, df_path, weighting, join(tmp, f"part-{i:05d}.parquet"))
                 for i, u in enumerate(merged_parts)]
         totals = {"bags": 0, "entries": 0, "empty_bags": 0}
@@ -461,8 +493,10 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
                         "weigh": round(time.perf_counter() - t0, 3)},
         }
 
-    return run_stage(out_dir, STAGE_BAGS, {"merged": merged_out},
-                     {"format": BAGS_FORMAT, "weighting": strategy.bag_params()}, weigh)
+    params: dict[str, Any] = {"format": BAGS_FORMAT, "weighting": strategy.bag_params()}
+    if df_snapshot is not None:
+        params["df_snapshot"] = df_snapshot.identity()
+    return run_stage(out_dir, STAGE_BAGS, {"merged": merged_out}, params, weigh)
 
 
 @task(name="bags", cache_policy=NO_CACHE)

@@ -183,7 +183,9 @@ def test_new_crawl_files_update_the_index_to_what_a_full_build_makes(prefect_api
 
     for path in later:
         shutil.copy(path, inbox / Path(path).name)
-    report = ingest_new_crawl(inbox=str(inbox), out=str(out), settle_seconds=0, n_workers=1)
+    # max_growth=0: every update begins a new df epoch, re-weighting the whole collection
+    # (tests/test_incremental.py covers updates within an epoch).
+    report = ingest_new_crawl(inbox=str(inbox), out=str(out), settle_seconds=0, n_workers=1, max_growth=0.0)
     assert report.ingested == [Path(p).name for p in later] and report.failed == {}
     assert report.stages == {"bags": False, "signatures": False, "invert": False}
     # It kept the build's parameters (min_in_degree=None), not its own defaults (3).
@@ -199,6 +201,6 @@ def test_new_crawl_files_update_the_index_to_what_a_full_build_makes(prefect_api
 
     # Nothing new: no work, and nothing counted twice.
     ledger = stagecache.read_ledger(crawl_folder(str(out)))
-    again = ingest_new_crawl(inbox=str(inbox), out=str(out), settle_seconds=0, n_workers=1)
+    again = ingest_new_crawl(inbox=str(inbox), out=str(out), settle_seconds=0, n_workers=1, max_growth=0.0)
     assert again.ingested == [] and again.stages == {} and again.index == report.index
     assert stagecache.read_ledger(crawl_folder(str(out))) == ledger

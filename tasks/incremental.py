@@ -1,0 +1,316 @@
+"""Incremental index updates: new crawl files re-weigh and re-sign only the URLs they touch.
+
+The ``ingest-new-crawl`` flow calls :func:`refresh` after ingesting new WARC files into a
+build's crawl folder. Which work an update does is decided by the **epoch policy**:
+
+* An *epoch* begins with every full build (``build-index``, or a full refresh): the document
+  frequencies of its bags stage and its resolved weighting (NMDF's μ, σ) are frozen and kept
+  as ``OUT/epochs/<id>/df.parquet`` with ``OUT/EPOCH.json`` naming the live epoch.
+* Within an epoch an update rebuilds only the **touched** URLs — the pages of the new files
+  and the targets of their links (their anchor and link-id fragments changed) — from the
+  whole crawl's fragments of those URLs, weighted with the epoch's frozen df (a term first
+  crawled after the epoch began counts df = 1), and signs only them. Every other document
+  keeps its bag and its signatures; the new index version copies them (same doc ids; new
+  URLs get the next ids) and replaces the touched rows.
+* A full re-weight (a new epoch) happens when the crawl has grown by more than
+  ``max_growth`` (default 0.2: a fifth more pages than when the epoch began) — df drifts as
+  the collection grows, and frozen weights would drift from what a full build gives — and
+  whenever the update cannot be incremental: no epoch or no live index yet, a strategy or
+  min-hash parameters other than the epoch's, or a ``dedup`` strategy.
+
+The invariant the tests check: an incremental update gives, URL for URL, the bag,
+signatures, title, in-degree, category and related pages of a full build over the same
+files weighted with the same df snapshot (``build_bags_stage(..., df_snapshot=...)``).
+
+I is re-inverted from the updated H in every update: the index drops buckets that hold a
+single document (lossless for one index, Section 6.2), so a new segment's documents would not
+see the old documents they share such a value with; inverting H is one sort of its N·m
+entries, while the work that grows with the crawl's text — fragments, merging, weighting,
+signing — is done for the touched URLs only. The new version is published like every other
+(atomically: a query sees the old or the new index, never a mix).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from simcore.strategy import Strategy
+from simcore.weighting import Weighting
+from tasks import bags as bag_stage
+from tasks import index_store as store
+from tasks import schemas
+from tasks.signatures import SIG_DIR, _categories, invert, sign_part
+from tasks.stagecache import StageOutput, file_identities, run_stage
+from tasks.storage import join, parts, write_bytes_atomic, write_parquet_atomic
+
+EPOCH_FILE = "EPOCH.json"
+EPOCHS_DIR = "epochs"
+DEFAULT_MAX_GROWTH = 0.2
+STAGE_DELTA_BAGS = "delta-bags"
+STAGE_DELTA_INDEX = "delta-index"
+
+
+@dataclass(frozen=True, slots=True)
+class Epoch:
+    """The frozen weighting of the live epoch and what it was built with."""
+
+    id: str
+    df_path: str
+    weighting: dict[str, Any]
+    pages: int
+    strategy: dict[str, Any]
+    minhash: dict[str, Any]
+    min_in_degree: int | None
+    started: str
+
+    def snapshot(self) -> bag_stage.DfSnapshot:
+        return bag_stage.DfSnapshot(self.df_path, Weighting.from_dict(self.weighting))
+
+
+def read_epoch(out: str) -> Epoch | None:
+    path = os.path.join(store.local_dir(out), EPOCH_FILE)
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        epoch = Epoch(**data)
+    except (FileNotFoundError, TypeError, ValueError):
+        return None
+    return epoch if os.path.exists(epoch.df_path) else None
+
+
+def start_epoch(out: str, bags: StageOutput, params) -> Epoch:
+    """Freeze the df and weighting of the bags stage ``bags`` (a full build's) as the live epoch."""
+    stats = bags.stats
+    epoch_id = bags.path.rstrip("/").rsplit("/", 1)[-1][:16]
+    folder = os.path.join(store.local_dir(out), EPOCHS_DIR, epoch_id)
+    os.makedirs(folder, exist_ok=True)
+    df_path = os.path.join(folder, "df.parquet")
+    if not os.path.exists(df_path):
+        tmp = df_path + ".tmp"
+        shutil.copyfile(join(bags.path, bag_stage.DF_FILE), tmp)
+        os.replace(tmp, df_path)
+    epoch = Epoch(
+        id=epoch_id, df_path=df_path, weighting=dict(stats["weighting"]), pages=int(stats.get("pages", 0)),
+        strategy=dict(stats["strategy"]), minhash=params.minhash().to_dict(), min_in_degree=params.min_in_degree,
+        started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
+    write_bytes_atomic((json.dumps(asdict(epoch), indent=1) + "\n").encode(), join(out, EPOCH_FILE))
+    return epoch
+
+
+def crawl_pages(crawl_dir: str) -> int:
+    """Page rows of the crawl (the measure of its growth; a re-crawled URL counts again)."""
+    return int(sum(pq.ParquetFile(p).metadata.num_rows for p in parts(join(crawl_dir, "pages"))))
+
+
+def full_rebuild_reason(epoch: Epoch | None, live: str | None, strategy: Strategy, params, crawl_dir: str,
+                        max_growth: float = DEFAULT_MAX_GROWTH) -> str | None:
+    """Why the next update must re-weigh the whole collection, or None when it can be incremental."""
+    if epoch is None:
+        return "no epoch yet (first update after a build of an earlier version)"
+    if live is None:
+        return "no live index"
+    if strategy.dedup:
+        return "dedup strategies are rebuilt in full"
+    if Strategy.from_dict(epoch.strategy) != strategy:
+        return "the strategy differs from the epoch's"
+    if epoch.minhash != params.minhash().to_dict() or epoch.min_in_degree != params.min_in_degree:
+        return "the min-hash parameters differ from the epoch's"
+    pages = crawl_pages(crawl_dir)
+    if epoch.pages and (pages - epoch.pages) / epoch.pages > max_growth:
+        return f"the crawl grew by {(pages - epoch.pages) / epoch.pages:.0%} since the epoch began (limit {max_growth:.0%})"
+    return None
+
+
+def touched_urls(crawl_dir: str, new_parts: list[str]) -> np.ndarray:
+    """URL ids whose bags the new ingest parts change: their pages and their links' targets."""
+    found = [np.zeros(0, np.uint64)]
+    for name in new_parts:
+        page = join(crawl_dir, "pages", f"{name}.parquet")
+        link = join(crawl_dir, "links", f"{name}.parquet")
+        if os.path.exists(page):
+            found.append(pq.read_table(page, columns=["url_id"]).column("url_id").to_numpy())
+        if os.path.exists(link):
+            found.append(pq.read_table(link, columns=["target_id"]).column("target_id").to_numpy())
+    return np.unique(np.concatenate(found).astype(np.uint64))
+
+
+def touched_bags(crawl_dir: str, strategy: Strategy, touched: np.ndarray, snapshot: bag_stage.DfSnapshot,
+                 out: str) -> dict[str, int]:
+    """The weighted bags of the ``touched`` URLs into ``out/part-00000.parquet`` (BAGS), built
+    as the bags stage builds them: each ingest part's fragments of those URLs (the same
+    duplicate-copy rule), merged per URL, weighted with the snapshot."""
+    page_parts, link_parts = bag_stage._inputs(crawl_dir)
+    losers = bag_stage.duplicate_copies(page_parts)
+    by_stem = {bag_stage._part_stem(u): ids for u, ids in losers.items()}
+    wanted = pa.array(touched, pa.uint64())
+    fragments = []
+    # The bags stage merges its fragment files in name order: links parts, then pages parts.
+    for url in link_parts:
+        table = bag_stage._read(url, schemas.LINKS, bag_stage.LINK_COLUMNS)
+        table = table.filter(pc.is_in(table.column("target_id"), value_set=wanted))
+        skip = by_stem.get(bag_stage._part_stem(url), np.zeros(0, np.uint64))
+        if skip.size:
+            table = table.filter(pa.array(~np.isin(table.column("source_id").to_numpy(), skip)))
+        if table.num_rows:
+            fragments.append(bag_stage._fragment_table(bag_stage.corpus_from_tables(None, table), strategy))
+    for url in page_parts:
+        table = bag_stage._read(url, schemas.PAGES, bag_stage.PAGE_COLUMNS[:4])
+        table = table.filter(pc.is_in(table.column("url_id"), value_set=wanted))
+        skip = losers.get(url, np.zeros(0, np.uint64))
+        if skip.size:
+            table = table.filter(pa.array(~np.isin(table.column("url_id").to_numpy(), skip)))
+        if table.num_rows:
+            fragments.append(bag_stage._fragment_table(bag_stage.corpus_from_tables(table, None), strategy))
+    frame = (pa.concat_tables(fragments) if fragments else bag_stage.FRAGMENTS.empty_table()).to_pandas()
+    merged = bag_stage.merge_partition(frame)
+    merged_path = os.path.join(out, "_merged.parquet")
+    bag_stage._write_merged(merged, merged_path)
+    terms = pa.table({"term": pa.array(np.unique(merged["term"].to_numpy(dtype=object)).tolist(), pa.string())})
+    df_path = os.path.join(out, "_df.parquet")
+    write_parquet_atomic(snapshot.covering(terms), df_path)
+    stats = bag_stage.weigh_part(merged_path, df_path, snapshot.weighting, os.path.join(out, "part-00000.parquet"))
+    os.remove(merged_path)
+    return {"touched": int(touched.size), **stats}
+
+
+def _touched_metadata(crawl_dir: str, ids: np.ndarray, directory: str | None) -> pa.Table:
+    """(url_id, title, in_degree, category) of ``ids``, as the signatures stage derives them for
+    the whole crawl: the first title in part order, distinct other pages linking in, the directory's class."""
+    wanted = pa.array(ids, pa.uint64())
+    pages = [pq.read_table(p, columns=["url_id", "title"]) for p in parts(join(crawl_dir, "pages"))]
+    pages = [t.filter(pc.is_in(t.column("url_id"), value_set=wanted)) for t in pages]
+    pages_t = pa.concat_tables(pages) if pages else pa.table({"url_id": pa.array([], pa.uint64()),
+                                                              "title": pa.array([], pa.string())})
+    titles = pages_t.group_by("url_id", use_threads=False).aggregate([("title", "first")])
+    links = [pq.read_table(p, columns=["source_id", "target_id"]) for p in parts(join(crawl_dir, "links"))]
+    links = [t.filter(pc.is_in(t.column("target_id"), value_set=wanted)) for t in links]
+    links_t = pa.concat_tables(links) if links else pa.table({"source_id": pa.array([], pa.uint64()),
+                                                              "target_id": pa.array([], pa.uint64())})
+    links_t = links_t.filter(pc.not_equal(links_t.column("source_id"), links_t.column("target_id")))
+    degree = links_t.group_by(["target_id", "source_id"]).aggregate([]).group_by("target_id").aggregate(
+        [("source_id", "count")])
+    base = pa.table({"url_id": wanted, "row": pa.array(np.arange(len(ids)))})
+    joined = base.join(titles.rename_columns(["url_id", "title"]), "url_id", join_type="left outer")
+    joined = joined.join(degree.rename_columns(["url_id", "in_degree"]), "url_id", join_type="left outer")
+    if directory:
+        joined = joined.join(_categories(directory), "url_id", join_type="left outer")
+    joined = joined.sort_by("row")
+    n = joined.num_rows
+    return pa.table({
+        "url_id": joined.column("url_id"),
+        "title": pc.cast(joined.column("title"), pa.string()) if n else pa.array([], pa.string()),
+        "in_degree": pc.cast(pc.fill_null(joined.column("in_degree"), 0), pa.int32()),
+        "category": (pc.cast(joined.column("category"), pa.string()) if directory
+                     else pa.nulls(n, pa.string())),
+    })
+
+
+def updated_version(live: str, delta_bags: str, crawl_dir: str, params, directory: str | None,
+                    out: str) -> dict[str, int]:
+    """A complete index version in ``out``: the live version with the touched documents'
+    rows replaced and new URLs appended (H, doc map, url map, bags), then I inverted anew."""
+    signed = os.path.join(out, "_signed")
+    os.makedirs(signed, exist_ok=True)
+    minhash = params.minhash()
+    sign_part(join(delta_bags, "part-00000.parquet"), signed, 0, minhash)
+    meta = pq.read_table(os.path.join(signed, SIG_DIR, "part-00000.parquet"))
+    sigs = np.fromfile(os.path.join(signed, SIG_DIR, "part-00000.u32"), dtype="<u4").reshape(meta.num_rows, minhash.m)
+    v = store.open_version(live)
+    if v.params.to_dict() != minhash.to_dict():
+        raise ValueError(f"the live index {live} was signed with {v.params.to_dict()}, not {minhash.to_dict()}")
+    prev_docs = pq.read_table(os.path.join(v.path, store.DOCMAP_FILE)).cast(store.DOCMAP)
+    n_prev = prev_docs.num_rows
+    new_ids = meta.column("url_id").to_numpy()
+    old_doc = np.array([-1 if (d := v.doc_of(int(u))) is None else d for u in new_ids.tolist()], dtype=np.int64)
+    appended = old_doc < 0
+    doc = old_doc.copy()
+    doc[appended] = n_prev + np.arange(int(appended.sum()))
+    n = n_prev + int(appended.sum())
+    # H: the live rows, the touched rows replaced, new documents appended.
+    h = np.empty((n, minhash.m), dtype=np.uint32)
+    h[:n_prev] = v.h
+    h[doc] = sigs
+    store.write_array_atomic(h.reshape(-1), os.path.join(signed, store.H_FILE))
+    # Doc map.
+    info = _touched_metadata(crawl_dir, new_ids, directory)
+    columns = {name: prev_docs.column(name).to_pylist() for name in store.DOCMAP.names}
+    for name in columns:
+        columns[name].extend([None] * (n - n_prev))
+    touched_rows = {
+        "doc_id": doc.tolist(), "url_id": new_ids.tolist(), "url": meta.column("url").to_pylist(),
+        "title": info.column("title").to_pylist(), "in_degree": info.column("in_degree").to_pylist(),
+        "category": info.column("category").to_pylist(), "n_terms": meta.column("n_terms").to_pylist(),
+        "indexed": [True] * len(doc),
+    }
+    for name, values in touched_rows.items():
+        column = columns[name]
+        for d, value in zip(doc.tolist(), values):
+            column[d] = value
+    pq.write_table(pa.table(columns, schema=store.DOCMAP), os.path.join(signed, store.DOCMAP_FILE))
+    ids = np.asarray(columns["url_id"], dtype=np.uint64)
+    order = np.argsort(ids, kind="stable")
+    store.write_array_atomic(ids[order], os.path.join(signed, store.URLS_FILE))
+    store.write_array_atomic(order.astype(np.uint32), os.path.join(signed, store.URL_DOCS_FILE))
+    _write_bags(os.path.join(v.path, store.BAGS_FILE), meta, doc, n, os.path.join(signed, store.BAGS_FILE))
+    with open(os.path.join(signed, "signatures.json"), "w") as f:
+        json.dump({"n_docs": n, "minhash": minhash.to_dict(),
+                   "stats": {"updated_docs": int((~appended).sum()), "new_docs": int(appended.sum())}}, f, indent=1)
+    shutil.rmtree(os.path.join(signed, SIG_DIR), ignore_errors=True)
+    version = os.path.join(out, "version")
+    stats = invert(signed, version, min_in_degree=params.min_in_degree)
+    return {**stats, "updated_docs": int((~appended).sum()), "new_docs": int(appended.sum())}
+
+
+def _write_bags(prev: str, meta: pa.Table, doc: np.ndarray, n: int, path: str) -> None:
+    """bags.parquet of the new version: the live rows with the touched ones replaced, in id order."""
+    old = pq.read_table(prev).cast(store.INDEX_BAGS)
+    new = pa.table({"doc_id": pa.array(doc.astype(np.uint32)), "terms": meta.column("terms"),
+                    "weights": meta.column("weights")}).cast(store.INDEX_BAGS)
+    replaced = pc.is_in(old.column("doc_id"), value_set=new.column("doc_id"))
+    table = pa.concat_tables([old.filter(pc.invert(replaced)), new]).sort_by("doc_id")
+    if table.num_rows != n:
+        raise ValueError(f"expected {n} bags in the updated version, assembled {table.num_rows}")
+    tmp = path + ".tmp"
+    pq.write_table(table, tmp, row_group_size=store.BAG_ROW_GROUP, compression="zstd")
+    os.replace(tmp, path)
+
+
+def update(out: str, crawl_dir: str, new_parts: list[str], epoch: Epoch, strategy: Strategy, params,
+           directory: str | None, live: str) -> tuple[str, dict[str, bool], dict[str, Any]]:
+    """Bring the index in ``out`` up to date incrementally (see the module docstring); the live
+    version, per stage whether it was reused, and the stats."""
+    from tasks.pipeline import stages_folder
+
+    stages = stages_folder(out)
+    touched = touched_urls(crawl_dir, new_parts)
+    crawl_identity = {"pages": file_identities(parts(join(crawl_dir, "pages"))),
+                      "links": file_identities(parts(join(crawl_dir, "links")))}
+    snapshot = epoch.snapshot()
+
+    def bags_compute(tmp: str) -> dict[str, Any]:
+        return touched_bags(crawl_dir, strategy, touched, snapshot, store.local_dir(tmp))
+
+    delta = run_stage(stages, STAGE_DELTA_BAGS,
+                      {**crawl_identity, "touched": [f"parts:{','.join(sorted(new_parts))}"]},
+                      {"strategy": strategy.bag_params(), "df_snapshot": snapshot.identity()}, bags_compute)
+
+    def index_compute(tmp: str) -> dict[str, Any]:
+        return updated_version(live, delta.path, crawl_dir, params, directory, store.local_dir(tmp))
+
+    live_identity = json.dumps(store.read_manifest(live), sort_keys=True)
+    inputs = {"delta": delta, "live": [live_identity], **({"directory": file_identities([directory])} if directory else {})}
+    version = run_stage(stages, STAGE_DELTA_INDEX, inputs,
+                        {"minhash": params.minhash().to_dict(), "min_in_degree": params.min_in_degree}, index_compute)
+    published = store.publish(join(version.path, "version"), out)
+    return published, {STAGE_DELTA_BAGS: delta.reused, STAGE_DELTA_INDEX: version.reused}, {
+        "touched": int(touched.size), **{k: v for k, v in version.stats.items() if isinstance(v, int)}}
