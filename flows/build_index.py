@@ -14,9 +14,11 @@ because the Dask workers start new Python processes that import the caller's mai
 from __future__ import annotations
 
 import os
+import sys
 from typing import Literal
 
 from prefect import flow, get_run_logger, unmapped
+from prefect.futures import as_completed
 from prefect.context import FlowRunContext
 from prefect.task_runners import TaskRunner
 from prefect_dask import DaskTaskRunner
@@ -90,6 +92,7 @@ def ingest_stage(runner: TaskRunner, files: list[str], out: str, io_retries: int
     """
     task = ingest_file.with_options(retries=io_retries)
     futures = runner.map(task, {"path": files, "out": unmapped(out)})
+    _show_progress(futures, "ingest", "WARC files")
     results = []
     for path, future in zip(files, futures):
         outcome = future.result(raise_on_failure=False)
@@ -99,6 +102,34 @@ def ingest_stage(runner: TaskRunner, files: list[str], out: str, io_retries: int
             results.append(unreadable(path, f"could not be read (transient I/O errors are retried "
                                             f"{io_retries} time(s)): {_reason(outcome)}"))
     return IngestStats.total(results)
+
+
+def _show_progress(futures, stage: str, what: str) -> None:
+    """Wait for ``futures``, drawing a progress bar on a terminal's standard error (the CLI), or
+    else logging every tenth of the way (a deployment's run, followed in the Prefect UI)."""
+    total = len(futures)
+    if total == 0:
+        return
+    bar = sys.stderr.isatty()
+    log = get_run_logger()
+    step = max(1, total // 10)
+    for done, _ in enumerate(as_completed(futures), 1):
+        if bar:
+            filled = 30 * done // total
+            print(f"\r  {stage} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total} {what}", end="",
+                  file=sys.stderr, flush=True)
+        elif done % step == 0 or done == total:
+            log.info("%s: %d/%d %s done", stage, done, total, what)
+    if bar:
+        print(file=sys.stderr)
+
+
+def dashboard_link(runner) -> str | None:
+    """The Dask dashboard address of the runner's cluster, if it serves one."""
+    try:
+        return runner.client.dashboard_link
+    except Exception:  # no client (not started) or no dashboard
+        return None
 
 
 def _reason(outcome: object) -> str:
@@ -143,6 +174,7 @@ def build_index(
     stages: dict[str, dict] = {}
     index = None
     with dask_task_runner(dask_address, n_workers) as runner:
+        log.info("Dask dashboard: %s", dashboard_link(runner) or "not served")
         # 1. Ingest (Section 6.1 scans the repository): WARC files -> pages + link contexts.
         ingested = ingest_stage(runner, files, crawl_dir, io_retries)
         log.info("%s", ingested.summary())

@@ -22,7 +22,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from flows.build_index import dask_task_runner, ingest_stage
+from flows.build_index import dashboard_link, dask_task_runner, ingest_stage
 from simcore.minhash import MinHashParams
 from simcore.strategy import Strategy
 from tasks import incremental, index_store
@@ -104,6 +104,7 @@ def ingest_new_crawl(
         # 2. Keep the live index's strategy and min-hash parameters (unless told otherwise).
         strategy, params = index_parameters(out, follow_index, strategy, IndexParams(m=m, seed=seed, min_in_degree=min_in_degree))
         with dask_task_runner(dask_address, n_workers) as runner:
+            log.info("Dask dashboard: %s", dashboard_link(runner) or "not served")
             # 3. Ingest the new files into the crawl folder (one task per file, retried on I/O errors).
             ingested = ingest_stage(runner, [f.url for f in scan.new], crawl_dir, io_retries) if scan.new else IngestStats()
             # 4. Record each file in the ledger, ingested or failed (rewritten atomically).
