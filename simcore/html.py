@@ -2,10 +2,12 @@
 
 What is kept of a page is strategy-free: the cleaned word stream (comments, scripts, styles and
 tags removed, ``alt`` text kept, non-alphabetic characters removed, lower-cased), and for every
-outgoing link its normalised target, its anchor words, the words on each side nearest first —
-enough of them for the widest BASIC window, W = 32 words that are not stopwords under any
-stemming variant (footnote 5: stopwords do not count towards W) — and how many of those context
-words lie inside the anchor's SYNTACTIC and TOPICAL regions:
+outgoing link its normalised target, where its anchor words lie in that word stream and how far
+its context reaches on each side — far enough for the widest BASIC window, W = 32 words that are
+not stopwords under any stemming variant (footnote 5: stopwords do not count towards W) — and
+how many of those context words lie inside the anchor's SYNTACTIC and TOPICAL regions. Anchors
+hold word offsets (:class:`simcore.records.Anchor`), not copies: the contexts of a page's links
+overlap, and copying them would multiply the page's words by the number of its links.
 
 * SYNTACTIC cut-offs: paragraph boundaries, table-cell boundaries, list-item boundaries, and
   hard breaks (``<br>``) that follow a sentence end. Every TOPICAL cut-off is also a SYNTACTIC
@@ -24,8 +26,8 @@ one selector walk finds links, images and region elements; images are replaced b
 cut-offs; the text is taken once, in C, with a space between text nodes (so that
 ``<li>a</li><li>b</li>`` gives two words, as a browser shows them; an inline tag inside a
 word, ``<b>W</b>ord``, splits it); one regex pass tokenizes words and markers together and
-C-level loops (map, compress, bisect) pick the markers out and cut the contexts, leaving
-Python one step per link or region element, none per word.
+C-level loops (map, compress, bisect) pick the markers out and find the context edges,
+leaving Python one step per link or region element, none per word.
 
 Links that are not kept (not http/https, or unparseable) are counted in the optional
 ``skipped`` counter of :func:`parse_page` under LINK_NOT_HTTP and LINK_UNPARSEABLE, so that
@@ -273,9 +275,10 @@ def _spans(kinds: list[str], at: list[int]) -> tuple[range | list[int], list[int
 
 def _anchors(words: list[str], spans, targets: list[str], syntactic_cuts: list[int],
              topical_cuts: list[int]) -> tuple[Anchor, ...]:
-    """Anchors with nearest-first contexts of CONTEXT_NONSTOP never-stop words and region lengths.
+    """Anchors as word offsets, contexts of CONTEXT_NONSTOP never-stop words each side, region lengths.
 
-    Every step is a C-level map over the page's links (bisect, slice, max, min), not a Python loop.
+    Every step is a C-level map over the page's links (bisect, max, min), not a Python loop;
+    no word is copied.
     """
     links, starts, ends = spans
     n = len(words)
@@ -288,15 +291,14 @@ def _anchors(words: list[str], spans, targets: list[str], syntactic_cuts: list[i
     right_edges = list(map(min, map(bisect_left, repeat(nonstop),
                                     map(add, map(nonstop.__getitem__, ends), repeat(CONTEXT_NONSTOP))),
                            repeat(n)))
-    reversed_words = words[::-1]  # words[edge:start] nearest first is reversed_words[n - start : n - edge]
     return tuple(
         map(
             Anchor,
             map(targets.__getitem__, links),
-            map(tuple, map(words.__getitem__, map(slice, starts, ends))),
-            map(tuple, map(reversed_words.__getitem__,
-                           map(slice, map(sub, repeat(n), starts), map(sub, repeat(n), left_edges)))),
-            map(tuple, map(words.__getitem__, map(slice, ends, right_edges))),
+            starts,
+            ends,
+            left_edges,
+            right_edges,
             _left_lengths(syntactic_cuts, starts, left_edges),
             _right_lengths(syntactic_cuts, ends, right_edges),
             _left_lengths(topical_cuts, starts, left_edges),
