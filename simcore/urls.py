@@ -25,7 +25,6 @@ _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _TO_NORMALISE = re.compile(r"%[0-9A-Fa-f]{2}|%|[^A-Za-z0-9\-._~!$&'()*+,;=:@/?]")
 # WHATWG URL: tab and newlines inside a URL are removed; C0 controls and spaces at the ends trimmed.
 _INNER_WHITESPACE = re.compile(r"[\t\n\r]")
-_HAS_INNER_WHITESPACE = _INNER_WHITESPACE.search
 _EDGE_JUNK = "".join(map(chr, range(0x21)))
 # Characters a host may not contain (WHATWG "forbidden host code points" plus controls).
 _FORBIDDEN_HOST = re.compile(r"[\x00-\x20#%/:<>?@\[\\\]^|\x7f]")
@@ -122,19 +121,14 @@ def _split_base(base: str) -> tuple[str, str, str, str, tuple[str, str, str]]:
     return parts
 
 
-def _needs_only_directory(ref: str) -> bool:
-    """True when resolving ``ref`` reads no more of the base than its directory (see _resolve).
-
-    Only a reference with an empty path ("", "?q", "#f", "http:?q") reads the base's whole
-    path and query. Tab and newlines are removed before resolving and could empty a path
-    ("\t?q", "ht\ttp:?q"), so references holding them are left out, as are references
-    starting with white space or controls.
-    """
-    first = ref[:1]
-    if not first or first <= " " or first in "?#" or _HAS_INNER_WHITESPACE(ref):
-        return False
-    named = _SCHEME_PREFIX.match(ref)
-    return named is None or ref[named.end() : named.end() + 1] not in ("", "?", "#")
+# A reference whose resolution reads no more of the base than its directory (see _resolve):
+# only one with an empty path ("", "?q", "#f", "http:?q") reads the base's whole path and
+# query. Tab and newlines are removed before resolving and could empty a path ("\t?q",
+# "ht\ttp:?q"), so references holding them are left out, as are references starting with
+# white space or controls.
+_NEEDS_ONLY_DIRECTORY = re.compile(
+    r"(?![A-Za-z][A-Za-z0-9+.\-]*:(?:[?#]|\Z))[^\x00-\x20?#][^\t\n\r]*", re.S
+).fullmatch
 
 
 def _resolve(ref: str, base: str) -> str:
@@ -214,10 +208,13 @@ def normalize_url(url: str, base: str | None = None) -> str | None:
         return None
     # The pages of a directory share most of their links ("/about", "next.html"): a relative
     # reference is memoised per base directory, not per base, when that is all it reads.
-    try:
-        key = (url, base if base is None or not _needs_only_directory(url) else _split_base(base)[4])
-    except (ValueError, TypeError, UnicodeError):  # a base urlsplit refuses ("http://[")
-        key = (url, base)
+    key = (url, base)
+    if base is not None and _NEEDS_ONLY_DIRECTORY(url) is not None:
+        parts = _base_cache.get(base)
+        try:
+            key = (url, (parts or _split_base(base))[4])
+        except (ValueError, TypeError, UnicodeError):  # a base urlsplit refuses ("http://[")
+            pass
     try:
         return _cache[key]
     except KeyError:
