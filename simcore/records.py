@@ -4,7 +4,7 @@ One record per data set; the matching pyarrow schemas live in ``tasks/schemas.py
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 
@@ -47,12 +47,69 @@ class Anchor:
         return tuple(words[self.anchor_end:self.context_end])
 
 
+#: The fields of :class:`Anchor`, in order: the columns of :class:`Anchors`.
+ANCHOR_FIELDS = tuple(Anchor.__dataclass_fields__)
+
+
+@dataclass(frozen=True, slots=True)
+class Anchors(Sequence[Anchor]):
+    """The anchors of one page, column by column: field ``f`` holds ``f`` of every anchor in order.
+
+    A sequence of :class:`Anchor` records (made when looked at): the parser fills the columns
+    in one step each and the ingest stage writes them as they are, so a page with a hundred
+    links costs no hundred record objects on the way.
+    """
+
+    target_url: tuple[str, ...] = ()
+    anchor_start: tuple[int, ...] = ()
+    anchor_end: tuple[int, ...] = ()
+    context_start: tuple[int, ...] = ()
+    context_end: tuple[int, ...] = ()
+    syntactic_left: tuple[int, ...] = ()
+    syntactic_right: tuple[int, ...] = ()
+    topical_left: tuple[int, ...] = ()
+    topical_right: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        lengths = {name: len(getattr(self, name)) for name in ANCHOR_FIELDS}
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f"anchors: expected columns of one length, got {lengths}")
+
+    @classmethod
+    def of(cls, anchors: Iterable[Anchor]) -> Anchors:
+        """The columns of ``anchors``."""
+        anchors = tuple(anchors)
+        return cls(*(tuple(getattr(a, name) for a in anchors) for name in ANCHOR_FIELDS))
+
+    def columns(self) -> tuple[tuple, ...]:
+        """The columns in the order of :data:`ANCHOR_FIELDS`."""
+        return tuple(getattr(self, name) for name in ANCHOR_FIELDS)
+
+    def __len__(self) -> int:
+        return len(self.target_url)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return tuple(self)[i]
+        return Anchor(*(column[i] for column in self.columns()))
+
+    def __iter__(self) -> Iterator[Anchor]:
+        return map(Anchor, *self.columns())
+
+
 @dataclass(frozen=True, slots=True)
 class ParsedPage:
-    """What the ingest stage keeps of one HTML page: strategy-free, enough for every strategy."""
+    """What the ingest stage keeps of one HTML page: strategy-free, enough for every strategy.
+
+    ``anchors`` may be given as any sequence of :class:`Anchor`; it is kept as :class:`Anchors`.
+    """
 
     url: str
     title: str
     title_words: tuple[str, ...]
     words: tuple[str, ...]
-    anchors: tuple[Anchor, ...]
+    anchors: Anchors
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.anchors, Anchors):
+            object.__setattr__(self, "anchors", Anchors.of(self.anchors))

@@ -52,7 +52,6 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import accumulate, chain, repeat
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -70,7 +69,7 @@ from warcio.statusandheaders import StatusAndHeadersParser
 
 from simcore.charset import charset_from_content_type, decode_html, looks_like_html
 from simcore.html import parse_page
-from simcore.records import ParsedPage
+from simcore.records import ANCHOR_FIELDS, ParsedPage
 from simcore.urls import normalize_url, url_id
 from tasks import schemas
 from tasks.storage import TMP_PREFIX, file_digest, filesystem, join, local_path, write_bytes_atomic
@@ -385,7 +384,7 @@ class _Parts:
         url = parsed.url
         source_id = url_id(url)
         anchors = parsed.anchors
-        target_ids = list(map(self._url_id, map(_TARGET_URL, anchors)))  # may raise: nothing added yet
+        target_ids = list(map(self._url_id, anchors.target_url))  # may raise: nothing added yet
 
         p = self.pages.columns
         p["url"].append(url)
@@ -399,15 +398,14 @@ class _Parts:
         p["source_file"].append(source)
         p["record_offset"].append(offset)
 
-        if anchors:
-            n = len(anchors)
+        if target_ids:
+            n = len(target_ids)
             c = self.links.columns
             c["source_url"].extend(repeat(url, n))
             c["source_id"].extend(repeat(source_id, n))
-            c["target_url"].extend(map(_TARGET_URL, anchors))
             c["target_id"].extend(target_ids)
-            for name, get in _ANCHOR_OFFSETS:
-                c[name].extend(map(get, anchors))
+            for name, column in zip(ANCHOR_FIELDS, anchors.columns()):
+                c[name].extend(column)
 
         self.buffered += 1
         if self.buffered >= PAGES_PER_ROW_GROUP:
@@ -430,15 +428,6 @@ class _Parts:
             self.pages.discard()
         finally:
             self.links.discard()
-
-
-_TARGET_URL = attrgetter("target_url")
-_ANCHOR_OFFSETS = [
-    (name, attrgetter(name)) for name in (
-        "anchor_start", "anchor_end", "context_start", "context_end",
-        "syntactic_left", "syntactic_right", "topical_left", "topical_right",
-    )
-]
 
 
 def _arrow(values: list, type_: pa.DataType) -> pa.Array:

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simcore.html import CONTEXT_NONSTOP, LINK_NOT_HTTP, LINK_UNPARSEABLE, parse_page
-from simcore.records import Anchor
+from simcore.records import Anchor, Anchors, ParsedPage
 from simcore.text import never_stop, tokenize
 
 PAGE = "http://example.com/start.html"
@@ -88,7 +88,7 @@ def test_title_is_not_part_of_the_words_and_missing_title_is_empty():
 def test_empty_and_bodiless_pages():
     assert parse_page("", PAGE).words == ()
     frameset = parse_page("<html><head><title>Frames</title></head><frameset><frame src=a.html></frameset>", PAGE)
-    assert (frameset.title_words, frameset.words, frameset.anchors) == (("frames",), (), ())
+    assert (frameset.title_words, frameset.words, tuple(frameset.anchors)) == (("frames",), (), ())
 
 
 # --- links -----------------------------------------------------------------------------------------
@@ -445,7 +445,7 @@ def test_parse_page_equals_a_brute_force_reference(page_and_reference):
         brute_force_anchor(reference.words, target, start, end, reference.syntactic, reference.topical)
         for target, start, end in reference.links
     )
-    assert page.anchors == expected
+    assert tuple(page.anchors) == expected
 
 
 # --- robustness ----------------------------------------------------------------------------------------
@@ -524,3 +524,16 @@ def test_real_pages_from_the_shared_warc_files(warc_dir):
 
 def test_entities_in_text_are_decoded():
     assert parse_page("<p>r&eacute;sum&eacute; &#x4E2D;&#25991;</p>", PAGE).words == ("résumé", "中文")
+
+
+def test_anchors_are_columns_that_read_as_records():
+    page = parse_page("<p>a <a href='/x'>b</a> c <a href='/y'>d e</a></p>", PAGE)
+    anchors = page.anchors
+    assert len(anchors) == 2 and anchors.target_url == ("http://example.com/x", "http://example.com/y")
+    assert anchors[1] == Anchor("http://example.com/y", 3, 5, 0, 5, 3, 0, 3, 0)
+    assert tuple(anchors) == (anchors[0], anchors[1]) and anchors[:1] == (anchors[0],)
+    assert Anchors.of(anchors) == anchors
+    rebuilt = ParsedPage(page.url, page.title, page.title_words, page.words, tuple(anchors))
+    assert rebuilt == page and isinstance(rebuilt.anchors, Anchors)
+    with pytest.raises(ValueError, match="expected columns of one length"):
+        Anchors(("http://example.com/x",), (0,))
