@@ -22,12 +22,13 @@ their end. A cut-off at the same word position as an anchor with no words bounds
 
 How it is fast: Lexbor (selectolax) parses the page and removes the unwanted elements in C;
 one selector walk finds links, images and region elements; images are replaced by their
-``alt`` text and marker characters (Unicode noncharacters) are inserted around links and at
-cut-offs; the text is taken once, in C, with a space between text nodes (so that
-``<li>a</li><li>b</li>`` gives two words, as a browser shows them; an inline tag inside a
-word, ``<b>W</b>ord``, splits it); one regex pass tokenizes words and markers together and
-C-level loops (map, compress, bisect) pick the markers out and find the context edges,
-leaving Python one step per link or region element, none per word.
+``alt`` text and marker characters (Unicode noncharacters) are inserted around links and,
+by C-level maps, at cut-offs; the text is taken once, in C, with a space between text nodes
+(so that ``<li>a</li><li>b</li>`` gives two words, as a browser shows them; an inline tag
+inside a word, ``<b>W</b>ord``, splits it); one regex pass tokenizes words and markers
+together, C-level loops (map, compress) pick the markers out and numpy finds every link's
+context edges and region lengths at once, leaving Python one step per link, none per word
+or region element. The anchors come out as columns (:class:`simcore.records.Anchors`).
 
 Links that are not kept (not http/https, or unparseable) are counted in the optional
 ``skipped`` counter of :func:`parse_page` under LINK_NOT_HTTP and LINK_UNPARSEABLE, so that

@@ -5,8 +5,10 @@ whole with a manifest), so a second strategy reuses what it shares with the firs
 
     OUT/bag-fragments/<key>/part-*.parquet   (url_id, url, term, weight)       FRAGMENTS
         key: the ingest parts' content digests + Strategy.fragment_params()
-        One Dask task per pages part and per links part: simcore.bags.Corpus builds the
-        part's fragments (content + title per page; anchor window + link id per inlink)
+        One Dask task per pages part and per links part (which also reads the words of the
+        pages part of the same name: anchors are word offsets into them, tasks.contexts):
+        simcore.bags.Corpus builds the part's fragments (content + title per page; anchor
+        window + link id per inlink)
         and adds up equal (URL, term) pairs within the part — fragments merge associatively,
         so combining early is exact and shrinks the shuffle.
     OUT/bag-merge/<key>/part-*.parquet       (url_id, url, term, tf)           MERGED

@@ -355,10 +355,12 @@ def _read(files: list[str], schema: pa.Schema, columns: list[str]) -> pa.Table:
     for url in files:
         fs, path = filesystem(url)
         with fs.open(path, "rb") as f:
+            missing = [c for c in columns if c not in pq.read_schema(f).names]
+            if missing:
+                raise ValueError(f"{url}: expected columns {columns}, missing {missing}; re-run `simweb ingest` "
+                                 "with this version of simweb")
+            f.seek(0)
             table = pq.read_table(f, columns=columns)
-        missing = [c for c in columns if c not in table.column_names]
-        if missing:
-            raise ValueError(f"{url}: expected columns {columns}, missing {missing}; re-run `simweb ingest`")
         tables.append(table)
     if not tables:
         return pa.table({c: pa.array([], type=schema.field(c).type) for c in columns})

@@ -67,3 +67,26 @@ def test_in_memory_readers_build_the_same_bags_as_before(crawl):
 def test_bags_stage_builds_the_same_bags_as_before(crawl, tmp_path, spec):
     out = build_bags_stage(crawl, Strategy.parse(spec), str(tmp_path), scheduler="sync")
     assert digest(read_bags(out.path)) == STAGE[spec]
+
+
+def test_links_parts_of_the_copied_context_format_are_refused(crawl, tmp_path):
+    """A links part written before anchors became offsets (words copied, no offset columns)
+    is refused with the fix, by the bags readers and the evaluation's reader alike."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    old = tmp_path / "old"
+    shutil.copytree(crawl, old)
+    words = pa.list_(pa.string())
+    for part in (old / "links").glob("*.parquet"):
+        table = pq.read_table(part)
+        table = table.drop_columns(["anchor_start", "anchor_end", "context_start", "context_end"])
+        for name in ("anchor_words", "left_words", "right_words"):
+            table = table.append_column(name, pa.array([[]] * table.num_rows, words))
+        pq.write_table(table, part)
+    with pytest.raises(ValueError, match="expected columns anchor_start.*re-run `simweb ingest`"):
+        load_corpus(str(old))
+    with pytest.raises(ValueError, match="missing \\['anchor_start'.*re-run `simweb ingest`"):
+        load_crawl(str(old))
