@@ -21,7 +21,7 @@ closes one); ``h1``–``h6`` at their start; ``ul``, ``ol``, ``dl``, ``menu`` an
 their end. A cut-off at the same word position as an anchor with no words bounds both sides.
 
 How it is fast: Lexbor (selectolax) parses the page and removes the unwanted elements in C;
-one selector walk finds links, images and region elements; images are replaced by their
+one walk over the elements finds links, images and region elements by tag id; images are replaced by their
 ``alt`` text and marker characters (Unicode noncharacters) are inserted around links and,
 by C-level maps, at cut-offs; the text is taken once, in C, with a space between text nodes
 (so that ``<li>a</li><li>b</li>`` gives two words, as a browser shows them; an inline tag
@@ -86,10 +86,10 @@ _CUTS = frozenset((_SYNTACTIC, _TOPICAL))
 _LINK_KINDS = frozenset((_START, _END))
 
 _REMOVED = "script, style, noscript, template, title, iframe, noembed, noframes"
-# One selector for everything marked: each selector walks the whole tree, so one walk it is.
-_MARKED = (
-    "a[href], area[href], img[alt], p, td, th, li, dd, dt, h1, h2, h3, h4, h5, h6, ul, ol, dl, menu, table, br"
-)
+# The elements that get markers or are replaced; found in one walk over the tree and picked
+# out by tag id, which costs less than matching a selector list against every element.
+_MARKED = ("a", "area", "img", "p", "td", "th", "li", "dd", "dt", "h1", "h2", "h3", "h4", "h5", "h6",
+           "ul", "ol", "dl", "menu", "table", "br")
 _BEFORE = {
     "p": _SYNTACTIC, "td": _SYNTACTIC, "th": _SYNTACTIC, "li": _SYNTACTIC, "dd": _SYNTACTIC, "dt": _SYNTACTIC,
     "h1": _TOPICAL, "h2": _TOPICAL, "h3": _TOPICAL, "h4": _TOPICAL, "h5": _TOPICAL, "h6": _TOPICAL,
@@ -204,8 +204,9 @@ _insert_before = _text_specialisation(LexborNode.insert_before)
 _insert_after = _text_specialisation(LexborNode.insert_after)
 _replace_with = _text_specialisation(LexborNode.replace_with)
 
-_IDS = _tag_ids(["a", "area", "img", *_BEFORE, *_AFTER])
+_IDS = _tag_ids(_MARKED)
 _A = _IDS["a"]
+_MARKED_IDS = frozenset(_IDS.values())
 _LINK_IDS = frozenset((_A, _IDS["area"]))
 _IMG_IDS = frozenset((_IDS["img"],))
 # Region elements get their markers by C-level maps, one group of tags per marker: the
@@ -224,12 +225,18 @@ def _mark(body, base: str, skipped: Counter[str]) -> tuple[list[str], int]:
 
     Returns the kept links' targets in document order and the number of markers inserted.
     """
-    nodes = body.css(_MARKED)
+    nodes = list(body.traverse())  # elements in document order
     tags = list(map(_TAG_ID, nodes))
+    marked = list(map(_MARKED_IDS.__contains__, tags))
+    nodes = list(compress(nodes, marked))
+    tags = list(compress(tags, marked))
     targets: list[str] = []
     inserted = 0
-    for node in compress(nodes, map(_LINK_IDS.__contains__, tags)):  # in document order
-        href = node.attributes.get("href")
+    for node in compress(nodes, map(_LINK_IDS.__contains__, tags)):
+        attributes = node.attributes
+        if "href" not in attributes:  # <a name=...>: not a link
+            continue
+        href = attributes["href"]  # None for a bare <a href>: counted as unparseable
         target = normalize_url(href, base)
         if target is None:
             _count_skipped(href, skipped)
@@ -242,7 +249,9 @@ def _mark(body, base: str, skipped: Counter[str]) -> tuple[list[str], int]:
         else:  # an image-map link: its alt text is its anchor text
             _insert_after(node, f"{_START} {node.attributes.get('alt') or ''} {_END}")
     for node in compress(nodes, map(_IMG_IDS.__contains__, tags)):
-        _replace_with(node, node.attributes.get("alt") or "")
+        attributes = node.attributes
+        if "alt" in attributes:
+            _replace_with(node, attributes["alt"] or "")
     for insert, group, marker in _REGION_GROUPS:
         members = list(compress(nodes, map(group.__contains__, tags)))
         inserted += len(members)

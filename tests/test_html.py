@@ -537,3 +537,12 @@ def test_anchors_are_columns_that_read_as_records():
     assert rebuilt == page and isinstance(rebuilt.anchors, Anchors)
     with pytest.raises(ValueError, match="expected columns of one length"):
         Anchors(("http://example.com/x",), (0,))
+
+
+def test_only_elements_with_the_attribute_count_as_links_and_alt_images():
+    skipped: Counter[str] = Counter()
+    page = parse_page("<p>x <a name=top>named</a> <a href>bare</a> <A HREF='/up'>Up</A> <img alt>i<img src=q>j"
+                      "<img alt='pic'> <area alt=z></p>", PAGE, skipped)
+    assert page.words == ("x", "named", "bare", "up", "i", "j", "pic")
+    assert [(a.target_url, a.anchor_words) for a in contexts(page)] == [("http://example.com/up", ("up",))]
+    assert skipped == Counter({LINK_UNPARSEABLE: 1})  # the bare href; <a name> is no link at all
