@@ -8,7 +8,8 @@ reference (simcore.bags.reference_bags) measured in the same run:
   * merged bags per second (fragments → merged, weighted, normalised bags),
 each "cold" (a new Corpus: interning words and stemming the vocabulary included) and "warm"
 (a further strategy on the same Corpus, as in an evaluation sweep); then the same crawl as
-Parquet through the bags stage (tasks.bags, Dask threads); and the time of exact all-pairs
+Parquet through the bags stage (tasks.bags, Dask threads; there each link's words are also
+in its source page's words, as LINKS stores offsets into them); and the time of exact all-pairs
 weighted Jaccard (simcore.similarity.all_pairs) for ``--pairs`` URLs against cosine and a
 pair-by-pair baseline timed on a sample of pairs and extrapolated.
 
@@ -89,18 +90,36 @@ def _stage(pages: list[PageRow], links: list[LinkRow], strategy: Strategy, n_bag
     from tasks.bags import build_bags_stage
     from tasks.storage import write_parquet_atomic
 
+    # LINKS stores an anchor and its context as word offsets into the source page's words, so
+    # each link's words (left context nearest last, anchor, right context) are appended to its
+    # source page's words, and a page's links go to the part holding the page.
+    index = {p.url_id: i for i, p in enumerate(pages)}
+    words = [list(p.words) for p in pages]
+    rows: list[list[dict]] = [[] for _ in range(4)]
+    for link in links:
+        i = index[link.source_id]
+        page_words = words[i]
+        c0 = len(page_words)
+        page_words += (*reversed(link.left_words), *link.anchor_words, *link.right_words)
+        a0 = c0 + len(link.left_words)
+        a1 = a0 + len(link.anchor_words)
+        rows[i % 4].append({
+            "source_url": link.source_url, "source_id": link.source_id, "target_url": link.target_url,
+            "target_id": link.target_id, "anchor_start": a0, "anchor_end": a1, "context_start": c0,
+            "context_end": a1 + len(link.right_words), "syntactic_left": link.syntactic_left,
+            "syntactic_right": link.syntactic_right, "topical_left": link.topical_left, "topical_right": link.topical_right,
+        })
     with tempfile.TemporaryDirectory(prefix="simweb-bench-bags-") as tmp:
         for k in range(4):  # four "WARC files"
-            ps, ls = pages[k::4], links[k::4]
+            ps = pages[k::4]
             write_parquet_atomic(pa.table({
                 "url": [p.url for p in ps], "url_id": pa.array([p.url_id for p in ps], pa.uint64()),
                 "title": [" ".join(p.title_words) for p in ps], "title_words": [list(p.title_words) for p in ps],
-                "words": [list(p.words) for p in ps], "status": pa.array([200] * len(ps), pa.int16()),
+                "words": words[k::4], "status": pa.array([200] * len(ps), pa.int16()),
                 "content_type": ["text/html"] * len(ps), "charset": ["utf-8"] * len(ps),
                 "source_file": [f"file{k}.warc.gz"] * len(ps), "record_offset": pa.array(range(len(ps)), pa.int64()),
             }, schema=schemas.PAGES), f"{tmp}/crawl/pages/part-{k}.parquet")
-            write_parquet_atomic(pa.table({f.name: [list(v) if isinstance(v := getattr(l, f.name), tuple) else v
-                                                    for l in ls] for f in schemas.LINKS}, schema=schemas.LINKS),
+            write_parquet_atomic(pa.Table.from_pylist(rows[k], schema=schemas.LINKS),
                                  f"{tmp}/crawl/links/part-{k}.parquet")
         t0 = time.perf_counter()
         out = build_bags_stage(f"{tmp}/crawl", strategy, f"{tmp}/work", partitions=4, scheduler="threads")

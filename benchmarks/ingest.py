@@ -6,8 +6,8 @@ Measured in one process pinned to one core, over the same HTML records:
 
 * simweb: ``tasks.ingest.ingest_warc`` — the whole stage for one WARC file: read and
   decompress the WARC, decode the payload and its charset, parse the page (title, cleaned
-  words, anchors with their context words and region lengths), write the pages and links
-  Parquet parts;
+  words, anchors as word offsets of their text and context, region lengths), write the pages
+  and links Parquet parts;
 * baseline: warcio + BeautifulSoup (html.parser) extracting the page text and its links
   (absolute URLs), what a first script would do;
 * limit: warcio + selectolax (Lexbor) extracting only the page text and its links

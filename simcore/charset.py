@@ -249,12 +249,7 @@ def looks_like_html(body: bytes) -> bool:
 
 
 def _detect(body: bytes) -> tuple[str, str]:
-    try:
-        body.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    else:
-        return "utf-8", UTF8
+    """The charset of a page that declares none and is not valid UTF-8."""
     sample = body[:DETECTION_SAMPLE_BYTES]
     try:
         import charset_normalizer
@@ -289,7 +284,10 @@ def decode_html(body: bytes, http_charset: str | None) -> tuple[str, str]:
         if resolved is not None and resolved[1] in ("utf-16be", "utf-16le"):
             resolved = _ENCODINGS["utf-8"]
     if resolved is None:
-        resolved = _detect(body)
+        try:  # bytes that are valid UTF-8 (pure ASCII included) are UTF-8: decoded once
+            return body.decode("utf-8"), UTF8
+        except UnicodeDecodeError:
+            resolved = _detect(body)
 
     codec, reported = resolved
     try:

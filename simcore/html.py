@@ -2,10 +2,12 @@
 
 What is kept of a page is strategy-free: the cleaned word stream (comments, scripts, styles and
 tags removed, ``alt`` text kept, non-alphabetic characters removed, lower-cased), and for every
-outgoing link its normalised target, its anchor words, the words on each side nearest first —
-enough of them for the widest BASIC window, W = 32 words that are not stopwords under any
-stemming variant (footnote 5: stopwords do not count towards W) — and how many of those context
-words lie inside the anchor's SYNTACTIC and TOPICAL regions:
+outgoing link its normalised target, where its anchor words lie in that word stream and how far
+its context reaches on each side — far enough for the widest BASIC window, W = 32 words that are
+not stopwords under any stemming variant (footnote 5: stopwords do not count towards W) — and
+how many of those context words lie inside the anchor's SYNTACTIC and TOPICAL regions. Anchors
+hold word offsets (:class:`simcore.records.Anchor`), not copies: the contexts of a page's links
+overlap, and copying them would multiply the page's words by the number of its links.
 
 * SYNTACTIC cut-offs: paragraph boundaries, table-cell boundaries, list-item boundaries, and
   hard breaks (``<br>``) that follow a sentence end. Every TOPICAL cut-off is also a SYNTACTIC
@@ -19,13 +21,14 @@ closes one); ``h1``–``h6`` at their start; ``ul``, ``ol``, ``dl``, ``menu`` an
 their end. A cut-off at the same word position as an anchor with no words bounds both sides.
 
 How it is fast: Lexbor (selectolax) parses the page and removes the unwanted elements in C;
-one selector walk finds links, images and region elements; images are replaced by their
-``alt`` text and marker characters (Unicode noncharacters) are inserted around links and at
-cut-offs; the text is taken once, in C, with a space between text nodes (so that
-``<li>a</li><li>b</li>`` gives two words, as a browser shows them; an inline tag inside a
-word, ``<b>W</b>ord``, splits it); one regex pass tokenizes words and markers together and
-C-level loops (map, compress, bisect) pick the markers out and cut the contexts, leaving
-Python one step per link or region element, none per word.
+one walk over the elements finds links, images and region elements by tag id; images are replaced by their
+``alt`` text and marker characters (Unicode noncharacters) are inserted around links and,
+by C-level maps, at cut-offs; the text is taken once, in C, with a space between text nodes
+(so that ``<li>a</li><li>b</li>`` gives two words, as a browser shows them; an inline tag
+inside a word, ``<b>W</b>ord``, splits it); one regex pass tokenizes words and markers
+together, C-level loops (map, compress) pick the markers out and numpy finds every link's
+context edges and region lengths at once, leaving Python one step per link, none per word
+or region element. The anchors come out as columns (:class:`simcore.records.Anchors`).
 
 Links that are not kept (not http/https, or unparseable) are counted in the optional
 ``skipped`` counter of :func:`parse_page` under LINK_NOT_HTTP and LINK_UNPARSEABLE, so that
@@ -34,14 +37,15 @@ the ingest stage can surface them in its summary.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
-from collections import Counter
-from itertools import accumulate, compress, repeat
-from operator import add, not_, sub
+from collections import Counter, deque
+from itertools import compress, repeat
+from operator import attrgetter, not_, sub
+
+import numpy as np
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from simcore.records import Anchor, ParsedPage
+from simcore.records import Anchors, ParsedPage
 from simcore.text import WORD_RE, clean_text, never_stop_flags, tokenize
 from simcore.urls import normalize_url
 
@@ -82,10 +86,10 @@ _CUTS = frozenset((_SYNTACTIC, _TOPICAL))
 _LINK_KINDS = frozenset((_START, _END))
 
 _REMOVED = "script, style, noscript, template, title, iframe, noembed, noframes"
-# One selector for everything marked, so the tree is walked once; dispatch is by tag id.
-_MARKED = (
-    "a[href], area[href], img[alt], p, td, th, li, dd, dt, h1, h2, h3, h4, h5, h6, ul, ol, dl, menu, table, br"
-)
+# The elements that get markers or are replaced; found in one walk over the tree and picked
+# out by tag id, which costs less than matching a selector list against every element.
+_MARKED = ("a", "area", "img", "p", "td", "th", "li", "dd", "dt", "h1", "h2", "h3", "h4", "h5", "h6",
+           "ul", "ol", "dl", "menu", "table", "br")
 _BEFORE = {
     "p": _SYNTACTIC, "td": _SYNTACTIC, "th": _SYNTACTIC, "li": _SYNTACTIC, "dd": _SYNTACTIC, "dt": _SYNTACTIC,
     "h1": _TOPICAL, "h2": _TOPICAL, "h3": _TOPICAL, "h4": _TOPICAL, "h5": _TOPICAL, "h6": _TOPICAL,
@@ -93,6 +97,7 @@ _BEFORE = {
 # Text cannot sit between two table cells and seldom between list items, so the start of the
 # next one (or the end of the list or table) closes a cell or item; a paragraph needs both ends.
 _AFTER = {"p": _SYNTACTIC, "ul": _TOPICAL, "ol": _TOPICAL, "dl": _TOPICAL, "menu": _TOPICAL, "table": _TOPICAL, "br": _BREAK}
+_NO_ANCHORS = Anchors()
 _SCHEME = re.compile(r"\s*([A-Za-z][A-Za-z0-9+.\-]*):")
 
 
@@ -125,7 +130,7 @@ def _parse(html: str, url: str, skipped: Counter[str], drop_marker_characters: b
         node.decompose()
     body = tree.body
     if body is None:  # a frameset page has no body and no anchors
-        return ParsedPage(url, title, title_words, (), ())
+        return ParsedPage(url, title, title_words, (), _NO_ANCHORS)
     if drop_marker_characters:
         dirty = [node for node in body.traverse(include_text=True)
                  if node.is_text_node and _NONCHARACTERS.search(node.text_content or "")]
@@ -140,7 +145,7 @@ def _parse(html: str, url: str, skipped: Counter[str], drop_marker_characters: b
     if sum(map(text.count, _ALL_MARKERS)) != inserted:
         return None
     if not targets:
-        return ParsedPage(url, title, title_words, tuple(WORD_RE.findall(text)), ())
+        return ParsedPage(url, title, title_words, tuple(WORD_RE.findall(text)), _NO_ANCHORS)
     if _BREAK in text:
         text = _SENTENCE_BREAK.sub("\\1" + _SYNTACTIC, text)
 
@@ -199,10 +204,20 @@ _insert_before = _text_specialisation(LexborNode.insert_before)
 _insert_after = _text_specialisation(LexborNode.insert_after)
 _replace_with = _text_specialisation(LexborNode.replace_with)
 
-_IDS = _tag_ids(["a", "area", "img", *_BEFORE, *_AFTER])
-_A, _AREA, _IMG = _IDS["a"], _IDS["area"], _IDS["img"]
-_BEFORE_ID = {_IDS[name]: marker for name, marker in _BEFORE.items()}
-_AFTER_ID = {_IDS[name]: marker for name, marker in _AFTER.items()}
+_IDS = _tag_ids(_MARKED)
+_A = _IDS["a"]
+_MARKED_IDS = frozenset(_IDS.values())
+_LINK_IDS = frozenset((_A, _IDS["area"]))
+_IMG_IDS = frozenset((_IDS["img"],))
+# Region elements get their markers by C-level maps, one group of tags per marker: the
+# markers' order never depends on the order of insertion, since each goes right before or
+# right after its own element and no element gets two on one side.
+_REGION_GROUPS = tuple(
+    (insert, frozenset(_IDS[name] for name, m in table.items() if m == marker), marker)
+    for insert, table in ((_insert_before, _BEFORE), (_insert_after, _AFTER))
+    for marker in dict.fromkeys(table.values())
+)
+_TAG_ID = attrgetter("tag_id")
 
 
 def _mark(body, base: str, skipped: Counter[str]) -> tuple[list[str], int]:
@@ -210,35 +225,37 @@ def _mark(body, base: str, skipped: Counter[str]) -> tuple[list[str], int]:
 
     Returns the kept links' targets in document order and the number of markers inserted.
     """
+    nodes = list(body.traverse())  # elements in document order
+    tags = list(map(_TAG_ID, nodes))
+    marked = list(map(_MARKED_IDS.__contains__, tags))
+    nodes = list(compress(nodes, marked))
+    tags = list(compress(tags, marked))
     targets: list[str] = []
     inserted = 0
-    before, after = _BEFORE_ID.get, _AFTER_ID.get
-    for node in body.css(_MARKED):
-        tag = node.tag_id
-        if tag == _A or tag == _AREA:
-            href = node.attributes.get("href")
-            target = normalize_url(href, base)
-            if target is None:
-                _count_skipped(href, skipped)
-                continue
-            targets.append(target)
-            inserted += 2
-            if tag == _A:
-                _insert_before(node, _START)
-                _insert_after(node, _END)
-            else:  # an image-map link: its alt text is its anchor text
-                _insert_after(node, f"{_START} {node.attributes.get('alt') or ''} {_END}")
-        elif tag == _IMG:
-            _replace_with(node, node.attributes.get("alt") or "")
-        else:
-            marker = before(tag)
-            if marker is not None:
-                _insert_before(node, marker)
-                inserted += 1
-            marker = after(tag)
-            if marker is not None:
-                _insert_after(node, marker)
-                inserted += 1
+    for node in compress(nodes, map(_LINK_IDS.__contains__, tags)):
+        attributes = node.attributes
+        if "href" not in attributes:  # <a name=...>: not a link
+            continue
+        href = attributes["href"]  # None for a bare <a href>: counted as unparseable
+        target = normalize_url(href, base)
+        if target is None:
+            _count_skipped(href, skipped)
+            continue
+        targets.append(target)
+        inserted += 2
+        if node.tag_id == _A:
+            _insert_before(node, _START)
+            _insert_after(node, _END)
+        else:  # an image-map link: its alt text is its anchor text
+            _insert_after(node, f"{_START} {node.attributes.get('alt') or ''} {_END}")
+    for node in compress(nodes, map(_IMG_IDS.__contains__, tags)):
+        attributes = node.attributes
+        if "alt" in attributes:
+            _replace_with(node, attributes["alt"] or "")
+    for insert, group, marker in _REGION_GROUPS:
+        members = list(compress(nodes, map(group.__contains__, tags)))
+        inserted += len(members)
+        deque(map(insert, members, repeat(marker)), maxlen=0)
     return targets, inserted
 
 
@@ -272,48 +289,44 @@ def _spans(kinds: list[str], at: list[int]) -> tuple[range | list[int], list[int
 
 
 def _anchors(words: list[str], spans, targets: list[str], syntactic_cuts: list[int],
-             topical_cuts: list[int]) -> tuple[Anchor, ...]:
-    """Anchors with nearest-first contexts of CONTEXT_NONSTOP never-stop words and region lengths.
+             topical_cuts: list[int]) -> Anchors:
+    """Anchors as word offsets, contexts of CONTEXT_NONSTOP never-stop words each side, region lengths.
 
-    Every step is a C-level map over the page's links (bisect, slice, max, min), not a Python loop.
+    Every step is one numpy operation over all the page's links, not a Python loop; no word
+    is copied.
     """
     links, starts, ends = spans
     n = len(words)
     # nonstop[i] = words in words[:i] that are no stopword under any variant; a context side
     # ends at the word that brings its count to CONTEXT_NONSTOP, or at the page edge.
-    nonstop = list(accumulate(never_stop_flags(words), initial=0))
-    left_edges = list(map(max, map(sub, map(bisect_right, repeat(nonstop),
-                                             map(sub, map(nonstop.__getitem__, starts), repeat(CONTEXT_NONSTOP))),
-                                        repeat(1)), repeat(0)))
-    right_edges = list(map(min, map(bisect_left, repeat(nonstop),
-                                    map(add, map(nonstop.__getitem__, ends), repeat(CONTEXT_NONSTOP))),
-                           repeat(n)))
-    reversed_words = words[::-1]  # words[edge:start] nearest first is reversed_words[n - start : n - edge]
-    return tuple(
-        map(
-            Anchor,
-            map(targets.__getitem__, links),
-            map(tuple, map(words.__getitem__, map(slice, starts, ends))),
-            map(tuple, map(reversed_words.__getitem__,
-                           map(slice, map(sub, repeat(n), starts), map(sub, repeat(n), left_edges)))),
-            map(tuple, map(words.__getitem__, map(slice, ends, right_edges))),
-            _left_lengths(syntactic_cuts, starts, left_edges),
-            _right_lengths(syntactic_cuts, ends, right_edges),
-            _left_lengths(topical_cuts, starts, left_edges),
-            _right_lengths(topical_cuts, ends, right_edges),
-        )
+    nonstop = np.zeros(n + 1, np.int64)
+    np.cumsum(np.array(never_stop_flags(words), np.int64), out=nonstop[1:])
+    first = np.array(starts, np.int64)
+    last = np.array(ends, np.int64)
+    left_edges = np.maximum(np.searchsorted(nonstop, nonstop[first] - CONTEXT_NONSTOP, "right") - 1, 0)
+    right_edges = np.minimum(np.searchsorted(nonstop, nonstop[last] + CONTEXT_NONSTOP, "left"), n)
+    syntactic = np.array(syntactic_cuts, np.int64)
+    topical = np.array(topical_cuts, np.int64)
+    return Anchors(
+        tuple(map(targets.__getitem__, links)),
+        tuple(first.tolist()),
+        tuple(last.tolist()),
+        tuple(left_edges.tolist()),
+        tuple(right_edges.tolist()),
+        _left_lengths(syntactic, first, left_edges),
+        _right_lengths(syntactic, last, right_edges),
+        _left_lengths(topical, first, left_edges),
+        _right_lengths(topical, last, right_edges),
     )
 
 
-def _left_lengths(cuts: list[int], starts: list[int], edges: list[int]):
+def _left_lengths(cuts: np.ndarray, starts: np.ndarray, edges: np.ndarray) -> tuple[int, ...]:
     """Context words from the nearest cut-off at or before each start (0, the page edge, if none)."""
-    cut_before = [0, *cuts].__getitem__
-    region_starts = map(cut_before, map(bisect_right, repeat(cuts), starts))
-    return map(sub, starts, map(max, region_starts, edges))
+    region_starts = np.concatenate(([0], cuts))[np.searchsorted(cuts, starts, "right")]
+    return tuple((starts - np.maximum(region_starts, edges)).tolist())
 
 
-def _right_lengths(cuts: list[int], ends: list[int], edges: list[int]):
+def _right_lengths(cuts: np.ndarray, ends: np.ndarray, edges: np.ndarray) -> tuple[int, ...]:
     """Context words up to the nearest cut-off at or after each end (the context's end if none)."""
-    cut_after = [*cuts, 1 << 62].__getitem__
-    region_ends = map(cut_after, map(bisect_left, repeat(cuts), ends))
-    return map(sub, map(min, region_ends, edges), ends)
+    region_ends = np.concatenate((cuts, [1 << 62]))[np.searchsorted(cuts, ends, "left")]
+    return tuple((np.minimum(region_ends, edges) - ends).tolist())

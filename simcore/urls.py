@@ -39,7 +39,7 @@ _ALREADY_NORMAL = re.compile(
 )
 
 _CACHE_LIMIT = 1 << 18
-_cache: dict[tuple[str, str | None], str | None] = {}
+_cache: dict[tuple[str, str | tuple[str, str, str] | None], str | None] = {}
 
 
 def _normalise_escape(match: re.Match[str]) -> str:
@@ -105,18 +105,30 @@ def _backslashes_to_slashes(url: str) -> str:
     return url[:end].replace("\\", "/") + url[end:]
 
 
-_base_cache: dict[str, tuple[str, str, str, str]] = {}
+_base_cache: dict[str, tuple[str, str, str, str, tuple[str, str, str]]] = {}
 
 
-def _split_base(base: str) -> tuple[str, str, str, str]:
-    """Scheme, authority, path and query of a base URL, cached: one page resolves all its links against it."""
+def _split_base(base: str) -> tuple[str, str, str, str, tuple[str, str, str]]:
+    """Scheme, authority, path, query and directory of a base URL, cached: one page resolves
+    all its links against it. The directory is (scheme, authority, path up to its last "/")."""
     parts = _base_cache.get(base)
     if parts is None:
         if len(_base_cache) >= _CACHE_LIMIT:
             _base_cache.clear()
         b = urlsplit(_backslashes_to_slashes(_INNER_WHITESPACE.sub("", base).strip(_EDGE_JUNK)))
-        parts = _base_cache[base] = (b.scheme, b.netloc, b.path, b.query)
+        directory = (b.scheme, b.netloc, b.path[: b.path.rfind("/") + 1])
+        parts = _base_cache[base] = (b.scheme, b.netloc, b.path, b.query, directory)
     return parts
+
+
+# A reference whose resolution reads no more of the base than its directory (see _resolve):
+# only one with an empty path ("", "?q", "#f", "http:?q") reads the base's whole path and
+# query. Tab and newlines are removed before resolving and could empty a path ("\t?q",
+# "ht\ttp:?q"), so references holding them are left out, as are references starting with
+# white space or controls.
+_NEEDS_ONLY_DIRECTORY = re.compile(
+    r"(?![A-Za-z][A-Za-z0-9+.\-]*:(?:[?#]|\Z))[^\x00-\x20?#][^\t\n\r]*", re.S
+).fullmatch
 
 
 def _resolve(ref: str, base: str) -> str:
@@ -125,7 +137,7 @@ def _resolve(ref: str, base: str) -> str:
     Written out because urllib's urljoin drops empty ";" parameters. As browsers do, a
     reference naming the base's own http(s) scheme without "//" ("http:page.html") is relative.
     """
-    scheme, netloc, base_path, base_query = _split_base(base)
+    scheme, netloc, base_path, base_query, _ = _split_base(base)
     named = _SCHEME_PREFIX.match(ref)
     if named is not None:
         rest = ref[named.end() :]
@@ -194,7 +206,15 @@ def normalize_url(url: str, base: str | None = None) -> str | None:
     """
     if not isinstance(url, str) or not (base is None or isinstance(base, str)):
         return None
+    # The pages of a directory share most of their links ("/about", "next.html"): a relative
+    # reference is memoised per base directory, not per base, when that is all it reads.
     key = (url, base)
+    if base is not None and _NEEDS_ONLY_DIRECTORY(url) is not None:
+        parts = _base_cache.get(base)
+        try:
+            key = (url, (parts or _split_base(base))[4])
+        except (ValueError, TypeError, UnicodeError):  # a base urlsplit refuses ("http://[")
+            pass
     try:
         return _cache[key]
     except KeyError:

@@ -5,8 +5,10 @@ whole with a manifest), so a second strategy reuses what it shares with the firs
 
     OUT/bag-fragments/<key>/part-*.parquet   (url_id, url, term, weight)       FRAGMENTS
         key: the ingest parts' content digests + Strategy.fragment_params()
-        One Dask task per pages part and per links part: simcore.bags.Corpus builds the
-        part's fragments (content + title per page; anchor window + link id per inlink)
+        One Dask task per pages part and per links part (which also reads the words of the
+        pages part of the same name: anchors are word offsets into them, tasks.contexts):
+        simcore.bags.Corpus builds the part's fragments (content + title per page; anchor
+        window + link id per inlink)
         and adds up equal (URL, term) pairs within the part — fragments merge associatively,
         so combining early is exact and shrinks the shuffle.
     OUT/bag-merge/<key>/part-*.parquet       (url_id, url, term, tf)           MERGED
@@ -53,6 +55,7 @@ from simcore.bags import BagMatrix, Corpus, LinkColumns, PageColumns, WordLists,
 from simcore.strategy import Strategy
 from simcore.weighting import Weighting, normalise_rows
 from tasks import schemas
+from tasks.contexts import pages_part_of, with_context_words
 from tasks.stagecache import MANIFEST, StageOutput, file_identities, published, read_manifest, run_stage
 from tasks.storage import filesystem, join, parts, write_parquet_atomic
 
@@ -110,13 +113,16 @@ def _flat_lists(column: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, np.ndarra
 
 
 def corpus_from_tables(pages: pa.Table | None, links: pa.Table | None) -> Corpus:
-    """A :class:`Corpus` of PAGES and LINKS tables (either may be None); words interned by Arrow."""
+    """A :class:`Corpus` of PAGES and LINKS tables (either may be None); words interned by Arrow.
+
+    ``links`` holds the context word lists too (:func:`tasks.contexts.with_context_words`).
+    """
     page_lists = ["title_words", "words"]
     link_lists = ["anchor_words", "left_words", "right_words"]
     if pages is None:
         pages = schemas.PAGES.empty_table()
     if links is None:
-        links = schemas.LINKS.empty_table()
+        links = with_context_words(schemas.LINKS.empty_table(), schemas.PAGES.empty_table())
     flats = [_flat_lists(pages.column(c)) for c in page_lists] + [_flat_lists(links.column(c)) for c in link_lists]
     values = pa.concat_arrays([v for v, _ in flats])
     encoded = pc.dictionary_encode(values)
@@ -249,14 +255,21 @@ def fragments_of_pages_part(url: str, strategy: Strategy, skip_ids: np.ndarray, 
             "fragment_rows": fragments.num_rows}
 
 
-def fragments_of_links_part(url: str, strategy: Strategy, skip_sources: np.ndarray, out: str) -> dict[str, int]:
-    """Anchor-window and link-id fragments of one links part, pre-merged per (URL, term), written to ``out``."""
+def _read_links(url: str, skip_sources: np.ndarray | None) -> tuple[pa.Table, int]:
+    """A links part without the links of ``skip_sources``, with its context words; and how many were skipped."""
     table = _read(url, schemas.LINKS, LINK_COLUMNS)
     skipped = 0
-    if skip_sources.size:
+    if skip_sources is not None and skip_sources.size:
         keep = ~np.isin(table.column("source_id").to_numpy(), skip_sources)
         skipped = int((~keep).sum())
         table = table.filter(pa.array(keep))
+    pages = _read(pages_part_of(url), schemas.PAGES, ["url_id", "words"])
+    return with_context_words(table, pages, where=url), skipped
+
+
+def fragments_of_links_part(url: str, strategy: Strategy, skip_sources: np.ndarray, out: str) -> dict[str, int]:
+    """Anchor-window and link-id fragments of one links part, pre-merged per (URL, term), written to ``out``."""
+    table, skipped = _read_links(url, skip_sources)
     corpus = corpus_from_tables(None, table)
     fragments = _fragment_table(corpus, strategy)
     write_parquet_atomic(fragments, out)
@@ -594,11 +607,7 @@ def load_corpus(crawl_dir: str) -> Corpus:
             t = t.filter(pa.array(~np.isin(t.column("url_id").to_numpy(), skip)))
         pages.append(t)
     for u in link_parts:
-        t = _read(u, schemas.LINKS, LINK_COLUMNS)
-        skip = by_stem.get(_part_stem(u))
-        if skip is not None and skip.size:
-            t = t.filter(pa.array(~np.isin(t.column("source_id").to_numpy(), skip)))
-        links.append(t)
+        links.append(_read_links(u, by_stem.get(_part_stem(u)))[0])
     page_table = pa.concat_tables(pages) if pages else None
     link_table = pa.concat_tables(links) if links else None
     return corpus_from_tables(page_table, link_table)

@@ -78,6 +78,7 @@ from simcore.strategy import Frequency, Metric, Source, Strategy, Window, paper_
 from simcore.urls import url_id
 from simcore.weighting import nmdf_factor
 from tasks import schemas
+from tasks.contexts import pages_part_of, with_context_words
 from tasks.stagecache import StageOutput, file_identities, run_stage
 from tasks.storage import filesystem, join, parts, write_bytes_atomic, write_parquet_atomic
 
@@ -354,10 +355,12 @@ def _read(files: list[str], schema: pa.Schema, columns: list[str]) -> pa.Table:
     for url in files:
         fs, path = filesystem(url)
         with fs.open(path, "rb") as f:
+            missing = [c for c in columns if c not in pq.read_schema(f).names]
+            if missing:
+                raise ValueError(f"{url}: expected columns {columns}, missing {missing}; re-run `simweb ingest` "
+                                 "with this version of simweb")
+            f.seek(0)
             table = pq.read_table(f, columns=columns)
-        missing = [c for c in columns if c not in table.column_names]
-        if missing:
-            raise ValueError(f"{url}: expected columns {columns}, missing {missing}; re-run `simweb ingest`")
         tables.append(table)
     if not tables:
         return pa.table({c: pa.array([], type=schema.field(c).type) for c in columns})
@@ -396,9 +399,17 @@ def load_crawl(crawl: str, is_directory_page: Callable[[str], bool] = lambda url
     page_files, link_files = crawl_parts(crawl)
     link_cols = ["source_url", "source_id", "target_url", "target_id"]
     if with_corpus:
-        link_cols += ["anchor_words", "left_words", "right_words", "syntactic_left", "syntactic_right",
-                      "topical_left", "topical_right"]
-    links = _read(link_files, schemas.LINKS, link_cols)
+        link_cols += ["anchor_start", "anchor_end", "context_start", "context_end", "syntactic_left",
+                      "syntactic_right", "topical_left", "topical_right"]
+        # Context words are offsets into the source page's words, in the pages part of the same name.
+        links = pa.concat_tables(
+            [with_context_words(_read([u], schemas.LINKS, link_cols),
+                                _read([pages_part_of(u)], schemas.PAGES, ["url_id", "words"]), where=u)
+             for u in link_files]
+            or [with_context_words(_read([], schemas.LINKS, link_cols), _read([], schemas.PAGES, ["url_id", "words"]))]
+        ).combine_chunks()
+    else:
+        links = _read(link_files, schemas.LINKS, link_cols)
     drop_links = _directory_mask(links.column("source_url"), is_directory_page)
     counts = {"links": links.num_rows, "links_from_directory_pages": int(drop_links.sum())}
     links = links.filter(pa.array(~drop_links))

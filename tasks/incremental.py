@@ -156,11 +156,8 @@ def touched_bags(crawl_dir: str, strategy: Strategy, touched: np.ndarray, snapsh
     fragments = []
     # The bags stage merges its fragment files in name order: links parts, then pages parts.
     for url in link_parts:
-        table = bag_stage._read(url, schemas.LINKS, bag_stage.LINK_COLUMNS)
+        table, _ = bag_stage._read_links(url, by_stem.get(bag_stage._part_stem(url)))
         table = table.filter(pc.is_in(table.column("target_id"), value_set=wanted))
-        skip = by_stem.get(bag_stage._part_stem(url), np.zeros(0, np.uint64))
-        if skip.size:
-            table = table.filter(pa.array(~np.isin(table.column("source_id").to_numpy(), skip)))
         if table.num_rows:
             fragments.append(bag_stage._fragment_table(bag_stage.corpus_from_tables(None, table), strategy))
     for url in page_parts:

@@ -2,8 +2,9 @@
 
 Paper Section 6.1 generates bags by scanning the Web repository; Section 3.1 builds them
 from page content and from the anchor windows of pages linking in. This stage does the scan
-once and keeps what every strategy needs (page words, anchors with their context words and
-SYNTACTIC/TOPICAL region lengths), so a strategy sweep never re-reads WARC files.
+once and keeps what every strategy needs (page words; anchors with the word offsets of their
+anchor text and context in the page's words, and their SYNTACTIC/TOPICAL region lengths), so a
+strategy sweep never re-reads WARC files.
 
 For a WARC file with SHA-256 ``h`` (first 16 hex digits ``h16``) it writes::
 
@@ -51,7 +52,6 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import accumulate, chain, repeat
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -69,7 +69,7 @@ from warcio.statusandheaders import StatusAndHeadersParser
 
 from simcore.charset import charset_from_content_type, decode_html, looks_like_html
 from simcore.html import parse_page
-from simcore.records import ParsedPage
+from simcore.records import ANCHOR_FIELDS, ParsedPage
 from simcore.urls import normalize_url, url_id
 from tasks import schemas
 from tasks.storage import TMP_PREFIX, file_digest, filesystem, join, local_path, write_bytes_atomic
@@ -78,7 +78,7 @@ logger = logging.getLogger("simweb.ingest")
 
 # Bumped whenever what a part holds changes (schema, parsing, filtering), so that parts
 # written by an older simweb are re-ingested instead of being taken as finished.
-INGEST_FORMAT = 1
+INGEST_FORMAT = 2
 
 # Pages buffered before a row group is written: bounds memory on multi-GB WARC files.
 PAGES_PER_ROW_GROUP = 2_000
@@ -335,10 +335,9 @@ class _Part:
         dictionary = [f.name for f in schema if f.type == pa.string()]
         self._writer = pq.ParquetWriter(self._file, schema, compression="zstd", use_dictionary=dictionary)
 
-    def write(self, arrays: dict[str, pa.Array]) -> None:
-        """Write the buffered columns as a row group; ``arrays`` holds columns built elsewhere."""
-        columns = [arrays[f.name] if f.name in arrays else _arrow(self.columns[f.name], f.type)
-                   for f in self.schema]
+    def write(self) -> None:
+        """Write the buffered columns as a row group."""
+        columns = [_arrow(self.columns[f.name], f.type) for f in self.schema]
         for values in self.columns.values():
             values.clear()
         table = pa.Table.from_arrays(columns, schema=self.schema)
@@ -360,43 +359,8 @@ class _Part:
                 self.fs.rm(self.tmp)
 
 
-class _Slices:
-    """A ``list<string>`` column whose rows are runs of one shared string array.
-
-    Row r is ``values[start[r] + j * step[r]]`` for ``j < length[r]``; a negative start
-    ``-(1 + i)`` points at ``i`` in the list of strings kept aside (:attr:`_Parts.extra`).
-    """
-
-    def __init__(self):
-        self.starts: list[int] = []
-        self.lengths: list[int] = []
-        self.steps: list[int] = []
-
-    def to_arrow(self, values: pa.Array, n_shared: int) -> pa.Array:
-        starts = np.array(self.starts, np.int64)
-        lengths = np.array(self.lengths, np.int64)
-        steps = np.array(self.steps, np.int64)
-        aside = starts < 0
-        starts[aside] = n_shared - 1 - starts[aside]
-        offsets = np.zeros(len(lengths) + 1, np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        indices = np.repeat(starts - offsets[:-1] * steps, lengths) + np.arange(offsets[-1]) * np.repeat(steps, lengths)
-        self.__init__()
-        return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values.take(pa.array(indices)))
-
-
 class _Parts:
-    """The pages and links parts of one WARC file, buffered together and written in row groups.
-
-    An anchor's context words are runs of its page's words (nearest first on the left), up
-    to 64 of them per anchor, so the links hold many times more words than the pages. Rather
-    than handing each one to Arrow as a Python string, an anchor is located in its page's
-    word stream and its three word lists are stored as runs of that stream; Arrow gathers
-    them with one ``take``. An anchor whose words are not found as runs (a parser that
-    builds them otherwise) has its words kept aside as strings: same rows, more work.
-    """
-
-    CONTEXT = ("left_words", "anchor_words", "right_words")
+    """The pages and links parts of one WARC file, buffered together and written in row groups."""
 
     def __init__(self, out_dir: str, part: str):
         self.pages = _Part(join(out_dir, "pages", f"{part}.parquet"), schemas.PAGES)
@@ -406,9 +370,6 @@ class _Parts:
             self.pages.discard()
             raise
         self.buffered = 0
-        self.words_buffered = 0
-        self.extra: list[str] = []
-        self.slices = {name: _Slices() for name in self.CONTEXT}
         self._ids: dict[str, int] = {}
 
     def _url_id(self, url: str) -> int:
@@ -423,81 +384,36 @@ class _Parts:
         url = parsed.url
         source_id = url_id(url)
         anchors = parsed.anchors
-        target_ids = [self._url_id(a.target_url) for a in anchors]  # may raise: nothing added yet
-        words = parsed.words if type(parsed.words) is tuple else tuple(parsed.words)
+        target_ids = list(map(self._url_id, anchors.target_url))  # may raise: nothing added yet
 
         p = self.pages.columns
         p["url"].append(url)
         p["url_id"].append(source_id)
         p["title"].append(parsed.title)
         p["title_words"].append(parsed.title_words)
-        p["words"].append(words)
+        p["words"].append(parsed.words)
         p["status"].append(status)
         p["content_type"].append(media_type)
         p["charset"].append(charset)
         p["source_file"].append(source)
         p["record_offset"].append(offset)
 
-        if anchors:
-            n = len(anchors)
+        if target_ids:
+            n = len(target_ids)
             c = self.links.columns
             c["source_url"].extend(repeat(url, n))
             c["source_id"].extend(repeat(source_id, n))
-            c["target_url"].extend(map(_TARGET_URL, anchors))
             c["target_id"].extend(target_ids)
-            for name, get in _ANCHOR_REGIONS:
-                c[name].extend(map(get, anchors))
-            self._add_contexts(words, anchors)
-        self.words_buffered += len(words)
+            for name, column in zip(ANCHOR_FIELDS, anchors.columns()):
+                c[name].extend(column)
 
         self.buffered += 1
         if self.buffered >= PAGES_PER_ROW_GROUP:
             self.flush()
 
-    def _add_contexts(self, words: tuple[str, ...], anchors) -> None:
-        base = self.words_buffered
-        n_words = len(words)
-        # The parser's context tuples hold the very string objects of the page's word tuple,
-        # so an object's id finds its position; the slice comparisons below confirm it.
-        position = {id(w): i for i, w in enumerate(words)}
-        left, middle, right = (self.slices[name] for name in self.CONTEXT)
-        for anchor in anchors:
-            aw, lw, rw = anchor.anchor_words, anchor.left_words, anchor.right_words
-            na, nl, nr = len(aw), len(lw), len(rw)
-            if nl:
-                start = position.get(id(lw[0]), -2) + 1
-            elif na:
-                start = position.get(id(aw[0]), -1)
-            elif nr:
-                start = position.get(id(rw[0]), -1)
-            else:
-                start = 0
-            end = start + na
-            if (nl <= start and end + nr <= n_words and words[start:end] == aw
-                    and words[end:end + nr] == rw and words[start - nl:start][::-1] == lw):
-                left.starts.append(base + start - 1)
-                left.steps.append(-1)
-                middle.starts.append(base + start)
-                middle.steps.append(1)
-                right.starts.append(base + end)
-                right.steps.append(1)
-            else:
-                for column, run in ((left, lw), (middle, aw), (right, rw)):
-                    column.starts.append(-1 - len(self.extra))
-                    column.steps.append(1)
-                    self.extra.extend(run)
-            left.lengths.append(nl)
-            middle.lengths.append(na)
-            right.lengths.append(nr)
-
     def flush(self) -> None:
-        words = _arrow(self.pages.columns["words"], schemas.WORDS)
-        shared = words.values
-        values = pa.concat_arrays([shared, pa.array(self.extra, pa.string())]) if self.extra else shared
-        self.pages.write({"words": words})
-        self.links.write({name: self.slices[name].to_arrow(values, len(shared)) for name in self.CONTEXT})
-        self.extra = []
-        self.words_buffered = 0
+        self.pages.write()
+        self.links.write()
         self.buffered = 0
         if len(self._ids) > 1 << 20:
             self._ids = {}
@@ -512,12 +428,6 @@ class _Parts:
             self.pages.discard()
         finally:
             self.links.discard()
-
-
-_TARGET_URL = attrgetter("target_url")
-_ANCHOR_REGIONS = [
-    (name, attrgetter(name)) for name in ("syntactic_left", "syntactic_right", "topical_left", "topical_right")
-]
 
 
 def _arrow(values: list, type_: pa.DataType) -> pa.Array:

@@ -26,15 +26,23 @@ PAGES = pa.schema(
 )
 
 # DIR/links/part-<warc content hash>.parquet — one row per anchor (simcore.records.Anchor).
+# The anchor and its context are word offsets into ``words`` of the source page's PAGES row:
+# the row with url_id == source_id in the pages part of the same name (DIR/pages/part-<same>).
+# words[anchor_start:anchor_end] is the anchor, words[context_start:anchor_start] the left
+# context (read it backwards for nearest first), words[anchor_end:context_end] the right one;
+# 0 <= context_start <= anchor_start <= anchor_end <= context_end <= len(words). The region
+# lengths count context words, nearest first, inside the SYNTACTIC and TOPICAL regions.
+# tasks.contexts turns the offsets back into word lists (anchor_words, left_words, right_words).
 LINKS = pa.schema(
     [
         pa.field("source_url", pa.string(), nullable=False),
         pa.field("source_id", pa.uint64(), nullable=False),
         pa.field("target_url", pa.string(), nullable=False),
         pa.field("target_id", pa.uint64(), nullable=False),
-        pa.field("anchor_words", WORDS, nullable=False),
-        pa.field("left_words", WORDS, nullable=False),  # nearest first
-        pa.field("right_words", WORDS, nullable=False),  # nearest first
+        pa.field("anchor_start", pa.int32(), nullable=False),
+        pa.field("anchor_end", pa.int32(), nullable=False),
+        pa.field("context_start", pa.int32(), nullable=False),
+        pa.field("context_end", pa.int32(), nullable=False),
         pa.field("syntactic_left", pa.int32(), nullable=False),
         pa.field("syntactic_right", pa.int32(), nullable=False),
         pa.field("topical_left", pa.int32(), nullable=False),

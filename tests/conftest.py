@@ -79,8 +79,9 @@ def write_synthetic_crawl(root: Path, *, per_topic: int = 12, seed: int = 7) -> 
             for s in range(1 if i == 0 else 4 + i % 4):
                 src = f"http://hub{s}.example.org/{topic}"
                 links.append({"source_url": src, "source_id": url_id(src), "target_url": url, "target_id": url_id(url),
-                              "anchor_words": [topic], "left_words": [], "right_words": [], "syntactic_left": 0,
-                              "syntactic_right": 0, "topical_left": 0, "topical_right": 0})
+                              # the hub pages are not crawled: no context words to point at
+                              "anchor_start": 0, "anchor_end": 0, "context_start": 0, "context_end": 0,
+                              "syntactic_left": 0, "syntactic_right": 0, "topical_left": 0, "topical_right": 0})
     half = len(bags) // 2
     out = {"bags": str(root / "bags"), "pages": str(root / "pages"), "links": str(root / "links")}
     write_parquet_atomic(pa.Table.from_pylist(bags[:half], schema=BAGS), out["bags"] + "/part-00000.parquet")

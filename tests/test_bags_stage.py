@@ -37,8 +37,9 @@ def I(name: str) -> int:
 
 
 PAGES_1 = [
-    PageRow(U("a"), I("a"), ("alpha", "page"), ("debian", "packages", "are", "installed")),
-    PageRow(U("b"), I("b"), ("beta",), ("the", "kernel", "modules")),
+    PageRow(U("a"), I("a"), ("alpha", "page"), ("debian", "packages", "are", "installed", "of", "big", "great",
+                                               "the", "linux", "kernel", "see", "also", "modules", "packages")),
+    PageRow(U("b"), I("b"), ("beta",), ("the", "kernel", "gamma", "modules", "self")),
 ]
 LINKS_1 = [
     LinkRow(U("a"), I("a"), U("b"), I("b"), ("linux", "kernel"), ("the", "great", "big", "of"),
@@ -48,7 +49,7 @@ LINKS_1 = [
 ]
 # A second WARC file crawled page a again (later: "b.warc.gz" sorts after "a.warc.gz"): its copy
 # and the links read from it are skipped.
-PAGES_2 = [PageRow(U("a"), I("a"), ("alpha", "copy"), ("second", "crawl"))]
+PAGES_2 = [PageRow(U("a"), I("a"), ("alpha", "copy"), ("second", "crawl", "dup", "source"))]
 LINKS_2 = [LinkRow(U("a"), I("a"), U("c"), I("c"), ("dup", "source"), (), ())]
 
 
@@ -63,21 +64,32 @@ def pages_table(rows: list[PageRow], source_file: str) -> pa.Table:
     }, schema=schemas.PAGES)
 
 
-def links_table(rows: list[LinkRow]) -> pa.Table:
-    def value(r, name):
-        v = getattr(r, name)
-        return list(v) if isinstance(v, tuple) else v
-
-    return pa.table({f.name: [value(r, f.name) for r in rows] for f in schemas.LINKS}, schema=schemas.LINKS)
+def links_table(rows: list[LinkRow], pages: list[PageRow]) -> pa.Table:
+    """LINKS rows: each link's words located as a run of its source page's words (LINKS stores offsets)."""
+    words = {p.url_id: p.words for p in pages}
+    columns: dict[str, list] = {f.name: [] for f in schemas.LINKS}
+    for r in rows:
+        page = words[r.source_id]
+        span = (*reversed(r.left_words), *r.anchor_words, *r.right_words)
+        (start,) = [i for i in range(len(page) - len(span) + 1) if page[i:i + len(span)] == span][:1]
+        a0 = start + len(r.left_words)
+        a1 = a0 + len(r.anchor_words)
+        for name in ("source_url", "source_id", "target_url", "target_id", "syntactic_left", "syntactic_right",
+                     "topical_left", "topical_right"):
+            columns[name].append(getattr(r, name))
+        for name, value in (("context_start", start), ("anchor_start", a0), ("anchor_end", a1),
+                            ("context_end", a1 + len(r.right_words))):
+            columns[name].append(value)
+    return pa.table(columns, schema=schemas.LINKS)
 
 
 @pytest.fixture()
 def crawl(tmp_path) -> str:
     root = str(tmp_path / "crawl")
     write_parquet_atomic(pages_table(PAGES_1, "a.warc.gz"), f"{root}/pages/part-1111.parquet")
-    write_parquet_atomic(links_table(LINKS_1), f"{root}/links/part-1111.parquet")
+    write_parquet_atomic(links_table(LINKS_1, PAGES_1), f"{root}/links/part-1111.parquet")
     write_parquet_atomic(pages_table(PAGES_2, "b.warc.gz"), f"{root}/pages/part-2222.parquet")
-    write_parquet_atomic(links_table(LINKS_2), f"{root}/links/part-2222.parquet")
+    write_parquet_atomic(links_table(LINKS_2, PAGES_2), f"{root}/links/part-2222.parquet")
     return root
 
 
@@ -144,7 +156,7 @@ def test_read_bags_of_chosen_urls_and_find_bags(crawl, tmp_path):
     assert list(some.url_ids) == [I("b")] and I("zzz") not in some
     assert some.collection_size == 3 and some.weighting is not None
     kernel = list(some.vocabulary).index("kernel")
-    assert some.df[kernel] == 2  # b and c, over the whole collection
+    assert some.df[kernel] == 3  # a (its link text), b and c, over the whole collection
     build_bags_stage(crawl, Strategy(sources=["links"]), work, scheduler="sync")
     with pytest.raises(FileNotFoundError, match="2 bag sets"):
         find_bags(work)

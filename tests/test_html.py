@@ -9,19 +9,50 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simcore.html import CONTEXT_NONSTOP, LINK_NOT_HTTP, LINK_UNPARSEABLE, parse_page
-from simcore.records import Anchor
+from simcore.records import Anchor, Anchors, ParsedPage
 from simcore.text import never_stop, tokenize
 
 PAGE = "http://example.com/start.html"
 
 
+@dataclass(frozen=True)
+class Context:
+    """An anchor with its words looked up in its page's words (an Anchor holds word offsets)."""
+
+    target_url: str
+    anchor_words: tuple[str, ...]
+    left_words: tuple[str, ...]
+    right_words: tuple[str, ...]
+    syntactic_left: int
+    syntactic_right: int
+    topical_left: int
+    topical_right: int
+
+
+def contexts(page) -> tuple[Context, ...]:
+    words = page.words
+    return tuple(Context(a.target_url, a.anchor_words(words), a.left_words(words), a.right_words(words), *regions(a))
+                 for a in page.anchors)
+
+
 def anchor(page, target):
-    (found,) = [a for a in page.anchors if a.target_url == target]
+    (found,) = [a for a in contexts(page) if a.target_url == target]
     return found
 
 
-def regions(a: Anchor) -> tuple[int, int, int, int]:
+def regions(a: Anchor | Context) -> tuple[int, int, int, int]:
     return a.syntactic_left, a.syntactic_right, a.topical_left, a.topical_right
+
+
+def test_anchor_offsets_name_runs_of_the_page_words():
+    page = parse_page("<p>one two <a href='/a'>three four</a> five six</p><p>seven</p>", PAGE)
+    (a,) = page.anchors
+    assert page.words == ("one", "two", "three", "four", "five", "six", "seven")
+    assert (a.context_start, a.anchor_start, a.anchor_end, a.context_end) == (0, 2, 4, 7)
+    assert a.anchor_words(page.words) == ("three", "four")
+    assert a.left_words(page.words) == ("two", "one")  # nearest first
+    assert a.right_words(page.words) == ("five", "six", "seven")
+    assert regions(a) == (2, 2, 2, 3)
 
 
 # --- cleaning (Section 3.1) ----------------------------------------------------------------------
@@ -40,7 +71,7 @@ def test_comments_scripts_styles_and_tags_are_removed_alt_text_kept():
     assert page.title == "The Title & More"
     assert page.title_words == ("the", "title", "more")
     assert page.words == ("visible", "bold", "text", "times", "alt", "words", "café", "tag", "at", "t", "naïve")
-    assert page.anchors == ()
+    assert contexts(page) == ()
 
 
 def test_block_elements_without_white_space_still_separate_words():
@@ -57,7 +88,7 @@ def test_title_is_not_part_of_the_words_and_missing_title_is_empty():
 def test_empty_and_bodiless_pages():
     assert parse_page("", PAGE).words == ()
     frameset = parse_page("<html><head><title>Frames</title></head><frameset><frame src=a.html></frameset>", PAGE)
-    assert (frameset.title_words, frameset.words, frameset.anchors) == (("frames",), (), ())
+    assert (frameset.title_words, frameset.words, tuple(frameset.anchors)) == (("frames",), (), ())
 
 
 # --- links -----------------------------------------------------------------------------------------
@@ -77,7 +108,7 @@ LINKS = """<html><head><base href="http://Base.org/dir/"></head><body>
 def test_links_resolve_against_base_and_are_normalised():
     skipped: Counter[str] = Counter()
     page = parse_page(LINKS, PAGE, skipped)
-    assert [(a.target_url, a.anchor_words) for a in page.anchors] == [
+    assert [(a.target_url, a.anchor_words) for a in contexts(page)] == [
         ("http://base.org/dir/page.html", ("to", "the", "next", "page")),
         ("http://base.org/abs?q=1&r=2", ("abs",)),
         ("https://other.org/y", ("other",)),
@@ -96,7 +127,7 @@ def test_links_resolve_against_base_and_are_normalised():
 def test_relative_links_without_base_resolve_against_the_page_and_self_links_are_kept():
     page = parse_page('<a href="../up.html">up</a><a href="start.html#x">me</a><a href="//cdn.org">cdn</a>',
                       "http://example.com/a/b/start.html")
-    assert [a.target_url for a in page.anchors] == [
+    assert [a.target_url for a in contexts(page)] == [
         "http://example.com/a/up.html", "http://example.com/a/b/start.html", "http://cdn.org/",
     ]
 
@@ -104,7 +135,7 @@ def test_relative_links_without_base_resolve_against_the_page_and_self_links_are
 def test_links_keep_document_order_across_element_kinds():
     page = parse_page('<a href=/1>one</a><map><area href=/m alt=M></map><p><a href=/a>A</a></p>'
                       '<img alt=I><area href=/n alt=N>', "http://h.com/")
-    assert [(a.target_url, a.anchor_words, a.left_words) for a in page.anchors] == [
+    assert [(a.target_url, a.anchor_words, a.left_words) for a in contexts(page)] == [
         ("http://h.com/1", ("one",), ()),
         ("http://h.com/m", ("m",), ("one",)),
         ("http://h.com/a", ("a",), ("m", "one")),
@@ -114,7 +145,7 @@ def test_links_keep_document_order_across_element_kinds():
 
 def test_unusable_base_href_falls_back_to_the_page_url():
     page = parse_page('<base href="mailto:x@y"><a href="p.html">p</a>', PAGE)
-    assert page.anchors[0].target_url == "http://example.com/p.html"
+    assert contexts(page)[0].target_url == "http://example.com/p.html"
 
 
 def test_skipped_counter_is_optional():
@@ -181,13 +212,13 @@ def test_syntactic_and_topical_regions(target, expected):
 )
 def test_hard_break_is_a_cut_off_only_after_a_sentence_end(before_br, syntactic_left):
     page = parse_page(f"<p>{before_br}<br>next <a href='/x'>x</a></p>", PAGE)
-    assert page.anchors[0].syntactic_left == syntactic_left
-    assert page.anchors[0].topical_left == len(page.anchors[0].left_words)
+    assert contexts(page)[0].syntactic_left == syntactic_left
+    assert contexts(page)[0].topical_left == len(contexts(page)[0].left_words)
 
 
 def test_sentence_end_inside_the_anchor_before_a_break():
     page = parse_page('<p>See <a href="/a">this.</a><br>More text</p>', PAGE)
-    assert regions(page.anchors[0]) == (1, 0, 1, 2)
+    assert regions(contexts(page)[0]) == (1, 0, 1, 2)
 
 
 def test_heading_starts_list_ends_and_table_ends_are_topical_list_starts_are_not():
@@ -197,7 +228,7 @@ def test_heading_starts_list_ends_and_table_ends_are_topical_list_starts_are_not
         '<table><tr><td>t <a href="/c">c</a></td></tr></table> end',
         PAGE,
     )
-    a, b, c = page.anchors
+    a, b, c = contexts(page)
     assert (a.topical_left, a.topical_right) == (1, 1)  # the heading starts after "tail"
     assert (b.topical_left, b.topical_right) == (3, 1)  # "head more text" | "item" then the list ends
     assert (b.syntactic_left, b.syntactic_right) == (3, 0)  # the list item starts right after b
@@ -213,7 +244,7 @@ def test_every_kind_of_cut_off():
         "<h1>h</h1><h4>four</h4><h6>six <a href='/h6'>h6</a></h6>",
         PAGE,
     )
-    assert [regions(a) for a in page.anchors] == [
+    assert [regions(a) for a in contexts(page)] == [
         (1, 0, 1, 1),  # dt: "term" | dd starts; the definition list ends after "def"
         (1, 0, 1, 1),  # th: "head" | td starts; table ends after "cell"
         (1, 0, 1, 0),  # menu item: the ordered list ends before "m" | the menu ends before "x"
@@ -223,8 +254,8 @@ def test_every_kind_of_cut_off():
 
 def test_empty_anchor_between_cells_is_bounded_on_both_sides():
     page = parse_page("<table><tr><td>x</td><td><a href='/e'><img src=i.png></a></td><td>y</td></tr></table>", PAGE)
-    assert page.anchors[0].anchor_words == ()
-    assert regions(page.anchors[0]) == (0, 0, 1, 1)
+    assert contexts(page)[0].anchor_words == ()
+    assert regions(contexts(page)[0]) == (0, 0, 1, 1)
 
 
 def test_context_stops_at_32_never_stop_words_and_stopwords_do_not_count():
@@ -236,7 +267,7 @@ def test_context_stops_at_32_never_stop_words_and_stopwords_do_not_count():
     left_text = " ".join(f"{w} {f}" for w, f in zip(left, fillers))
     right_text = " ".join(f"{w} {f}" for w, f in zip(right, fillers))
     page = parse_page(f"<p>{left_text} <a href='/x'>anchor</a> {right_text}</p>", PAGE)
-    (a,) = page.anchors
+    (a,) = contexts(page)
     assert CONTEXT_NONSTOP == 32
     # nearest first: "news" (after left[39]), left[39], ..., left[8]; stops at the 32nd counted word
     assert a.left_words[:3] == ("news", "kwhe", "the")
@@ -250,16 +281,16 @@ def test_context_stops_at_32_never_stop_words_and_stopwords_do_not_count():
 def test_page_text_holding_the_marker_characters_is_cleaned():
     page = parse_page("<p>x \ufdd0 y \ufdd1\ufdd4</p><a href='/a'>z</a> w \ufdd2", PAGE)
     assert page.words == ("x", "y", "z", "w")
-    assert [(a.target_url, a.anchor_words, a.left_words, a.right_words) for a in page.anchors] == [
+    assert [(a.target_url, a.anchor_words, a.left_words, a.right_words) for a in contexts(page)] == [
         ("http://example.com/a", ("z",), ("y", "x"), ("w",)),
     ]
-    assert regions(page.anchors[0]) == (0, 1, 2, 1)
+    assert regions(contexts(page)[0]) == (0, 1, 2, 1)
 
 
 def test_marker_characters_spelled_as_entities_or_in_alt_text_are_cleaned():
     page = parse_page("<p>x &#xFDD0; y</p><a href='/a'>z<img alt='q&#xfdd1;r'></a><area href='/b' alt='s&#xFDD3;'>", PAGE)
     assert page.words == ("x", "y", "z", "q", "r", "s")
-    assert [(a.anchor_words, a.left_words, a.right_words) for a in page.anchors] == [
+    assert [(a.anchor_words, a.left_words, a.right_words) for a in contexts(page)] == [
         (("z", "q", "r"), ("y", "x"), ("s",)),
         (("s",), ("r", "q", "z", "y", "x"), ()),
     ]
@@ -268,7 +299,7 @@ def test_marker_characters_spelled_as_entities_or_in_alt_text_are_cleaned():
 def test_a_link_inside_an_svg_link_ends_the_outer_one():
     page = parse_page('<a href="/outer">x<svg><a href="/inner">y</a>z</svg>w</a>q', PAGE)
     assert page.words == ("x", "y", "z", "w", "q")
-    assert [(a.target_url, a.anchor_words) for a in page.anchors] == [
+    assert [(a.target_url, a.anchor_words) for a in contexts(page)] == [
         ("http://example.com/outer", ("x",)),
         ("http://example.com/inner", ("y",)),
     ]
@@ -400,7 +431,7 @@ def brute_force_anchor(words: list[str], target: str, start: int, end: int, synt
             n += 1
         return n
 
-    return Anchor(target, tuple(words[start:end]), tuple(left), tuple(right),
+    return Anchor(target, start, end, start - len(left), end + len(right),
                   left_region(syntactic), right_region(syntactic), left_region(topical), right_region(topical))
 
 
@@ -414,7 +445,7 @@ def test_parse_page_equals_a_brute_force_reference(page_and_reference):
         brute_force_anchor(reference.words, target, start, end, reference.syntactic, reference.topical)
         for target, start, end in reference.links
     )
-    assert page.anchors == expected
+    assert tuple(page.anchors) == expected
 
 
 # --- robustness ----------------------------------------------------------------------------------------
@@ -423,7 +454,7 @@ def test_parse_page_equals_a_brute_force_reference(page_and_reference):
 @given(st.binary(max_size=400), st.sampled_from(["utf-8", "latin-1", "utf-16-le"]))
 def test_parse_page_never_raises_on_random_bytes(raw, encoding):
     page = parse_page(raw.decode(encoding, "replace"), PAGE)
-    for a in page.anchors:
+    for a in contexts(page):
         assert 0 <= a.syntactic_left <= a.topical_left <= len(a.left_words)
         assert 0 <= a.syntactic_right <= a.topical_right <= len(a.right_words)
 
@@ -443,7 +474,7 @@ def test_parse_page_invariants_on_tag_soup(html):
     page = parse_page(html, PAGE)
     words = page.words
     assert all(tokenize(w) == [w] for w in words)
-    for a in page.anchors:
+    for a in contexts(page):
         assert 0 <= a.syntactic_left <= a.topical_left <= len(a.left_words)
         assert 0 <= a.syntactic_right <= a.topical_right <= len(a.right_words)
         span = (*reversed(a.left_words), *a.anchor_words, *a.right_words)
@@ -483,9 +514,9 @@ def test_real_pages_from_the_shared_warc_files(warc_dir):
         tree = LexborHTMLParser(html)
         for node in tree.css("script, style, noscript, template, title, iframe, noembed, noframes"):
             node.decompose()
-        assert len(page.anchors) + sum(skipped.values()) == len(tree.body.css("a[href], area[href]"))
+        assert len(contexts(page)) + sum(skipped.values()) == len(tree.body.css("a[href], area[href]"))
         assert page.words and all(tokenize(w) == [w] for w in page.words[:200])
-        for a in page.anchors:
+        for a in contexts(page):
             assert 0 <= a.syntactic_left <= a.topical_left <= len(a.left_words)
             assert 0 <= a.syntactic_right <= a.topical_right <= len(a.right_words)
     assert n_pages == 45
@@ -493,3 +524,25 @@ def test_real_pages_from_the_shared_warc_files(warc_dir):
 
 def test_entities_in_text_are_decoded():
     assert parse_page("<p>r&eacute;sum&eacute; &#x4E2D;&#25991;</p>", PAGE).words == ("résumé", "中文")
+
+
+def test_anchors_are_columns_that_read_as_records():
+    page = parse_page("<p>a <a href='/x'>b</a> c <a href='/y'>d e</a></p>", PAGE)
+    anchors = page.anchors
+    assert len(anchors) == 2 and anchors.target_url == ("http://example.com/x", "http://example.com/y")
+    assert anchors[1] == Anchor("http://example.com/y", 3, 5, 0, 5, 3, 0, 3, 0)
+    assert tuple(anchors) == (anchors[0], anchors[1]) and anchors[:1] == (anchors[0],)
+    assert Anchors.of(anchors) == anchors
+    rebuilt = ParsedPage(page.url, page.title, page.title_words, page.words, tuple(anchors))
+    assert rebuilt == page and isinstance(rebuilt.anchors, Anchors)
+    with pytest.raises(ValueError, match="expected columns of one length"):
+        Anchors(("http://example.com/x",), (0,))
+
+
+def test_only_elements_with_the_attribute_count_as_links_and_alt_images():
+    skipped: Counter[str] = Counter()
+    page = parse_page("<p>x <a name=top>named</a> <a href>bare</a> <A HREF='/up'>Up</A> <img alt>i<img src=q>j"
+                      "<img alt='pic'> <area alt=z></p>", PAGE, skipped)
+    assert page.words == ("x", "named", "bare", "up", "i", "j", "pic")
+    assert [(a.target_url, a.anchor_words) for a in contexts(page)] == [("http://example.com/up", ("up",))]
+    assert skipped == Counter({LINK_UNPARSEABLE: 1})  # the bare href; <a name> is no link at all

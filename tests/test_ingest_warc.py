@@ -26,6 +26,7 @@ import tasks.ingest as ingest
 from simcore.urls import normalize_url, url_id
 from simweb.cli import main as simweb_main
 from tasks import schemas
+from tasks.contexts import pages_part_of, with_context_words
 from tasks.ingest import FileError, IngestStats, ingest_files, ingest_warc, list_warc_files
 from tasks.storage import file_digest, read_parquet
 
@@ -35,7 +36,12 @@ def pages_of(out: Path):
 
 
 def links_of(out: Path):
-    return read_parquet(str(out / "links")).to_pylist()
+    """The links rows with their context words looked up in the pages part of the same name."""
+    rows = []
+    for part in sorted((out / "links").glob("part-*.parquet")):
+        links = pq.read_table(part)
+        rows += with_context_words(links, pq.read_table(pages_part_of(str(part))), where=str(part)).to_pylist()
+    return rows
 
 
 def counts(stats: IngestStats) -> tuple:
@@ -432,8 +438,8 @@ def test_garbage_and_empty_files(tmp_path):
     assert counts(ingest_warc(str(empty), str(tmp_path / "out2"))) == (0, 0, {}, 0)
 
 
-ANCHOR_FIELDS = ("anchor_words", "left_words", "right_words", "syntactic_left", "syntactic_right",
-                 "topical_left", "topical_right")
+ANCHOR_FIELDS = ("anchor_start", "anchor_end", "context_start", "context_end", "syntactic_left",
+                 "syntactic_right", "topical_left", "topical_right")
 
 
 def assert_rows_match(parsed_pages, pages, links):
@@ -449,8 +455,10 @@ def assert_rows_match(parsed_pages, pages, links):
             row = next(rows)
             assert row["source_url"] == parsed.url and row["target_url"] == anchor.target_url
             for name in ANCHOR_FIELDS:
-                value = getattr(anchor, name)
-                assert row[name] == (list(value) if isinstance(value, tuple) else value), name
+                assert row[name] == getattr(anchor, name), name
+            assert row["anchor_words"] == list(anchor.anchor_words(parsed.words))
+            assert row["left_words"] == list(anchor.left_words(parsed.words))
+            assert row["right_words"] == list(anchor.right_words(parsed.words))
     assert next(rows, None) is None
 
 
@@ -482,29 +490,37 @@ def test_rows_are_what_the_parser_returned(warc_dir, tmp_path):
     assert_rows_match(expected, pages_of(tmp_path / "real"), links_of(tmp_path / "real"))
 
 
-def test_context_words_not_taken_from_the_page_words_are_kept_too(tmp_path, monkeypatch):
-    """Anchors whose words are new strings, or do not occur in the page's word stream at
-    all, take the slower path and come out the same."""
+def test_links_read_back_need_their_own_pages_part(tmp_path, monkeypatch):
+    """Context words are offsets into the source page's words: a links part read with pages
+    that are not its own, or offsets past the page's words, are refused, naming the part."""
     from simcore.records import Anchor, ParsedPage
 
     def fake_parse(text, url, skipped=None):
-        words = ("alpha", "beta", "gamma", "delta", "a", "a", "a")
+        words = ("alpha", "beta", "gamma")
         anchors = (
-            Anchor("http://f.example/1", ("gamma",), ("beta", "alpha"), ("delta", "a"), 1, 2, 3, 4),
-            Anchor("http://f.example/2", ("".join(["gam", "ma"]),), ("beta",), (), 0, 0, 0, 0),  # equal, not identical
-            Anchor("http://f.example/3", ("zeta",), ("eta", "theta"), ("iota",), 0, 1, 0, 1),  # not in the page
-            Anchor("http://f.example/4", (), (), (), 0, 0, 0, 0),
-            Anchor("http://f.example/5", ("a",), ("a", "delta"), ("a",), 1, 1, 1, 1),  # a shared 1-char string
-            Anchor("http://f.example/6", (), ("delta", "gamma"), ("a", "a", "a"), 2, 3, 2, 3),
+            Anchor("http://f.example/1", 1, 2, 0, 3, 1, 1, 1, 1),
+            Anchor("http://f.example/2", 3, 3, 3, 3, 0, 0, 0, 0),  # an empty anchor at the page's end
         )
+        if url.endswith("bad"):
+            anchors += (Anchor("http://f.example/3", 2, 4, 0, 4, 0, 0, 0, 0),)
         return ParsedPage(url, "T", ("t",), words, anchors)
 
     monkeypatch.setattr(ingest, "parse_page", fake_parse)
-    path = write_warc(tmp_path / "f.warc.gz", [http_response(f"http://f.example/p{i}", PAGE) for i in range(3)])
-    stats = ingest_warc(str(path), str(tmp_path / "out"))
-    assert stats.pages_written == 3 and stats.links_written == 18
-    expected = [fake_parse("", f"http://f.example/p{i}") for i in range(3)]
-    assert_rows_match(expected, pages_of(tmp_path / "out"), links_of(tmp_path / "out"))
+    good = write_warc(tmp_path / "good.warc.gz", [http_response(f"http://f.example/p{i}", PAGE) for i in range(2)])
+    ingest_warc(str(good), str(tmp_path / "out"))
+    rows = links_of(tmp_path / "out")
+    assert [(r["anchor_words"], r["left_words"], r["right_words"]) for r in rows] == [
+        (["beta"], ["alpha"], ["gamma"]), ([], [], []),
+    ] * 2
+
+    bad = write_warc(tmp_path / "bad.warc.gz", [http_response("http://f.example/bad", PAGE)])
+    ingest_warc(str(bad), str(tmp_path / "bad"))
+    (part,) = (tmp_path / "bad" / "links").glob("*.parquet")
+    with pytest.raises(ValueError, match=r"anchor_end <= context_end <= len\(words\).*found 0, 2, 4, 4 with 3 words"):
+        with_context_words(pq.read_table(part), pq.read_table(pages_part_of(str(part))), where=str(part))
+    (good_pages,) = (tmp_path / "out" / "pages").glob("*.parquet")
+    with pytest.raises(ValueError, match="1 link.* name a source page that is not in its pages part"):
+        with_context_words(pq.read_table(part).slice(0, 1), pq.read_table(good_pages), where=str(part))
 
 
 def test_row_groups_are_written_as_pages_accumulate(tmp_path, monkeypatch):

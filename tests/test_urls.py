@@ -149,6 +149,45 @@ def test_normalize_url_is_idempotent_and_never_raises(prefix, body, base):
         assert url_id(result) == url_id(prefix + body) if base is None else True
 
 
+def _uncached(url, base):
+    try:
+        return urls._normalise(url, base)
+    except (ValueError, TypeError, UnicodeError):
+        return None
+
+
+refs = st.tuples(st.sampled_from(["", "?", "#", "/", "//", "http:", "HTTP:", "https:", "\t", " ", "ht\ttp:", "a", "."]),
+                 url_parts).map("".join)
+bases = st.tuples(st.sampled_from(["http://h.com", "http://h.com/", "HTTP://H.com:80/d/", "https://h.com/d/",
+                                   "http://[", "http://h.com/d\\e/", " http://h.com/d/\t"]),
+                  st.sampled_from(["", "p", "p?q=1", "p#f", "?x", "x/y", "./"])).map("".join)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(refs, bases, bases)
+def test_memo_per_base_directory_gives_what_resolving_anew_gives(ref, base, other_base):
+    # The memo is shared by bases of one directory: whichever base asks first, every base
+    # gets what resolving against itself gives.
+    for first, second in ((base, other_base), (other_base, base)):
+        urls._cache.clear()
+        urls._base_cache.clear()
+        assert normalize_url(ref, first) == _uncached(ref, first)
+        assert normalize_url(ref, second) == _uncached(ref, second)
+
+
+def test_relative_links_are_memoised_per_base_directory(monkeypatch):
+    monkeypatch.setattr(urls, "_cache", {})
+    assert normalize_url("next.html", "http://h.com/d/a.html") == "http://h.com/d/next.html"
+    assert normalize_url("next.html", "http://h.com/d/b.html?x=1") == "http://h.com/d/next.html"
+    assert normalize_url("?page=2", "http://h.com/d/a.html") == "http://h.com/d/a.html?page=2"
+    assert normalize_url("?page=2", "http://h.com/d/b.html") == "http://h.com/d/b.html?page=2"
+    assert normalize_url("#top", "http://h.com/d/b.html?x=1") == "http://h.com/d/b.html?x=1"
+    assert normalize_url("\t?page=2", "http://h.com/d/c.html") == "http://h.com/d/c.html?page=2"
+    assert normalize_url("http:?page=2", "http://h.com/d/c.html") == "http://h.com/d/c.html?page=2"
+    relative = [key for key in urls._cache if key[0] == "next.html"]
+    assert relative == [("next.html", ("http", "h.com", "/d/"))]  # one entry for both pages
+
+
 @settings(max_examples=500, deadline=None)
 @given(prefixes, url_parts)
 def test_links_already_normal_take_a_short_cut_to_the_same_result(prefix, body):

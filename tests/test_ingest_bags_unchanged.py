@@ -1,0 +1,92 @@
+"""The bags built from an ingest of the shared WARC fixtures, under strategies of every kind.
+
+The digests were computed by the ingest that copied each anchor's context words into its
+links row (commit 9714e48), before anchors became word offsets into the page's words: the
+three readers of the ingest output (the in-memory corpus, the evaluation's crawl reader and
+the bags stage) must build exactly the same bags from the offsets.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from simcore.strategy import Strategy
+from tasks.bags import build_bags_stage, load_corpus, read_bags
+from tasks.evaluate import load_crawl
+from tasks.ingest import ingest_files
+
+IN_MEMORY = {
+    "anchor:8,nostem,dist": "1192 bags 18754 entries a91bd2af2d5a2f9b",
+    "anchor:32,stem,dist": "1192 bags 57836 entries 38c5aa8b740de1d5",
+    "anchor:32,stopstem,nodist": "1192 bags 61335 entries 9550e8962a57bf70",
+    "anchor:syntactic,stem": "1150 bags 14735 entries 4f0ed3ec1454d40c",
+    "anchor:topical,nostem": "1176 bags 31323 entries 694ea350f8513c62",
+    "content,stem": "47 bags 8012 entries f6b81e9982ecb6e0",
+    "links": "1147 bags 3584 entries 048ca84145ee8fd7",
+    "anchor:4+content+links,stopstem,dist,nmdf": "1192 bags 22142 entries 7829ba5be2053a1b",
+    "anchor:0,stem": "1115 bags 2102 entries 4ac0588c47ac47e0",
+    "anchor:16+content,nostem,sqrt": "1192 bags 41853 entries a0ad9d925006528a",
+}
+STAGE = {  # the bags stage stores float32 weights
+    "anchor:32,stem,dist": "1192 bags 57836 entries aa71b5ef71eb3e1c",
+    "anchor:syntactic,stem": "1150 bags 14735 entries f4d2c64647264017",
+}
+
+
+def digest(matrix) -> str:
+    h = hashlib.sha256()
+    bags = matrix.to_dicts()
+    for u in sorted(bags):
+        url, bag = bags[u]
+        h.update(f"{u} {url}\n".encode())
+        for term, weight in sorted(bag.items()):
+            h.update(f"{term} {weight:.12g}\n".encode())
+    return f"{len(bags)} bags {sum(len(b) for _, b in bags.values())} entries {h.hexdigest()[:16]}"
+
+
+@pytest.fixture(scope="module")
+def crawl(warc_dir, tmp_path_factory) -> str:
+    out = tmp_path_factory.mktemp("crawl")
+    warcs = sorted(warc_dir.glob("*.warc.gz")) + sorted(warc_dir.glob("*.warc"))
+    stats = ingest_files([str(p) for p in warcs], str(out))
+    assert (stats.pages_written, stats.links_written) == (47, 4341)
+    return str(out)
+
+
+def test_in_memory_readers_build_the_same_bags_as_before(crawl):
+    corpus = load_corpus(crawl)
+    evaluation = load_crawl(crawl).corpus
+    for spec, expected in IN_MEMORY.items():
+        strategy = Strategy.parse(spec)
+        assert digest(corpus.bags(strategy)) == expected, spec
+        assert digest(evaluation.bags(strategy)) == expected, spec
+
+
+@pytest.mark.parametrize("spec", sorted(STAGE))
+def test_bags_stage_builds_the_same_bags_as_before(crawl, tmp_path, spec):
+    out = build_bags_stage(crawl, Strategy.parse(spec), str(tmp_path), scheduler="sync")
+    assert digest(read_bags(out.path)) == STAGE[spec]
+
+
+def test_links_parts_of_the_copied_context_format_are_refused(crawl, tmp_path):
+    """A links part written before anchors became offsets (words copied, no offset columns)
+    is refused with the fix, by the bags readers and the evaluation's reader alike."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    old = tmp_path / "old"
+    shutil.copytree(crawl, old)
+    words = pa.list_(pa.string())
+    for part in (old / "links").glob("*.parquet"):
+        table = pq.read_table(part)
+        table = table.drop_columns(["anchor_start", "anchor_end", "context_start", "context_end"])
+        for name in ("anchor_words", "left_words", "right_words"):
+            table = table.append_column(name, pa.array([[]] * table.num_rows, words))
+        pq.write_table(table, part)
+    with pytest.raises(ValueError, match="expected columns anchor_start.*re-run `simweb ingest`"):
+        load_corpus(str(old))
+    with pytest.raises(ValueError, match="missing \\['anchor_start'.*re-run `simweb ingest`"):
+        load_crawl(str(old))
