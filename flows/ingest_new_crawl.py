@@ -32,6 +32,7 @@ from tasks.pipeline import (
     IndexParams,
     bags_stage,
     crawl_folder,
+    dedup_stage,
     invert_stage,
     publish_index,
     signatures_stage,
@@ -158,16 +159,22 @@ def refresh_index(runner, out: str, crawl_dir: str, strategy: Strategy, params: 
                  epoch.id, stats["touched"], stats.get("updated_docs", 0), stats.get("new_docs", 0))
         return index, stages
     log.info("re-weighting every bag (a new df epoch): %s", reason)
+    bag_crawl = crawl_dir
+    stages: dict[str, bool] = {}
+    if strategy.dedup:
+        # Dedup (strategy option): one page per near-duplicate cluster, as build-index does.
+        deduped = dedup_stage(crawl_dir, out)
+        bag_crawl, stages["dedup"] = deduped.path, deduped.reused
     # Bags over the whole crawl: fragments, merge by URL, df and weighting (Section 6.1).
-    bags = bags_stage(runner, crawl_dir, strategy, out, partitions)
+    bags = bags_stage(runner, bag_crawl, strategy, out, partitions)
     # Signatures: m min-hashes per bag (Section 6.2).
-    signed = signatures_stage(runner, bags, crawl_dir, params, out, directory)
+    signed = signatures_stage(runner, bags, bag_crawl, params, out, directory)
     # Invert: I, leaving low in-degree URLs out (Sections 6.2, 7.1).
     inverted = invert_stage(runner, signed, params, out)
     # Publish: queries switch to the new version atomically; the df of these bags is the new epoch.
     live = publish_index(inverted, out)
     incremental.start_epoch(out, bags, params)
-    return live, {"bags": bags.reused, "signatures": signed.reused, "invert": inverted.reused}
+    return live, {**stages, "bags": bags.reused, "signatures": signed.reused, "invert": inverted.reused}
 
 
 def _logger():

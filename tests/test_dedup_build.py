@@ -204,3 +204,18 @@ def test_http_api_and_page_leave_out_copies(crawl, tmp_path):
     lost = TestClient(create_app(simweb.open_index(out, crawl=str(tmp_path / "gone"))))
     answer = lost.get("/api/related", params={"url": COPY_A, "alpha": 0, "dedup": "true"})
     assert answer.status_code == 409 and "crawl" in answer.json()["detail"]
+
+
+def test_a_refresh_of_a_dedup_index_collapses_copies_too(crawl, tmp_path):
+    """ingest-new-crawl's full re-weight (here: no epoch yet) runs the dedup stage as build-index does."""
+    from flows.ingest_new_crawl import refresh_index
+    from simweb.api import open_index
+
+    strategy = Strategy.parse("anchor:8,nostem,nodist,none,dedup")
+    out = str(tmp_path / "index")
+    index, stages = refresh_index(None, out, crawl, strategy, IndexParams(min_in_degree=None), None, None)
+    assert stages["dedup"] is False and set(stages) == {"dedup", "bags", "signatures", "invert"}
+    built, _ = _build(crawl, str(tmp_path / "built"), strategy)
+    refreshed, reference = open_index(out), open_index(str(tmp_path / "built"))
+    assert COPY_B not in refreshed and COPY_A in refreshed
+    assert refreshed.related(COPY_A) == reference.related(COPY_A)
