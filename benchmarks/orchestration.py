@@ -11,8 +11,8 @@ Two measurements on the same WARC set, in this run:
    is the price of Prefect task runs, the Dask cluster start and the task hand-offs.
    Target: flow / direct ≤ 1.3×. Also shown: the flow on an already running one-worker
    cluster (``dask_address``), which leaves out the cluster start.
-2. **Ingest on 1 vs 2 Dask workers.** The ingest stage alone (one Prefect task per WARC file,
-   ``flows.build_index.ingest_stage``) inside an already started LocalCluster of 1, then 2,
+2. **Ingest on 1 vs 2 Dask workers.** The ingest stage alone (one Prefect task per shard of
+   WARC files, a few shards per worker, ``flows.build_index.ingest_stage``) inside an already started LocalCluster of 1, then 2,
    single-threaded worker processes. Target: speed-up ≥ 1.7×.
 
 The WARC set: ``--crawl`` (e.g. the DebDocs crawl's ``warc/`` folder, built by the
@@ -92,12 +92,22 @@ def write_fixture_set(folder: Path, files: int, copies: int) -> list[str]:
 
 def direct_build(files: list[str], out: str) -> int:
     """The build-index stages called directly in this process; returns the pages written."""
-    from simcore.strategy import Strategy
-    from tasks.ingest import ingest_files
-    from tasks.pipeline import (IndexParams, bags_stage, crawl_folder, invert_stage, publish_index,
-                                signatures_stage)
+    import dask
+
+    from tasks.pipeline import IndexParams
 
     params = IndexParams()
+    # One thread, like the flow's single-threaded worker: Dask's local scheduler would
+    # otherwise run the bags and signatures stages on every core.
+    with dask.config.set(scheduler="synchronous"):
+        return _direct_stages(files, out, params)
+
+
+def _direct_stages(files: list[str], out: str, params) -> int:
+    from simcore.strategy import Strategy
+    from tasks.ingest import ingest_files
+    from tasks.pipeline import bags_stage, crawl_folder, invert_stage, publish_index, signatures_stage
+
     # 1. Ingest: WARC files -> pages + link contexts.
     stats = ingest_files(files, crawl_folder(out))
     # 2. Bags: fragments -> merge by URL -> df, weighting, normalisation.
@@ -148,8 +158,8 @@ def per_file_cpu_seconds(files: list[str], scratch: Path) -> list[float]:
 
 
 def best_speedup(seconds: list[float], workers: int) -> float:
-    """The speed-up ``workers`` workers can reach at best when each file is one task: total work
-    over the longest-processing-time-first schedule's makespan."""
+    """The speed-up ``workers`` workers can reach at best when no file is split: total work over
+    the longest-processing-time-first schedule's makespan."""
     loads = [0.0] * workers
     for s in sorted(seconds, reverse=True):
         loads[loads.index(min(loads))] += s
@@ -207,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         cpu = per_file_cpu_seconds(files, scratch)
         bound = best_speedup(cpu, 2)
         print(f"ingest CPU seconds per file: {', '.join(f'{c:.1f}' for c in cpu)} "
-              f"(one task per file: 2 workers can be at best {bound:.2f}× faster)")
+              f"(whole files per task: 2 workers can be at best {bound:.2f}× faster)")
 
         with LocalPrefectServer(prefect_home=scratch / "prefect-home") as server:
             from prefect.settings import PREFECT_API_URL, temporary_settings

@@ -1,7 +1,7 @@
 """The build-index flow: a crawl's WARC files in, the related-pages index out (paper Figure 10).
 
 The flow body is the stage sequence, one line per stage; the stage functions below do the
-fan-out (one Prefect task per WARC file or shard, run on Dask) and are reusable by other
+fan-out (one Prefect task per shard of WARC files or of data, run on Dask) and are reusable by other
 flows. All stages share one Dask cluster: a temporary LocalCluster sized to this machine,
 or the scheduler at ``dask_address`` — whose workers must be able to read the crawl and
 write ``out`` (a shared file system or an fsspec URL such as ``s3://``) and reach the
@@ -24,7 +24,7 @@ from prefect.task_runners import TaskRunner
 from prefect_dask import DaskTaskRunner
 
 from simcore.strategy import Strategy
-from tasks.ingest import IngestStats, ingest_file, list_warc_files, unreadable
+from tasks.ingest import IngestStats, ingest_shard, list_warc_files, plan_shards, unreadable
 from tasks.pipeline import (
     BuildSummary,
     IndexParams,
@@ -84,24 +84,42 @@ def _prefect_api_url() -> str | None:
     return str(context.client.api_url).rstrip("/")
 
 
-def ingest_stage(runner: TaskRunner, files: list[str], out: str, io_retries: int = 3) -> IngestStats:
-    """Ingest every WARC file into ``out`` with one ``ingest_file`` task per file; summed stats.
+#: Shards per worker slot in the ingest stage: few enough that the per-task cost (a few hundred
+#: ms on a Dask worker) stays small next to the parsing, enough that the shards even out.
+SHARDS_PER_SLOT = 4
 
-    A file whose task fails every retry (it cannot be read) is reported in the stats'
-    ``file_errors`` and skipped; the other files are not affected.
+
+def ingest_stage(runner: TaskRunner, files: list[str], out: str, io_retries: int = 3) -> IngestStats:
+    """Ingest every WARC file into ``out``: the files in shards of about equal bytes
+    (``SHARDS_PER_SLOT`` per worker thread), one ``ingest_shard`` task per shard; summed stats.
+
+    A file that cannot be read (after ``io_retries`` retries of transient I/O errors) is
+    reported in the stats' ``file_errors`` and skipped; the other files are not affected.
     """
-    task = ingest_file.with_options(retries=io_retries)
-    futures = runner.map(task, {"path": files, "out": unmapped(out)})
-    _show_progress(futures, "ingest", "WARC files")
+    shards = plan_shards(files, SHARDS_PER_SLOT * worker_slots(runner))
+    futures = runner.map(ingest_shard, {"paths": shards, "out": unmapped(out), "io_retries": unmapped(io_retries)})
+    _show_progress(futures, "ingest", f"shards of {len(files)} WARC file(s)")
     results = []
-    for path, future in zip(files, futures):
+    for shard, future in zip(shards, futures):
         outcome = future.result(raise_on_failure=False)
         if isinstance(outcome, IngestStats):
             results.append(outcome)
-        else:
-            results.append(unreadable(path, f"could not be read (transient I/O errors are retried "
-                                            f"{io_retries} time(s)): {_reason(outcome)}"))
+        else:  # the worker running the shard was lost: say so for each of its files
+            results.extend(unreadable(path, f"not ingested: its task failed: {_reason(outcome)}") for path in shard)
     return IngestStats.total(results)
+
+
+def worker_slots(runner: TaskRunner) -> int:
+    """How many tasks ``runner`` runs at once: its Dask cluster's worker threads, a thread
+    pool's size, or this machine's cores."""
+    client = getattr(runner, "_client", None)
+    if client is not None:
+        try:
+            return max(1, sum(client.nthreads().values()))
+        except Exception:  # noqa: BLE001 — a scheduler that does not answer: plan for this machine
+            pass
+    threads = getattr(runner, "_max_workers", None)  # a thread pool: unbounded by default
+    return max(1, min(int(threads or available_cores()), available_cores()))
 
 
 def _show_progress(futures, stage: str, what: str) -> None:

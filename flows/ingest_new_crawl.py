@@ -106,7 +106,7 @@ def ingest_new_crawl(
         strategy, params = index_parameters(out, follow_index, strategy, IndexParams(m=m, seed=seed, min_in_degree=min_in_degree))
         with dask_task_runner(dask_address, n_workers) as runner:
             log.info("Dask dashboard: %s", dashboard_link(runner) or "not served")
-            # 3. Ingest the new files into the crawl folder (one task per file, retried on I/O errors).
+            # 3. Ingest the new files into the crawl folder (shards of files, each file retried on I/O errors).
             ingested = ingest_stage(runner, [f.url for f in scan.new], crawl_dir, io_retries) if scan.new else IngestStats()
             # 4. Record each file in the ledger, ingested or failed (rewritten atomically).
             outcomes = file_outcomes(scan.new, ingested)

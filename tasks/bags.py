@@ -78,6 +78,9 @@ DF_FILE = "_terms/df.parquet"
 SNAPSHOT_DF_FILE = "_terms/df-snapshot.parquet"  # the frozen df a bags folder was weighted with
 # Auto partitioning: about this many bytes of fragment Parquet per merge partition.
 PARTITION_BYTES = 64 << 20
+#: Up to this many bytes of fragments the merge shuffles with plain Dask tasks, above with
+#: Dask's default (the P2P shuffle on a distributed cluster).
+TASK_SHUFFLE_BYTES = 256 << 20
 
 FRAGMENTS = pa.schema([
     pa.field("url_id", pa.uint64(), nullable=False),
@@ -459,7 +462,10 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
             written = [_write_merged(meta, join(tmp, "part-00000.parquet"))]
         else:
             ddf = dd.read_parquet(frag_parts, columns=["url_id", "url", "term", "weight"])
-            shuffled = ddf.shuffle(on="url_id", npartitions=p)
+            # A small crawl's fragments are shuffled as plain tasks: the distributed P2P shuffle
+            # costs seconds of set-up that only pay off for large volumes.
+            small = int(frag.stats.get("fragment_bytes", 0)) <= TASK_SHUFFLE_BYTES
+            shuffled = ddf.shuffle(on="url_id", npartitions=p, method="tasks" if small else None)
             merged = shuffled.map_partitions(merge_partition, meta=meta)
             writes = [dask.delayed(_write_merged)(part, join(tmp, f"part-{i:05d}.parquet"))
                       for i, part in enumerate(merged.to_delayed())]

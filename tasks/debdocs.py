@@ -8,7 +8,7 @@ recognition, the directory, link rewriting — live in ``simcore.debdocs``.
 Outputs in ``DIR``:
 
 - ``warc/<package>-<NN>.warc.gz`` — the package's pages in path order, in shards of at most
-  ``SHARD_BYTES`` bytes of HTML (so that the ingest, one task per file, spreads evenly over workers):
+  ``SHARD_BYTES`` bytes of HTML (so that the ingest, whose tasks are shards of whole files, spreads evenly over workers):
   each shard a warcinfo record, then one gzip-per-record ``response`` record per HTML page. Every header is derived from the package, never from
   the clock: WARC-Date and Last-Modified are the file's time stamp inside the package, the
   record id is a name-based UUID of the URL and payload digest. A rebuild from the same
@@ -50,7 +50,7 @@ from tasks import storage
 RECORD_NAMESPACE = uuid.UUID("7d1b6c1e-4f0a-5b8e-9c39-2f1d5d0e6a41")
 SOFTWARE = "simweb DebDocs"
 # HTML bytes per WARC shard (a shard holds at least one page): DebDocs' ~90 MB of pages become
-# ~25 files of similar parsing work, so the ingest (one task per file) keeps every worker of a
+# ~25 files of similar parsing work, so the ingest (tasks of whole files) keeps every worker of a
 # small cluster busy until the end.
 SHARD_BYTES = 4_000_000
 

@@ -45,7 +45,9 @@ import dataclasses
 import json
 import logging
 import os
+import random
 import re
+import time
 import uuid
 import zlib
 from collections import Counter
@@ -61,7 +63,6 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import MissingContextError
 from prefect.logging import get_run_logger
-from prefect.tasks import exponential_backoff
 from warcio.archiveiterator import ArchiveIterator
 from warcio.bufferedreaders import ChunkedDataReader
 from warcio.exceptions import ArchiveLoadFailed
@@ -741,28 +742,43 @@ def unreadable(path: str, exc: BaseException | str) -> IngestStats:
 
 
 # ---------------------------------------------------------------------------------------
-# The Prefect task: one WARC file per task run (never one record: a task run costs tens of ms)
+# The Prefect task: one shard of WARC files per task run (never one record: a task run on a
+# Dask worker costs a few hundred ms of submission, hand-off and state reporting)
 
 # OSErrors that retrying cannot cure: the file is not there or not ours to read.
 _PERMANENT_OS_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
 
+#: Seconds before the first retry of a file that failed with a transient I/O error; doubled
+#: for each further attempt (2 s, 4 s, 8 s), each delay jittered by up to ±50 %.
+RETRY_DELAY = 2.0
 
-def retry_on_io_error(task, task_run, state) -> bool:
-    """Prefect ``retry_condition_fn``: retry transient I/O errors, never deterministic ones.
 
-    A damaged WARC file does not raise (it is reported in the stats), and parsing the same
-    bytes again gives the same answer; only an ``OSError`` such as a dropped network mount or
-    an object-store hiccup is worth another attempt.
-    """
-    try:
-        state.result()
-    except _PERMANENT_OS_ERRORS:
-        return False
-    except OSError:
-        return True
-    except BaseException:
-        return False
-    return False
+def is_transient_io_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is worth another attempt: an ``OSError`` such as a dropped network mount
+    or an object-store hiccup — not a missing or forbidden file. A damaged WARC file does not
+    raise (it is reported in the stats), and parsing the same bytes again gives the same answer."""
+    return isinstance(exc, OSError) and not isinstance(exc, _PERMANENT_OS_ERRORS)
+
+
+def ingest_with_retries(path: str, out_dir: str, io_retries: int = 3, retry_delay: float = RETRY_DELAY,
+                        log: logging.Logger | logging.LoggerAdapter | None = None) -> IngestStats:
+    """:func:`ingest_warc` of one file, retried up to ``io_retries`` times on transient I/O errors
+    with exponential back-off. A file that still cannot be read — or fails with any other
+    error — is reported in ``file_errors`` with the reason and skipped: it never stops the
+    other files. Retrying is safe: a file's outputs are published only when it is complete."""
+    log = log or logger
+    for attempt in range(io_retries + 1):
+        try:
+            return ingest_warc(path, out_dir)
+        except Exception as exc:  # noqa: BLE001 — every failure is reported, per file
+            if not is_transient_io_error(exc) or attempt == io_retries:
+                tries = f" after {attempt + 1} attempts" if attempt else ""
+                return unreadable(path, f"could not be read{tries}: {type(exc).__name__}: {exc}")
+            delay = retry_delay * 2 ** attempt * random.uniform(0.5, 1.5)
+            log.warning("%s: %s: %s; retry %d of %d in %.1f s", path, type(exc).__name__, exc,
+                        attempt + 1, io_retries, delay)
+            time.sleep(delay)
+    raise AssertionError("unreachable")
 
 
 def _task_logger():
@@ -772,26 +788,64 @@ def _task_logger():
         return logger
 
 
+def _shard_run_name() -> str:
+    from prefect.runtime import task_run
+
+    paths = task_run.parameters.get("paths") or []
+    first = os.path.basename(str(paths[0]).rstrip("/")) if paths else "no files"
+    return f"ingest {first}" + (f" +{len(paths) - 1}" if len(paths) > 1 else "")
+
+
 @task(
-    name="ingest-file",
-    task_run_name="ingest {path}",
-    retries=3,
-    retry_delay_seconds=exponential_backoff(backoff_factor=2),  # 2 s, 4 s, 8 s
-    retry_jitter_factor=0.5,
-    retry_condition_fn=retry_on_io_error,
+    name="ingest-files",
+    task_run_name=_shard_run_name,
+    # Transient I/O errors are retried per file inside the task (ingest_with_retries), so
+    # that one flaky file does not re-run its whole shard; the task itself does not fail.
+    retries=0,
     # Our own cache: a part named by the file's content hash is never computed twice.
     cache_policy=NO_CACHE,
     persist_result=False,
 )
-def ingest_file(path: str, out: str) -> IngestStats:
-    """Ingest one WARC file into ``out`` (see :func:`ingest_warc`); retried on I/O errors."""
-    stats = ingest_warc(path, out)
+def ingest_shard(paths: list[str], out: str, io_retries: int = 3, retry_delay: float = RETRY_DELAY) -> IngestStats:
+    """Ingest a shard of WARC files into ``out`` one after another (see :func:`ingest_warc`);
+    each file retried on transient I/O errors and reported on its own; the summed stats."""
     log = _task_logger()
-    if stats.files_unchanged:
-        log.info("%s: unchanged since an earlier ingest; outputs kept", path)
-    else:
-        log.info("%s: %d records, %d pages, %d links, %d skipped", path, stats.records_read,
-                 stats.pages_written, stats.links_written, stats.records_skipped)
-    for error in stats.file_errors:
-        log.warning("%s: %s", error.path, error.reason)
-    return stats
+    results = []
+    for path in paths:
+        stats = ingest_with_retries(path, out, io_retries, retry_delay, log)
+        if stats.files_unchanged:
+            log.info("%s: unchanged since an earlier ingest; outputs kept", path)
+        elif stats.files_read:
+            log.info("%s: %d records, %d pages, %d links, %d skipped", path, stats.records_read,
+                     stats.pages_written, stats.links_written, stats.records_skipped)
+        for error in stats.file_errors:
+            log.warning("%s: %s", error.path, error.reason)
+        results.append(stats)
+    return IngestStats.total(results)
+
+
+def plan_shards(files: list[str], n_shards: int) -> list[list[str]]:
+    """``files`` in at most ``n_shards`` shards of about equal bytes: largest file first, each
+    into the lightest shard so far; the heaviest shard first, so that it starts first. A file
+    whose size cannot be read counts as the median size (its error is reported when ingested)."""
+    if not files:
+        return []
+    n_shards = max(1, min(n_shards, len(files)))
+    sizes = []
+    for path in files:
+        try:
+            fs, p = filesystem(path)
+            sizes.append(int(fs.size(p) or 0))
+        except Exception:  # noqa: BLE001 — reported by the ingest itself
+            sizes.append(-1)
+    known = sorted(s for s in sizes if s >= 0)
+    fill = known[len(known) // 2] if known else 1
+    sizes = [s if s >= 0 else fill for s in sizes]
+    loads = [0] * n_shards
+    members: list[list[int]] = [[] for _ in range(n_shards)]
+    for i in sorted(range(len(files)), key=lambda i: (-sizes[i], i)):
+        lightest = min(range(n_shards), key=lambda b: (loads[b], b))
+        loads[lightest] += sizes[i]
+        members[lightest].append(i)
+    order = sorted(range(n_shards), key=lambda b: (-loads[b], b))
+    return [[files[i] for i in sorted(members[b])] for b in order if members[b]]

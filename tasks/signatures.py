@@ -40,6 +40,8 @@ SHUFFLE_DIR = "_shuffle"
 # Rows of H per map task of the inversion (× m × 12 bytes of pairs).
 BLOCK_DOCS = 131_072
 REDUCERS = 8
+#: (document, position) entries per reducer the invert stage aims at: at most ``REDUCERS``.
+ENTRIES_PER_REDUCER = 4_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,7 +431,8 @@ def invert(
     if min_in_degree is not None and min_in_degree < 0:
         raise ValueError(f"min_in_degree: expected None or a count ≥ 0, got {min_in_degree}")
     n_blocks = max(1, math.ceil(n / block_docs))
-    n_red = max(1, min(reducers, m))
+    # As many reducers as the volume needs (each task run costs more than a small reduce).
+    n_red = max(1, min(reducers, m, math.ceil(n * m / ENTRIES_PER_REDUCER)))
     _fan_out(runner, invert_map, invert_map_task, [
         {"signed": signed, "out": out, "block": b, "n_blocks": n_blocks, "n_reducers": n_red,
          "min_in_degree": min_in_degree} for b in range(n_blocks)])

@@ -1,13 +1,15 @@
-"""The build-index flow's ingest stage through Prefect: a task per WARC file on a Dask cluster."""
+"""The build-index flow's ingest stage through Prefect: a task per shard of WARC files on a Dask cluster."""
 from __future__ import annotations
+
+import os
 
 import pytest
 from prefect import flow
-from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.build_index import build_index, dask_task_runner, ingest_stage
-from tasks.ingest import IngestStats, ingest_files, retry_on_io_error
+from flows.build_index import build_index, dask_task_runner, ingest_stage, worker_slots
+from tasks import ingest as ingest_module
+from tasks.ingest import IngestStats, ingest_files, ingest_with_retries, is_transient_io_error, plan_shards
 from tasks.storage import read_parquet
 
 
@@ -46,10 +48,6 @@ def test_a_file_that_cannot_be_read_is_reported_and_the_others_are_ingested(pref
     assert error.path == files[0] and "FileNotFoundError" in error.reason
 
 
-def failed_with(exc: BaseException):
-    return Failed(data=exc, message=repr(exc))
-
-
 @pytest.mark.parametrize(
     "exc, retry",
     [
@@ -62,12 +60,67 @@ def failed_with(exc: BaseException):
         (RuntimeError("a bug"), False),
     ],
 )
-def test_only_transient_io_errors_are_retried(exc, retry):
-    assert retry_on_io_error(None, None, failed_with(exc)) is retry
+def test_only_transient_io_errors_are_retried(exc, retry, warc_dir, tmp_path, monkeypatch):
+    assert is_transient_io_error(exc) is retry
+    calls = []
+    real = ingest_module.ingest_warc
+
+    def flaky(path, out):  # fails the first time with exc, then reads the file
+        calls.append(path)
+        if len(calls) == 1:
+            raise exc
+        return real(path, out)
+
+    monkeypatch.setattr(ingest_module, "ingest_warc", flaky)
+    stats = ingest_with_retries(str(warc_dir / "example.warc.gz"), str(tmp_path), io_retries=2, retry_delay=0.0)
+    if retry:
+        assert len(calls) == 2 and stats.pages_written == 1 and stats.file_errors == ()
+    else:
+        assert len(calls) == 1 and stats.pages_written == 0
+        (error,) = stats.file_errors
+        assert type(exc).__name__ in error.reason
 
 
-def test_a_completed_state_is_not_retried():
-    assert retry_on_io_error(None, None, Completed(data=1)) is False
+def test_a_file_failing_every_retry_is_reported_with_the_attempts(tmp_path, monkeypatch):
+    def broken(path, out):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(ingest_module, "ingest_warc", broken)
+    stats = ingest_with_retries(str(tmp_path / "x.warc.gz"), str(tmp_path), io_retries=2, retry_delay=0.0)
+    (error,) = stats.file_errors
+    assert "after 3 attempts" in error.reason and "Input/output error" in error.reason
+
+
+def test_shards_even_out_the_bytes_and_keep_every_file_once(tmp_path):
+    sizes = [900, 100, 500, 500, 400, 300, 200, 100, 50]
+    files = []
+    for i, size in enumerate(sizes):
+        path = tmp_path / f"f{i}.warc.gz"
+        path.write_bytes(b"x" * size)
+        files.append(str(path))
+    files.append(str(tmp_path / "missing.warc.gz"))  # counted as the median size
+    shards = plan_shards(files, 3)
+    assert sorted(f for shard in shards for f in shard) == sorted(files)
+    loads = [sum(os.path.getsize(f) if os.path.exists(f) else 300 for f in shard) for shard in shards]
+    # Largest-first into the lightest shard: 3,350 bytes in three shards of 1,150/1,100/1,100.
+    assert loads == sorted(loads, reverse=True) and max(loads) - min(loads) <= 100
+    assert all(shard == sorted(shard) for shard in shards)  # files keep their order within a shard
+    assert plan_shards(files[:2], 8) == [[files[0]], [files[1]]]
+    assert plan_shards([], 4) == []
+
+
+def test_the_stage_runs_a_few_shards_per_worker(prefect_harness, warc_dir, tmp_path):
+    files = sorted(str(p) for p in warc_dir.iterdir() if p.name.endswith((".warc", ".warc.gz")))
+    assert len(files) > 4
+
+    @flow
+    def stage() -> tuple[IngestStats, int]:
+        with ThreadPoolTaskRunner(max_workers=1) as runner:
+            return ingest_stage(runner, files, str(tmp_path / "out")), worker_slots(runner)
+
+    stats, slots = stage()
+    assert slots == 1
+    assert stats == ingest_files(files, str(tmp_path / "in-process"))
 
 
 def test_dask_task_runner_options():

@@ -7,8 +7,8 @@
 Writes DIR/pages/ (one row per HTML page) and DIR/links/ (one row per anchor with its
 context words), one Parquet part per WARC file, and prints what was read, written and
 skipped. A WARC file whose content was ingested into DIR before is skipped. By default the
-files are ingested by the build-index flow's ingest stage: a Prefect task per file on a
-Dask cluster (a local one sized to this machine, or the scheduler at --dask-address);
+files are ingested by the build-index flow's ingest stage: a Prefect task per shard of
+files (about equal bytes, a few per worker) on a Dask cluster (a local one sized to this machine, or the scheduler at --dask-address);
 --no-prefect ingests them one after another in this process.
 """
 from __future__ import annotations
