@@ -5,15 +5,17 @@
 Two measurements on the same WARC set, in this run:
 
 1. **Flow vs direct.** The whole ``build-index`` flow — ingest, bags, signatures, invert,
-   publish — (a real Prefect server on 127.0.0.1, the flow's Dask LocalCluster with one
-   single-threaded worker) against the same stages called directly in this process, one
-   after another, on one core. Same parallelism, so the ratio
+   publish — (a real Prefect server on 127.0.0.1, the flow's Dask LocalCluster of one
+   worker, which is a worker thread in the flow's process) against the same stages called
+   directly in this process, one after another, on one core. Same parallelism, so the ratio
    is the price of Prefect task runs, the Dask cluster start and the task hand-offs.
    Target: flow / direct ≤ 1.3×. Also shown: the flow on an already running one-worker
    cluster (``dask_address``), which leaves out the cluster start.
 2. **Ingest on 1 vs 2 Dask workers.** The ingest stage alone (one Prefect task per shard of
-   WARC files, a few shards per worker, ``flows.build_index.ingest_stage``) inside an already started LocalCluster of 1, then 2,
-   single-threaded worker processes. Target: speed-up ≥ 1.7×.
+   WARC files, two shards per worker, ``flows.build_index.ingest_stage``) inside an already
+   started LocalCluster of the flows: one worker (a thread in this process), then two
+   single-threaded worker processes (which import the stage modules as they start).
+   Target: speed-up ≥ 1.7×.
 
 The WARC set: ``--crawl`` (e.g. the DebDocs crawl's ``warc/`` folder, built by the
 ``debdocs-corpus`` flow), or else one built from the real HTML records of the shared
@@ -201,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from deployments.server import LocalPrefectServer
     from tasks.ingest import list_warc_files
+    from tasks.pipeline import WORKER_PRELOAD
 
     scratch = Path(tempfile.mkdtemp(prefix="simweb-bench-orchestration-"))
     try:
@@ -224,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
 
             with temporary_settings({PREFECT_API_URL: server.api_url}), \
                     LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
-                                 env={"PREFECT_API_URL": server.api_url}) as running:
+                                 preload=[WORKER_PRELOAD], env={"PREFECT_API_URL": server.api_url}) as running:
                 best = interleaved_best(args.repeat, scratch, {
                     "direct": lambda out: direct_build(files, out),
                     "flow": lambda out: flow_build(files, out, n_workers=1),

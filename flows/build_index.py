@@ -26,6 +26,7 @@ from prefect_dask import DaskTaskRunner
 from simcore.strategy import Strategy
 from tasks.ingest import IngestStats, ingest_shard, list_warc_files, plan_shards, unreadable
 from tasks.pipeline import (
+    WORKER_PRELOAD,
     BuildSummary,
     IndexParams,
     bags_stage,
@@ -33,25 +34,22 @@ from tasks.pipeline import (
     dedup_stage,
     invert_stage,
     publish_index,
+    available_cores,
     signatures_stage,
+    worker_slots,
 )
 from tasks.incremental import start_epoch
 from tasks.stagecache import StageOutput
-
-
-def available_cores() -> int:
-    """CPU cores this process may use (its affinity mask, not the machine's total)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def dask_task_runner(dask_address: str | None = None, n_workers: int | None = None) -> DaskTaskRunner:
     """A Dask task runner: the scheduler at ``dask_address``, or a temporary LocalCluster.
 
     The local cluster has ``n_workers`` single-threaded worker processes (default: one per
-    available core), since parsing HTML is pure Python and holds the GIL. Its workers are
+    available core), since parsing HTML is pure Python and holds the GIL; each imports
+    the stage modules as it starts (``tasks.worker_preload``). A cluster of one worker is
+    a worker thread in this process instead: the same parallelism, without the seconds a
+    new process takes to start and import Prefect and the stage modules. Its workers are
     pointed at the Prefect API this flow reports to; without that, a flow run on Prefect's
     temporary local server would have each worker process start a server of its own. The
     workers of an existing cluster need ``PREFECT_API_URL`` set where they run.
@@ -65,10 +63,17 @@ def dask_task_runner(dask_address: str | None = None, n_workers: int | None = No
         return DaskTaskRunner(address=dask_address)
     if n_workers is not None and n_workers < 1:
         raise ValueError(f"n_workers: expected at least 1 worker, got {n_workers}")
+    workers = n_workers or available_cores()
+    if workers == 1:
+        # One worker thread in this process: the same parallelism as a worker process, without
+        # starting one and importing Prefect and the stage modules into it.
+        return DaskTaskRunner(cluster_kwargs={"n_workers": 1, "threads_per_worker": 1, "processes": False})
     cluster_kwargs = {
-        "n_workers": n_workers or available_cores(),
+        "n_workers": workers,
         "threads_per_worker": 1,
         "processes": True,
+        # Each worker imports the stage modules as it starts, not inside its first tasks.
+        "preload": [WORKER_PRELOAD],
     }
     api_url = _prefect_api_url()
     if api_url:
@@ -85,8 +90,10 @@ def _prefect_api_url() -> str | None:
 
 
 #: Shards per worker slot in the ingest stage: few enough that the per-task cost (a few hundred
-#: ms on a Dask worker) stays small next to the parsing, enough that the shards even out.
-SHARDS_PER_SLOT = 4
+#: ms on a Dask worker, much of it in the Prefect server, which shares the machine's cores with
+#: the workers) stays small next to the parsing; two, so that a slot that finishes early takes
+#: over part of the work (on DebDocs, 1→2 workers: 1.6× with one or four shards per slot, 1.8× with two).
+SHARDS_PER_SLOT = 2
 
 
 def ingest_stage(runner: TaskRunner, files: list[str], out: str, io_retries: int = 3) -> IngestStats:
@@ -107,19 +114,6 @@ def ingest_stage(runner: TaskRunner, files: list[str], out: str, io_retries: int
         else:  # the worker running the shard was lost: say so for each of its files
             results.extend(unreadable(path, f"not ingested: its task failed: {_reason(outcome)}") for path in shard)
     return IngestStats.total(results)
-
-
-def worker_slots(runner: TaskRunner) -> int:
-    """How many tasks ``runner`` runs at once: its Dask cluster's worker threads, a thread
-    pool's size, or this machine's cores."""
-    client = getattr(runner, "_client", None)
-    if client is not None:
-        try:
-            return max(1, sum(client.nthreads().values()))
-        except Exception:  # noqa: BLE001 — a scheduler that does not answer: plan for this machine
-            pass
-    threads = getattr(runner, "_max_workers", None)  # a thread pool: unbounded by default
-    return max(1, min(int(threads or available_cores()), available_cores()))
 
 
 def _show_progress(futures, stage: str, what: str) -> None:

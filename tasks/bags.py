@@ -519,9 +519,14 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
 
 
 @task(name="bags", cache_policy=NO_CACHE)
-def bags_task(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: int | None = None) -> StageOutput:
-    """Prefect task of :func:`build_bags_stage` (deterministic compute: no retries; its outputs are cached)."""
-    return build_bags_stage(crawl_dir, strategy, out_dir, partitions)
+def bags_task(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: int | None = None,
+              in_task: bool = False) -> StageOutput:
+    """Prefect task of :func:`build_bags_stage` (deterministic compute: no retries; its outputs are cached).
+
+    Its parts run on the worker's cluster, or with ``in_task`` one after another in the task
+    itself (a cluster of one worker thread gains nothing from scheduling them).
+    """
+    return build_bags_stage(crawl_dir, strategy, out_dir, partitions, scheduler="sync" if in_task else None)
 
 
 # ---------------------------------------------------------------------------------------------

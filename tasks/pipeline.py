@@ -8,6 +8,7 @@ atomically, so a query sees the old or the new index, never a mix.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,29 @@ from tasks.storage import join, parts
 STAGE_DEDUP = "dedup"
 STAGE_SIGNATURES = "signatures"
 STAGE_INVERT = "invert"
+#: The module every worker of the flows' local Dask clusters imports as it starts.
+WORKER_PRELOAD = "tasks.worker_preload"
+
+
+def available_cores() -> int:
+    """CPU cores this process may use (its affinity mask, not the machine's total)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def worker_slots(runner) -> int:
+    """How many tasks ``runner`` (a Prefect task runner) runs at once: its Dask cluster's
+    worker threads, a thread pool's size, or this machine's cores."""
+    client = getattr(runner, "_client", None)
+    if client is not None:
+        try:
+            return max(1, sum(client.nthreads().values()))
+        except Exception:  # noqa: BLE001 — a scheduler that does not answer: plan for this machine
+            pass
+    threads = getattr(runner, "_max_workers", None)  # a thread pool: unbounded by default
+    return max(1, min(int(threads or available_cores()), available_cores()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,11 +109,18 @@ def dedup_stage(crawl: str, out: str, params: DedupParams = DedupParams()) -> St
 
 
 def bags_stage(runner, crawl: str, strategy: Strategy, out: str, partitions: int | None = None) -> StageOutput:
-    """The bags stage (Section 6.1) as one task on the flow's cluster, or in-process without a runner."""
+    """The bags stage (Section 6.1) as one task on the flow's cluster, or in-process without a runner.
+
+    On a cluster of more than one worker thread the task hands its parts to the cluster; on a
+    cluster of one it computes them itself, one after another, as the scheduler would have
+    it do anyway, without a round trip through the scheduler for each part.
+    """
     if runner is None:
         return build_bags_stage(crawl, strategy, stages_folder(out), partitions)
+    in_task = worker_slots(runner) == 1
     return runner.submit(bags_task, parameters={"crawl_dir": crawl, "strategy": strategy,
-                                                "out_dir": stages_folder(out), "partitions": partitions}).result()
+                                                "out_dir": stages_folder(out), "partitions": partitions,
+                                                "in_task": in_task}).result()
 
 
 def signatures_stage(runner, bags: StageOutput, crawl: str, params: IndexParams, out: str,

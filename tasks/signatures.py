@@ -359,9 +359,15 @@ def _signed_info(signed: str) -> dict[str, Any]:
 
 
 def _fan_out(runner, fn, task_fn, calls: list[dict[str, Any]]) -> list[Any]:
-    """Run ``fn(**kwargs)`` for each call: as Prefect tasks on ``runner``, or on Dask's local scheduler."""
+    """Run ``fn(**kwargs)`` for each call: as Prefect tasks on ``runner``, or on Dask's local scheduler.
+
+    A single call runs here, in the calling process: a task would add its hand-off to a
+    worker and run nothing in parallel.
+    """
     if not calls:
         return []
+    if len(calls) == 1:
+        return [fn(**calls[0])]
     if runner is not None:
         keys = list(calls[0])
         futures = runner.map(task_fn, {k: [c[k] for c in calls] for k in keys})

@@ -57,7 +57,8 @@ def dask_cluster(tmp_path_factory, prefect_server):
         start(["scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"], "scheduler")
         for i in (1, 2):
             start(["worker", address, "--host", "127.0.0.1", "--nthreads", "1", "--no-dashboard",
-                   "--name", f"worker-{i}", "--local-directory", str(base / f"w{i}"), "--death-timeout", "60"],
+                   "--name", f"worker-{i}", "--local-directory", str(base / f"w{i}"), "--death-timeout", "60",
+                   "--preload", "tasks.worker_preload"],
                   f"worker-{i}")
         deadline = time.monotonic() + 120
         client = None

@@ -144,3 +144,23 @@ def test_bags_file_has_small_row_groups_in_document_order(small_index):
     pf = pq.ParquetFile(os.path.join(v.path, store.BAGS_FILE))
     assert pf.metadata.row_group(0).num_rows == min(store.BAG_ROW_GROUP, 48)
     assert pf.read().column("doc_id").to_pylist() == list(range(48))
+
+
+def test_a_fan_out_of_one_call_runs_in_the_calling_process():
+    # One part gives nothing to run in parallel: no task is handed to the runner.
+    from tasks.signatures import _fan_out
+
+    class NoRunner:
+        def map(self, *args, **kwargs):
+            raise AssertionError("a single call was handed to the task runner")
+
+    calls = []
+
+    def work(x):
+        calls.append(x)
+        return x * 2
+
+    assert _fan_out(NoRunner(), work, None, [{"x": 21}]) == [42]
+    assert calls == [21]
+    with pytest.raises(AssertionError, match="handed to the task runner"):
+        _fan_out(NoRunner(), work, None, [{"x": 1}, {"x": 2}])

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from prefect import flow
@@ -13,12 +16,14 @@ from tasks.ingest import IngestStats, ingest_files, ingest_with_retries, is_tran
 from tasks.storage import read_parquet
 
 
-def test_build_index_ingests_two_warc_files_on_dask(prefect_harness, warc_dir, tmp_path):
-    """Two real files through Prefect and a one-worker Dask LocalCluster; the result equals
+@pytest.mark.parametrize("n_workers", [1, 2], ids=["worker-thread", "worker-processes"])
+def test_build_index_ingests_two_warc_files_on_dask(n_workers, prefect_harness, warc_dir, tmp_path):
+    """Two real files through Prefect and a Dask LocalCluster — one worker thread in the flow's
+    process, or two worker processes that preload the stage modules; the result equals
     ingesting the same files in-process (re-runs are covered in test_ingest_warc.py)."""
     crawl = [str(warc_dir / "example.warc.gz"), str(warc_dir / "example-iana.org-chunked.warc")]
     out = tmp_path / "index"
-    built = build_index(crawl, str(out), until="ingest", crawl_out=str(out), n_workers=1)
+    built = build_index(crawl, str(out), until="ingest", crawl_out=str(out), n_workers=n_workers)
     stats = built.ingest
     assert isinstance(stats, IngestStats)
     assert built.stages == {} and built.index is None
@@ -129,9 +134,24 @@ def test_dask_task_runner_options():
     local = dask_task_runner(None, 3)
     assert local.address is None
     assert local.cluster_kwargs["n_workers"] == 3 and local.cluster_kwargs["threads_per_worker"] == 1
+    assert local.cluster_kwargs["preload"] == ["tasks.worker_preload"] and local.cluster_kwargs["processes"]
+    single = dask_task_runner(None, 1)  # one worker: a thread in the flow's own process
+    assert single.cluster_kwargs == {"n_workers": 1, "threads_per_worker": 1, "processes": False}
     assert dask_task_runner().cluster_kwargs["n_workers"] >= 1
     with pytest.raises(ValueError, match="one or the other"):
         dask_task_runner("tcp://scheduler:8786", 2)
     with pytest.raises(ValueError, match="at least 1"):
         dask_task_runner(None, 0)
 
+
+
+def test_the_worker_preload_imports_the_stage_modules():
+    # A fresh interpreter, as a worker process is: the preload module imports cleanly and
+    # leaves Prefect's task engine and every stage module imported.
+    code = ("import sys, tasks.worker_preload; "
+            "missing = [m for m in ('prefect.task_engine', 'dask.dataframe', 'tasks.ingest', 'tasks.bags', "
+            "'tasks.signatures', 'tasks.dedup') if m not in sys.modules]; print(missing)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=str(Path(__file__).resolve().parents[1]))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
