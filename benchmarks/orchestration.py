@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--crawl", default=None, help="WARC files: a folder, a glob or a file (default: built from the fixtures)")
     parser.add_argument("--files", type=int, default=8, help="fixture set: number of WARC files (default 8)")
     parser.add_argument("--copies", type=int, default=15, help="fixture set: copies of the fixture pages per file (default 15)")
-    parser.add_argument("--repeat", type=int, default=2, help="rounds; the best run of each is reported (default 2)")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds; the best run of each is reported (default 3)")
     # One run in this process (how the benchmark starts each run in a fresh process).
     parser.add_argument("--one-run", choices=RUNS, help=argparse.SUPPRESS)
     parser.add_argument("--files-json", help=argparse.SUPPRESS)
