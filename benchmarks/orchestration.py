@@ -1,6 +1,6 @@
 """What orchestration costs and what a second Dask worker buys.
 
-    python -m benchmarks.orchestration [--crawl WARC_DIR_OR_GLOB] [--repeat 2]
+    python -m benchmarks.orchestration [--crawl WARC_DIR_OR_GLOB] [--repeat 3]
 
 Two measurements on the same WARC set, in this run:
 
