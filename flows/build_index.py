@@ -29,12 +29,12 @@ from tasks.pipeline import (
     WORKER_PRELOAD,
     BuildSummary,
     IndexParams,
+    available_cores,
     bags_stage,
     crawl_folder,
     dedup_stage,
     invert_stage,
     publish_index,
-    available_cores,
     signatures_stage,
     worker_slots,
 )
