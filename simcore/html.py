@@ -47,7 +47,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from simcore.records import Anchors, ParsedPage
 from simcore.text import WORD_RE, clean_text, never_stop_flags, tokenize
-from simcore.urls import normalize_url
+from simcore.urls import normalize_links, normalize_url
 
 __all__ = [
     "CONTEXT_NONSTOP",
@@ -208,16 +208,25 @@ _IDS = _tag_ids(_MARKED)
 _A = _IDS["a"]
 _MARKED_IDS = frozenset(_IDS.values())
 _LINK_IDS = frozenset((_A, _IDS["area"]))
-_IMG_IDS = frozenset((_IDS["img"],))
-# Region elements get their markers by C-level maps, one group of tags per marker: the
-# markers' order never depends on the order of insertion, since each goes right before or
-# right after its own element and no element gets two on one side.
-_REGION_GROUPS = tuple(
-    (insert, frozenset(_IDS[name] for name, m in table.items() if m == marker), marker)
-    for insert, table in ((_insert_before, _BEFORE), (_insert_after, _AFTER))
-    for marker in dict.fromkeys(table.values())
-)
+_IMG = _IDS["img"]
+# The region marker each tag gets before / after it (None: none). One map over the marked
+# elements picks them; the markers' order never depends on the order of insertion, since each
+# goes right before or right after its own element and no element gets two on one side.
+_MARKER_BEFORE = {_IDS[name]: marker for name, marker in _BEFORE.items()}.get
+_MARKER_AFTER = {_IDS[name]: marker for name, marker in _AFTER.items()}.get
 _TAG_ID = attrgetter("tag_id")
+_ABSENT = False  # what attrs.get gives for an attribute the element does not have (a bare one gives None)
+
+
+def _attribute(name: str):
+    """``node -> node.attrs.get(name, _ABSENT)``; cheaper than building the node's attribute dict."""
+    def get(node):
+        return node.attrs.get(name, _ABSENT)
+    return get
+
+
+_HREF = _attribute("href")
+_ALT = _attribute("alt")
 
 
 def _mark(body, base: str, skipped: Counter[str]) -> tuple[list[str], int]:
@@ -231,31 +240,33 @@ def _mark(body, base: str, skipped: Counter[str]) -> tuple[list[str], int]:
     nodes = list(compress(nodes, marked))
     tags = list(compress(tags, marked))
     targets: list[str] = []
-    inserted = 0
-    for node in compress(nodes, map(_LINK_IDS.__contains__, tags)):
-        attributes = node.attributes
-        if "href" not in attributes:  # <a name=...>: not a link
-            continue
-        href = attributes["href"]  # None for a bare <a href>: counted as unparseable
-        target = normalize_url(href, base)
-        if target is None:
-            _count_skipped(href, skipped)
-            continue
-        targets.append(target)
-        inserted += 2
-        if node.tag_id == _A:
-            _insert_before(node, _START)
-            _insert_after(node, _END)
-        else:  # an image-map link: its alt text is its anchor text
-            _insert_after(node, f"{_START} {node.attributes.get('alt') or ''} {_END}")
-    for node in compress(nodes, map(_IMG_IDS.__contains__, tags)):
-        attributes = node.attributes
-        if "alt" in attributes:
-            _replace_with(node, attributes["alt"] or "")
-    for insert, group, marker in _REGION_GROUPS:
-        members = list(compress(nodes, map(group.__contains__, tags)))
-        inserted += len(members)
-        deque(map(insert, members, repeat(marker)), maxlen=0)
+    anchors = []
+    is_link = list(map(_LINK_IDS.__contains__, tags))
+    links = list(compress(nodes, is_link))
+    if links:
+        hrefs = list(map(_HREF, links))  # _ABSENT for <a name=...>, not a link; None for a bare <a href>
+        for node, tag, href, target in zip(links, compress(tags, is_link), hrefs, normalize_links(hrefs, base)):
+            if target is None:
+                if href is not _ABSENT:
+                    _count_skipped(href, skipped)
+                continue
+            targets.append(target)
+            if tag == _A:
+                anchors.append(node)
+            else:  # an image-map link: its alt text is its anchor text
+                alt = _ALT(node)
+                _insert_after(node, f"{_START} {alt or ''} {_END}")
+        deque(map(_insert_before, anchors, repeat(_START)), maxlen=0)
+        deque(map(_insert_after, anchors, repeat(_END)), maxlen=0)
+    for node in compress(nodes, map(_IMG.__eq__, tags)):
+        alt = _ALT(node)
+        if alt is not _ABSENT:
+            _replace_with(node, alt or "")
+    before = list(map(_MARKER_BEFORE, tags))
+    after = list(map(_MARKER_AFTER, tags))
+    deque(map(_insert_before, compress(nodes, before), filter(None, before)), maxlen=0)
+    deque(map(_insert_after, compress(nodes, after), filter(None, after)), maxlen=0)
+    inserted = 2 * len(targets) + len(before) - before.count(None) + len(after) - after.count(None)
     return targets, inserted
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from itertools import repeat
 from urllib.parse import urlsplit
 
 import mmh3
 
-__all__ = ["normalize_url", "url_id"]
+__all__ = ["normalize_links", "normalize_url", "url_id"]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -229,6 +230,29 @@ def normalize_url(url: str, base: str | None = None) -> str | None:
     if result is not None:
         _cache[(result, None)] = result
     return result
+
+
+_MISSING = object()
+
+
+def normalize_links(hrefs: list, base: str) -> list[str | None]:
+    """``[normalize_url(href, base) for href in hrefs]``: the links of one page, in one batch.
+
+    A page's links are looked up in the memo of :func:`normalize_url` by C-level maps, under
+    the base's directory (what most references read of their base), so that a link seen
+    before on a page of the same directory costs one dict look-up; the others take the full
+    path. Entries that are not strings give None.
+    """
+    try:
+        directory = _split_base(base)[4]
+    except (ValueError, TypeError, UnicodeError):  # a base urlsplit refuses: every link the long way
+        return [normalize_url(href, base) for href in hrefs]
+    found = list(map(_cache.get, zip(hrefs, repeat(directory)), repeat(_MISSING)))
+    if _MISSING in found:
+        for i, result in enumerate(found):
+            if result is _MISSING:
+                found[i] = normalize_url(hrefs[i], base)
+    return found
 
 
 def url_id(url: str) -> int:

@@ -188,6 +188,30 @@ def test_relative_links_are_memoised_per_base_directory(monkeypatch):
     assert relative == [("next.html", ("http", "h.com", "/d/"))]  # one entry for both pages
 
 
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(refs, st.none()), max_size=8), bases, bases)
+def test_a_batch_of_links_gives_what_each_link_gives(hrefs, base, other_base):
+    # A page's links in one batch: hits from another page of the directory, misses and
+    # references that read the whole base all give what normalize_url gives link by link.
+    for first, second in ((base, other_base), (other_base, base)):
+        urls._cache.clear()
+        urls._base_cache.clear()
+        assert urls.normalize_links(hrefs, first) == [_uncached(h, first) if h is not None else None for h in hrefs]
+        assert urls.normalize_links(hrefs, second) == [_uncached(h, second) if h is not None else None for h in hrefs]
+
+
+def test_a_batch_answers_links_seen_in_the_directory_from_the_memo(monkeypatch):
+    monkeypatch.setattr(urls, "_cache", {})
+    monkeypatch.setattr(urls, "_base_cache", {})
+    first = urls.normalize_links(["next.html", "?page=2", None, "mailto:x@y.z"], "http://h.com/d/a.html")
+    assert first == ["http://h.com/d/next.html", "http://h.com/d/a.html?page=2", None, None]
+    calls = []
+    monkeypatch.setattr(urls, "_normalise", lambda url, base: calls.append(url))
+    again = urls.normalize_links(["next.html", "?page=2"], "http://h.com/d/b.html")
+    assert again[0] == "http://h.com/d/next.html"  # from the memo: the same directory
+    assert calls == ["?page=2"]  # reads the whole base: resolved anew
+
 @settings(max_examples=500, deadline=None)
 @given(prefixes, url_parts)
 def test_links_already_normal_take_a_short_cut_to_the_same_result(prefix, body):
