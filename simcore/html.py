@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 from collections import Counter, deque
 from itertools import compress, repeat
-from operator import attrgetter, not_, sub
+from operator import attrgetter
 
 import numpy as np
 
@@ -81,9 +81,9 @@ _TOKEN_RE = re.compile(WORD_RE.pattern.replace("[", "[\ufdd0-\ufdd3", 1))
 # A <br> after ".", "!", "?", "…" or their CJK forms, past closing quotes and brackets, white
 # space and the ends of links, is a hard break after a sentence end: a SYNTACTIC cut-off.
 _SENTENCE_BREAK = re.compile("([.!?\u2026\u3002\uff01\uff1f][\\s\"')\\]}\u201d\u2019\u00bb\ufdd1]*)\ufdd4")
-_MARKERS = frozenset((_START, _END, _SYNTACTIC, _TOPICAL))
-_CUTS = frozenset((_SYNTACTIC, _TOPICAL))
-_LINK_KINDS = frozenset((_START, _END))
+# Token codes: the links' markers first, then the cut-offs (a TOPICAL one is also SYNTACTIC).
+_START_CODE, _END_CODE, _SYNTACTIC_CODE, _TOPICAL_CODE, _WORD_CODE = range(5)
+_CODES = {_START: _START_CODE, _END: _END_CODE, _SYNTACTIC: _SYNTACTIC_CODE, _TOPICAL: _TOPICAL_CODE}
 
 _REMOVED = "script, style, noscript, template, title, iframe, noembed, noframes"
 # The elements that get markers or are replaced; found in one walk over the tree and picked
@@ -149,18 +149,19 @@ def _parse(html: str, url: str, skipped: Counter[str], drop_marker_characters: b
     if _BREAK in text:
         text = _SENTENCE_BREAK.sub("\\1" + _SYNTACTIC, text)
 
-    # One C-level tokenization; the markers are then picked out of the token list by C loops
-    # (compress, map), so that Python does one step per link, not one per word or node.
+    # One C-level tokenization; the markers are then told from words by one C-level map to
+    # small codes, and numpy finds every marker's word offset, so that Python does one step
+    # per link, not one per word or node.
     tokens = _TOKEN_RE.findall(text)
-    flags = list(map(_MARKERS.__contains__, tokens))
-    words = list(compress(tokens, map(not_, flags)))
-    kinds = list(compress(tokens, flags))
-    before = list(map(sub, compress(range(len(tokens)), flags), range(len(kinds))))  # words ahead
-    syntactic_cuts = list(compress(before, map(_CUTS.__contains__, kinds)))
-    topical_cuts = list(compress(before, map(_TOPICAL.__eq__, kinds)))
-    link_flags = list(map(_LINK_KINDS.__contains__, kinds))
-    spans = _spans(list(compress(kinds, link_flags)), list(compress(before, link_flags)))
-    anchors = _anchors(words, spans, targets, syntactic_cuts, topical_cuts)
+    codes = np.fromiter(map(_CODES.get, tokens, repeat(_WORD_CODE)), np.int8, len(tokens))
+    is_word = codes == _WORD_CODE
+    words = list(compress(tokens, is_word.tolist()))
+    at = np.flatnonzero(~is_word)
+    kinds = codes[at]
+    before = at - np.arange(len(at))  # words ahead of each marker
+    is_link = kinds <= _END_CODE
+    spans = _spans(kinds[is_link], before[is_link])
+    anchors = _anchors(words, spans, targets, before[kinds >= _SYNTACTIC_CODE], before[kinds == _TOPICAL_CODE])
     return ParsedPage(url, title, title_words, tuple(words), anchors)
 
 
@@ -278,17 +279,17 @@ def _count_skipped(href: str | None, skipped: Counter[str]) -> None:
         skipped[LINK_UNPARSEABLE] += 1
 
 
-def _spans(kinds: list[str], at: list[int]) -> tuple[range | list[int], list[int], list[int]]:
+def _spans(kinds: np.ndarray, at: np.ndarray) -> tuple[range | list[int], np.ndarray, np.ndarray]:
     """Link index, first word and end word of every link, from its start and end markers in order."""
     n = len(kinds) // 2
-    if kinds == [_START, _END] * n:  # the usual case: links do not nest
-        return range(n), at[0::2], at[1::2]
+    if len(kinds) == 2 * n and not (kinds[0::2] != _START_CODE).any() and not (kinds[1::2] != _END_CODE).any():
+        return range(n), at[0::2], at[1::2]  # the usual case: links do not nest
     # an <a> inside an SVG <a>: the outer link ends where the inner one starts
     links, starts, ends = [], [], []
     k = -1
     open_at = -1
-    for kind, position in zip(kinds, at):
-        if kind == _START:
+    for kind, position in zip(kinds.tolist(), at.tolist()):
+        if kind == _START_CODE:
             k += 1
             if open_at >= 0:
                 links.append(k - 1), starts.append(open_at), ends.append(position)
@@ -296,28 +297,24 @@ def _spans(kinds: list[str], at: list[int]) -> tuple[range | list[int], list[int
         elif open_at >= 0:
             links.append(k), starts.append(open_at), ends.append(position)
             open_at = -1
-    return links, starts, ends
+    return links, np.array(starts, np.int64), np.array(ends, np.int64)
 
 
-def _anchors(words: list[str], spans, targets: list[str], syntactic_cuts: list[int],
-             topical_cuts: list[int]) -> Anchors:
+def _anchors(words: list[str], spans, targets: list[str], syntactic: np.ndarray,
+             topical: np.ndarray) -> Anchors:
     """Anchors as word offsets, contexts of CONTEXT_NONSTOP never-stop words each side, region lengths.
 
     Every step is one numpy operation over all the page's links, not a Python loop; no word
     is copied.
     """
-    links, starts, ends = spans
+    links, first, last = spans
     n = len(words)
     # nonstop[i] = words in words[:i] that are no stopword under any variant; a context side
     # ends at the word that brings its count to CONTEXT_NONSTOP, or at the page edge.
     nonstop = np.zeros(n + 1, np.int64)
-    np.cumsum(np.array(never_stop_flags(words), np.int64), out=nonstop[1:])
-    first = np.array(starts, np.int64)
-    last = np.array(ends, np.int64)
-    left_edges = np.maximum(np.searchsorted(nonstop, nonstop[first] - CONTEXT_NONSTOP, "right") - 1, 0)
-    right_edges = np.minimum(np.searchsorted(nonstop, nonstop[last] + CONTEXT_NONSTOP, "left"), n)
-    syntactic = np.array(syntactic_cuts, np.int64)
-    topical = np.array(topical_cuts, np.int64)
+    np.cumsum(np.frombuffer(never_stop_flags(words), np.uint8), dtype=np.int64, out=nonstop[1:])
+    left_edges = np.maximum(nonstop.searchsorted(nonstop[first] - CONTEXT_NONSTOP, "right") - 1, 0)
+    right_edges = np.minimum(nonstop.searchsorted(nonstop[last] + CONTEXT_NONSTOP, "left"), n)
     return Anchors(
         tuple(map(targets.__getitem__, links)),
         tuple(first.tolist()),
@@ -333,11 +330,11 @@ def _anchors(words: list[str], spans, targets: list[str], syntactic_cuts: list[i
 
 def _left_lengths(cuts: np.ndarray, starts: np.ndarray, edges: np.ndarray) -> tuple[int, ...]:
     """Context words from the nearest cut-off at or before each start (0, the page edge, if none)."""
-    region_starts = np.concatenate(([0], cuts))[np.searchsorted(cuts, starts, "right")]
+    region_starts = np.concatenate(([0], cuts))[cuts.searchsorted(starts, "right")]
     return tuple((starts - np.maximum(region_starts, edges)).tolist())
 
 
 def _right_lengths(cuts: np.ndarray, ends: np.ndarray, edges: np.ndarray) -> tuple[int, ...]:
     """Context words up to the nearest cut-off at or after each end (the context's end if none)."""
-    region_ends = np.concatenate((cuts, [1 << 62]))[np.searchsorted(cuts, ends, "left")]
+    region_ends = np.concatenate((cuts, [1 << 62]))[cuts.searchsorted(ends, "left")]
     return tuple((np.minimum(region_ends, edges) - ends).tolist())

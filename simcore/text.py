@@ -185,17 +185,25 @@ def never_stop(word: str) -> bool:
     return porter_stem(word) not in STEMMED_STOPWORDS
 
 
-_never_stop_cache: dict[str, bool] = {}
+_never_stop_cache: dict[str, bytes] = {}
+_FLAG_BYTE = {False: b"\x00", True: b"\x01"}
 
 
-def never_stop_flags(words: list[str]) -> list[bool]:
-    """``[never_stop(w) for w in words]``, memoised per word so that a page costs one C-level map."""
+def never_stop_flags(words: list[str]) -> bytes:
+    """One byte per word, 1 where :func:`never_stop` holds, else 0.
+
+    Memoised per word, so that a page costs one C-level map and join; bytes, so that numpy
+    reads them without converting element by element.
+    """
     flags = list(map(_never_stop_cache.get, words))
-    if None in flags:
-        if len(_never_stop_cache) >= _STEM_CACHE_LIMIT:
-            _never_stop_cache.clear()
-        for i, flag in enumerate(flags):
-            if flag is None:
-                word = words[i]
-                flags[i] = _never_stop_cache[word] = porter_stem(word) not in STEMMED_STOPWORDS
-    return flags
+    try:
+        return b"".join(flags)
+    except TypeError:  # a None: a word not seen before
+        pass
+    if len(_never_stop_cache) >= _STEM_CACHE_LIMIT:
+        _never_stop_cache.clear()
+    for i, flag in enumerate(flags):
+        if flag is None:
+            word = words[i]
+            flags[i] = _never_stop_cache[word] = _FLAG_BYTE[porter_stem(word) not in STEMMED_STOPWORDS]
+    return b"".join(flags)
