@@ -126,11 +126,11 @@ def _parse(html: str, url: str, skipped: Counter[str], drop_marker_characters: b
     title = _title(tree)
     title_words = tuple(tokenize(title))
     base = _base_url(tree, url)
-    for node in tree.css(_REMOVED):
-        node.decompose()
     body = tree.body
     if body is None:  # a frameset page has no body and no anchors
         return ParsedPage(url, title, title_words, (), _NO_ANCHORS)
+    for node in body.css(_REMOVED):  # only the body's text is read
+        node.decompose()
     if drop_marker_characters:
         dirty = [node for node in body.traverse(include_text=True)
                  if node.is_text_node and _NONCHARACTERS.search(node.text_content or "")]
