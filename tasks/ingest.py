@@ -373,11 +373,15 @@ class _Parts:
         self.buffered = 0
         self._ids: dict[str, int] = {}
 
-    def _url_id(self, url: str) -> int:
-        # Link targets repeat (navigation links), and every one needs its id.
-        found = self._ids.get(url)
-        if found is None:
-            found = self._ids[url] = url_id(url)
+    def _url_ids(self, urls: tuple[str, ...]) -> list[int]:
+        # Link targets repeat (navigation links), and every one needs its id: one C-level
+        # map over the memo, hashing only the targets not seen before.
+        ids = self._ids
+        found = list(map(ids.get, urls))
+        if None in found:
+            for i, id_ in enumerate(found):
+                if id_ is None:
+                    found[i] = ids[urls[i]] = url_id(urls[i])
         return found
 
     def add(self, parsed: ParsedPage, status: int, media_type: str, charset: str, source: str,
@@ -385,7 +389,7 @@ class _Parts:
         url = parsed.url
         source_id = url_id(url)
         anchors = parsed.anchors
-        target_ids = list(map(self._url_id, anchors.target_url))  # may raise: nothing added yet
+        target_ids = self._url_ids(anchors.target_url)  # may raise: nothing added yet
 
         p = self.pages.columns
         p["url"].append(url)
