@@ -1,6 +1,6 @@
 """The ingest stage on one core: pages per second, against a baseline and the parser's limit.
 
-    python -m benchmarks.ingest [WARC ...] [--seconds 2] [--rounds 3]
+    python -m benchmarks.ingest [WARC ...] [--seconds 2] [--rounds 5]
 
 Measured in one process pinned to one core, over the same HTML records:
 
@@ -21,8 +21,9 @@ files — by default the Common Crawl and ClueWeb excerpts in ../shared/fixtures
 into a temporary WARC file (gzipped per record, as crawlers write them) as many times as
 needed for about ``--seconds`` of simweb's work, each copy under its own URL
 (``?simweb-bench=N``) so that no copy is dropped as a duplicate. The baseline and the limit
-run over whole passes of the same records until ``--seconds`` have elapsed. The three run
-in ``--rounds`` interleaved rounds and each reports its best round.
+and the floors run over whole passes of the same records until ``--seconds`` have elapsed.
+All run in ``--rounds`` interleaved rounds and each reports its best round (on a shared
+machine, single rounds of the same run differ by ±10%).
 
 Targets: simweb ≥ 10× the baseline, ≥ 0.7× the limit, ≥ 3,000 pages/s. The last is
 compared with the floors: when they are below 3,000 pages/s on the machine, the target is out
@@ -188,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.ingest", description=__doc__.splitlines()[0])
     parser.add_argument("warc", nargs="*", type=Path, help="WARC files (default: two shared fixture crawls)")
     parser.add_argument("--seconds", type=float, default=2.0, help="minimum work per contender and round (default 2)")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; each contender's best counts (default 3)")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="interleaved rounds; each contender's best counts (default 5)")
     args = parser.parse_args(argv)
 
     from bs4 import BeautifulSoup
