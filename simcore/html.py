@@ -21,14 +21,17 @@ closes one); ``h1``–``h6`` at their start; ``ul``, ``ol``, ``dl``, ``menu`` an
 their end. A cut-off at the same word position as an anchor with no words bounds both sides.
 
 How it is fast: Lexbor (selectolax) parses the page and removes the unwanted elements in C;
-one walk over the elements finds links, images and region elements by tag id; images are replaced by their
-``alt`` text and marker characters (Unicode noncharacters) are inserted around links and,
-by C-level maps, at cut-offs; the text is taken once, in C, with a space between text nodes
-(so that ``<li>a</li><li>b</li>`` gives two words, as a browser shows them; an inline tag
-inside a word, ``<b>W</b>ord``, splits it); one regex pass tokenizes words and markers
-together, C-level loops (map, compress) pick the markers out and numpy finds every link's
-context edges and region lengths at once, leaving Python one step per link, none per word
-or region element. The anchors come out as columns (:class:`simcore.records.Anchors`).
+one walk over the elements finds links, images and region elements by tag id; C-level maps
+(map, compress, attrgetter) read their attributes and insert the marker characters (Unicode
+noncharacters) around links and at cut-offs, and replace images by their ``alt`` text; a
+page's links are normalised in one batch against the memo of their base directory
+(:func:`simcore.urls.normalize_links`); the text is taken once, in C, with a space between
+text nodes (so that ``<li>a</li><li>b</li>`` gives two words, as a browser shows them; an
+inline tag inside a word, ``<b>W</b>ord``, splits it); one regex pass tokenizes words and
+markers together, one map turns the tokens into small codes and numpy finds every marker's
+word offset, every link's context edges and region lengths at once: Python takes a step of
+its own only for a link it does not keep and for an image-map link. The anchors come out as columns
+(:class:`simcore.records.Anchors`).
 
 Links that are not kept (not http/https, or unparseable) are counted in the optional
 ``skipped`` counter of :func:`parse_page` under LINK_NOT_HTTP and LINK_UNPARSEABLE, so that
