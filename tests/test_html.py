@@ -526,6 +526,13 @@ def test_entities_in_text_are_decoded():
     assert parse_page("<p>r&eacute;sum&eacute; &#x4E2D;&#25991;</p>", PAGE).words == ("résumé", "中文")
 
 
+
+def test_the_page_is_read_as_written_not_as_a_live_document_would_mirror_it():
+    # A browser's <selectedcontent> mirrors the selected option; the words of the page as
+    # written hold the option's text once.
+    page = parse_page("<select><selectedcontent></selectedcontent><option>only once</option></select>", PAGE)
+    assert page.words == ("only", "once")
+
 def test_anchors_are_columns_that_read_as_records():
     page = parse_page("<p>a <a href='/x'>b</a> c <a href='/y'>d e</a></p>", PAGE)
     anchors = page.anchors
