@@ -30,8 +30,8 @@ text nodes (so that ``<li>a</li><li>b</li>`` gives two words, as a browser shows
 inline tag inside a word, ``<b>W</b>ord``, splits it); one regex pass tokenizes words and
 markers together, one map turns the tokens into small codes and numpy finds every marker's
 word offset, every link's context edges and region lengths at once: Python takes a step of
-its own only for a link it does not keep and for an image-map link. The anchors come out as columns
-(:class:`simcore.records.Anchors`).
+its own only for a link it does not keep and for an image-map link. The anchors come out
+as columns (:class:`simcore.records.Anchors`).
 
 Links that are not kept (not http/https, or unparseable) are counted in the optional
 ``skipped`` counter of :func:`parse_page` under LINK_NOT_HTTP and LINK_UNPARSEABLE, so that
@@ -157,8 +157,7 @@ def _parse(html: str, url: str, skipped: Counter[str], drop_marker_characters: b
         text = _SENTENCE_BREAK.sub("\\1" + _SYNTACTIC, text)
 
     # One C-level tokenization; the markers are then told from words by one C-level map to
-    # small codes, and numpy finds every marker's word offset, so that Python does one step
-    # per link, not one per word or node.
+    # small codes, and numpy finds every marker's word offset: no Python step per word or link.
     tokens = _TOKEN_RE.findall(text)
     codes = np.fromiter(map(_CODES.get, tokens, repeat(_WORD_CODE)), np.int8, len(tokens))
     is_word = codes == _WORD_CODE
@@ -168,7 +167,8 @@ def _parse(html: str, url: str, skipped: Counter[str], drop_marker_characters: b
     before = at - np.arange(len(at))  # words ahead of each marker
     is_link = kinds <= _END_CODE
     spans = _spans(kinds[is_link], before[is_link])
-    anchors = _anchors(words, spans, targets, before[kinds >= _SYNTACTIC_CODE], before[kinds == _TOPICAL_CODE])
+    syntactic_cuts, topical_cuts = before[kinds >= _SYNTACTIC_CODE], before[kinds == _TOPICAL_CODE]
+    anchors = _anchors(words, spans, targets, syntactic_cuts, topical_cuts)
     return ParsedPage(url, title, title_words, tuple(words), anchors)
 
 
@@ -278,7 +278,8 @@ def _mark(body, base: str, skipped: Counter[str]) -> tuple[list[str], int]:
     if images:
         alts = _ALTS(images)
         has_alt = list(map(is_not, alts, repeat(_ABSENT)))
-        deque(map(_replace_with, compress(images, has_alt), [alt or "" for alt in compress(alts, has_alt)]), maxlen=0)
+        texts = [alt or "" for alt in compress(alts, has_alt)]  # a bare alt is empty text
+        deque(map(_replace_with, compress(images, has_alt), texts), maxlen=0)
     before = list(map(_MARKER_BEFORE, tags))
     after = list(map(_MARKER_AFTER, tags))
     deque(map(_insert_before, compress(nodes, before), filter(None, before)), maxlen=0)
@@ -298,7 +299,8 @@ def _count_skipped(href: str | None, skipped: Counter[str]) -> None:
 def _spans(kinds: np.ndarray, at: np.ndarray) -> tuple[range | list[int], np.ndarray, np.ndarray]:
     """Link index, first word and end word of every link, from its start and end markers in order."""
     n = len(kinds) // 2
-    if len(kinds) == 2 * n and not (kinds[0::2] != _START_CODE).any() and not (kinds[1::2] != _END_CODE).any():
+    odd, even = kinds[0::2], kinds[1::2]
+    if len(kinds) == 2 * n and (odd == _START_CODE).all() and (even == _END_CODE).all():
         return range(n), at[0::2], at[1::2]  # the usual case: links do not nest
     # an <a> inside an SVG <a>: the outer link ends where the inner one starts
     links, starts, ends = [], [], []
