@@ -241,7 +241,7 @@ def normalize_links(hrefs: list, base: str) -> list[str | None]:
     A page's links are looked up in the memo of :func:`normalize_url` by C-level maps, under
     the base's directory (what most references read of their base), so that a link seen
     before on a page of the same directory costs one dict look-up; the others take the full
-    path. Entries that are not strings give None.
+    path. Entries that are not strings (None for a bare ``href``) give None.
     """
     try:
         directory = _split_base(base)[4]
