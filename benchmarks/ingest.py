@@ -203,8 +203,10 @@ def main(argv: list[str] | None = None) -> int:
     if not records:
         raise SystemExit(f"benchmarks.ingest: no HTML response records (status 2xx) in {', '.join(map(str, paths))}")
     raw_mb = sum(len(r[4]) for r in records) / 1e6
+    from simcore import html
+    scan = "in C (simcore._scan)" if html._c_scan is not None else "in Python (simcore._scan was not built)"
     print(f"benchmarks.ingest: {len(records)} HTML records ({raw_mb:.1f} MB of payload) from "
-          f"{', '.join(p.name for p in paths)}; {PINNED}")
+          f"{', '.join(p.name for p in paths)}; {PINNED}; word scan {scan}")
 
     with tempfile.TemporaryDirectory(prefix="simweb-bench-ingest-") as tmp:
         work = Path(tmp)

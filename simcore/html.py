@@ -27,9 +27,10 @@ noncharacters) around links and at cut-offs, and replace images by their ``alt``
 page's links are normalised in one batch against the memo of their base directory
 (:func:`simcore.urls.normalize_links`); the text is taken once, in C, with a space between
 text nodes (so that ``<li>a</li><li>b</li>`` gives two words, as a browser shows them; an
-inline tag inside a word, ``<b>W</b>ord``, splits it); one regex pass tokenizes words and
-markers together, one map turns the tokens into small codes and numpy finds every marker's
-word offset, every link's context edges and region lengths at once: Python takes a step of
+inline tag inside a word, ``<b>W</b>ord``, splits it); one pass of C (simcore/_scan.c)
+finds the words, the markers and every marker's word offset — or, where the extension was not
+built, one regex pass, one map to small codes and numpy, with the same results — and numpy
+finds every link's context edges and region lengths at once: Python takes a step of
 its own only for a link it does not keep and for an image-map link. The anchors come out
 as columns (:class:`simcore.records.Anchors`).
 
@@ -40,6 +41,7 @@ the ingest stage can surface them in its summary.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter, deque
 from itertools import compress, repeat
 from operator import and_, attrgetter, is_not, methodcaller, not_
@@ -51,6 +53,11 @@ from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser, LexborNod
 from simcore.records import Anchors, ParsedPage
 from simcore.text import WORD_RE, clean_text, never_stop_flags, tokenize
 from simcore.urls import normalize_links, normalize_url
+
+try:  # the word and marker scan in C; without a C compiler at install, the same in Python
+    from simcore._scan import scan as _c_scan
+except ImportError:  # pragma: no cover - depends on the build
+    _c_scan = None
 
 __all__ = [
     "CONTEXT_NONSTOP",
@@ -83,7 +90,9 @@ _ALL_MARKERS = (_START, _END, _SYNTACTIC, _TOPICAL, _BREAK)
 _TOKEN_RE = re.compile(WORD_RE.pattern.replace("[", "[\ufdd0-\ufdd3", 1))
 # A <br> after ".", "!", "?", "…" or their CJK forms, past closing quotes and brackets, white
 # space and the ends of links, is a hard break after a sentence end: a SYNTACTIC cut-off.
-_SENTENCE_BREAK = re.compile("([.!?\u2026\u3002\uff01\uff1f][\\s\"')\\]}\u201d\u2019\u00bb\ufdd1]*)\ufdd4")
+_SENTENCE_ENDS = ".!?\u2026\u3002\uff01\uff1f"
+_CLOSERS = "\"')]}\u201d\u2019\u00bb" + _END  # and white space
+_SENTENCE_BREAK = re.compile(f"([{re.escape(_SENTENCE_ENDS)}][\\s{re.escape(_CLOSERS)}]*){_BREAK}")
 # Token codes: the links' markers first, then the cut-offs (a TOPICAL one is also SYNTACTIC).
 _START_CODE, _END_CODE, _SYNTACTIC_CODE, _TOPICAL_CODE, _WORD_CODE = range(5)
 _CODES = {_START: _START_CODE, _END: _END_CODE, _SYNTACTIC: _SYNTACTIC_CODE, _TOPICAL: _TOPICAL_CODE}
@@ -148,28 +157,60 @@ def _parse(html: str, url: str, skipped: Counter[str], drop_marker_characters: b
                 node.attrs["alt"] = _NONCHARACTERS.sub(" ", node.attributes["alt"])
 
     targets, inserted = _mark(body, base, skipped)
-    text = clean_text(body.text(separator=" "))
-    if sum(map(text.count, _ALL_MARKERS)) != inserted:
+    words, kinds, before, markers = _scan_text(clean_text(body.text(separator=" ")))
+    if markers != inserted:
         return None
     if not targets:
-        return ParsedPage(url, title, title_words, tuple(WORD_RE.findall(text)), _NO_ANCHORS)
-    if _BREAK in text:
-        text = _SENTENCE_BREAK.sub("\\1" + _SYNTACTIC, text)
-
-    # One C-level tokenization; the markers are then told from words by one C-level map to
-    # small codes, and numpy finds every marker's word offset: no Python step per word or link.
-    tokens = _TOKEN_RE.findall(text)
-    codes = np.fromiter(map(_CODES.get, tokens, repeat(_WORD_CODE)), np.int8, len(tokens))
-    is_word = codes == _WORD_CODE
-    words = list(compress(tokens, is_word.tolist()))
-    at = np.flatnonzero(~is_word)
-    kinds = codes[at]
-    before = at - np.arange(len(at))  # words ahead of each marker
+        return ParsedPage(url, title, title_words, tuple(words), _NO_ANCHORS)
     is_link = kinds <= _END_CODE
     spans = _spans(kinds[is_link], before[is_link])
     syntactic_cuts, topical_cuts = before[kinds >= _SYNTACTIC_CODE], before[kinds == _TOPICAL_CODE]
     anchors = _anchors(words, spans, targets, syntactic_cuts, topical_cuts)
     return ParsedPage(url, title, title_words, tuple(words), anchors)
+
+
+def _scan_text_python(text: str) -> tuple[list[str], np.ndarray, np.ndarray, int]:
+    """Words, marker kinds (token codes), words ahead of each marker, and marker characters.
+
+    One C-level tokenization of words and markers together; the markers are then told from
+    words by one C-level map to small codes, and numpy finds every marker's word offset: no
+    Python step per word or marker. The reference for the C scan of simcore/_scan.c.
+    """
+    markers = sum(map(text.count, _ALL_MARKERS))
+    if _BREAK in text:
+        text = _SENTENCE_BREAK.sub("\\1" + _SYNTACTIC, text)
+    tokens = _TOKEN_RE.findall(text)
+    codes = np.fromiter(map(_CODES.get, tokens, repeat(_WORD_CODE)), np.int8, len(tokens))
+    is_word = codes == _WORD_CODE
+    at = np.flatnonzero(~is_word)
+    return list(compress(tokens, is_word.tolist())), codes[at], at - np.arange(len(at)), markers
+
+
+def _scan_classes() -> bytes:
+    """The class byte of every BMP code point, for simcore/_scan.c: its kind in the low three
+    bits (0 separator, 1 letter, 2 mark, 3–7 the markers in _ALL_MARKERS order), 8 for a
+    sentence end and 16 for a closing character or white space (_SENTENCE_BREAK)."""
+    chars = list(map(chr, range(0x10000)))
+    classes = np.zeros(0x10000, np.uint8)
+    classes[np.fromiter((unicodedata.category(c)[0] == "M" for c in chars), bool, 0x10000)] = 2
+    classes[np.fromiter(map(str.isalpha, chars), bool, 0x10000)] = 1  # as WORD_RE: letters start words
+    for kind, marker in enumerate(_ALL_MARKERS, start=3):
+        classes[ord(marker)] = kind
+    classes[np.fromiter(map(str.isspace, chars), bool, 0x10000)] |= 16
+    classes[[ord(c) for c in _CLOSERS]] |= 16
+    classes[[ord(c) for c in _SENTENCE_ENDS]] |= 8
+    return classes.tobytes()
+
+
+if _c_scan is None:
+    _scan_text = _scan_text_python
+else:
+    _SCAN_CLASSES = _scan_classes()
+
+    def _scan_text(text: str) -> tuple[list[str], np.ndarray, np.ndarray, int]:
+        """:func:`_scan_text_python` in one pass of C (simcore/_scan.c)."""
+        words, kinds, before, markers = _c_scan(text, _SCAN_CLASSES)
+        return words, np.frombuffer(kinds, np.int8), np.frombuffer(before, np.int64), markers
 
 
 def _title(tree: LexborHTMLParser) -> str:

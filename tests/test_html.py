@@ -1,16 +1,19 @@
 """parse_page: title, cleaned words, anchors, contexts and SYNTACTIC/TOPICAL regions (paper Section 3.1)."""
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from simcore import html
 from simcore.html import CONTEXT_NONSTOP, LINK_NOT_HTTP, LINK_UNPARSEABLE, parse_page
 from simcore.records import Anchor, Anchors, ParsedPage
-from simcore.text import never_stop, tokenize
+from simcore.text import WORD_RE, clean_text, never_stop, tokenize
 
 PAGE = "http://example.com/start.html"
 
@@ -435,17 +438,73 @@ def brute_force_anchor(words: list[str], target: str, start: int, end: int, synt
                   left_region(syntactic), right_region(syntactic), left_region(topical), right_region(topical))
 
 
+SCANS = {"installed": html._scan_text, "python": html._scan_text_python}
+
+
+@pytest.mark.parametrize("scan", SCANS)
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pages())
-def test_parse_page_equals_a_brute_force_reference(page_and_reference):
-    html, reference = page_and_reference
-    page = parse_page(html, PAGE)
+def test_parse_page_equals_a_brute_force_reference(scan, page_and_reference):
+    source, reference = page_and_reference
+    with mock.patch.object(html, "_scan_text", SCANS[scan]):
+        page = parse_page(source, PAGE)
     assert list(page.words) == reference.words
     expected = tuple(
         brute_force_anchor(reference.words, target, start, end, reference.syntactic, reference.topical)
         for target, start, end in reference.links
     )
     assert tuple(page.anchors) == expected
+
+
+# --- the word and marker scan: in C (simcore/_scan.c) as in Python ---------------------------------
+
+needs_c_scan = pytest.mark.skipif(html._c_scan is None, reason="simcore._scan was not built (no C compiler at install)")
+# Text the way parse_page makes it: every marker a text node of its own, spaces around it.
+scan_pieces = st.sampled_from([
+    "apple", "über", "日本", "x\u0301", "\u0301", "ǅ", "𝒜", "😀", "42", "a1b", "_", "-", ".", "!", "?", "\u2026",
+    "\u3002", "\uff01", '"', "'", ")", "]", "}", "\u201d", "\u2019", "\u00bb", "(", " ", "  ", "\t", "\n",
+    "\u00a0", "\u3000", " \ufdd0 ", " \ufdd1 ", " \ufdd2 ", " \ufdd3 ", " \ufdd4 ",
+])
+
+
+def scans(text: str):
+    c_words, c_kinds, c_before, c_markers = html._scan_text(text)
+    words, kinds, before, markers = html._scan_text_python(text)
+    return (c_words, c_kinds.tolist(), c_before.tolist(), c_markers), (words, kinds.tolist(), before.tolist(), markers)
+
+
+@needs_c_scan
+@settings(max_examples=600, deadline=None)
+@given(st.lists(scan_pieces, max_size=40).map("".join))
+def test_the_scan_in_c_equals_the_scan_in_python(text):
+    in_c, in_python = scans(clean_text(text))
+    assert in_c == in_python
+
+
+@needs_c_scan
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=60))
+def test_the_scans_count_the_same_markers_in_any_text(text):
+    # A page whose own text holds marker characters is told by this count and parsed again
+    # without them; text without them scans the same in C and in Python.
+    in_c, in_python = scans(clean_text(text))
+    assert in_c[3] == in_python[3]
+    if in_c[3] == 0:
+        assert in_c == in_python
+
+
+@needs_c_scan
+def test_the_c_scans_character_classes_are_those_of_the_patterns():
+    classes = html._SCAN_CLASSES
+    closing = re.compile(f"[\\s{re.escape(html._CLOSERS)}]")
+    for point in range(0x10000):
+        c, cls = chr(point), classes[point]
+        kind = cls & 7
+        assert (kind == 1) == bool(WORD_RE.fullmatch(c)), hex(point)  # starts a word
+        assert (kind in (1, 2)) == bool(WORD_RE.fullmatch("a" + c)), hex(point)  # goes on with one
+        assert (kind >= 3) == (c in "\ufdd0\ufdd1\ufdd2\ufdd3\ufdd4"), hex(point)
+        assert bool(cls & 8) == (c in html._SENTENCE_ENDS), hex(point)
+        assert bool(cls & 16) == bool(closing.fullmatch(c)), hex(point)
 
 
 # --- robustness ----------------------------------------------------------------------------------------

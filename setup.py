@@ -1,0 +1,9 @@
+"""The one compiled part of simweb: simcore._scan, the word and marker scan of the ingest.
+
+Everything else about the package is in pyproject.toml. The extension is optional: where no
+C compiler is at hand the install goes on, and simcore.html scans in Python (the same
+results, the ingest about a sixth slower).
+"""
+from setuptools import Extension, setup
+
+setup(ext_modules=[Extension("simcore._scan", ["simcore/_scan.c"], optional=True)])
