@@ -2,7 +2,7 @@
 
 Everything else about the package is in pyproject.toml. The extension is optional: where no
 C compiler is at hand the install goes on, and simcore.html scans in Python (the same
-results, the ingest about a sixth slower).
+results; the ingest benchmark runs about a fifth slower).
 """
 from setuptools import Extension, setup
 

@@ -79,6 +79,10 @@ scan(PyObject *module, PyObject *args)
         PyBuffer_Release(&table);
         return NULL;
     }
+    if (PyUnicode_READY(text) < 0) {
+        PyBuffer_Release(&table);
+        return NULL;
+    }
     const unsigned char *classes = table.buf;
     const int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
