@@ -233,9 +233,11 @@ def main(argv: list[str] | None = None) -> int:
             "parse": lambda: run_passes(
                 bench, lambda u, b: parse_only_page(u, b, LexborHTMLParser), args.seconds, n_records),
         }
+        rates: dict[str, list[float]] = {name: [] for name in contenders}
         for _ in range(args.rounds):
             for name, run in contenders.items():
                 pages, seconds = run()
+                rates[name].append(pages / seconds)
                 if name not in best or pages / seconds > best[name][0] / best[name][1]:
                     best[name] = (pages, seconds)
         (ours_pages, ours_seconds), (base_pages, base_seconds), (limit_pages, limit_seconds) = (
@@ -256,6 +258,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'':40}{'pages':>9}{'seconds':>10}{'pages/s':>11}")
     for name, n, s, rate in rows:
         print(f"{name:40}{n:>9,}{s:>10.2f}{rate:>11,.0f}")
+    # The same ratios round by round (contenders of a round run one after the other): their
+    # spread is what load from elsewhere on the machine does to a single measurement.
+    for peer in ("baseline", "limit"):
+        ratios = [a / b for a, b in zip(rates["simweb"], rates[peer])]
+        print(f"simweb / {peer} round by round: {' '.join(f'{r:.2f}' for r in ratios)}")
 
     checks = [
         (f"simweb / baseline = {ours / base:.1f}x", ours / base >= TARGET_BASELINE_RATIO,
