@@ -41,7 +41,6 @@ the ingest stage can surface them in its summary.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter, deque
 from itertools import compress, repeat
 from operator import and_, attrgetter, is_not, methodcaller, not_
@@ -51,7 +50,7 @@ import numpy as np
 from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser, LexborNode
 
 from simcore.records import Anchors, ParsedPage
-from simcore.text import WORD_RE, clean_text, never_stop_flags, tokenize
+from simcore.text import WORD_RE, _is_mark, clean_text, never_stop_flags, tokenize
 from simcore.urls import normalize_links, normalize_url
 
 try:  # the word and marker scan in C; without a C compiler at install, the same in Python
@@ -192,7 +191,7 @@ def _scan_classes() -> bytes:
     sentence end and 16 for a closing character or white space (_SENTENCE_BREAK)."""
     chars = list(map(chr, range(0x10000)))
     classes = np.zeros(0x10000, np.uint8)
-    classes[np.fromiter((unicodedata.category(c)[0] == "M" for c in chars), bool, 0x10000)] = 2
+    classes[np.fromiter(map(_is_mark, chars), bool, 0x10000)] = 2
     classes[np.fromiter(map(str.isalpha, chars), bool, 0x10000)] = 1  # as WORD_RE: letters start words
     for kind, marker in enumerate(_ALL_MARKERS, start=3):
         classes[ord(marker)] = kind
@@ -340,8 +339,8 @@ def _count_skipped(href: str | None, skipped: Counter[str]) -> None:
 def _spans(kinds: np.ndarray, at: np.ndarray) -> tuple[range | list[int], np.ndarray, np.ndarray]:
     """Link index, first word and end word of every link, from its start and end markers in order."""
     n = len(kinds) // 2
-    odd, even = kinds[0::2], kinds[1::2]
-    if len(kinds) == 2 * n and (odd == _START_CODE).all() and (even == _END_CODE).all():
+    opening, closing = kinds[0::2], kinds[1::2]
+    if len(kinds) == 2 * n and (opening == _START_CODE).all() and (closing == _END_CODE).all():
         return range(n), at[0::2], at[1::2]  # the usual case: links do not nest
     # an <a> inside an SVG <a>: the outer link ends where the inner one starts
     links, starts, ends = [], [], []
