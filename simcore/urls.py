@@ -126,9 +126,10 @@ def _split_base(base: str) -> tuple[str, str, str, str, tuple[str, str, str]]:
 # only one with an empty path ("", "?q", "#f", "http:?q") reads the base's whole path and
 # query. Tab and newlines are removed before resolving and could empty a path ("\t?q",
 # "ht\ttp:?q"), so references holding them are left out, as are references starting with
-# white space or controls.
+# white space or controls; white space and controls at the end are trimmed, so a scheme
+# followed by nothing else ("http:\x0b") is left out too.
 _NEEDS_ONLY_DIRECTORY = re.compile(
-    r"(?![A-Za-z][A-Za-z0-9+.\-]*:(?:[?#]|\Z))[^\x00-\x20?#][^\t\n\r]*", re.S
+    r"(?![A-Za-z][A-Za-z0-9+.\-]*:(?:[?#]|[\x00-\x20]*\Z))[^\x00-\x20?#][^\t\n\r]*", re.S
 ).fullmatch
 
 

@@ -184,6 +184,8 @@ def test_relative_links_are_memoised_per_base_directory(monkeypatch):
     assert normalize_url("#top", "http://h.com/d/b.html?x=1") == "http://h.com/d/b.html?x=1"
     assert normalize_url("\t?page=2", "http://h.com/d/c.html") == "http://h.com/d/c.html?page=2"
     assert normalize_url("http:?page=2", "http://h.com/d/c.html") == "http://h.com/d/c.html?page=2"
+    assert normalize_url("http:\x0b", "http://h.com/d/c.html") == "http://h.com/d/c.html"  # trimmed to "http:"
+    assert normalize_url("http:\x0b", "http://h.com/d/e.html") == "http://h.com/d/e.html"
     relative = [key for key in urls._cache if key[0] == "next.html"]
     assert relative == [("next.html", ("http", "h.com", "/d/"))]  # one entry for both pages
 
