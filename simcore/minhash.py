@@ -38,6 +38,7 @@ ICWS at position j, for term k of weight w > 0 (Ioffe 2010, Algorithm 2):
     t = ⌊ln w / r + β⌋;   ln a = ln c − r(t − β) − r
     the term with the smallest ln a wins (ties: the earlier term in the bag's order; bags
     store terms sorted, so ties break the same way in every bag); output (k, t).
+Logarithms are :mod:`simcore.fpmath`'s, so the signatures of a bag are the same on every CPU.
 The pair (k, t) is hashed to the 32-bit signature value ``fmix64(h_k XOR fmix64(t·φ + key)) >> 32``,
 so two different pairs collide with probability 2^-32: the estimate is J + (1 − J)·2^-32.
 """
@@ -49,6 +50,8 @@ from dataclasses import dataclass
 from itertools import chain
 
 import numpy as np
+
+from simcore import fpmath
 
 __all__ = [
     "ALGORITHMS",
@@ -239,13 +242,13 @@ def _icws_tables(hashes: np.ndarray, params: MinHashParams) -> tuple[np.ndarray,
         u = [_uniforms(state, base + d) for d in range(5)]
         r = u[0]
         r *= u[1]
-        np.log(r, out=r)
+        r = fpmath.log(r)
         np.negative(r, out=r)
         ln_c = u[2]
         ln_c *= u[3]
-        np.log(ln_c, out=ln_c)
+        ln_c = fpmath.log(ln_c)
         np.negative(ln_c, out=ln_c)
-        np.log(ln_c, out=ln_c)
+        ln_c = fpmath.log(ln_c)
         beta = u[4]
         block = slice(s, s + _TABLE_BLOCK_TERMS)
         np.divide(1.0, r, out=out[0][block], casting="same_kind")
@@ -332,7 +335,7 @@ def _sign_icws(codes, offsets, hashes, weights, params, out) -> None:
     used, local = np.unique(codes, return_inverse=True)
     inv_r, beta, r, base = _icws_tables(hashes[used], params)
     key = _seed_key(params.seed)
-    ln_w = np.zeros(codes.size, np.float32) if weights is None else np.log(weights).astype(np.float32)
+    ln_w = np.zeros(codes.size, np.float32) if weights is None else fpmath.log(weights).astype(np.float32)
     lengths = np.diff(offsets)
     nonempty = np.flatnonzero(lengths > 0)
     m = params.m

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from simcore import fpmath
+
 RECALL_LEVELS = tuple(i / 10 for i in range(11))  # 0%, 10%, ..., 100%
 
 
@@ -182,7 +184,7 @@ def tfidf_vectors(documents: Sequence[Sequence[str]]) -> sp.csr_matrix:
         shape=(d, len(vocabulary)),
     )
     df = np.bincount(matrix.indices, minlength=len(vocabulary)).astype(np.float64)
-    idf = np.log(d / np.maximum(df, 1.0))
+    idf = fpmath.log(d / np.maximum(df, 1.0))
     matrix.data *= idf[matrix.indices]
     norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1)).ravel())
     scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)

@@ -13,14 +13,17 @@
 * Normalisation (Section 6.1): every bag is scaled to the same total weight (the strategy's
   ``normalise_to``, 1.0 by default). Bag Jaccard and cosine are unchanged when all bags are
   scaled by one constant, so the constant only sets the unit later stages see.
+
+Logarithms and exponentials are :mod:`simcore.fpmath`'s, so a crawl's weights are the same to
+the last bit on every CPU, and so are the signatures and the index made from them.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from simcore import fpmath
 from simcore.strategy import Frequency, Strategy
 
 __all__ = [
@@ -42,19 +45,19 @@ def distance_weight(d: int) -> float:
     """log2(32 / (1 + d)) clamped at 0, the weight of an anchor-window word d words from its anchor (Section 5.2)."""
     if d < 0:
         raise ValueError(f"distance: expected 0 (anchor words) or a positive word count, got {d}")
-    return max(0.0, math.log2(32.0 / (1.0 + d)))
+    return max(0.0, 5.0 - fpmath.log2(1.0 + d))
 
 
 def distance_weights(d: np.ndarray) -> np.ndarray:
     """:func:`distance_weight` of each distance in an integer array."""
     d = np.asarray(d, dtype=np.float64)
-    return np.maximum(0.0, 5.0 - np.log2(1.0 + d))
+    return np.maximum(0.0, 5.0 - fpmath.log2(1.0 + d))
 
 
 def nmdf_factor(df: np.ndarray, mu: float, sigma: float) -> np.ndarray:
     """exp(-1/2 ((ln df - mu) / sigma)^2), the NMDF log-scale Gaussian of Section 5.2 (Figure 8)."""
-    z = (np.log(np.asarray(df, dtype=np.float64)) - mu) / sigma
-    return np.exp(-0.5 * z * z)
+    z = (fpmath.log(np.asarray(df, dtype=np.float64)) - mu) / sigma
+    return fpmath.exp(-0.5 * z * z)
 
 
 def fit_nmdf(df: np.ndarray) -> tuple[float, float]:
@@ -70,7 +73,7 @@ def fit_nmdf(df: np.ndarray) -> tuple[float, float]:
     df = df[df > 0]
     if df.size == 0:
         raise ValueError("fit_nmdf: expected the document frequencies of at least one term, got none")
-    lo, hi = math.log(float(df.min())), math.log(float(df.max()))
+    lo, hi = fpmath.log(float(df.min())), fpmath.log(float(df.max()))
     sigma = (hi - lo) / 4.0
     return (lo + hi) / 2.0, sigma if sigma > 0 else 1.0
 
@@ -126,7 +129,7 @@ def frequency_factors(df: np.ndarray, frequency: Frequency, mu: float | None = N
     if frequency is Frequency.NONE or df.size == 0:
         return np.ones_like(df)
     if frequency is Frequency.LOG:
-        return 1.0 / (1.0 + np.log2(df))
+        return 1.0 / (1.0 + fpmath.log2(df))
     if frequency is Frequency.SQRT:
         return 1.0 / np.sqrt(df)
     if mu is None or sigma is None:

@@ -1,9 +1,12 @@
 """The bags built from an ingest of the shared WARC fixtures, under strategies of every kind.
 
-The digests were computed by the ingest that copied each anchor's context words into its
+The bags were first pinned by the ingest that copied each anchor's context words into its
 links row (commit 9714e48), before anchors became word offsets into the page's words: the
 three readers of the ingest output (the in-memory corpus, the evaluation's crawl reader and
-the bags stage) must build exactly the same bags from the offsets.
+the bags stage) must build exactly the same bags from the offsets. The digests were taken
+again, weights to nine significant digits, when the weights' logarithms and exponentials
+became simcore.fpmath's (the same bits on every CPU; weights moved by at most 3.5e-15 of
+their value); tests/test_cpu_independence.py checks the bits across CPU paths.
 """
 from __future__ import annotations
 
@@ -17,20 +20,20 @@ from tasks.evaluate import load_crawl
 from tasks.ingest import ingest_files
 
 IN_MEMORY = {
-    "anchor:8,nostem,dist": "1192 bags 18754 entries a91bd2af2d5a2f9b",
-    "anchor:32,stem,dist": "1192 bags 57836 entries 38c5aa8b740de1d5",
-    "anchor:32,stopstem,nodist": "1192 bags 61335 entries 9550e8962a57bf70",
-    "anchor:syntactic,stem": "1150 bags 14735 entries 4f0ed3ec1454d40c",
-    "anchor:topical,nostem": "1176 bags 31323 entries 694ea350f8513c62",
-    "content,stem": "47 bags 8012 entries f6b81e9982ecb6e0",
-    "links": "1147 bags 3584 entries 048ca84145ee8fd7",
-    "anchor:4+content+links,stopstem,dist,nmdf": "1192 bags 22142 entries 7829ba5be2053a1b",
-    "anchor:0,stem": "1115 bags 2102 entries 4ac0588c47ac47e0",
-    "anchor:16+content,nostem,sqrt": "1192 bags 41853 entries a0ad9d925006528a",
+    "anchor:8,nostem,dist": "1192 bags 18754 entries 34bb9aede54e8d0f",
+    "anchor:32,stem,dist": "1192 bags 57836 entries 0d21ab054af5fafa",
+    "anchor:32,stopstem,nodist": "1192 bags 61335 entries 1d41535fc52c8e23",
+    "anchor:syntactic,stem": "1150 bags 14735 entries 9fbc83579905276d",
+    "anchor:topical,nostem": "1176 bags 31323 entries d7e379da08ee1cb0",
+    "content,stem": "47 bags 8012 entries 4b24a7926dca0edb",
+    "links": "1147 bags 3584 entries 1967d26c0cddac7d",
+    "anchor:4+content+links,stopstem,dist,nmdf": "1192 bags 22142 entries a6d61ab673828981",
+    "anchor:0,stem": "1115 bags 2102 entries e0f433ffb6a778af",
+    "anchor:16+content,nostem,sqrt": "1192 bags 41853 entries 057902789954f55b",
 }
 STAGE = {  # the bags stage stores float32 weights
-    "anchor:32,stem,dist": "1192 bags 57836 entries aa71b5ef71eb3e1c",
-    "anchor:syntactic,stem": "1150 bags 14735 entries f4d2c64647264017",
+    "anchor:32,stem,dist": "1192 bags 57836 entries 5444d9ed360d5e6d",
+    "anchor:syntactic,stem": "1150 bags 14735 entries aed44a902a36f158",
 }
 
 
@@ -41,7 +44,7 @@ def digest(matrix) -> str:
         url, bag = bags[u]
         h.update(f"{u} {url}\n".encode())
         for term, weight in sorted(bag.items()):
-            h.update(f"{term} {weight:.12g}\n".encode())
+            h.update(f"{term} {weight:.9g}\n".encode())
     return f"{len(bags)} bags {sum(len(b) for _, b in bags.values())} entries {h.hexdigest()[:16]}"
 
 

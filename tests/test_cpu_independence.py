@@ -1,0 +1,103 @@
+"""The same crawl gives the same bags, signatures and index on every CPU.
+
+numpy chooses its vector code (SSE, AVX2, AVX-512) by the CPU it runs on, and its paths for
+log and exp differ in the last bits; before simcore.fpmath, an AVX-512 machine built other
+bag weights than an AVX2 one. This test builds the shared fixtures' bags (in memory and by the
+bags stage), signs them and inverts them — once in this process, and once in a fresh process
+for each narrower set of numpy's dispatch targets this machine has (``NPY_DISABLE_CPU_FEATURES``)
+— and requires the outputs to be identical to the bit. On a machine with AVX-512 that is three
+builds (AVX-512, AVX2, the baseline), so the suite catches a CPU-dependent weight wherever it
+runs; ``../shared/tools/fresh-ci`` accepts the same variable to run the whole suite on a
+narrower path.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+STRATEGIES = (
+    "anchor:32+content,stem,dist,nmdf",
+    "anchor:32,stopstem,nodist",
+    "anchor:16+content,nostem,sqrt",
+    "anchor:8+links,stem,dist,log",
+)
+
+
+def _weights_digest(matrix) -> str:
+    """A digest of every (URL, term, weight) of a bag matrix, weights to the last bit."""
+    h = hashlib.sha256()
+    for u, (url, bag) in sorted(matrix.to_dicts().items()):
+        h.update(f"{u} {url}\n".encode())
+        for term, weight in sorted(bag.items()):
+            h.update(f"{term} {float(weight).hex()}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def build_and_digest(warc_dir: Path, out: Path) -> dict[str, str]:
+    """Ingest, bags (in memory and by the stage), signatures and invert; a digest of each output."""
+    from simcore.minhash import MinHashParams
+    from simcore.strategy import Strategy
+    from tasks.bags import build_bags_stage, load_corpus, read_bags
+    from tasks.ingest import ingest_files
+    from tasks.signatures import invert, signatures
+
+    warcs = sorted(warc_dir.glob("*.warc.gz")) + sorted(warc_dir.glob("*.warc"))
+    crawl = out / "crawl"
+    ingest_files([str(p) for p in warcs], str(crawl))
+    corpus = load_corpus(str(crawl))
+    digests = {f"bags {spec}": _weights_digest(corpus.bags(Strategy.parse(spec))) for spec in STRATEGIES}
+    staged = build_bags_stage(str(crawl), Strategy(), str(out / "stages"), scheduler="sync")
+    digests["bags stage"] = _weights_digest(read_bags(staged.path))
+    signed, version = out / "signed", out / "version"
+    signatures(staged.path, str(signed), MinHashParams(m=32), pages=str(crawl / "pages"), links=str(crawl / "links"))
+    invert(str(signed), str(version), min_in_degree=0)
+    for name in sorted(os.listdir(version)):
+        if name.startswith(("H.", "I.", "urls.")):
+            digests[name] = _file_digest(version / name)
+    return digests
+
+
+def dispatch_settings() -> dict[str, str]:
+    """``NPY_DISABLE_CPU_FEATURES`` values for each narrower dispatch path this machine has."""
+    from numpy._core import _multiarray_umath as umath
+
+    found = [f for f in umath.__cpu_dispatch__ if umath.__cpu_features__.get(f)]
+    settings = {}
+    wide = [f for f in found if f == "X86_V4" or f.startswith("AVX512")]
+    if wide:
+        settings["without AVX-512"] = " ".join(wide)
+    if found and len(found) > len(wide):
+        settings["baseline only"] = " ".join(found)
+    return settings
+
+
+@pytest.mark.skipif(not hasattr(np, "_core"), reason="numpy < 2 has no _core dispatch table to read")
+def test_every_dispatch_path_builds_the_same_bags_signatures_and_index(warc_dir, tmp_path):
+    here = build_and_digest(warc_dir, tmp_path / "default")
+    assert len(here) >= len(STRATEGIES) + 5
+    for name, disabled in dispatch_settings().items():
+        env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": disabled}
+        out = tmp_path / name.replace(" ", "-")
+        run = subprocess.run([sys.executable, __file__, str(warc_dir), str(out)], env=env, cwd=REPO,
+                             capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stderr[-2000:]
+        there = json.loads(run.stdout.strip().splitlines()[-1])
+        assert there == here, f"{name} ({disabled}) built different outputs: " + ", ".join(
+            k for k in here if here[k] != there.get(k))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(REPO))
+    print(json.dumps(build_and_digest(Path(sys.argv[1]), Path(sys.argv[2]))))
