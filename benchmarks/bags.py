@@ -2,15 +2,15 @@
 
     python -m benchmarks.bags [--pages 10000] [--links 100000] [--pairs 10000] [--seed 7]
 
-Prints, for the fast columnar path (simcore.bags.Corpus) against the record-by-record
-reference (simcore.bags.reference_bags) measured in the same run:
+Prints, for the fast columnar path (simweb.core.bags.Corpus) against the record-by-record
+reference (simweb.core.bags.reference_bags) measured in the same run:
   * fragments per second (page content/title fragments + anchor/link fragments),
   * merged bags per second (fragments → merged, weighted, normalised bags),
 each "cold" (a new Corpus: interning words and stemming the vocabulary included) and "warm"
 (a further strategy on the same Corpus, as in an evaluation sweep); then the same crawl as
-Parquet through the bags stage (tasks.bags, Dask threads; there each link's words are also
+Parquet through the bags stage (simweb.tasks.bags, Dask threads; there each link's words are also
 in its source page's words, as LINKS stores offsets into them); and the time of exact all-pairs
-weighted Jaccard (simcore.similarity.all_pairs) for ``--pairs`` URLs against cosine and a
+weighted Jaccard (simweb.core.similarity.all_pairs) for ``--pairs`` URLs against cosine and a
 pair-by-pair baseline timed on a sample of pairs and extrapolated.
 
 The crawl is generated, not downloaded: pages on topics, words drawn from a Zipf
@@ -25,10 +25,10 @@ import time
 
 import numpy as np
 
-from simcore.bags import Corpus, LinkRow, PageRow, link_fragments, page_fragments, reference_bags
-from simcore.similarity import all_pairs, jaccard
-from simcore.strategy import Strategy
-from simcore.text import STOPWORDS
+from simweb.core.bags import Corpus, LinkRow, PageRow, link_fragments, page_fragments, reference_bags
+from simweb.core.similarity import all_pairs, jaccard
+from simweb.core.strategy import Strategy
+from simweb.core.text import STOPWORDS
 
 
 def synthetic_crawl(n_pages: int, n_links: int, *, seed: int = 7, topics: int = 50,
@@ -86,9 +86,9 @@ def _stage(pages: list[PageRow], links: list[LinkRow], strategy: Strategy, n_bag
 
     import pyarrow as pa
 
-    from tasks import schemas
-    from tasks.bags import build_bags_stage
-    from tasks.storage import write_parquet_atomic
+    from simweb.tasks import schemas
+    from simweb.tasks.bags import build_bags_stage
+    from simweb.tasks.storage import write_parquet_atomic
 
     # LINKS stores an anchor and its context as word offsets into the source page's words, so
     # each link's words (left context nearest last, anchor, right context) are appended to its

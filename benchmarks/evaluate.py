@@ -5,10 +5,10 @@
 1. A 5,000-URL sample of a synthetic crawl (benchmarks.bags.synthetic_crawl, shaped like a web
    crawl's anchor windows) with a three-level class per URL: seconds for its bags, its exact
    all-pairs weighted Jaccard (25 million pairs) and the Γ pair counts of every source
-   (simcore.gamma.pair_counts: one sort per source, then linear passes), against two baselines
+   (simweb.core.gamma.pair_counts: one sort per source, then linear passes), against two baselines
    measured in the same run — a per-source numpy loop (np.searchsorted per source and level
    pair, what one writes first) on the same matrix, and the O(n²)-per-source brute force
-   (simcore.gamma.pair_counts_bruteforce) on a small slice, in pairs per second.
+   (simweb.core.gamma.pair_counts_bruteforce) on a small slice, in pairs per second.
 2. Directory parsing: MB/s of the streaming ODP RDF parser on a generated dump.
 3. With ``--crawl`` (a `simweb ingest` output) and ``--directory``: the whole strategy sweep
    in this process — seconds per strategy (bags, similarity, Γ) and for the whole grid.
@@ -27,17 +27,17 @@ import time
 
 import numpy as np
 
-from simcore.bags import Corpus
-from simcore.directory import iter_odp_rdf
-from simcore.gamma import class_codes, familial_distances, pair_counts, pair_counts_bruteforce, tie_round
-from simcore.similarity import all_pairs
-from simcore.strategy import Strategy
+from simweb.core.bags import Corpus
+from simweb.core.directory import iter_odp_rdf
+from simweb.core.gamma import class_codes, familial_distances, pair_counts, pair_counts_bruteforce, tie_round
+from simweb.core.similarity import all_pairs
+from simweb.core.strategy import Strategy
 
 
 def per_source_baseline(similarity: np.ndarray, codes: np.ndarray) -> tuple[int, int]:
     """Γ pair counts the straightforward way: for each source, sort each level's similarities
     and count with np.searchsorted (concordant, discordant summed over every level pair), with
-    the same tie rule (simcore.gamma.tie_round)."""
+    the same tie rule (simweb.core.gamma.tie_round)."""
     n, depth = codes.shape
     concordant = discordant = 0
     for s in range(n):
@@ -135,7 +135,7 @@ def directory_benchmark(pages: int = 60_000) -> None:
 
 
 def sweep_benchmark(crawl: str, directory: str, grid: str, directory_pages: str | None, max_pages: int | None) -> None:
-    from tasks.evaluate import SampleParams, run_evaluation
+    from simweb.tasks.evaluate import SampleParams, run_evaluation
 
     out = tempfile.mkdtemp(prefix="simweb-bench-eval-")
     try:
@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> None:
         directory = os.path.join(args.debdocs, "directory.rdf")
         pages = os.path.join(args.debdocs, "directory_pages.txt")
         if not os.path.isdir(os.path.join(crawl, "pages")):
-            from tasks.ingest import ingest_files, list_warc_files
+            from simweb.tasks.ingest import ingest_files, list_warc_files
 
             t0 = time.perf_counter()
             stats = ingest_files(list_warc_files(os.path.join(args.debdocs, "warc")), crawl)

@@ -54,11 +54,11 @@ def main(argv: list[str] | None = None) -> int:
 
     import pyarrow.parquet as pq
 
-    from flows.ingest_new_crawl import refresh_index
-    from simcore.strategy import Strategy
-    from tasks import incremental
-    from tasks.ingest import ingest_files
-    from tasks.pipeline import (IndexParams, bags_stage, crawl_folder, invert_stage, publish_index,
+    from simweb.flows.ingest_new_crawl import refresh_index
+    from simweb.core.strategy import Strategy
+    from simweb.tasks import incremental
+    from simweb.tasks.ingest import ingest_files
+    from simweb.tasks.pipeline import (IndexParams, bags_stage, crawl_folder, invert_stage, publish_index,
                                 signatures_stage)
 
     crawl_dir = args.crawl or next((str(p) for p in DEFAULT_CRAWLS if p.is_dir()), None)

@@ -4,7 +4,7 @@
 
 Measured in one process pinned to one core, over the same HTML records:
 
-* simweb: ``tasks.ingest.ingest_warc`` — the whole stage for one WARC file: read and
+* simweb: ``simweb.tasks.ingest.ingest_warc`` — the whole stage for one WARC file: read and
   decompress the WARC, decode the payload and its charset, parse the page (title, cleaned
   words, anchors as word offsets of their text and context, region lengths), write the pages
   and links Parquet parts;
@@ -59,7 +59,7 @@ from warcio.archiveiterator import ArchiveIterator  # noqa: E402
 from warcio.statusandheaders import StatusAndHeaders  # noqa: E402
 from warcio.warcwriter import WARCWriter  # noqa: E402
 
-from tasks.ingest import HTML_TYPES, ingest_warc  # noqa: E402
+from simweb.tasks.ingest import HTML_TYPES, ingest_warc  # noqa: E402
 
 DEFAULT_FIXTURES = ("warcfile.warc.gz", "clueweb-quirk.warc.gz")
 TARGET_BASELINE_RATIO = 10.0
@@ -203,8 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     if not records:
         raise SystemExit(f"benchmarks.ingest: no HTML response records (status 2xx) in {', '.join(map(str, paths))}")
     raw_mb = sum(len(r[4]) for r in records) / 1e6
-    from simcore import html
-    scan = "in C (simcore._scan)" if html._c_scan is not None else "in Python (simcore._scan was not built)"
+    from simweb.core import html
+    scan = "in C (simweb.core._scan)" if html._c_scan is not None else "in Python (simweb.core._scan was not built)"
     print(f"benchmarks.ingest: {len(records)} HTML records ({raw_mb:.1f} MB of payload) from "
           f"{', '.join(p.name for p in paths)}; {PINNED}; word scan {scan}")
 

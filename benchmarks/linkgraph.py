@@ -3,7 +3,7 @@
     python -m benchmarks.linkgraph [--links DIR] [--nodes 2400 --edges 100000] [--large 50000
         --large-edges 1000000] [--sample 500] [--skip-large] [--skip-error]
 
-For every measure of simcore.linkgraph (PageRank, co-citation, coupling, ECBC, SimRank,
+For every measure of simweb.core.linkgraph (PageRank, co-citation, coupling, ECBC, SimRank,
 extended SimRank, PageSim, extended PageSim, Table 1 parameters) it prints wall time and
 peak traced memory (tracemalloc: numpy and scipy buffers) in two shapes:
 
@@ -19,7 +19,7 @@ distance between S_10 (the default) and S_30.
 
 ``--links DIR`` reads ``DIR/links/*.parquet`` (source_id, target_id, as `simweb ingest`
 writes them), restricted to the crawled pages of ``DIR/pages`` when present, and then also
-counts the near-duplicate clusters and mirrored hosts among those pages (simcore.shingles). Without it the
+counts the near-duplicate clusters and mirrored hosts among those pages (simweb.core.shingles). Without it the
 graph is synthetic: power-law out-degrees and in-degrees (popular pages are linked from
 everywhere, as navigation bars do), ``--nodes``/``--edges`` distinct links, built here, not
 downloaded. The large graph is synthetic too.
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from simcore.linkgraph import (
+from simweb.core.linkgraph import (
     CocitationParams,
     CouplingParams,
     EcbcParams,
@@ -96,7 +96,7 @@ def crawl_duplicates(directory: Path, threshold: float) -> None:
     """Near-duplicate clusters and mirrored hosts among the crawled pages of ``directory``."""
     import pyarrow.dataset as ds
 
-    from simcore.shingles import duplicate_clusters, find_mirrors, shingle_fingerprints, sketch
+    from simweb.core.shingles import duplicate_clusters, find_mirrors, shingle_fingerprints, sketch
 
     pages = ds.dataset(directory / "pages", format="parquet").to_table(columns=["url", "title_words", "words"])
     urls = pages.column("url").to_pylist()

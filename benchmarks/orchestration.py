@@ -12,7 +12,7 @@ Two measurements on the same WARC set, in this run:
    Target: flow / direct ≤ 1.3×. Also shown: the flow on an already running one-worker
    cluster (``dask_address``), which leaves out the cluster start.
 2. **Ingest on 1 vs 2 Dask workers.** The ingest stage alone (one Prefect task per shard of
-   WARC files, two shards per worker, ``flows.build_index.ingest_stage``) inside an already
+   WARC files, two shards per worker, ``simweb.flows.build_index.ingest_stage``) inside an already
    started LocalCluster of the flows: one worker (a thread in this process), then two
    single-threaded worker processes (which import the stage modules as they start).
    Target: speed-up ≥ 1.7×.
@@ -102,7 +102,7 @@ def direct_build(files: list[str], out: str) -> int:
     """The build-index stages called directly in this process; returns the pages written."""
     import dask
 
-    from tasks.pipeline import IndexParams
+    from simweb.tasks.pipeline import IndexParams
 
     params = IndexParams()
     # One thread, like the flow's single-threaded worker: Dask's local scheduler would
@@ -112,9 +112,9 @@ def direct_build(files: list[str], out: str) -> int:
 
 
 def _direct_stages(files: list[str], out: str, params) -> int:
-    from simcore.strategy import Strategy
-    from tasks.ingest import ingest_files
-    from tasks.pipeline import bags_stage, crawl_folder, invert_stage, publish_index, signatures_stage
+    from simweb.core.strategy import Strategy
+    from simweb.tasks.ingest import ingest_files
+    from simweb.tasks.pipeline import bags_stage, crawl_folder, invert_stage, publish_index, signatures_stage
 
     # 1. Ingest: WARC files -> pages + link contexts.
     stats = ingest_files(files, crawl_folder(out))
@@ -128,7 +128,7 @@ def _direct_stages(files: list[str], out: str, params) -> int:
 
 
 def flow_build(files: list[str], out: str, n_workers: int | None = None, dask_address: str | None = None) -> int:
-    from flows.build_index import build_index
+    from simweb.flows.build_index import build_index
 
     summary = build_index(crawl=files, out=out, n_workers=n_workers, dask_address=dask_address)
     return summary.ingest.pages_written
@@ -138,7 +138,7 @@ def timed_ingest_on_cluster(files: list[str], out: str, n_workers: int) -> tuple
     """Seconds of the ingest stage alone on a LocalCluster of ``n_workers`` that is already up."""
     from prefect import flow
 
-    from flows.build_index import dask_task_runner, ingest_stage
+    from simweb.flows.build_index import dask_task_runner, ingest_stage
 
     @flow(name="benchmark-ingest-on-cluster")
     def ingest_on_cluster() -> tuple[float, int]:
@@ -153,7 +153,7 @@ def timed_ingest_on_cluster(files: list[str], out: str, n_workers: int) -> tuple
 
 def per_file_cpu_seconds(files: list[str], scratch: Path) -> list[float]:
     """CPU seconds of ingesting each file in this process (CPU time: other load does not count)."""
-    from tasks.ingest import ingest_warc
+    from simweb.tasks.ingest import ingest_warc
 
     seconds = []
     for i, path in enumerate(files):
@@ -213,8 +213,8 @@ def run_in_fresh_process(label: str, files_json: Path, out: str, server_env: dic
 
 def _one_run_main(args) -> int:
     """The child side of :func:`run_in_fresh_process`: import, then time one run."""
-    import flows.build_index  # noqa: F401 — imported before the clock starts, as in every run
-    import tasks.worker_preload  # noqa: F401
+    import simweb.flows.build_index  # noqa: F401 — imported before the clock starts, as in every run
+    import simweb.tasks.worker_preload  # noqa: F401
 
     files = json.loads(Path(args.files_json).read_text())
     seconds, pages = one_run(args.one_run, files, args.out, args.dask_address)
@@ -262,9 +262,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from distributed import LocalCluster
 
-    from deployments.server import LocalPrefectServer
-    from tasks.ingest import list_warc_files
-    from tasks.pipeline import WORKER_PRELOAD
+    from simweb.deployments.server import LocalPrefectServer
+    from simweb.tasks.ingest import list_warc_files
+    from simweb.tasks.pipeline import WORKER_PRELOAD
 
     scratch = Path(tempfile.mkdtemp(prefix="simweb-bench-orchestration-"))
     try:

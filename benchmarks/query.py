@@ -17,7 +17,7 @@ build time, queries/s (one query at a time, and simweb's batch mode), p50/p99 la
 (true pairs found / true pairs of the query pages) and the candidates returned per query.
 One-at-a-time timings run in ``--rounds`` interleaved rounds (simweb, LSH, simweb, LSH, …) and
 each side's fastest round is shown, so load from other processes hits both sides alike.
-simweb's in-memory key directory (simcore.query.prepare), built once per opened index like
+simweb's in-memory key directory (simweb.core.query.prepare), built once per opened index like
 the LSH tables, is timed and sized on its own line, outside the query timings.
 ``--million`` adds a 1,000,000-page index for memory (bytes per page of H and I) and latency.
 """
@@ -70,7 +70,7 @@ def synthetic_bags(n_docs: int, seed: int = 0) -> tuple[list[list[str]], list[np
 
 def exact_true_pairs(terms, weights, cluster, alpha: float) -> dict[int, set[int]]:
     """Each page's α-similar pages (exact Σmin/Σmax, within its cluster; see the module docstring)."""
-    from simcore.similarity import jaccard
+    from simweb.core.similarity import jaccard
 
     bags = [dict(zip(t, w.tolist())) for t, w in zip(terms, weights)]
     truth: dict[int, set[int]] = {i: set() for i in range(len(bags))}
@@ -88,9 +88,9 @@ def exact_true_pairs(terms, weights, cluster, alpha: float) -> dict[int, set[int
 def build_index(terms, weights, folder: str) -> tuple[str, float]:
     import pyarrow as pa
 
-    from tasks.schemas import BAGS
-    from tasks.signatures import invert, signatures
-    from tasks.storage import write_parquet_atomic
+    from simweb.tasks.schemas import BAGS
+    from simweb.tasks.signatures import invert, signatures
+    from simweb.tasks.storage import write_parquet_atomic
 
     n = len(terms)
     step = 50_000
@@ -115,8 +115,8 @@ def percentile_ms(samples: list[float], p: float) -> float:
 def run_size(n: int, n_queries: int, alpha: float, work: str, rounds: int = 3) -> None:
     from datasketch import LeanMinHash, MinHashLSH
 
-    from simcore.query import prepare, process_queries, process_query
-    from tasks import index_store
+    from simweb.core.query import prepare, process_queries, process_query
+    from simweb.tasks import index_store
 
     print(f"\n== {n:,} pages, α = {alpha}, {n_queries} query pages ==")
     t = time.perf_counter()
@@ -191,8 +191,8 @@ def run_size(n: int, n_queries: int, alpha: float, work: str, rounds: int = 3) -
     batch_qps = len(queries) / batch_s
     assert all(set(b.docs.tolist()) == found[int(q)] for q, b in zip(queries, batch))
     # simweb, candidates at α − 2σ then exact re-rank: report recall (precision is 1 by construction).
-    from simcore.minhash import jaccard_stddev
-    from simcore.similarity import jaccard
+    from simweb.core.minhash import jaccard_stddev
+    from simweb.core.similarity import jaccard
 
     low = max(0.0, alpha - 2 * jaccard_stddev(alpha, 80))
     t = time.perf_counter()
@@ -231,8 +231,8 @@ def run_million(n: int, alpha: float, work: str) -> None:
     """Memory and latency of a large index (no exact truth; signatures from synthetic bags)."""
     import resource
 
-    from simcore.query import prepare, process_query
-    from tasks import index_store
+    from simweb.core.query import prepare, process_query
+    from simweb.tasks import index_store
 
     print(f"\n== {n:,}-page index: memory and latency ==")
     t = time.perf_counter()

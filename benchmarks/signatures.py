@@ -24,7 +24,7 @@ Rows:
 * weighted: simweb ICWS vs datasketch WeightedMinHashGenerator (sample_size = 80, dense
   vectors over the subset's vocabulary) on a subset, with random real weights.
 
-Every simweb row signs with the same code (simcore.minhash.sign); the rows differ only in how
+Every simweb row signs with the same code (simweb.core.minhash.sign); the rows differ only in how
 the token lists reach it.
 """
 from __future__ import annotations
@@ -71,7 +71,7 @@ def best_of(repeat: int, fn) -> float:
 def simweb_from_arrow(arr, params):
     import pyarrow.compute as pc
 
-    from simcore.minhash import sign, term_hashes
+    from simweb.core.minhash import sign, term_hashes
 
     enc = pc.dictionary_encode(arr.values)
     offsets = arr.offsets.to_numpy()
@@ -85,7 +85,7 @@ def simweb_from_parquet(path: str, params):
     """Read a Parquet file of token lists with the terms as a dictionary column and sign it."""
     import pyarrow.parquet as pq
 
-    from simcore.minhash import sign, term_hashes
+    from simweb.core.minhash import sign, term_hashes
 
     column = pq.read_table(path, columns=["terms"], read_dictionary=["terms.list.element"]).column("terms")
     out = []
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> None:
     import rensa
     from datasketch import MinHash, WeightedMinHashGenerator
 
-    from simcore.minhash import MinHashParams, sign_bags
+    from simweb.core.minhash import MinHashParams, sign_bags
 
     print(f"signatures benchmark: {args.docs} token lists × {args.tokens} tokens, {pin_one_core()}, "
           f"best of {args.repeat} interleaved rounds")

@@ -4,14 +4,14 @@ Deployment values live here and nowhere else (STYLE.md habit 13): the flows only
 typed parameters, which the Prefect UI shows as a form; this module fills that form with
 defaults that point into one local data folder (a :class:`Workspace`).
 
-=====================  ==============================  =========================================
-deployment             flow                            when
-=====================  ==============================  =========================================
-build-index            flows.build_index               on demand (UI "Run", or ``simweb orchestrate run``)
-ingest-new-crawl       flows.ingest_new_crawl          every hour (cron ``0 * * * *``), one run at a time
-evaluate-strategies    flows.evaluate_strategies       on demand
-debdocs-corpus         flows.debdocs_corpus            on demand
-=====================  ==============================  =========================================
+=====================  =================================  ======================================
+deployment             flow                               when
+=====================  =================================  ======================================
+build-index            simweb.flows.build_index           on demand (UI "Run", or ``simweb orchestrate run``)
+ingest-new-crawl       simweb.flows.ingest_new_crawl      every hour (cron ``0 * * * *``), one run at a time
+evaluate-strategies    simweb.flows.evaluate_strategies   on demand
+debdocs-corpus         simweb.flows.debdocs_corpus        on demand
+=====================  =================================  ======================================
 
 A flow module that is not present in this installation is reported by
 :func:`missing_flows` and left out of :func:`build_deployments`, so the others are served.
@@ -118,7 +118,7 @@ def _ingest_defaults(ws: Workspace) -> dict[str, Any]:
 
 
 def _evaluate_defaults(ws: Workspace) -> dict[str, Any]:
-    from tasks.pipeline import crawl_folder
+    from simweb.tasks.pipeline import crawl_folder
 
     # The crawl a build ingested (build-index keeps it in out/crawl).
     return {"crawl": crawl_folder(ws.index), "directory": ws.directory, "out": ws.evaluation}
@@ -131,7 +131,7 @@ def _debdocs_defaults(ws: Workspace) -> dict[str, Any]:
 SPECS: tuple[DeploymentSpec, ...] = (
     DeploymentSpec(
         name="build-index",
-        flow_module="flows.build_index",
+        flow_module="simweb.flows.build_index",
         flow_function="build_index",
         description="Build the related-pages index from the WARC files of a crawl: ingest, bags, "
         "signatures, inverted index (paper Figure 10). Finished stages are reused.",
@@ -140,7 +140,7 @@ SPECS: tuple[DeploymentSpec, ...] = (
     ),
     DeploymentSpec(
         name="ingest-new-crawl",
-        flow_module="flows.ingest_new_crawl",
+        flow_module="simweb.flows.ingest_new_crawl",
         flow_function="ingest_new_crawl",
         description="Ingest the WARC files dropped into the inbox since the last run (each file once, "
         "by content), then bring the index up to date.",
@@ -150,7 +150,7 @@ SPECS: tuple[DeploymentSpec, ...] = (
     ),
     DeploymentSpec(
         name="evaluate-strategies",
-        flow_module="flows.evaluate_strategies",
+        flow_module="simweb.flows.evaluate_strategies",
         flow_function="evaluate_strategies",
         description="Compare similarity-search strategies against a topic directory with the paper's "
         "Γ measures (Sections 4–5) and write tables, plots and a report.",
@@ -158,7 +158,7 @@ SPECS: tuple[DeploymentSpec, ...] = (
     ),
     DeploymentSpec(
         name="debdocs-corpus",
-        flow_module="flows.debdocs_corpus",
+        flow_module="simweb.flows.debdocs_corpus",
         flow_function="debdocs_corpus",
         description="Build the DebDocs crawl: Debian documentation packages as a WARC collection "
         "with their own topic directory.",

@@ -23,9 +23,9 @@ from prefect.context import FlowRunContext
 from prefect.task_runners import TaskRunner
 from prefect_dask import DaskTaskRunner
 
-from simcore.strategy import Strategy
-from tasks.ingest import IngestStats, ingest_shard, list_warc_files, plan_shards, unreadable
-from tasks.pipeline import (
+from simweb.core.strategy import Strategy
+from simweb.tasks.ingest import IngestStats, ingest_shard, list_warc_files, plan_shards, unreadable
+from simweb.tasks.pipeline import (
     WORKER_PRELOAD,
     BuildSummary,
     IndexParams,
@@ -38,8 +38,8 @@ from tasks.pipeline import (
     signatures_stage,
     worker_slots,
 )
-from tasks.incremental import start_epoch
-from tasks.stagecache import StageOutput
+from simweb.tasks.incremental import start_epoch
+from simweb.tasks.stagecache import StageOutput
 
 
 def dask_task_runner(dask_address: str | None = None, n_workers: int | None = None) -> DaskTaskRunner:
@@ -47,7 +47,7 @@ def dask_task_runner(dask_address: str | None = None, n_workers: int | None = No
 
     The local cluster has ``n_workers`` single-threaded worker processes (default: one per
     available core), since parsing HTML is pure Python and holds the GIL; each imports
-    the stage modules as it starts (``tasks.worker_preload``). A cluster of one worker is
+    the stage modules as it starts (``simweb.tasks.worker_preload``). A cluster of one worker is
     a worker thread in this process instead: the same parallelism, without the seconds a
     new process takes to start and import Prefect and the stage modules. Its workers are
     pointed at the Prefect API this flow reports to; without that, a flow run on Prefect's

@@ -2,14 +2,14 @@
 
 Stand-in for the paper's Stanford WebBase crawl and Open Directory (Section 5): three
 interlinked documentation sites as a WARC crawl, their own tables of contents as the
-directory. One task per package; the work inside a task is ``simcore.debdocs``.
+directory. One task per package; the work inside a task is ``simweb.core.debdocs``.
 """
 from __future__ import annotations
 
 from prefect import flow, unmapped
 
-from simcore.debdocs import PACKAGES
-from tasks.debdocs import fetch_package, survey_package, write_directory, write_summary, write_warc
+from simweb.core.debdocs import PACKAGES
+from simweb.tasks.debdocs import fetch_package, survey_package, write_directory, write_summary, write_warc
 
 
 @flow(name="debdocs-corpus", log_prints=True)

@@ -17,8 +17,8 @@ from typing import Literal
 
 from prefect import flow, get_run_logger
 
-from flows.build_index import dask_task_runner
-from tasks.evaluate import (
+from simweb.flows.build_index import dask_task_runner
+from simweb.tasks.evaluate import (
     SampleParams,
     grid_strategies,
     report_task,
@@ -27,7 +27,7 @@ from tasks.evaluate import (
     strategy_grid,
     strategy_groups,
 )
-from tasks.storage import join
+from simweb.tasks.storage import join
 
 
 @flow(name="evaluate-strategies")

@@ -22,13 +22,13 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from flows.build_index import dashboard_link, dask_task_runner, ingest_stage
-from simcore.minhash import MinHashParams
-from simcore.strategy import Strategy
-from tasks import incremental, index_store
-from tasks.incremental import DEFAULT_MAX_GROWTH
-from tasks.ingest import IngestStats, part_name
-from tasks.pipeline import (
+from simweb.flows.build_index import dashboard_link, dask_task_runner, ingest_stage
+from simweb.core.minhash import MinHashParams
+from simweb.core.strategy import Strategy
+from simweb.tasks import incremental, index_store
+from simweb.tasks.incremental import DEFAULT_MAX_GROWTH
+from simweb.tasks.ingest import IngestStats, part_name
+from simweb.tasks.pipeline import (
     IndexParams,
     bags_stage,
     crawl_folder,
@@ -38,7 +38,7 @@ from tasks.pipeline import (
     signatures_stage,
     stages_folder,
 )
-from tasks.stagecache import (
+from simweb.tasks.stagecache import (
     CrawlLock,
     InboxFile,
     lineage,

@@ -28,7 +28,7 @@ Fragments merge by adding weights term by term (associative and commutative, so 
 combined in any order and grouping: within an input part, after a shuffle, …). The document
 frequency of a term is the number of merged bags in the collection that contain it. Each
 merged bag is then frequency-weighted and normalised to a constant sum (Section 6.1,
-:mod:`simcore.weighting`).
+:mod:`simweb.core.weighting`).
 
 Two implementations of the same definitions:
 
@@ -51,9 +51,9 @@ from itertools import chain
 import numpy as np
 import scipy.sparse as sp
 
-from simcore.strategy import Source, Strategy, Window
-from simcore.text import Stemming, term, terms
-from simcore.weighting import ANCHOR_DISTANCE_WEIGHT, Weighting, distance_weight, distance_weights, normalise_rows
+from simweb.core.strategy import Source, Strategy, Window
+from simweb.core.text import Stemming, term, terms
+from simweb.core.weighting import ANCHOR_DISTANCE_WEIGHT, Weighting, distance_weight, distance_weights, normalise_rows
 
 __all__ = [
     "LINK_PREFIX",
@@ -110,7 +110,7 @@ class LinkRow:
     """A LINKS row: an anchor in page ``source`` pointing to page ``target`` with its context.
 
     ``left_words``/``right_words`` are nearest first; the region lengths count context words
-    (stopwords included) inside the SYNTACTIC and TOPICAL regions (simcore.records.Anchor).
+    (stopwords included) inside the SYNTACTIC and TOPICAL regions (simweb.core.records.Anchor).
     """
 
     source_url: str

@@ -64,8 +64,8 @@ from xml.sax.saxutils import quoteattr
 
 from selectolax.lexbor import LexborHTMLParser
 
-from simcore.directory import CLASS_DEPTH, ROOT
-from simcore.urls import normalize_url
+from simweb.core.directory import CLASS_DEPTH, ROOT
+from simweb.core.urls import normalize_url
 
 __all__ = [
     "DOCBOOK",
@@ -806,7 +806,7 @@ def link_stats(
 ) -> LinkStats:
     """Count the links of ``pages`` — (path, final hrefs of its ``<a>`` elements) pairs — by target.
 
-    Targets are normalised as the ingest stage normalises them (``simcore.urls``), so the
+    Targets are normalised as the ingest stage normalises them (``simweb.core.urls``), so the
     counts are the links the crawl will hold.
     """
     counts: Counter = Counter()

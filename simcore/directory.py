@@ -28,7 +28,7 @@ from xml.etree.ElementTree import ParseError
 import defusedxml.ElementTree as safe_et
 from defusedxml import DefusedXmlException
 
-from simcore.urls import normalize_url
+from simweb.core.urls import normalize_url
 
 ROOT = "Top"
 CLASS_DEPTH = 3

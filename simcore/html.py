@@ -6,7 +6,7 @@ outgoing link its normalised target, where its anchor words lie in that word str
 its context reaches on each side — far enough for the widest BASIC window, W = 32 words that are
 not stopwords under any stemming variant (footnote 5: stopwords do not count towards W) — and
 how many of those context words lie inside the anchor's SYNTACTIC and TOPICAL regions. Anchors
-hold word offsets (:class:`simcore.records.Anchor`), not copies: the contexts of a page's links
+hold word offsets (:class:`simweb.core.records.Anchor`), not copies: the contexts of a page's links
 overlap, and copying them would multiply the page's words by the number of its links.
 
 * SYNTACTIC cut-offs: paragraph boundaries, table-cell boundaries, list-item boundaries, and
@@ -25,14 +25,14 @@ one walk over the elements finds links, images and region elements by tag id; C-
 (map, compress, attrgetter) read their attributes and insert the marker characters (Unicode
 noncharacters) around links and at cut-offs, and replace images by their ``alt`` text; a
 page's links are normalised in one batch against the memo of their base directory
-(:func:`simcore.urls.normalize_links`); the text is taken once, in C, with a space between
+(:func:`simweb.core.urls.normalize_links`); the text is taken once, in C, with a space between
 text nodes (so that ``<li>a</li><li>b</li>`` gives two words, as a browser shows them; an
 inline tag inside a word, ``<b>W</b>ord``, splits it); one pass of C (simcore/_scan.c)
 finds the words, the markers and every marker's word offset — or, where the extension was not
 built, one regex pass, one map to small codes and numpy, with the same results — and numpy
 finds every link's context edges and region lengths at once: Python takes a step of
 its own only for a link it does not keep and for an image-map link. The anchors come out
-as columns (:class:`simcore.records.Anchors`).
+as columns (:class:`simweb.core.records.Anchors`).
 
 Links that are not kept (not http/https, or unparseable) are counted in the optional
 ``skipped`` counter of :func:`parse_page` under LINK_NOT_HTTP and LINK_UNPARSEABLE, so that
@@ -49,12 +49,12 @@ import numpy as np
 
 from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser, LexborNode
 
-from simcore.records import Anchors, ParsedPage
-from simcore.text import WORD_RE, _is_mark, clean_text, never_stop_flags, tokenize
-from simcore.urls import normalize_links, normalize_url
+from simweb.core.records import Anchors, ParsedPage
+from simweb.core.text import WORD_RE, _is_mark, clean_text, never_stop_flags, tokenize
+from simweb.core.urls import normalize_links, normalize_url
 
 try:  # the word and marker scan in C; without a C compiler at install, the same in Python
-    from simcore._scan import scan as _c_scan
+    from simweb.core._scan import scan as _c_scan
 except ImportError:  # pragma: no cover - depends on the build
     _c_scan = None
 
@@ -121,7 +121,7 @@ def parse_page(html: str, url: str, skipped: Counter[str] | None = None) -> Pars
 
     ``url`` is the page's own (normalised) URL; relative links resolve against it, or against
     ``<base href>`` when the page has one. Link targets are normalised with
-    :func:`simcore.urls.normalize_url`; self-links are kept. Links that are not kept are
+    :func:`simweb.core.urls.normalize_url`; self-links are kept. Links that are not kept are
     counted in ``skipped`` (when given) under LINK_NOT_HTTP or LINK_UNPARSEABLE. The title is
     in ``title``/``title_words`` only, not in ``words``. Never raises on any text.
     """

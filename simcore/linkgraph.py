@@ -159,7 +159,7 @@ def _as_id_array(values, name: str) -> np.ndarray:
     if arr.ndim != 1:
         raise ValueError(f"expected a one-dimensional array of URL ids for {name}, got shape {arr.shape}")
     if arr.size and arr.dtype.kind not in "iu":
-        raise ValueError(f"expected integer URL ids for {name}, got dtype {arr.dtype}; use simcore.urls.url_id")
+        raise ValueError(f"expected integer URL ids for {name}, got dtype {arr.dtype}; use simweb.core.urls.url_id")
     if arr.size and arr.dtype.kind == "i" and arr.min() < 0:
         raise ValueError(f"expected non-negative URL ids for {name}, found {int(arr.min())}")
     return arr.astype(np.uint64, copy=False)

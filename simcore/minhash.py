@@ -38,7 +38,7 @@ ICWS at position j, for term k of weight w > 0 (Ioffe 2010, Algorithm 2):
     t = ⌊ln w / r + β⌋;   ln a = ln c − r(t − β) − r
     the term with the smallest ln a wins (ties: the earlier term in the bag's order; bags
     store terms sorted, so ties break the same way in every bag); output (k, t).
-Logarithms are :mod:`simcore.fpmath`'s, so the signatures of a bag are the same on every CPU.
+Logarithms are :mod:`simweb.core.fpmath`'s, so the signatures of a bag are the same on every CPU.
 The pair (k, t) is hashed to the 32-bit signature value ``fmix64(h_k XOR fmix64(t·φ + key)) >> 32``,
 so two different pairs collide with probability 2^-32: the estimate is J + (1 − J)·2^-32.
 """
@@ -51,7 +51,7 @@ from itertools import chain
 
 import numpy as np
 
-from simcore import fpmath
+from simweb.core import fpmath
 
 __all__ = [
     "ALGORITHMS",

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from simcore.minhash import EMPTY
+from simweb.core.minhash import EMPTY
 
 __all__ = [
     "InvertedIndex",

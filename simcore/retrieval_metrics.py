@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from simcore import fpmath
+from simweb.core import fpmath
 
 RECALL_LEVELS = tuple(i / 10 for i in range(11))  # 0%, 10%, ..., 100%
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simcore.gamma import DISTANCE_NAMES, class_codes
+from simweb.core.gamma import DISTANCE_NAMES, class_codes
 
 Class = tuple[str, ...]
 

@@ -31,8 +31,8 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import scipy.sparse as sp
 
-from simcore.bags import BagMatrix
-from simcore.strategy import Metric
+from simweb.core.bags import BagMatrix
+from simweb.core.strategy import Metric
 
 __all__ = ["all_pairs", "cosine", "jaccard", "shared_terms", "similarity"]
 
@@ -94,7 +94,7 @@ def all_pairs(bags: BagMatrix, metric: Metric | str = Metric.JACCARD, ids: Itera
     if csr.data.size and csr.data.min() < 0:
         raise ValueError(
             f"bag weights: expected non-negative multiplicities, found {csr.data.min():g}; "
-            "bags from simcore.bags are never negative — check how this matrix was built"
+            "bags from simweb.core.bags are never negative — check how this matrix was built"
         )
     result = _cosine(csr) if metric is Metric.COSINE else _jaccard(csr)
     # A bag is identical to itself: exactly 1, not 1 up to rounding (empty bags stay 0).

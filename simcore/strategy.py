@@ -20,14 +20,14 @@ Choosing μ and σ of NMDF
 ------------------------
 The paper gives the shape (a Gaussian in log df, Figure 8, drawn over df = 1 … 10,000) but
 not the values. When ``nmdf_mu`` and ``nmdf_sigma`` are left ``None`` they are fitted to the
-collection's df distribution by :func:`simcore.weighting.fit_nmdf`: the peak sits at the
+collection's df distribution by :func:`simweb.core.weighting.fit_nmdf`: the peak sits at the
 geometric middle of the observed df range, μ = (ln df_min + ln df_max)/2, and σ is a quarter
 of that range, so the rarest and the commonest terms lie 2σ from the peak and keep e^-2 ≈ 0.14
 of their weight. This is the paper's intent — attenuate both ends, favour mid-frequency terms
 ("resolving power", Section 3.3) — and it adapts to the crawl's size. The obvious alternative,
 the mean and standard deviation of ln df over distinct terms, is dominated by the many
 terms seen in one bag only (Zipf), which would put the peak on the rare terms the paper wants
-to attenuate. Explicit values (natural-log units, as :func:`simcore.weighting.nmdf_factor`)
+to attenuate. Explicit values (natural-log units, as :func:`simweb.core.weighting.nmdf_factor`)
 can be given instead; the fitted values are recorded with the bags.
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from simcore.text import Stemming
+from simweb.core.text import Stemming
 
 __all__ = [
     "MAX_WINDOW",

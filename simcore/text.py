@@ -116,7 +116,7 @@ def tokenize(text: str) -> list[str]:
 # --- the stoplist ---------------------------------------------------------------------------------
 
 def _load_stoplist() -> frozenset[str]:
-    text = resources.files("simcore").joinpath("data", "stoplist.txt").read_text(encoding="utf-8")
+    text = resources.files(__package__).joinpath("data", "stoplist.txt").read_text(encoding="utf-8")
     words = [line.strip() for line in text.splitlines()]
     return frozenset(w for w in words if w and not w.startswith("#"))
 

@@ -14,7 +14,7 @@
   ``normalise_to``, 1.0 by default). Bag Jaccard and cosine are unchanged when all bags are
   scaled by one constant, so the constant only sets the unit later stages see.
 
-Logarithms and exponentials are :mod:`simcore.fpmath`'s, so a crawl's weights are the same to
+Logarithms and exponentials are :mod:`simweb.core.fpmath`'s, so a crawl's weights are the same to
 the last bit on every CPU, and so are the signatures and the index made from them.
 """
 from __future__ import annotations
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simcore import fpmath
-from simcore.strategy import Frequency, Strategy
+from simweb.core import fpmath
+from simweb.core.strategy import Frequency, Strategy
 
 __all__ = [
     "ANCHOR_DISTANCE_WEIGHT",
@@ -66,7 +66,7 @@ def fit_nmdf(df: np.ndarray) -> tuple[float, float]:
     The peak sits at the geometric middle of the observed df range and σ is a quarter of the
     range in ln df, so the rarest and the commonest terms are 2σ from the peak (weight
     e^-2 ≈ 0.14): both ends attenuated, mid-frequency terms favoured (Section 3.3). See the
-    module docstring of :mod:`simcore.strategy` for why not the moments of ln df. A collection
+    module docstring of :mod:`simweb.core.strategy` for why not the moments of ln df. A collection
     whose terms all share one df gets σ = 1 (every term then has the same factor anyway).
     """
     df = np.asarray(df)

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from simcore.minhash import jaccard_stddev
-from simcore.query import Matches, all_pairs, process_queries
-from tasks import index_store as store
+from simweb.core.minhash import jaccard_stddev
+from simweb.core.query import Matches, all_pairs, process_queries
+from simweb.tasks import index_store as store
 
 __all__ = ["Index", "Related", "UnknownURL", "open_index"]
 
@@ -125,7 +125,7 @@ class Index:
         }
 
     def _doc(self, v: store.IndexVersion, url: str) -> int:
-        from simcore.urls import normalize_url, url_id
+        from simweb.core.urls import normalize_url, url_id
 
         if not isinstance(url, str) or not url.strip():
             raise UnknownURL(str(url), "expected an http(s) URL")
@@ -188,7 +188,7 @@ class Index:
         """``results`` without the pages that nearly duplicate ``url`` or a page listed before
         them (resemblance of 10-word shingles ≥ 0.8, estimated from min-hash sketches as by
         ``simweb dedup``), ranks renumbered. Needs the index's crawl (:attr:`crawl`)."""
-        from tasks.dedup import near_duplicate_filter
+        from simweb.tasks.dedup import near_duplicate_filter
 
         if not results:
             return results
@@ -242,8 +242,8 @@ class Index:
 
 
 def _jaccard():
-    """Exact bag Jaccard Σmin/Σmax (Section 4), from simcore.similarity."""
-    from simcore.similarity import jaccard
+    """Exact bag Jaccard Σmin/Σmax (Section 4), from simweb.core.similarity."""
+    from simweb.core.similarity import jaccard
 
     return jaccard
 

@@ -25,11 +25,27 @@ COMMAND_MODULES = (
 )
 
 
+EXAMPLES = """examples:
+  simweb corpus debdocs --out debdocs                 a ready-made crawl and topic directory
+  simweb build debdocs/warc --out index               build the related-pages index of a crawl
+  simweb related https://docs.python.org/3.11/library/json.html --index index
+  simweb serve --index index                          HTTP API and search page on 127.0.0.1:8080
+  simweb evaluate --crawl index/crawl --directory debdocs/directory.rdf --out report
+  simweb demo                                         all of the above on the embedded crawl
+
+`simweb COMMAND --help` tells more about each command."""
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from simweb import __version__
+
     parser = argparse.ArgumentParser(
         prog="simweb",
         description="Related-pages search over web crawls (Haveliwala et al., WWW 2002).",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"simweb {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)

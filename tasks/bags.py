@@ -1,28 +1,28 @@
 """The `bags` stage: pages + links → one weighted bag per URL (paper Section 6.1, Figure 10).
 
-Three cached sub-stages (tasks.stagecache: outputs keyed by inputs and parameters, published
+Three cached sub-stages (simweb.tasks.stagecache: outputs keyed by inputs and parameters, published
 whole with a manifest), so a second strategy reuses what it shares with the first:
 
     OUT/bag-fragments/<key>/part-*.parquet   (url_id, url, term, weight)       FRAGMENTS
         key: the ingest parts' content digests + Strategy.fragment_params()
         One Dask task per pages part and per links part (which also reads the words of the
-        pages part of the same name: anchors are word offsets into them, tasks.contexts):
-        simcore.bags.Corpus builds the part's fragments (content + title per page; anchor
+        pages part of the same name: anchors are word offsets into them, simweb.tasks.contexts):
+        simweb.core.bags.Corpus builds the part's fragments (content + title per page; anchor
         window + link id per inlink)
         and adds up equal (URL, term) pairs within the part — fragments merge associatively,
         so combining early is exact and shrinks the shuffle.
     OUT/bag-merge/<key>/part-*.parquet       (url_id, url, term, tf)           MERGED
         key: the fragments (not P: partitioning changes how the work is cut, not the bags)
         A Dask DataFrame shuffle by URL id into P partitions (out of core: Dask's disk
-        shuffle locally, p2p on a distributed cluster), then simcore.bags.merge_entries per
+        shuffle locally, p2p on a distributed cluster), then simweb.core.bags.merge_entries per
         partition: one row per (URL, term), sorted by URL id then term.
-    OUT/bags/<key>/part-*.parquet            tasks.schemas.BAGS
+    OUT/bags/<key>/part-*.parquet            simweb.tasks.schemas.BAGS
     OUT/bags/<key>/_terms/df.parquet         (term, df) over the whole collection
         key: the merged bags + the frequency weighting and normalisation
         df = number of merged bags holding the term, a global reduction (value counts of the
         term column); NMDF's μ, σ are fitted to it when the strategy leaves them unset
         (recorded in the manifest's stats); then per partition: tf × factor(df), normalised
-        to the strategy's constant sum (simcore.weighting).
+        to the strategy's constant sum (simweb.core.weighting).
 
 Duplicate pages across WARC files (the ingest keeps the first record of a URL within one
 file only): the record with the smallest (source_file, record_offset) is kept; the other
@@ -31,8 +31,8 @@ skipped and counted, so a page crawled twice contributes one content fragment an
 anchors once.
 
 ``build_bags_stage`` is the plain function; ``bags_task`` its Prefect task. ``read_bags``
-returns a :class:`simcore.bags.BagMatrix` of chosen URLs from a published bags folder,
-``load_corpus`` the in-memory :class:`simcore.bags.Corpus` of a crawl for strategy sweeps.
+returns a :class:`simweb.core.bags.BagMatrix` of chosen URLs from a published bags folder,
+``load_corpus`` the in-memory :class:`simweb.core.bags.Corpus` of a crawl for strategy sweeps.
 """
 from __future__ import annotations
 
@@ -51,13 +51,13 @@ import pyarrow.parquet as pq
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from simcore.bags import BagMatrix, Corpus, LinkColumns, PageColumns, WordLists, merge_entries
-from simcore.strategy import Strategy
-from simcore.weighting import Weighting, normalise_rows
-from tasks import schemas
-from tasks.contexts import pages_part_of, with_context_words
-from tasks.stagecache import MANIFEST, StageOutput, file_identities, published, read_manifest, run_stage
-from tasks.storage import filesystem, join, parts, write_parquet_atomic
+from simweb.core.bags import BagMatrix, Corpus, LinkColumns, PageColumns, WordLists, merge_entries
+from simweb.core.strategy import Strategy
+from simweb.core.weighting import Weighting, normalise_rows
+from simweb.tasks import schemas
+from simweb.tasks.contexts import pages_part_of, with_context_words
+from simweb.tasks.stagecache import MANIFEST, StageOutput, file_identities, published, read_manifest, run_stage
+from simweb.tasks.storage import filesystem, join, parts, write_parquet_atomic
 
 __all__ = [
     "FRAGMENTS",
@@ -118,7 +118,7 @@ def _flat_lists(column: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, np.ndarra
 def corpus_from_tables(pages: pa.Table | None, links: pa.Table | None) -> Corpus:
     """A :class:`Corpus` of PAGES and LINKS tables (either may be None); words interned by Arrow.
 
-    ``links`` holds the context word lists too (:func:`tasks.contexts.with_context_words`).
+    ``links`` holds the context word lists too (:func:`simweb.tasks.contexts.with_context_words`).
     """
     page_lists = ["title_words", "words"]
     link_lists = ["anchor_words", "left_words", "right_words"]
@@ -189,7 +189,7 @@ def _read(url: str, expected: pa.Schema, columns: list[str]) -> pa.Table:
         missing = [c for c in columns if c not in schema.names]
         if missing:
             raise ValueError(
-                f"{url}: expected columns {', '.join(missing)} (schema tasks.schemas), found {', '.join(schema.names)}; "
+                f"{url}: expected columns {', '.join(missing)} (schema simweb.tasks.schemas), found {', '.join(schema.names)}; "
                 "re-run `simweb ingest` with this version of simweb"
             )
         f.seek(0)

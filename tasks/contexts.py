@@ -1,7 +1,7 @@
 """Anchor words and contexts of the LINKS data set, from its word offsets into the pages' words.
 
 The ingest stage stores each anchor as offsets into its source page's ``words`` (schema
-``tasks.schemas.LINKS``): the words are kept once, in the PAGES row, however many anchors'
+``simweb.tasks.schemas.LINKS``): the words are kept once, in the PAGES row, however many anchors'
 contexts they fall in. The stages that build anchor windows (paper Section 3.1) read them
 back here as the three word-list columns a bag needs:
 
@@ -18,8 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tasks.schemas import WORDS
-from tasks.storage import join
+from simweb.tasks.schemas import WORDS
+from simweb.tasks.storage import join
 
 __all__ = ["CONTEXT_COLUMNS", "OFFSET_COLUMNS", "pages_part_of", "with_context_words"]
 

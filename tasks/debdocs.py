@@ -3,7 +3,7 @@
 One task per package (never per page): fetch the ``.deb`` with ``apt-get download`` into a
 cache folder, read its HTML pages straight from the package (ar archive + tar, no
 installation), and write them as a WARC under their public URLs. The algorithms — layout
-recognition, the directory, link rewriting — live in ``simcore.debdocs``.
+recognition, the directory, link rewriting — live in ``simweb.core.debdocs``.
 
 Outputs in ``DIR``:
 
@@ -42,9 +42,9 @@ from prefect.cache_policies import NO_CACHE
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from simcore import debdocs
-from simcore.debdocs import Collection, DirectoryEntry, DocPage, LinkStats, Site
-from tasks import storage
+from simweb.core import debdocs
+from simweb.core.debdocs import Collection, DirectoryEntry, DocPage, LinkStats, Site
+from simweb.tasks import storage
 
 # Name-based record ids live in their own namespace so they never collide with random ones.
 RECORD_NAMESPACE = uuid.UUID("7d1b6c1e-4f0a-5b8e-9c39-2f1d5d0e6a41")
@@ -401,7 +401,7 @@ def _record_id(*parts: str) -> str:
 def build_warc(deb: DebFile, surveys: Sequence[SiteSurvey], directory: DirectoryResult, out: str) -> WarcResult:
     """Write the package's pages as WARC response records under their canonical URLs.
 
-    Links are rewritten by ``simcore.debdocs.rewrite_links``; pages whose bytes are not in
+    Links are rewritten by ``simweb.core.debdocs.rewrite_links``; pages whose bytes are not in
     their declared charset were counted by the survey and are left out here too.
     """
     survey = next(s for s in surveys if s.package == deb.package)
@@ -583,7 +583,7 @@ def write_summary(
 
 
 def build_corpus(out: str, cache: str | None = None) -> dict:
-    """The stages of ``flows.debdocs_corpus`` as plain calls, in the same order (no Prefect)."""
+    """The stages of ``simweb.flows.debdocs_corpus`` as plain calls, in the same order (no Prefect)."""
     debs = [fetch_deb(package, cache) for package in debdocs.PACKAGES]
     surveys = [survey_deb(deb, debs) for deb in debs]
     directory = build_directory(surveys, out)

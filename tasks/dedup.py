@@ -5,7 +5,7 @@ The law is the lecture notes (``papers/lecture-similarity-queries-and-evaluation
 "Duplicates and mirrors"): each page's text as K-word shingles, min-hash sketches, pairs whose
 sketches agree on at least the threshold, connected components as duplicate clusters, and host
 pairs sharing paths or near-duplicate pages validated on sampled paths. The algorithms are
-:mod:`simcore.shingles`; this module reads the crawl's ``pages`` data set (written by
+:mod:`simweb.core.shingles`; this module reads the crawl's ``pages`` data set (written by
 ``simweb ingest``) and writes the cluster table.
 
 A page's text is its title followed by its cleaned words (the ingest's ``title_words`` and
@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from simcore.shingles import (
+from simweb.core.shingles import (
     DuplicateClusters,
     MirrorParams,
     MirrorReport,
@@ -35,8 +35,8 @@ from simcore.shingles import (
     shingle_fingerprints,
     sketch,
 )
-from simcore.urls import normalize_url, url_id
-from tasks.storage import join, parts, read_parquet, write_parquet_atomic
+from simweb.core.urls import normalize_url, url_id
+from simweb.tasks.storage import join, parts, read_parquet, write_parquet_atomic
 
 logger = logging.getLogger("simweb.dedup")
 
@@ -57,7 +57,7 @@ CLUSTERS_SCHEMA = pa.schema(
 @dataclass(frozen=True, slots=True)
 class DedupParams:
     """Shingle size K (lecture: 10), the resemblance threshold (lecture: 80%), the sketch
-    (lecture: 200 min-hashes) and the mirror validation (:class:`simcore.shingles.MirrorParams`;
+    (lecture: 200 min-hashes) and the mirror validation (:class:`simweb.core.shingles.MirrorParams`;
     its page threshold is ``threshold``)."""
 
     k: int = 10

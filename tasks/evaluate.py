@@ -1,6 +1,6 @@
 """The evaluation stages: Γ of every strategy of a grid against a topic directory (paper Sections 2, 5).
 
-Three stages, each a thin adapter around simcore, each cached by :func:`tasks.stagecache.run_stage`
+Three stages, each a thin adapter around simcore, each cached by :func:`simweb.tasks.stagecache.run_stage`
 under ``work`` (same inputs and parameters → reused, so a re-run only computes what changed):
 
 1. ``eval-sample`` (:func:`prepare_sample`): read the crawl's links once, parse the directory
@@ -42,9 +42,9 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import MissingContextError
 
-from simcore.bags import Corpus, LinkColumns, PageColumns, WordLists
-from simcore.directory import ODP_HOSTS, Directory, build_directory, read_directory, sniff_format
-from simcore.gamma import (
+from simweb.core.bags import Corpus, LinkColumns, PageColumns, WordLists
+from simweb.core.directory import ODP_HOSTS, Directory, build_directory, read_directory, sniff_format
+from simweb.core.gamma import (
     DISTANCE_NAMES,
     GAMMA_MEASURES,
     Estimate,
@@ -58,7 +58,7 @@ from simcore.gamma import (
     pair_counts,
     source_gamma,
 )
-from simcore.linkgraph import (
+from simweb.core.linkgraph import (
     ExtendedSimRankParams,
     LinkGraph,
     PageRankParams,
@@ -68,19 +68,19 @@ from simcore.linkgraph import (
     pagerank,
     simrank_plan,
 )
-from simcore.minhash import MinHashParams, sign, term_hashes
-from simcore.query import all_pairs as index_pairs
-from simcore.query import invert
-from simcore.retrieval_metrics import class_retrieval_scores, delta, tfidf_vectors, top_n
-from simcore.sampling import PAPER_PAIRS, Sample, describe, sample_class_pairs
-from simcore.similarity import all_pairs
-from simcore.strategy import Frequency, Metric, Source, Strategy, Window, paper_grid
-from simcore.urls import url_id
-from simcore.weighting import nmdf_factor
-from tasks import schemas
-from tasks.contexts import pages_part_of, with_context_words
-from tasks.stagecache import StageOutput, file_identities, run_stage
-from tasks.storage import filesystem, join, parts, write_bytes_atomic, write_parquet_atomic
+from simweb.core.minhash import MinHashParams, sign, term_hashes
+from simweb.core.query import all_pairs as index_pairs
+from simweb.core.query import invert
+from simweb.core.retrieval_metrics import class_retrieval_scores, delta, tfidf_vectors, top_n
+from simweb.core.sampling import PAPER_PAIRS, Sample, describe, sample_class_pairs
+from simweb.core.similarity import all_pairs
+from simweb.core.strategy import Frequency, Metric, Source, Strategy, Window, paper_grid
+from simweb.core.urls import url_id
+from simweb.core.weighting import nmdf_factor
+from simweb.tasks import schemas
+from simweb.tasks.contexts import pages_part_of, with_context_words
+from simweb.tasks.stagecache import StageOutput, file_identities, run_stage
+from simweb.tasks.storage import filesystem, join, parts, write_bytes_atomic, write_parquet_atomic
 
 logger = logging.getLogger("simweb.evaluate")
 
@@ -166,7 +166,7 @@ LINK_LABELS = {"cocitation": "co-citation", "coupling": "bibliographic coupling"
 @dataclass(frozen=True)
 class LinkStrategy:
     """A link-based similarity measure judged as a strategy (ENS Sections 3–4), with the ENS
-    paper's Table 1 parameters (``simcore.linkgraph.measure_params``), computed on the crawl's
+    paper's Table 1 parameters (``simweb.core.linkgraph.measure_params``), computed on the crawl's
     link graph (its ``links`` data set, without the directory's own pages' out-links).
 
     ``pagerank`` is not a similarity: here it ranks every candidate by its PageRank whatever
@@ -459,7 +459,7 @@ def load_crawl(crawl: str, is_directory_page: Callable[[str], bool] = lambda url
 
 @dataclass(frozen=True)
 class SampleParams:
-    """How the sample is drawn (Section 5); see :mod:`simcore.sampling` for the reading of
+    """How the sample is drawn (Section 5); see :mod:`simweb.core.sampling` for the reading of
     "300 pairs of clusters from the third level"."""
 
     seed: int = 0
@@ -554,7 +554,7 @@ class LoadedSample:
     urls: list[str]
     url_ids: np.ndarray
     classes: list[tuple[str, ...]]
-    codes: np.ndarray  # simcore.gamma.class_codes of ``classes``
+    codes: np.ndarray  # simweb.core.gamma.class_codes of ``classes``
     info: dict
 
 
@@ -757,7 +757,7 @@ def _evaluate_link(graph_and_counts: tuple[LinkGraph, dict], vectors, sample: Lo
     """A link measure on the sample: each sampled page that is a node of the link graph against
     every other (pages outside the graph are similar to nothing, as pages without a bag are).
     The measures run on the whole graph with the sample as queries and candidates, which bounds
-    SimRank-type memory by the sample (``simcore.linkgraph``: exact iteration when the graph fits
+    SimRank-type memory by the sample (``simweb.core.linkgraph``: exact iteration when the graph fits
     the measure's ``max_bytes``, its linear form or block bounds beyond)."""
     graph, graph_counts = graph_and_counts
     n = len(sample.urls)
@@ -847,7 +847,7 @@ def load_strategy_output(output_path: str) -> tuple[PairCounts, np.ndarray, np.n
 def retrieval_estimates(retrieval: dict[str, np.ndarray], groups: np.ndarray, *, n_resamples: int = 1000,
                         seed: int = 0, level: float = 0.95) -> dict[str, Estimate]:
     """Means of the per-query retrieval values with the same cluster bootstrap as Γ
-    (``simcore.gamma.bootstrap``: the sampled classes drawn with replacement, same seed), each
+    (``simweb.core.gamma.bootstrap``: the sampled classes drawn with replacement, same seed), each
     mean a ratio of sums: Σ values / number of queries."""
     if not retrieval:
         return {}

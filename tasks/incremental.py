@@ -43,14 +43,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from simcore.strategy import Strategy
-from simcore.weighting import Weighting
-from tasks import bags as bag_stage
-from tasks import index_store as store
-from tasks import schemas
-from tasks.signatures import SIG_DIR, _categories, invert, sign_part
-from tasks.stagecache import StageOutput, file_identities, run_stage
-from tasks.storage import join, parts, write_bytes_atomic, write_parquet_atomic
+from simweb.core.strategy import Strategy
+from simweb.core.weighting import Weighting
+from simweb.tasks import bags as bag_stage
+from simweb.tasks import index_store as store
+from simweb.tasks import schemas
+from simweb.tasks.signatures import SIG_DIR, _categories, invert, sign_part
+from simweb.tasks.stagecache import StageOutput, file_identities, run_stage
+from simweb.tasks.storage import join, parts, write_bytes_atomic, write_parquet_atomic
 
 EPOCH_FILE = "EPOCH.json"
 EPOCHS_DIR = "epochs"
@@ -286,7 +286,7 @@ def update(out: str, crawl_dir: str, new_parts: list[str], epoch: Epoch, strateg
            directory: str | None, live: str) -> tuple[str, dict[str, bool], dict[str, Any]]:
     """Bring the index in ``out`` up to date incrementally (see the module docstring); the live
     version, per stage whether it was reused, and the stats."""
-    from tasks.pipeline import stages_folder
+    from simweb.tasks.pipeline import stages_folder
 
     stages = stages_folder(out)
     touched = touched_urls(crawl_dir, new_parts)

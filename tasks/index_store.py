@@ -17,7 +17,7 @@ so each is one ``np.memmap``):
                       n_postings ≥ 2^32): bucket b holds I.docs[offsets[b]:offsets[b+1]].
     I.docs.u32        n_postings uint32 ids of the indexed documents (in-degree above the
                       filter, non-empty bag), rising within each bucket.
-    urls.u64          n_docs uint64 url ids (simcore.urls.url_id), sorted;
+    urls.u64          n_docs uint64 url ids (simweb.core.urls.url_id), sorted;
     urls.docs.u32     n_docs uint32: the document id of each entry of urls.u64.
     docs.parquet      doc_id, url_id, url, title, in_degree, category, n_terms, indexed — one
                       row per document id, in id order.
@@ -46,8 +46,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from simcore.minhash import MinHashParams
-from simcore.query import InvertedIndex
+from simweb.core.minhash import MinHashParams
+from simweb.core.query import InvertedIndex
 
 FORMAT = "simweb-index"
 FORMAT_VERSION = 1
@@ -95,7 +95,7 @@ def offsets_file(dtype: np.dtype | str) -> str:
 
 def local_dir(url: str) -> str:
     """The local path of an index folder: memory-mapping needs a local file system."""
-    from tasks.storage import local_path
+    from simweb.tasks.storage import local_path
 
     path = local_path(url)
     if path is None:

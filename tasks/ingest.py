@@ -8,8 +8,8 @@ strategy sweep never re-reads WARC files.
 
 For a WARC file with SHA-256 ``h`` (first 16 hex digits ``h16``) it writes::
 
-    DIR/pages/part-<h16>.parquet   one row per HTML page   (schema tasks.schemas.PAGES)
-    DIR/links/part-<h16>.parquet   one row per anchor      (schema tasks.schemas.LINKS)
+    DIR/pages/part-<h16>.parquet   one row per HTML page   (schema simweb.tasks.schemas.PAGES)
+    DIR/links/part-<h16>.parquet   one row per anchor      (schema simweb.tasks.schemas.LINKS)
     DIR/stats/part-<h16>.json      this file's IngestStats, written last
 
 Each part is written under a temporary name and renamed, and the stats file is the mark of
@@ -26,8 +26,8 @@ Which records become pages:
   generic (``application/octet-stream`` and the like) the payload is sniffed.
 - The payload is de-chunked (``Transfer-Encoding: chunked``) and decoded (``Content-Encoding``
   gzip, x-gzip, deflate; br when the ``brotli`` package is installed), then turned into text
-  by :func:`simcore.charset.decode_html`.
-- The WARC-Target-URI is normalised with :func:`simcore.urls.normalize_url`; a record without
+  by :func:`simweb.core.charset.decode_html`.
+- The WARC-Target-URI is normalised with :func:`simweb.core.urls.normalize_url`; a record without
   one, or with one that is not an http(s) URL, is skipped and counted.
 - The first record of a URL in a file wins; later ones are skipped as ``duplicate URL``.
   Duplicates across files are not removed here (files are ingested in parallel): the
@@ -68,12 +68,12 @@ from warcio.bufferedreaders import ChunkedDataReader
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeadersParser
 
-from simcore.charset import charset_from_content_type, decode_html, looks_like_html
-from simcore.html import parse_page
-from simcore.records import ANCHOR_FIELDS, ParsedPage
-from simcore.urls import normalize_url, url_id
-from tasks import schemas
-from tasks.storage import TMP_PREFIX, file_digest, filesystem, join, local_path, write_bytes_atomic
+from simweb.core.charset import charset_from_content_type, decode_html, looks_like_html
+from simweb.core.html import parse_page
+from simweb.core.records import ANCHOR_FIELDS, ParsedPage
+from simweb.core.urls import normalize_url, url_id
+from simweb.tasks import schemas
+from simweb.tasks.storage import TMP_PREFIX, file_digest, filesystem, join, local_path, write_bytes_atomic
 
 logger = logging.getLogger("simweb.ingest")
 
@@ -139,7 +139,7 @@ class IngestStats:
     ``files_read`` counts files read in this run, ``files_unchanged`` files skipped because
     the same content was already ingested into the output folder. ``skipped`` maps a reason
     (see :data:`SKIP_REASONS`) to the number of records skipped for it; ``links_skipped``
-    the same for links of written pages that were not kept (``simcore.html`` reasons, such
+    the same for links of written pages that were not kept (``simweb.core.html`` reasons, such
     as a ``mailto:`` target). ``file_errors`` lists the damaged or unreadable files; a
     damaged file's records before the damage are counted in the other fields. ``parts``
     names the parts (``part-<h16>``) this run wrote or found unchanged: the identity of the

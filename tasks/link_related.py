@@ -1,7 +1,7 @@
 """Related pages by a link measure of the ENS paper, from a crawl's ``links`` data set.
 
 Where the index answers with its min-hash estimate of bag similarity, this answers with one of
-the link-based measures (``simcore.linkgraph``, ENS Sections 3.2–3.4, Table 1 parameters):
+the link-based measures (``simweb.core.linkgraph``, ENS Sections 3.2–3.4, Table 1 parameters):
 co-citation, bibliographic coupling, ECBC, SimRank, extended SimRank, PageSim or extended
 PageSim, over the graph of every link of the crawl (an index keeps its crawl in
 ``INDEX/crawl``). Candidates are every page of the graph; the query page itself and pages
@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from simcore.linkgraph import LinkGraph, measure_params, related_pages
-from simcore.urls import normalize_url, url_id
-from tasks import schemas
-from tasks.evaluate import _read, crawl_parts
+from simweb.core.linkgraph import LinkGraph, measure_params, related_pages
+from simweb.core.urls import normalize_url, url_id
+from simweb.tasks import schemas
+from simweb.tasks.evaluate import _read, crawl_parts
 
 # PageRank is no similarity (it ranks pages whatever the query), so it is not offered here.
 RELATED_MEASURES = ("cocitation", "coupling", "ecbc", "simrank", "extended_simrank", "pagesim", "extended_pagesim")

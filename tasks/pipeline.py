@@ -1,4 +1,4 @@
-"""The index-building stages after ingest, each cached by tasks.stagecache (paper Figure 10).
+"""The index-building stages after ingest, each cached by simweb.tasks.stagecache (paper Figure 10).
 
 bags → signatures → invert → publish. Every stage is keyed by the identity of what it reads
 and its parameters: a finished stage is reused, so a re-run of a finished build does no work,
@@ -12,21 +12,21 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from simcore.minhash import MinHashParams
-from simcore.strategy import Strategy
-from tasks import index_store
-from tasks.ingest import IngestStats
-from tasks.bags import bags_task, build_bags_stage
-from tasks.dedup import DedupParams, collapse_duplicates
-from tasks.signatures import invert, signatures
-from tasks.stagecache import StageOutput, file_identities, run_stage
-from tasks.storage import join, parts
+from simweb.core.minhash import MinHashParams
+from simweb.core.strategy import Strategy
+from simweb.tasks import index_store
+from simweb.tasks.ingest import IngestStats
+from simweb.tasks.bags import bags_task, build_bags_stage
+from simweb.tasks.dedup import DedupParams, collapse_duplicates
+from simweb.tasks.signatures import invert, signatures
+from simweb.tasks.stagecache import StageOutput, file_identities, run_stage
+from simweb.tasks.storage import join, parts
 
 STAGE_DEDUP = "dedup"
 STAGE_SIGNATURES = "signatures"
 STAGE_INVERT = "invert"
 #: The module every worker of the flows' local Dask clusters imports as it starts.
-WORKER_PRELOAD = "tasks.worker_preload"
+WORKER_PRELOAD = "simweb.tasks.worker_preload"
 
 
 def available_cores() -> int:
@@ -98,7 +98,7 @@ def stages_folder(out: str) -> str:
 def dedup_stage(crawl: str, out: str, params: DedupParams = DedupParams()) -> StageOutput:
     """The optional dedup stage (strategy option ``dedup``): the crawl's pages and links with each
     near-duplicate cluster collapsed to one representative that gathers the copies' inlinks
-    (tasks.dedup.collapse_duplicates). Its output folder is read like a crawl by the later stages."""
+    (simweb.tasks.dedup.collapse_duplicates). Its output folder is read like a crawl by the later stages."""
     inputs = {"pages": file_identities(parts(join(crawl, "pages"))),
               "links": file_identities(parts(join(crawl, "links")))}
 

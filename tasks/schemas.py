@@ -13,7 +13,7 @@ WORDS = pa.list_(pa.string())
 PAGES = pa.schema(
     [
         pa.field("url", pa.string(), nullable=False),
-        pa.field("url_id", pa.uint64(), nullable=False),  # simcore.urls.url_id(url)
+        pa.field("url_id", pa.uint64(), nullable=False),  # simweb.core.urls.url_id(url)
         pa.field("title", pa.string(), nullable=False),
         pa.field("title_words", WORDS, nullable=False),
         pa.field("words", WORDS, nullable=False),  # cleaned page words, title excluded
@@ -25,14 +25,14 @@ PAGES = pa.schema(
     ]
 )
 
-# DIR/links/part-<warc content hash>.parquet — one row per anchor (simcore.records.Anchor).
+# DIR/links/part-<warc content hash>.parquet — one row per anchor (simweb.core.records.Anchor).
 # The anchor and its context are word offsets into ``words`` of the source page's PAGES row:
 # the row with url_id == source_id in the pages part of the same name (DIR/pages/part-<same>).
 # words[anchor_start:anchor_end] is the anchor, words[context_start:anchor_start] the left
 # context (read it backwards for nearest first), words[anchor_end:context_end] the right one;
 # 0 <= context_start <= anchor_start <= anchor_end <= context_end <= len(words). The region
 # lengths count context words, nearest first, inside the SYNTACTIC and TOPICAL regions.
-# tasks.contexts turns the offsets back into word lists (anchor_words, left_words, right_words).
+# simweb.tasks.contexts turns the offsets back into word lists (anchor_words, left_words, right_words).
 LINKS = pa.schema(
     [
         pa.field("source_url", pa.string(), nullable=False),

@@ -1,6 +1,6 @@
 """The `signatures` and `invert` stages of build-index (paper Section 6.2, Figure 10).
 
-signatures: BAGS parts → per part, m min-hash signatures per bag (simcore.minhash), one task
+signatures: BAGS parts → per part, m min-hash signatures per bag (simweb.core.minhash), one task
 per part; then dense document ids 0..N−1 in part order, H (N × m uint32), the url ↔ doc map
 with title, in-degree and category, and the bags in id order (layout: tasks/index_store.py).
 
@@ -30,10 +30,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from prefect import task
 
-from simcore.minhash import EMPTY, MinHashParams, sign, term_hashes
-from simcore.query import buckets_from_pairs
-from tasks import index_store as store
-from tasks.storage import parts as dataset_parts
+from simweb.core.minhash import EMPTY, MinHashParams, sign, term_hashes
+from simweb.core.query import buckets_from_pairs
+from simweb.tasks import index_store as store
+from simweb.tasks.storage import parts as dataset_parts
 
 SIG_DIR = "_sig"
 SHUFFLE_DIR = "_shuffle"
@@ -72,7 +72,7 @@ def sign_part(part: str, out: str, index: int, params: MinHashParams = MinHashPa
     A row whose terms and weights differ in length, or whose weights are negative or not
     finite, is skipped and counted.
     """
-    from tasks.storage import read_parquet
+    from simweb.tasks.storage import read_parquet
 
     table = read_parquet(part, columns=["url_id", "url", "terms", "weights"])
     terms = table.column("terms").combine_chunks()
@@ -117,7 +117,7 @@ def sign_part(part: str, out: str, index: int, params: MinHashParams = MinHashPa
 
 def in_degrees(links: str) -> pa.Table:
     """(url_id, in_degree): the number of distinct other pages linking to each URL (LINKS data set)."""
-    from tasks.storage import read_parquet
+    from simweb.tasks.storage import read_parquet
 
     t = read_parquet(links, columns=["source_id", "target_id"])
     t = t.filter(pc.not_equal(t.column("source_id"), t.column("target_id")))
@@ -127,7 +127,7 @@ def in_degrees(links: str) -> pa.Table:
 
 
 def _titles(pages: str) -> pa.Table:
-    from tasks.storage import read_parquet
+    from simweb.tasks.storage import read_parquet
 
     t = read_parquet(pages, columns=["url_id", "title"])
     first = t.group_by("url_id", use_threads=False).aggregate([("title", "first")])
@@ -136,8 +136,8 @@ def _titles(pages: str) -> pa.Table:
 
 def _categories(directory: str) -> pa.Table:
     """(url_id, category) from a directory file: an ODP RDF dump or a url<TAB>category file."""
-    from simcore.directory import read_directory, sniff_format
-    from simcore.urls import url_id
+    from simweb.core.directory import read_directory, sniff_format
+    from simweb.core.urls import url_id
 
     with open(store.local_dir(directory), "rb") as f:
         fmt = sniff_format(f.read(4096))
@@ -292,7 +292,7 @@ def invert_map(signed: str, out: str, block: int, n_blocks: int, n_reducers: int
 
 
 def invert_reduce(out: str, reducer: int, n_blocks: int, m: int) -> dict[str, int]:
-    """Reduce task: group one range of positions j into buckets (simcore.query.buckets_from_pairs)."""
+    """Reduce task: group one range of positions j into buckets (simweb.core.query.buckets_from_pairs)."""
     shuffle = os.path.join(out, SHUFFLE_DIR)
     keys, docs, flags = [], [], []
     for b in range(n_blocks):
@@ -469,5 +469,5 @@ def invert_task(signed: str, out: str, min_in_degree: int | None = 3) -> dict[st
 
 @task(name="publish-index")
 def publish_task(version: str, index: str) -> str:
-    """Prefect task around :func:`tasks.index_store.publish`: switch the index to ``version``."""
+    """Prefect task around :func:`simweb.tasks.index_store.publish`: switch the index to ``version``."""
     return store.publish(version, index)

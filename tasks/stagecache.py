@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping
 from pathlib import PurePath
 from typing import Any, NamedTuple
 
-from tasks.storage import file_digest, filesystem, join, local_path
+from simweb.tasks.storage import file_digest, filesystem, join, local_path
 
 MANIFEST = "_SUCCESS.json"
 TMP_PREFIX = ".tmp-"
@@ -445,7 +445,7 @@ def _run_logger() -> logging.Logger | logging.LoggerAdapter:
 
 LEDGER = "_ingested.json"
 LOCK = "_ingest.lock"
-WARC_SUFFIXES = (".warc", ".warc.gz")  # as tasks.ingest reads: WARC only, not ARC
+WARC_SUFFIXES = (".warc", ".warc.gz")  # as simweb.tasks.ingest reads: WARC only, not ARC
 # A file that failed this many runs in a row is no longer retried until its bytes change.
 MAX_ATTEMPTS = 3
 
@@ -590,7 +590,7 @@ def not_indexed(crawl: str) -> list[str]:
 
 
 def _write_ledger(crawl: str, ledger: dict[str, dict[str, Any]]) -> str:
-    from tasks.storage import write_bytes_atomic
+    from simweb.tasks.storage import write_bytes_atomic
 
     text = json.dumps({"format": CACHE_FORMAT, "files": ledger}, sort_keys=True, indent=1).encode()
     return write_bytes_atomic(text, join(crawl, LEDGER))

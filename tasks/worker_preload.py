@@ -6,12 +6,12 @@ of CPU on a small machine — inside its first task runs, stage after stage. Imp
 worker starts, they are paid once, by all workers at the same time, before any task runs.
 The flows' local clusters preload it; give it to the workers of a cluster of your own::
 
-    dask worker tcp://scheduler:8786 --nthreads 1 --preload tasks.worker_preload
+    dask worker tcp://scheduler:8786 --nthreads 1 --preload simweb.tasks.worker_preload
 """
 import dask.dataframe  # noqa: F401 — the bags stage's merge
 import prefect.task_engine  # noqa: F401 — runs every Prefect task on the worker
 
-import tasks.bags  # noqa: F401
-import tasks.dedup  # noqa: F401
-import tasks.ingest  # noqa: F401
-import tasks.signatures  # noqa: F401
+import simweb.tasks.bags  # noqa: F401
+import simweb.tasks.dedup  # noqa: F401
+import simweb.tasks.ingest  # noqa: F401
+import simweb.tasks.signatures  # noqa: F401

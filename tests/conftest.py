@@ -57,9 +57,9 @@ def write_synthetic_crawl(root: Path, *, per_topic: int = 12, seed: int = 7) -> 
     import numpy as np
     import pyarrow as pa
 
-    from simcore.urls import url_id
-    from tasks.schemas import BAGS, LINKS, PAGES
-    from tasks.storage import write_parquet_atomic
+    from simweb.core.urls import url_id
+    from simweb.tasks.schemas import BAGS, LINKS, PAGES
+    from simweb.tasks.storage import write_parquet_atomic
 
     rng = np.random.default_rng(seed)
     noise = [f"noise{i}" for i in range(200)]
@@ -93,8 +93,8 @@ def write_synthetic_crawl(root: Path, *, per_topic: int = 12, seed: int = 7) -> 
 
 def build_small_index(root: Path, *, min_in_degree: int | None = 3, directory: str | None = None) -> str:
     """Run the signatures and invert stages on the synthetic crawl and publish to root/index."""
-    from tasks import index_store
-    from tasks.signatures import invert, signatures
+    from simweb.tasks import index_store
+    from simweb.tasks.signatures import invert, signatures
 
     crawl = write_synthetic_crawl(root / "crawl")
     signatures(crawl["bags"], str(root / "signed"), pages=crawl["pages"], links=crawl["links"], directory=directory)
@@ -120,9 +120,9 @@ def build_in_process():
 
     def build(crawl, out, *, strategy=None, m: int = 80, seed: int = 1, min_in_degree: int | None = 3,
               directory: str | None = None) -> str:
-        from simcore.strategy import Strategy
-        from tasks.ingest import ingest_files, list_warc_files
-        from tasks.pipeline import (IndexParams, bags_stage, crawl_folder, invert_stage, publish_index,
+        from simweb.core.strategy import Strategy
+        from simweb.tasks.ingest import ingest_files, list_warc_files
+        from simweb.tasks.pipeline import (IndexParams, bags_stage, crawl_folder, invert_stage, publish_index,
                                     signatures_stage)
 
         out = str(out)
@@ -150,7 +150,7 @@ def _index_diff(a: str, b: str) -> list[str]:
     import filecmp
     import json
 
-    from tasks import index_store
+    from simweb.tasks import index_store
 
     differ = [name for name in INDEX_DATA_FILES + ("I.offsets.u32",)
               if os.path.exists(os.path.join(a, name)) or os.path.exists(os.path.join(b, name))

@@ -6,7 +6,7 @@ import json
 import pytest
 
 import simweb
-from simcore.similarity import jaccard
+from simweb.core.similarity import jaccard
 from simweb.api import Index, UnknownURL
 from simweb.cli import main as cli
 
@@ -102,7 +102,7 @@ def test_cli_prints_the_same_ranking_as_the_api(index, small_index, capsys):
 
 def test_refresh_switches_to_a_newly_published_version(tmp_path):
     from conftest import build_small_index
-    from tasks import index_store
+    from simweb.tasks import index_store
 
     root = build_small_index(tmp_path / "a")
     idx = simweb.open_index(root)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcore.bags import (
+from simweb.core.bags import (
     LINK_PREFIX,
     BagMatrix,
     Corpus,
@@ -33,8 +33,8 @@ from simcore.bags import (
     weigh_bags,
     window_terms,
 )
-from simcore.strategy import Frequency, Source, Strategy, Window
-from simcore.text import STOPWORDS, Stemming
+from simweb.core.strategy import Frequency, Source, Strategy, Window
+from simweb.core.text import STOPWORDS, Stemming
 
 A, B, C, D = (f"http://{x}.example/" for x in "abcd")
 IA, IB, IC, ID = 11, 22, 33, 44
@@ -337,7 +337,7 @@ def test_one_corpus_serves_many_strategies():
                      tuple(rng.choices(WORDS, k=10)), 2, 3, 5, 6)
              for s in URL for t in URL for _ in range(2)]
     corpus = Corpus.from_rows(pages, links)
-    from simcore.strategy import paper_strategies
+    from simweb.core.strategy import paper_strategies
 
     for strategy in paper_strategies():
         _assert_same(corpus.bags(strategy), reference_bags(pages, links, strategy))

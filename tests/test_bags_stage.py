@@ -9,12 +9,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from simcore.bags import LinkRow, PageRow, reference_bags
-from simcore.strategy import Strategy
-from simcore.urls import url_id
+from simweb.core.bags import LinkRow, PageRow, reference_bags
+from simweb.core.strategy import Strategy
+from simweb.core.urls import url_id
 from simweb.cli import main as simweb
-from tasks import schemas
-from tasks.bags import (
+from simweb.tasks import schemas
+from simweb.tasks.bags import (
     STAGE_BAGS,
     STAGE_FRAGMENTS,
     STAGE_MERGE,
@@ -24,8 +24,8 @@ from tasks.bags import (
     load_corpus,
     read_bags,
 )
-from tasks.stagecache import published
-from tasks.storage import write_parquet_atomic
+from simweb.tasks.stagecache import published
+from simweb.tasks.storage import write_parquet_atomic
 
 
 def U(name: str) -> str:
@@ -194,7 +194,7 @@ def test_simweb_bags_and_similarity(crawl, tmp_path, capsys):
     assert simweb(["similarity", U("b"), U("c"), "--bags", work]) == 0
     text = capsys.readouterr().out
     bags = read_bags(work)
-    from simcore.similarity import cosine, jaccard
+    from simweb.core.similarity import cosine, jaccard
 
     a, c = bags.row(I("b")), bags.row(I("c"))
     assert f"jaccard {jaccard(a, c):.4f}" in text and f"cosine  {cosine(a, c):.4f}" in text
@@ -210,7 +210,7 @@ def test_simweb_bags_and_similarity(crawl, tmp_path, capsys):
 
 def test_figure_14_top_terms_of_bags_for_a_real_warc(warc_dir, tmp_path):
     """Paper Figure 14 for our data: the top terms of sample bags built from a Common Crawl excerpt."""
-    from tasks.ingest import ingest_files
+    from simweb.tasks.ingest import ingest_files
 
     crawl = str(tmp_path / "crawl")
     ingested = ingest_files([str(warc_dir / "warcfile.warc.gz")], crawl)

@@ -1,4 +1,4 @@
-"""simcore.charset: which bytes are HTML and how they become text (WHATWG rules)."""
+"""simweb.core.charset: which bytes are HTML and how they become text (WHATWG rules)."""
 from __future__ import annotations
 
 import codecs
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcore.charset import (
+from simweb.core.charset import (
     PRESCAN_BYTES,
     charset_from_content_type,
     decode_html,

@@ -1,7 +1,7 @@
 """The same crawl gives the same bags, signatures and index on every CPU.
 
 numpy chooses its vector code (SSE, AVX2, AVX-512) by the CPU it runs on, and its paths for
-log and exp differ in the last bits; before simcore.fpmath, an AVX-512 machine built other
+log and exp differ in the last bits; before simweb.core.fpmath, an AVX-512 machine built other
 bag weights than an AVX2 one. This test builds the shared fixtures' bags (in memory and by the
 bags stage), signs them and inverts them — once in this process, and once in a fresh process
 for each narrower set of numpy's dispatch targets this machine has (``NPY_DISABLE_CPU_FEATURES``)
@@ -47,11 +47,11 @@ def _file_digest(path: Path) -> str:
 
 def build_and_digest(warc_dir: Path, out: Path) -> dict[str, str]:
     """Ingest, bags (in memory and by the stage), signatures and invert; a digest of each output."""
-    from simcore.minhash import MinHashParams
-    from simcore.strategy import Strategy
-    from tasks.bags import build_bags_stage, load_corpus, read_bags
-    from tasks.ingest import ingest_files
-    from tasks.signatures import invert, signatures
+    from simweb.core.minhash import MinHashParams
+    from simweb.core.strategy import Strategy
+    from simweb.tasks.bags import build_bags_stage, load_corpus, read_bags
+    from simweb.tasks.ingest import ingest_files
+    from simweb.tasks.signatures import invert, signatures
 
     warcs = sorted(warc_dir.glob("*.warc.gz")) + sorted(warc_dir.glob("*.warc"))
     crawl = out / "crawl"

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from deployments.server import LocalPrefectServer, free_port, stop_process_group
+from simweb.deployments.server import LocalPrefectServer, free_port, stop_process_group
 
 DASK = str(Path(sys.executable).with_name("dask"))
 
 
 def _rows(folder: str) -> list[str]:
-    from tasks.storage import read_parquet
+    from simweb.tasks.storage import read_parquet
 
     return sorted(json.dumps(r, sort_keys=True, default=str) for r in read_parquet(folder).to_pylist())
 
@@ -58,7 +58,7 @@ def dask_cluster(tmp_path_factory, prefect_server):
         for i in (1, 2):
             start(["worker", address, "--host", "127.0.0.1", "--nthreads", "1", "--no-dashboard",
                    "--name", f"worker-{i}", "--local-directory", str(base / f"w{i}"), "--death-timeout", "60",
-                   "--preload", "tasks.worker_preload"],
+                   "--preload", "simweb.tasks.worker_preload"],
                   f"worker-{i}")
         deadline = time.monotonic() + 120
         client = None
@@ -85,10 +85,10 @@ def test_build_index_on_a_distributed_cluster_equals_the_local_build(dask_cluste
                                                                      build_in_process, index_diff):
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from flows.build_index import build_index
+    from simweb.flows.build_index import build_index
     from simweb.api import open_index
-    from tasks.ingest import list_warc_files
-    from tasks.pipeline import crawl_folder
+    from simweb.tasks.ingest import list_warc_files
+    from simweb.tasks.pipeline import crawl_folder
 
     address, client = dask_cluster
     crawl = tmp_path / "warc"

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from selectolax.lexbor import LexborHTMLParser
 from warcio.archiveiterator import ArchiveIterator
 
-from simcore import debdocs as dd
-from simcore.directory import read_directory
-from tasks import debdocs as td
+from simweb.core import debdocs as dd
+from simweb.core.directory import read_directory
+from simweb.tasks import debdocs as td
 
 VERSIONS = {
     "postgresql-doc-15": "15.20-0+deb12u1",
@@ -313,7 +313,7 @@ def test_django_toctrees_give_the_hierarchy_with_subsection_groups_and_viewcode_
     (PG, "sql-select.html", "https://www.postgresql.org/docs/15/sql-select.html"),
 ])
 def test_canonical_urls_are_the_public_ones_and_already_normalised(site, path, url):
-    from simcore.urls import normalize_url
+    from simweb.core.urls import normalize_url
 
     assert site.canonical_url(path) == url and normalize_url(url) == url
 
@@ -728,7 +728,7 @@ def test_cli_builds_without_prefect_and_reports_a_missing_package(tmp_path, monk
 
 
 def test_the_prefect_flow_writes_what_the_plain_stages_write(tiny_build, prefect_harness):
-    from flows.debdocs_corpus import debdocs_corpus
+    from simweb.flows.debdocs_corpus import debdocs_corpus
 
     base, cache, summary = tiny_build
     assert debdocs_corpus(out=str(base / "flow"), cache=str(cache)) == summary

@@ -17,8 +17,8 @@ import pytest
 from selectolax.lexbor import LexborHTMLParser
 from warcio.archiveiterator import ArchiveIterator
 
-from simcore.directory import read_directory
-from tasks import debdocs as td
+from simweb.core.directory import read_directory
+from simweb.tasks import debdocs as td
 
 # Measured here with a warm cache: 2.3 to 4.5 min on the shared 2-core machine (flow build 37-79 s,
 # rebuild 32-80 s, Prefect test server start up to a minute), over the ~2 min budget, so slow.
@@ -33,7 +33,7 @@ def sha256(path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, prefect_harness):
-    from flows.debdocs_corpus import debdocs_corpus
+    from simweb.flows.debdocs_corpus import debdocs_corpus
 
     base = tmp_path_factory.mktemp("debdocs-real")
     started = time.perf_counter()

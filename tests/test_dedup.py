@@ -11,8 +11,8 @@ import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from tasks.dedup import DedupParams, clusters_table, find_duplicates, write_clusters
-from tasks.ingest import ingest_files
+from simweb.tasks.dedup import DedupParams, clusters_table, find_duplicates, write_clusters
+from simweb.tasks.ingest import ingest_files
 
 
 def _write_warc(path, records) -> None:
@@ -113,7 +113,7 @@ def test_command_line(crawl, tmp_path, capsys):
 
 
 def test_result_lists_lose_near_duplicates_of_earlier_results(crawl):
-    from tasks.dedup import near_duplicate_filter
+    from simweb.tasks.dedup import near_duplicate_filter
 
     urls = ["http://a.example/p0.html", "http://b.example/p0.html", "http://c.example/doc.html",
             "http://d.example/another/doc-copy.html", "http://e.example/unique.html", "http://f.example/empty.html",

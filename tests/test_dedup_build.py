@@ -13,13 +13,13 @@ import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from simcore.strategy import Strategy, StrategyError
-from simcore.urls import url_id
-from tasks.dedup import collapse_duplicates
-from tasks.ingest import ingest_files
-from tasks.pipeline import (IndexParams, bags_stage, crawl_folder, dedup_stage, invert_stage, publish_index,
+from simweb.core.strategy import Strategy, StrategyError
+from simweb.core.urls import url_id
+from simweb.tasks.dedup import collapse_duplicates
+from simweb.tasks.ingest import ingest_files
+from simweb.tasks.pipeline import (IndexParams, bags_stage, crawl_folder, dedup_stage, invert_stage, publish_index,
                             signatures_stage)
-from tasks.storage import join, read_parquet
+from simweb.tasks.storage import join, read_parquet
 
 COPY_A, COPY_B = "http://a.example/guide.html", "http://b.example/mirror/guide.html"
 OTHER = "http://c.example/other.html"
@@ -176,7 +176,7 @@ def test_related_command_dedup_and_link_measures(crawl, tmp_path, capsys):
 
 
 def test_evaluation_refuses_dedup_strategies_with_a_reason(tmp_path):
-    from tasks.evaluate import evaluate_strategies
+    from simweb.tasks.evaluate import evaluate_strategies
 
     with pytest.raises(ValueError, match="dedup is an option of the index build"):
         evaluate_strategies(str(tmp_path), None, [Strategy(dedup=True)], str(tmp_path))
@@ -208,7 +208,7 @@ def test_http_api_and_page_leave_out_copies(crawl, tmp_path):
 
 def test_a_refresh_of_a_dedup_index_collapses_copies_too(crawl, tmp_path):
     """ingest-new-crawl's full re-weight (here: no epoch yet) runs the dedup stage as build-index does."""
-    from flows.ingest_new_crawl import refresh_index
+    from simweb.flows.ingest_new_crawl import refresh_index
     from simweb.api import open_index
 
     strategy = Strategy.parse("anchor:8,nostem,nodist,none,dedup")

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from deployments import definitions
-from deployments.server import free_port, is_healthy, stop_process_group
+from simweb.deployments import definitions
+from simweb.deployments.server import free_port, is_healthy, stop_process_group
 from simweb.commands.orchestrate import merge_params, parse_params
 
 FIXTURE_WARCS = ("warcfile.warc.gz", "example.warc.gz")
@@ -49,7 +49,7 @@ def test_every_available_flow_is_deployed_with_defaults_it_accepts(tmp_path):
 
     build = deployments["build-index"]
     assert build.parameters == {"crawl": ws.warc, "out": ws.index}
-    assert build.entrypoint == "flows.build_index.build_index"
+    assert build.entrypoint == "simweb.flows.build_index.build_index"
     assert build.schedules in (None, [])
     schema = build._parameter_openapi_schema.model_dump()
     # The UI draws its form from this schema: every flow parameter with its type.
@@ -67,15 +67,15 @@ def test_every_available_flow_is_deployed_with_defaults_it_accepts(tmp_path):
 
 def test_a_default_the_flow_does_not_take_is_refused(tmp_path):
     ws = definitions.Workspace.at(tmp_path)
-    with pytest.raises(TypeError, match="defaults name shingle_size, which flows.build_index.build_index does not take"):
+    with pytest.raises(TypeError, match="defaults name shingle_size, which simweb.flows.build_index.build_index does not take"):
         definitions.build_deployments(ws, names=["build-index"], overrides={"build-index": {"shingle_size": 4}})
 
 
 def test_a_missing_flow_module_is_reported_not_fatal():
     ghost = definitions.DeploymentSpec(
-        name="ghost", flow_module="flows.no_such_flow", flow_function="ghost", description="", parameters=dict
+        name="ghost", flow_module="simweb.flows.no_such_flow", flow_function="ghost", description="", parameters=dict
     )
-    with pytest.raises(definitions.FlowNotAvailable, match="module flows.no_such_flow is not in this installation"):
+    with pytest.raises(definitions.FlowNotAvailable, match="module simweb.flows.no_such_flow is not in this installation"):
         definitions.load_flow(ghost)
 
 
@@ -182,7 +182,7 @@ def test_a_rebuild_with_a_changed_strategy_from_the_cli_reruns_from_the_bags_sta
     """After the build above (tests run in file order): a dotted --param changes one field of the
     typed strategy parameter; the served run reuses the ingest and computes new bags."""
     data, env, port = orchestrated["data"], orchestrated["env"], orchestrated["port"]
-    from tasks import stagecache
+    from simweb.tasks import stagecache
 
     marks = lambda: {str(p): p.stat().st_mtime_ns for p in (data / "index").glob("crawl/stats/part-*.json")}
     ingested = marks()
@@ -199,7 +199,7 @@ def test_a_rebuild_with_a_changed_strategy_from_the_cli_reruns_from_the_bags_sta
 
 
 def _live(out: Path) -> str:
-    from tasks import index_store
+    from simweb.tasks import index_store
 
     return index_store.resolve(str(out))
 
@@ -207,7 +207,7 @@ def _live(out: Path) -> str:
 def _urls(out: Path) -> list[str]:
     import pyarrow.parquet as pq
 
-    from tasks import index_store
+    from simweb.tasks import index_store
 
     return sorted(pq.read_table(Path(_live(out)) / index_store.DOCMAP_FILE).column("url").to_pylist())
 
@@ -225,8 +225,8 @@ def test_a_file_dropped_into_the_inbox_is_ingested_once_by_simweb_orchestrate_ru
     assert "finished: Completed" in first.stdout
 
     from simweb.api import open_index
-    from tasks import stagecache
-    from tasks.storage import file_digest, read_parquet
+    from simweb.tasks import stagecache
+    from simweb.tasks.storage import file_digest, read_parquet
 
     crawl = data / "index" / "crawl"
     ledger = stagecache.read_ledger(str(crawl))

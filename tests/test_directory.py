@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from simcore.directory import (
+from simweb.core.directory import (
     ODP_HOSTS,
     DirectoryFormatError,
     Listing,

@@ -19,9 +19,9 @@ import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from simcore.gamma import class_codes, gammas, pair_counts
-from simcore.strategy import Source, Strategy, Window
-from tasks.evaluate import (
+from simweb.core.gamma import class_codes, gammas, pair_counts
+from simweb.core.strategy import Source, Strategy, Window
+from simweb.tasks.evaluate import (
     SampleParams,
     evaluate_strategies,
     figure_label,
@@ -32,7 +32,7 @@ from tasks.evaluate import (
     strategy_grid,
     strategy_groups,
 )
-from tasks.ingest import ingest_files
+from simweb.tasks.ingest import ingest_files
 
 TOPS = ("science", "arts", "sports")
 SUBS = 2
@@ -275,7 +275,7 @@ def test_counts_from_the_stage_equal_a_direct_computation(synthetic, report):
     listed = Path(synthetic["directory_pages"]).read_text().split()
     corpus = load_crawl(synthetic["crawl"], lambda url: url in listed).corpus
     bags = corpus.bags(strategy, targets=loaded.url_ids.tolist())
-    from simcore.similarity import all_pairs
+    from simweb.core.similarity import all_pairs
 
     n = len(loaded.urls)
     dense = np.zeros((n, n))
@@ -332,7 +332,7 @@ def test_command_line_without_prefect(synthetic, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_flow_runs_on_dask_and_matches_the_in_process_run(synthetic, report, tmp_path, prefect_harness):
-    from flows.evaluate_strategies import evaluate_strategies
+    from simweb.flows.evaluate_strategies import evaluate_strategies
 
     summary = evaluate_strategies(crawl=synthetic["crawl"], directory=synthetic["tsv"], out=str(tmp_path / "flow"),
                                   grid="quick", seed=3, directory_pages=synthetic["directory_pages"],

@@ -1,4 +1,4 @@
-"""simcore.fpmath: logarithms and exponentials with the same bits on every CPU, close to libm's."""
+"""simweb.core.fpmath: logarithms and exponentials with the same bits on every CPU, close to libm's."""
 from __future__ import annotations
 
 import math
@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcore import fpmath
+from simweb.core import fpmath
 
 
 def _ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcore.gamma import (
+from simweb.core.gamma import (
     COUSIN,
     GAMMA,
     GAMMA_MEASURES,

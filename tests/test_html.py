@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simcore import html
-from simcore.html import CONTEXT_NONSTOP, LINK_NOT_HTTP, LINK_UNPARSEABLE, parse_page
-from simcore.records import Anchor, Anchors, ParsedPage
-from simcore.text import WORD_RE, clean_text, never_stop, tokenize
+from simweb.core import html
+from simweb.core.html import CONTEXT_NONSTOP, LINK_NOT_HTTP, LINK_UNPARSEABLE, parse_page
+from simweb.core.records import Anchor, Anchors, ParsedPage
+from simweb.core.text import WORD_RE, clean_text, never_stop, tokenize
 
 PAGE = "http://example.com/start.html"
 
@@ -458,7 +458,7 @@ def test_parse_page_equals_a_brute_force_reference(scan, page_and_reference):
 
 # --- the word and marker scan: in C (simcore/_scan.c) as in Python ---------------------------------
 
-needs_c_scan = pytest.mark.skipif(html._c_scan is None, reason="simcore._scan was not built (no C compiler at install)")
+needs_c_scan = pytest.mark.skipif(html._c_scan is None, reason="simweb.core._scan was not built (no C compiler at install)")
 # Text the way parse_page makes it: every marker a text node of its own, spaces around it.
 scan_pieces = st.sampled_from([
     "apple", "über", "日本", "x\u0301", "\u0301", "ǅ", "𝒜", "😀", "42", "a1b", "_", "-", ".", "!", "?", "\u2026",
@@ -563,7 +563,7 @@ def real_pages(warc_dir):
 def test_real_pages_from_the_shared_warc_files(warc_dir):
     from selectolax.lexbor import LexborHTMLParser
 
-    from simcore.urls import normalize_url
+    from simweb.core.urls import normalize_url
 
     n_pages = 0
     for url, html in real_pages(warc_dir):

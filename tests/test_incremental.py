@@ -13,14 +13,14 @@ import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from flows.ingest_new_crawl import refresh_index
-from simcore.strategy import Strategy
+from simweb.flows.ingest_new_crawl import refresh_index
+from simweb.core.strategy import Strategy
 from simweb.api import open_index
-from tasks import incremental
-from tasks import index_store as store
-from tasks.bags import build_bags_stage
-from tasks.ingest import ingest_files
-from tasks.pipeline import (IndexParams, bags_stage, crawl_folder, invert_stage, publish_index, signatures_stage,
+from simweb.tasks import incremental
+from simweb.tasks import index_store as store
+from simweb.tasks.bags import build_bags_stage
+from simweb.tasks.ingest import ingest_files
+from simweb.tasks.pipeline import (IndexParams, bags_stage, crawl_folder, invert_stage, publish_index, signatures_stage,
                             stages_folder)
 
 TARGETS = ["http://www.uraharajuku.st/", "http://www.uraharajuku.st/shop/basket.html",
@@ -99,7 +99,7 @@ def test_an_update_within_the_epoch_rebuilds_only_the_touched_urls(updated):
     touched = incremental.touched_urls(updated["crawl"], updated["new_parts"])
     new = _documents(updated["index"])
     old_ids = updated["old_docs"]["url"]
-    from simcore.urls import url_id
+    from simweb.core.urls import url_id
 
     touched_urls = {u for u in new if url_id(u) in set(touched.tolist())}
     assert set(TARGETS) | {NEW_PAGE, "http://www.iana.org/"} <= touched_urls

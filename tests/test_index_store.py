@@ -12,12 +12,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import build_small_index, write_synthetic_crawl
-from simcore.minhash import MinHashParams, sign_bags
-from simcore.query import invert as invert_in_memory
-from tasks import index_store as store
-from tasks.schemas import BAGS
-from tasks.signatures import invert, signatures
-from tasks.storage import write_parquet_atomic
+from simweb.core.minhash import MinHashParams, sign_bags
+from simweb.core.query import invert as invert_in_memory
+from simweb.tasks import index_store as store
+from simweb.tasks.schemas import BAGS
+from simweb.tasks.signatures import invert, signatures
+from simweb.tasks.storage import write_parquet_atomic
 
 
 def test_h_holds_one_fixed_width_row_per_document_equal_to_signing_the_bags(small_index):
@@ -50,7 +50,7 @@ def test_i_equals_the_in_memory_inversion_with_the_in_degree_filter(small_index)
 
 
 def test_document_map_has_titles_in_degrees_and_url_lookup(small_index):
-    from simcore.urls import url_id
+    from simweb.core.urls import url_id
 
     v = store.open_version(small_index)
     row = v.doc_rows([v.doc_of(url_id("http://music3.example.com/"))])[0]
@@ -148,7 +148,7 @@ def test_bags_file_has_small_row_groups_in_document_order(small_index):
 
 def test_a_fan_out_of_one_call_runs_in_the_calling_process():
     # One part gives nothing to run in parallel: no task is handed to the runner.
-    from tasks.signatures import _fan_out
+    from simweb.tasks.signatures import _fan_out
 
     class NoRunner:
         def map(self, *args, **kwargs):

@@ -5,7 +5,7 @@ links row (commit 9714e48), before anchors became word offsets into the page's w
 three readers of the ingest output (the in-memory corpus, the evaluation's crawl reader and
 the bags stage) must build exactly the same bags from the offsets. The digests were taken
 again, weights to nine significant digits, when the weights' logarithms and exponentials
-became simcore.fpmath's (the same bits on every CPU; weights moved by at most 3.5e-15 of
+became simweb.core.fpmath's (the same bits on every CPU; weights moved by at most 3.5e-15 of
 their value); tests/test_cpu_independence.py checks the bits across CPU paths.
 """
 from __future__ import annotations
@@ -14,10 +14,10 @@ import hashlib
 
 import pytest
 
-from simcore.strategy import Strategy
-from tasks.bags import build_bags_stage, load_corpus, read_bags
-from tasks.evaluate import load_crawl
-from tasks.ingest import ingest_files
+from simweb.core.strategy import Strategy
+from simweb.tasks.bags import build_bags_stage, load_corpus, read_bags
+from simweb.tasks.evaluate import load_crawl
+from simweb.tasks.ingest import ingest_files
 
 IN_MEMORY = {
     "anchor:8,nostem,dist": "1192 bags 18754 entries 34bb9aede54e8d0f",

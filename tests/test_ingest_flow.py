@@ -10,10 +10,10 @@ import pytest
 from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.build_index import build_index, dask_task_runner, ingest_stage, worker_slots
-from tasks import ingest as ingest_module
-from tasks.ingest import IngestStats, ingest_files, ingest_with_retries, is_transient_io_error, plan_shards
-from tasks.storage import read_parquet
+from simweb.flows.build_index import build_index, dask_task_runner, ingest_stage, worker_slots
+from simweb.tasks import ingest as ingest_module
+from simweb.tasks.ingest import IngestStats, ingest_files, ingest_with_retries, is_transient_io_error, plan_shards
+from simweb.tasks.storage import read_parquet
 
 
 @pytest.mark.parametrize("n_workers", [1, 2], ids=["worker-thread", "worker-processes"])
@@ -134,7 +134,7 @@ def test_dask_task_runner_options():
     local = dask_task_runner(None, 3)
     assert local.address is None
     assert local.cluster_kwargs["n_workers"] == 3 and local.cluster_kwargs["threads_per_worker"] == 1
-    assert local.cluster_kwargs["preload"] == ["tasks.worker_preload"] and local.cluster_kwargs["processes"]
+    assert local.cluster_kwargs["preload"] == ["simweb.tasks.worker_preload"] and local.cluster_kwargs["processes"]
     single = dask_task_runner(None, 1)  # one worker: a thread in the flow's own process
     assert single.cluster_kwargs == {"n_workers": 1, "threads_per_worker": 1, "processes": False}
     assert dask_task_runner().cluster_kwargs["n_workers"] >= 1
@@ -148,9 +148,9 @@ def test_dask_task_runner_options():
 def test_the_worker_preload_imports_the_stage_modules():
     # A fresh interpreter, as a worker process is: the preload module imports cleanly and
     # leaves Prefect's task engine and every stage module imported.
-    code = ("import sys, tasks.worker_preload; "
-            "missing = [m for m in ('prefect.task_engine', 'dask.dataframe', 'tasks.ingest', 'tasks.bags', "
-            "'tasks.signatures', 'tasks.dedup') if m not in sys.modules]; print(missing)")
+    code = ("import sys, simweb.tasks.worker_preload; "
+            "missing = [m for m in ('prefect.task_engine', 'dask.dataframe', 'simweb.tasks.ingest', 'simweb.tasks.bags', "
+            "'simweb.tasks.signatures', 'simweb.tasks.dedup') if m not in sys.modules]; print(missing)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          cwd=str(Path(__file__).resolve().parents[1]))
     assert out.returncode == 0, out.stderr

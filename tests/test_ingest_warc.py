@@ -22,13 +22,13 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-import tasks.ingest as ingest
-from simcore.urls import normalize_url, url_id
+import simweb.tasks.ingest as ingest
+from simweb.core.urls import normalize_url, url_id
 from simweb.cli import main as simweb_main
-from tasks import schemas
-from tasks.contexts import pages_part_of, with_context_words
-from tasks.ingest import FileError, IngestStats, ingest_files, ingest_warc, list_warc_files
-from tasks.storage import file_digest, read_parquet
+from simweb.tasks import schemas
+from simweb.tasks.contexts import pages_part_of, with_context_words
+from simweb.tasks.ingest import FileError, IngestStats, ingest_files, ingest_warc, list_warc_files
+from simweb.tasks.storage import file_digest, read_parquet
 
 
 def pages_of(out: Path):
@@ -465,8 +465,8 @@ def assert_rows_match(parsed_pages, pages, links):
 def test_rows_are_what_the_parser_returned(warc_dir, tmp_path):
     """The Parquet rows hold exactly the parser's output (the columnar writer loses nothing):
     pages written here, and the 16 real pages of the Common Crawl excerpt."""
-    from simcore.charset import charset_from_content_type, decode_html
-    from simcore.html import parse_page
+    from simweb.core.charset import charset_from_content_type, decode_html
+    from simweb.core.html import parse_page
 
     bodies = [html(f"Page {i}", "".join(f'<p>text {j} <a href="/t{j}">anchor {j}</a> more</p>' for j in range(i))
                    + '<a href="/img"><img src=x.png></a> <a href="/a">a</a> <a href="/a">a</a>')
@@ -493,7 +493,7 @@ def test_rows_are_what_the_parser_returned(warc_dir, tmp_path):
 def test_links_read_back_need_their_own_pages_part(tmp_path, monkeypatch):
     """Context words are offsets into the source page's words: a links part read with pages
     that are not its own, or offsets past the page's words, are refused, naming the part."""
-    from simcore.records import Anchor, ParsedPage
+    from simweb.core.records import Anchor, ParsedPage
 
     def fake_parse(text, url, skipped=None):
         words = ("alpha", "beta", "gamma")

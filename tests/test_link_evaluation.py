@@ -11,11 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 from test_evaluate import build_synthetic_crawl
 
-from simcore.gamma import class_codes, gammas, pair_counts
-from simcore.linkgraph import cocitation
-from simcore.retrieval_metrics import tfidf_vectors
-from simcore.strategy import Strategy
-from tasks.evaluate import (
+from simweb.core.gamma import class_codes, gammas, pair_counts
+from simweb.core.linkgraph import cocitation
+from simweb.core.retrieval_metrics import tfidf_vectors
+from simweb.core.strategy import Strategy
+from simweb.tasks.evaluate import (
     LINK_MEASURES,
     RETRIEVAL_MEASURES,
     LinkStrategy,
@@ -203,7 +203,7 @@ def test_command_line_links_grid(synthetic, report, tmp_path, capsys):
     assert (tmp_path / "report.html").exists()
 
 
-# -- related pages by a link measure (tasks.link_related) -------------------------------------------
+# -- related pages by a link measure (simweb.tasks.link_related) -------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -214,7 +214,7 @@ def small_crawl(tmp_path_factory) -> str:
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
-    from tasks.ingest import ingest_files
+    from simweb.tasks.ingest import ingest_files
 
     root = tmp_path_factory.mktemp("small-links")
     pages = {
@@ -236,7 +236,7 @@ def small_crawl(tmp_path_factory) -> str:
 
 
 def test_related_by_cocitation_counts_shared_citing_pages(small_crawl):
-    from tasks.link_related import load_crawl_graph, related_by_link
+    from simweb.tasks.link_related import load_crawl_graph, related_by_link
 
     loaded = load_crawl_graph(small_crawl)
     assert loaded.graph.n_nodes == 7 and loaded.graph.n_edges == 8
@@ -253,7 +253,7 @@ def test_related_by_cocitation_counts_shared_citing_pages(small_crawl):
 
 
 def test_related_by_link_says_what_is_wrong(small_crawl):
-    from tasks.link_related import related_by_link
+    from simweb.tasks.link_related import related_by_link
 
     with pytest.raises(ValueError, match="no link of the crawl touches http://nowhere.example/"):
         related_by_link(small_crawl, "http://nowhere.example/", "cocitation")

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcore.linkgraph import (
+from simweb.core.linkgraph import (
     MEASURES,
     CocitationParams,
     CouplingParams,
@@ -35,7 +35,7 @@ from simcore.linkgraph import (
     simrank_plan,
     top_related,
 )
-from simcore.linkgraph import _simrank_linear  # the linear form, checked with an exact diagonal
+from simweb.core.linkgraph import _simrank_linear  # the linear form, checked with an exact diagonal
 
 
 def graph(edges, nodes=None):

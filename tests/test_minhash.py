@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcore.minhash import (
+from simweb.core.minhash import (
     EMPTY,
     MinHashParams,
     SignatureMismatch,
@@ -277,7 +277,7 @@ def test_an_oph_value_equal_to_the_empty_marker_still_fills_its_bin():
 
 
 def test_icws_blocks_do_not_change_signatures(monkeypatch):
-    from simcore import minhash
+    from simweb.core import minhash
 
     rng = np.random.default_rng(8)
     bags = [{f"t{x}": float(rng.lognormal()) for x in rng.choice(500, int(rng.integers(1, 40)), replace=False)}

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcore.minhash import EMPTY, MinHashParams, sign_bags
-from simcore.query import all_pairs, invert, min_count, prepare, process_queries, process_query
+from simweb.core.minhash import EMPTY, MinHashParams, sign_bags
+from simweb.core.query import all_pairs, invert, min_count, prepare, process_queries, process_query
 
 
 def brute_force(h: np.ndarray, q: int, alpha: float, indexed: np.ndarray | None = None) -> list[tuple[int, int]]:
@@ -127,7 +127,7 @@ def _families(n: int, m: int, seed: int) -> np.ndarray:
 
 
 def test_single_queries_through_the_key_directory_equal_brute_force():
-    from simcore.query import _directory
+    from simweb.core.query import _directory
 
     h = _families(3000, 16, seed=1)
     indexed = np.random.default_rng(2).random(3000) < 0.9
@@ -145,7 +145,7 @@ def test_single_queries_through_the_key_directory_equal_brute_force():
 
 
 def test_single_queries_with_crowded_keys_use_binary_search_and_equal_brute_force():
-    from simcore.query import _directory
+    from simweb.core.query import _directory
 
     rng = np.random.default_rng(4)
     h = rng.integers(0, 100, size=(400, 6)).astype(np.uint32)  # 100 values per position, one bin
@@ -170,7 +170,7 @@ def test_a_signature_that_is_no_document_is_answered_like_one():
 
 
 def test_batches_through_the_key_directory_equal_single_queries(monkeypatch):
-    from simcore import query
+    from simweb.core import query
 
     h = _families(2000, 16, seed=6)
     index = invert(h)

@@ -1,7 +1,7 @@
 """Resume after a failure, reuse after success, incremental = full: the stage cache on the
 real pipeline stages and flows.
 
-A real exception is raised inside a late stage (tasks.stagecache.FAIL_STAGE_ENV makes the
+A real exception is raised inside a late stage (simweb.tasks.stagecache.FAIL_STAGE_ENV makes the
 stage fail after it has written its output, before publishing it); the re-run must not
 recompute any earlier stage — their manifests and files keep their modification times and
 the count of computed stages says so — and must end with the same output as a build that
@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from simcore.strategy import Frequency, Strategy
-from tasks import stagecache
-from tasks.bags import DF_FILE, build_bags_stage
-from tasks.ingest import ingest_files
-from tasks.storage import read_parquet
+from simweb.core.strategy import Frequency, Strategy
+from simweb.tasks import stagecache
+from simweb.tasks.bags import DF_FILE, build_bags_stage
+from simweb.tasks.ingest import ingest_files
+from simweb.tasks.storage import read_parquet
 
 WARCS = ("warcfile.warc.gz", "example.warc.gz", "example-iana.org-chunked.warc")
 LATE_STAGES = ("bag-merge", "bags")
@@ -122,7 +122,7 @@ def test_changing_only_the_strategy_reruns_from_the_bags_stage_not_the_ingest(wa
 def prefect_api(tmp_path_factory):
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from deployments.server import LocalPrefectServer
+    from simweb.deployments.server import LocalPrefectServer
 
     with LocalPrefectServer(prefect_home=tmp_path_factory.mktemp("prefect-home")) as server:
         with temporary_settings({PREFECT_API_URL: server.api_url}):
@@ -140,7 +140,7 @@ def flow_marks(out: Path) -> dict[str, int]:
 @pytest.mark.parametrize("failing", ["signatures", "invert"])
 def test_build_index_failed_in_a_late_stage_resumes_there(failing, prefect_api, warcs, tmp_path, monkeypatch,
                                                           build_in_process, index_diff):
-    from flows.build_index import build_index
+    from simweb.flows.build_index import build_index
 
     out = tmp_path / "index"
     monkeypatch.setenv(stagecache.FAIL_STAGE_ENV, failing)
@@ -167,10 +167,10 @@ def test_build_index_failed_in_a_late_stage_resumes_there(failing, prefect_api, 
 @pytest.mark.timeout(900)
 def test_new_crawl_files_update_the_index_to_what_a_full_build_makes(prefect_api, warcs, tmp_path,
                                                                      build_in_process, index_diff):
-    from flows.build_index import build_index
-    from flows.ingest_new_crawl import ingest_new_crawl
+    from simweb.flows.build_index import build_index
+    from simweb.flows.ingest_new_crawl import ingest_new_crawl
     from simweb.api import open_index
-    from tasks.pipeline import crawl_folder
+    from simweb.tasks.pipeline import crawl_folder
 
     first, later = warcs[:2], warcs[2:]
     out, inbox = tmp_path / "index", tmp_path / "inbox"

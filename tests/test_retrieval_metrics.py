@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcore.retrieval_metrics import (
+from simweb.core.retrieval_metrics import (
     average_precision,
     class_retrieval_scores,
     delta,

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simcore.gamma import class_codes, familial_distance, familial_distances
-from simcore.sampling import describe, eligible_urls, sample_class_pairs
+from simweb.core.gamma import class_codes, familial_distance, familial_distances
+from simweb.core.sampling import describe, eligible_urls, sample_class_pairs
 
 
 def directory(tops=4, subs=5, leaves=6, pages=5):

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcore.shingles import (
+from simweb.core.shingles import (
     MirrorParams,
     SketchParams,
     UnionFind,

@@ -9,9 +9,9 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import simcore.similarity as similarity_module
-from simcore.bags import BagMatrix
-from simcore.similarity import all_pairs, cosine, jaccard, shared_terms, similarity
+import simweb.core.similarity as similarity_module
+from simweb.core.bags import BagMatrix
+from simweb.core.similarity import all_pairs, cosine, jaccard, shared_terms, similarity
 
 
 def test_bag_jaccard_is_sum_of_min_over_sum_of_max():

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks import stagecache
-from tasks.stagecache import MANIFEST, StageOutput, lookup, run_stage, stage_key
+from simweb.tasks import stagecache
+from simweb.tasks.stagecache import MANIFEST, StageOutput, lookup, run_stage, stage_key
 
 
 @dataclass(frozen=True, slots=True)

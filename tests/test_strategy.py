@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcore.strategy import (
+from simweb.core.strategy import (
     PAPER_WINDOWS,
     Frequency,
     Metric,
@@ -19,7 +19,7 @@ from simcore.strategy import (
     paper_grid,
     paper_strategies,
 )
-from simcore.text import Stemming
+from simweb.core.text import Stemming
 
 
 def test_defaults_are_the_papers_section_7_choice():

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from nltk.stem.porter import PorterStemmer
 
-from simcore import text
-from simcore.text import (
+from simweb.core import text
+from simweb.core.text import (
     STEMMED_STOPWORDS,
     STOPWORDS,
     Stemming,
@@ -49,7 +49,7 @@ def test_stoplist_covers_function_words_numbers_and_web_boilerplate():
 
 
 def test_stoplist_file_lists_each_term_once_and_md_states_its_size():
-    data = resources.files("simcore").joinpath("data")
+    data = resources.files("simweb.core").joinpath("data")
     lines = data.joinpath("stoplist.txt").read_text(encoding="utf-8").splitlines()
     entries = [line for line in lines if line and not line.startswith("#")]
     assert len(entries) == len(set(entries)) == len(STOPWORDS)

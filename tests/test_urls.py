@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcore import urls
-from simcore.urls import normalize_url, url_id
+from simweb.core import urls
+from simweb.core.urls import normalize_url, url_id
 
 BASE = "http://a/b/c/d;p?q"
 

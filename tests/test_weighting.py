@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from simcore.strategy import Frequency, Strategy
-from simcore.weighting import (
+from simweb.core.strategy import Frequency, Strategy
+from simweb.core.weighting import (
     ANCHOR_DISTANCE_WEIGHT,
     Weighting,
     distance_weight,

@@ -59,7 +59,7 @@ def register(subparsers) -> None:
 
 
 def _strategy(args):
-    from simcore.strategy import Strategy, StrategyError
+    from simweb.core.strategy import Strategy, StrategyError
 
     try:
         if args.strategy_json:
@@ -74,7 +74,7 @@ def _strategy(args):
 
 
 def _ids(urls: list[str], command: str) -> list[tuple[str, int]]:
-    from simcore.urls import normalize_url, url_id
+    from simweb.core.urls import normalize_url, url_id
 
     out = []
     for url in urls:
@@ -98,7 +98,7 @@ def run_bags(args) -> int:
     if args.partitions is not None and args.partitions < 1:
         print(f"simweb bags: --partitions: expected at least 1, got {args.partitions}", file=sys.stderr)
         return 2
-    from tasks.bags import build_bags_stage, read_bags
+    from simweb.tasks.bags import build_bags_stage, read_bags
 
     try:
         out = build_bags_stage(args.crawl, strategy, args.out, args.partitions, scheduler=args.scheduler)
@@ -127,8 +127,8 @@ def run_bags(args) -> int:
 
 
 def run_similarity(args) -> int:
-    from simcore.similarity import cosine, jaccard, shared_terms
-    from tasks.bags import find_bags, read_bags
+    from simweb.core.similarity import cosine, jaccard, shared_terms
+    from simweb.tasks.bags import find_bags, read_bags
 
     (u1, id1), (u2, id2) = _ids([args.url1, args.url2], "similarity")
     try:

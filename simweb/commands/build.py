@@ -43,7 +43,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from simcore.strategy import Strategy, StrategyError
+    from simweb.core.strategy import Strategy, StrategyError
 
     try:
         strategy = Strategy.parse(args.strategy) if args.strategy else Strategy()
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-    from flows.build_index import build_index
+    from simweb.flows.build_index import build_index
 
     try:
         built = build_index(

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     if args.show < 0:
         print(f"simweb dedup: --show: expected 0 or more, got {args.show}", file=sys.stderr)
         return 2
-    from tasks.dedup import DedupParams, find_duplicates, write_clusters
+    from simweb.tasks.dedup import DedupParams, find_duplicates, write_clusters
 
     try:
         report = find_duplicates(args.crawl, DedupParams(k=args.k, threshold=args.threshold))

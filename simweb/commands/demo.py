@@ -47,10 +47,10 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-    from flows.build_index import build_index
-    from flows.debdocs_corpus import debdocs_corpus
+    from simweb.flows.build_index import build_index
+    from simweb.flows.debdocs_corpus import debdocs_corpus
     from simweb.api import UnknownURL, open_index
-    from tasks.debdocs import DebDocsError
+    from simweb.tasks.debdocs import DebDocsError
 
     corpus = os.path.join(args.out, "debdocs")
     index_dir = os.path.join(args.out, "index")
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     if args.skip_evaluation:
         return 0
     _step("4/4", "evaluate-strategies flow: Γ against the DebDocs directory (paper Figures 3–9)")
-    from flows.evaluate_strategies import evaluate_strategies
+    from simweb.flows.evaluate_strategies import evaluate_strategies
     from simweb.commands.evaluate import print_summary
 
     report = evaluate_strategies(

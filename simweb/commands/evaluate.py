@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"directory's own pages (kept out of the data): {directory_pages}")
     try:
         if args.no_prefect:
-            from tasks.evaluate import SampleParams, run_evaluation
+            from simweb.tasks.evaluate import SampleParams, run_evaluation
 
             summary = run_evaluation(
                 args.crawl, args.directory, args.out, grid=args.grid, work=args.work,
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             # The temporary Prefect server can take a while to start on a busy machine.
             os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-            from flows.evaluate_strategies import evaluate_strategies
+            from simweb.flows.evaluate_strategies import evaluate_strategies
 
             summary = evaluate_strategies(
                 crawl=args.crawl, directory=args.directory, out=args.out, grid=args.grid, seed=args.seed,

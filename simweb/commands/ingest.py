@@ -54,7 +54,7 @@ def run(args) -> int:
         print(f"simweb ingest: --workers: expected at least 1, got {args.workers}", file=sys.stderr)
         return 2
 
-    from tasks.ingest import ingest_files, list_warc_files
+    from simweb.tasks.ingest import ingest_files, list_warc_files
 
     try:
         files = list_warc_files(args.warc)
@@ -67,7 +67,7 @@ def run(args) -> int:
     else:
         # The temporary Prefect server can take a while to start on a busy machine.
         os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-        from flows.build_index import build_index
+        from simweb.flows.build_index import build_index
 
         built = build_index(files, args.out, until="ingest", crawl_out=args.out,
                             dask_address=args.dask_address, n_workers=args.workers)

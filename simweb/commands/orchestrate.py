@@ -70,8 +70,8 @@ def register(subparsers) -> None:
 
 
 def _up(args) -> int:
-    from deployments import definitions
-    from deployments.server import DEFAULT_PORT, LocalPrefectServer, ServerFailed, is_healthy, api_url
+    from simweb.deployments import definitions
+    from simweb.deployments.server import DEFAULT_PORT, LocalPrefectServer, ServerFailed, is_healthy, api_url
 
     port = args.port or DEFAULT_PORT
     workspace = definitions.Workspace.at(args.data or definitions.DEFAULT_DATA_DIR)
@@ -187,7 +187,7 @@ def merge_params(defaults: dict[str, Any], overrides: dict[str, Any]) -> dict[st
 
 
 def _run(args) -> int:
-    from deployments.server import DEFAULT_PORT, api_url
+    from simweb.deployments.server import DEFAULT_PORT, api_url
 
     overrides = parse_params(args.param)
     api = args.api_url or (api_url(args.port) if args.port else os.environ.get("PREFECT_API_URL") or api_url(DEFAULT_PORT))
@@ -212,7 +212,7 @@ def _create_and_watch(name: str, overrides: dict[str, Any], timeout: float | Non
     from prefect.deployments import run_deployment
     from prefect.exceptions import ObjectNotFound
 
-    from deployments.server import is_healthy
+    from simweb.deployments.server import is_healthy
 
     if not is_healthy(api):
         print(f"no Prefect server answers at {api}; start one with `simweb orchestrate up` "

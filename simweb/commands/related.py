@@ -39,7 +39,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-# The names of tasks.link_related.RELATED_MEASURES, written out so that `simweb --help` stays fast.
+# The names of simweb.tasks.link_related.RELATED_MEASURES, written out so that `simweb --help` stays fast.
 RELATED_MEASURES = ("cocitation", "coupling", "ecbc", "simrank", "extended_simrank", "pagesim", "extended_pagesim")
 
 
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 def _by_link_measure(args: argparse.Namespace) -> int:
     import os
 
-    from tasks.link_related import related_by_link
+    from simweb.tasks.link_related import related_by_link
 
     crawl = args.crawl or os.path.join(args.index, "crawl")
     if not os.path.isdir(os.path.join(crawl, "links")):

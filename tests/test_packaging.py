@@ -1,0 +1,48 @@
+"""simweb installs as one package: its layers live inside simweb's namespace, never top-level."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_a_users_own_tasks_flows_and_simcore_modules_do_not_shadow_simweb(tmp_path):
+    for name in ("tasks", "flows", "deployments", "simcore"):
+        (tmp_path / f"{name}.py").write_text(f"MINE = {name!r}\n")
+    code = (
+        "import simweb, tasks, flows, deployments, simcore\n"
+        "from simweb.tasks import ingest\n"
+        "from simweb.flows import build_index\n"
+        "from simweb.core import bags\n"
+        "assert tasks.MINE == 'tasks' and flows.MINE == 'flows' and simcore.MINE == 'simcore'\n"
+        "assert simweb.Index.__name__ == 'Index' and simweb.Related.__name__ == 'Related'\n"
+        "print('ok')\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
+
+
+def test_version_and_python_dash_m():
+    run = subprocess.run([sys.executable, "-m", "simweb", "--version"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip().startswith("simweb ")
+    helped = subprocess.run([sys.executable, "-m", "simweb", "--help"], capture_output=True, text=True, timeout=120)
+    assert "examples:" in helped.stdout and "simweb build" in helped.stdout
+
+
+def test_the_wheel_holds_only_simweb(tmp_path):
+    pytest.importorskip("setuptools")
+    run = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                          "-w", str(tmp_path), str(REPO)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    (wheel,) = tmp_path.glob("simweb-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/", 1)[0] for n in names}
+    assert tops == {"simweb", next(t for t in tops if t.endswith(".dist-info"))}, sorted(tops)
+    for module in ("simweb/core/bags.py", "simweb/tasks/ingest.py", "simweb/flows/build_index.py",
+                   "simweb/deployments/definitions.py", "simweb/core/data/stoplist.txt"):
+        assert module in names
