@@ -24,7 +24,7 @@ from prefect.task_runners import TaskRunner
 from prefect_dask import DaskTaskRunner
 
 from simweb.core.strategy import Strategy
-from simweb.tasks.ingest import IngestStats, ingest_shard, list_warc_files, plan_shards, unreadable
+from simweb.tasks.ingest import IngestStats, ingest_shard, list_archive_files, plan_shards, unreadable
 from simweb.tasks.pipeline import (
     WORKER_PRELOAD,
     BuildSummary,
@@ -179,7 +179,7 @@ def build_index(
     could not read. Finished stages are reused; a failed run resumes at the failed stage.
     """
     log = get_run_logger()
-    files = list_warc_files(crawl)
+    files = list_archive_files(crawl)
     crawl_dir = crawl_out or crawl_folder(out)
     params = IndexParams(m=m, seed=seed, min_in_degree=min_in_degree)
     log.info("build-index: %d WARC file(s) from %s into %s, strategy %s", len(files), crawl, out, strategy.label)

@@ -27,7 +27,7 @@ from simweb.core.urls import normalize_url, url_id
 from simweb.cli import main as simweb_main
 from simweb.tasks import schemas
 from simweb.tasks.contexts import pages_part_of, with_context_words
-from simweb.tasks.ingest import FileError, IngestStats, ingest_files, ingest_warc, list_warc_files
+from simweb.tasks.ingest import FileError, IngestStats, ingest_files, ingest_warc, list_archive_files
 from simweb.tasks.storage import file_digest, read_parquet
 
 
@@ -180,7 +180,7 @@ def test_every_shared_fixture_is_covered(warc_dir):
 
 
 def test_all_fixtures_together_and_the_summary(warc_dir, tmp_path):
-    stats = ingest_files(list_warc_files(str(warc_dir)), str(tmp_path))
+    stats = ingest_files(list_archive_files(str(warc_dir)), str(tmp_path))
     # The sums of the per-file expectations above.
     assert stats.files_read == 8 and stats.records_read == 50 + 30 + 6 + 3 + 4 + 1 + 1 + 1
     assert stats.pages_written == 16 + 29 + 1 + 1
@@ -559,19 +559,19 @@ def test_stats_sum_is_associative_and_commutative(a, b, c):
     assert IngestStats.from_dict(json.loads(json.dumps(total.to_dict()))) == total
 
 
-def test_list_warc_files(tmp_path):
+def test_list_archive_files(tmp_path):
     (tmp_path / "crawl" / "sub").mkdir(parents=True)
     for name in ("a.warc.gz", "b.warc", "sub/c.warc.gz", "notes.txt", "old.arc.gz"):
         (tmp_path / "crawl" / name).write_bytes(b"")
     crawl = tmp_path / "crawl"
-    assert list_warc_files(str(crawl)) == [str(crawl / n) for n in ("a.warc.gz", "b.warc", "sub/c.warc.gz")]
-    assert list_warc_files(str(crawl / "*.warc.gz")) == [str(crawl / "a.warc.gz")]
-    assert list_warc_files([str(crawl / "b.warc"), str(crawl / "notes.txt"), str(crawl / "b.warc")]) == [
+    assert list_archive_files(str(crawl)) == [str(crawl / n) for n in ("a.warc.gz", "b.warc", "sub/c.warc.gz")]
+    assert list_archive_files(str(crawl / "*.warc.gz")) == [str(crawl / "a.warc.gz")]
+    assert list_archive_files([str(crawl / "b.warc"), str(crawl / "notes.txt"), str(crawl / "b.warc")]) == [
         str(crawl / "b.warc"), str(crawl / "notes.txt")]  # named files are taken as they are, once
     with pytest.raises(FileNotFoundError, match="no WARC files.*ARC files were found"):
-        list_warc_files(str(crawl / "*.arc.gz"))
+        list_archive_files(str(crawl / "*.arc.gz"))
     with pytest.raises(FileNotFoundError, match="no such file or folder"):
-        list_warc_files(str(tmp_path / "nowhere"))
+        list_archive_files(str(tmp_path / "nowhere"))
 
 
 def test_ingest_files_reports_an_unreadable_file_and_goes_on(warc_dir, tmp_path):

@@ -54,10 +54,10 @@ def run(args) -> int:
         print(f"simweb ingest: --workers: expected at least 1, got {args.workers}", file=sys.stderr)
         return 2
 
-    from simweb.tasks.ingest import ingest_files, list_warc_files
+    from simweb.tasks.ingest import ingest_files, list_archive_files
 
     try:
-        files = list_warc_files(args.warc)
+        files = list_archive_files(args.warc)
     except FileNotFoundError as exc:
         print(f"simweb ingest: {exc}", file=sys.stderr)
         return 2
