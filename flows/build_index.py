@@ -24,7 +24,7 @@ from prefect.task_runners import TaskRunner
 from prefect_dask import DaskTaskRunner
 
 from simweb.core.strategy import Strategy
-from simweb.tasks.ingest import IngestStats, ingest_shard, list_archive_files, plan_shards, unreadable
+from simweb.tasks.ingest import IngestStats, ingest_shard, list_archive_files, nothing_ingested, plan_shards, unreadable
 from simweb.tasks.pipeline import (
     WORKER_PRELOAD,
     BuildSummary,
@@ -168,8 +168,8 @@ def build_index(
 ) -> BuildSummary:
     """Build the related-pages index of a crawl (paper Section 6, Figure 10) into ``out``.
 
-    ``crawl`` is a WARC file, a folder of them, a glob, or a list of those (WARC only, not
-    ARC). ``strategy`` is how pages are described (Sections 3–4; the default is the paper's
+    ``crawl`` is a WARC or ARC file, a folder of them, a glob, or a list of those.
+    ``strategy`` is how pages are described (Sections 3–4; the default is the paper's
     Section 7 choice); ``m`` and ``seed`` make the min-hash signatures; documents with
     in-degree ≤ ``min_in_degree`` stay out of I (Section 7.1; None keeps all). ``directory``
     (ODP RDF or url<TAB>category) adds categories to results. ``until`` stops after a stage.
@@ -190,6 +190,8 @@ def build_index(
         # 1. Ingest (Section 6.1 scans the repository): WARC files -> pages + link contexts.
         ingested = ingest_stage(runner, files, crawl_dir, io_retries)
         log.info("%s", ingested.summary())
+        if not ingested.usable:  # no file gave a page: stop here, publish nothing
+            return nothing_ingested(ingested)
         bag_crawl = crawl_dir
         if until != "ingest" and strategy.dedup:
             # 1b. Dedup (beyond the paper, strategy option): one page per near-duplicate cluster.

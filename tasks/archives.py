@@ -42,8 +42,10 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from warcio.archiveiterator import ArchiveIterator
+from warcio.bufferedreaders import DecompressingBufferedReader
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.recordloader import ArcWarcRecord
+from warcio.utils import BUFF_SIZE
 
 WARC_SUFFIXES = (".warc", ".warc.gz")
 ARC_SUFFIXES = (".arc", ".arc.gz")
@@ -83,10 +85,28 @@ class Gap:
     reason: str  # what was found at ``offset``
 
 
+class _QuietReader(DecompressingBufferedReader):
+    """warcio's reader, without the message it prints to stderr when a gzip member does not
+    decode: the record it holds ends there, is found cut, and the damage is reported."""
+
+    def _decompress(self, data: bytes) -> bytes:
+        if self.decompressor is not None and data and self.num_block_read:
+            try:
+                return self.decompressor.decompress(data)
+            except zlib.error:
+                return b""
+        return super()._decompress(data)
+
+
 class _Iterator(ArchiveIterator):
     # warcio prints a warning to stderr when a record is not followed by blank lines; this
     # module finds and reports that damage itself.
     INC_RECORD = ""
+
+    def __init__(self, fileobj: BinaryIO, fmt: str):
+        super().__init__(fileobj, arc2warc=True)
+        self.reader = _QuietReader(self.fh, block_size=BUFF_SIZE)
+        self.known_format = fmt  # with arc2warc, warcio never sets it: records are read as this format
 
 
 def _format_at(text: bytes) -> str | None:
@@ -163,8 +183,8 @@ class ArchiveRecords:
             found = (f"found {start!r}" if not self.gzipped
                      else "found a gzip member that does not start with one" if _member_head(self._head)
                      else "found gzip data that does not decode")
-            if not self._resync(0, 1, "not a WARC or ARC file: expected a WARC record ('WARC/1.0') or "
-                                      f"an ARC file's 'filedesc://' line at offset 0, {found}"):
+            if not self._resync(0, 1, "expected a WARC record ('WARC/1.0') or an ARC file's "
+                                      f"'filedesc://' line at offset 0, {found}"):
                 return
         previous = 0
         while True:
@@ -220,7 +240,7 @@ class ArchiveRecords:
         # Read to its Content-Length, but what follows is not blank lines.
         if self.gzipped:
             self._end = RecordEnd.UNFRAMED
-            end = self._member_end(offset)
+            end, _ = self._member_end(offset)
             self._resync(offset if end is None else end, offset + 1,
                          f"the record at offset {offset} is followed, inside its gzip member, by bytes "
                          "that do not start a record (its Content-Length is too short)")
@@ -248,31 +268,41 @@ class ArchiveRecords:
         """What was damaged, skipped and recovered, for people (None for an undamaged file)."""
         if not self.gaps:
             return None
-        skipped = sum(g.skipped for g in self.gaps)
-        places = "1 place" if len(self.gaps) == 1 else f"{len(self.gaps)} places"
-        parts = [f"damaged at {places} ({skipped} bytes skipped, {self.recovered} record(s) "
-                 "recovered after the damage)"]
-        for gap in self.gaps[:3]:
-            resumed = (f"reading resumed at offset {gap.resumed}" if gap.resumed is not None
-                       else "no record follows")
-            parts.append(f"{gap.reason}: {gap.skipped} bytes skipped, {resumed}")
-        if len(self.gaps) > 3:
-            parts.append(f"and {len(self.gaps) - 3} more")
-        text = "; ".join(parts)
+
+        def told(gap: Gap) -> str:
+            after = f"reading resumed at offset {gap.resumed}" if gap.resumed is not None else "no record follows"
+            return f"{gap.reason}: {gap.skipped} bytes skipped, {after}"
+
+        if len(self.gaps) == 1:
+            text = told(self.gaps[0])
+        else:
+            listed = "; ".join(told(gap) for gap in self.gaps[:3])
+            more = f"; and {len(self.gaps) - 3} more" if len(self.gaps) > 3 else ""
+            text = (f"damaged at {len(self.gaps)} places, {sum(g.skipped for g in self.gaps)} bytes "
+                    f"skipped in all: {listed}{more}")
+        if self.format is None:
+            text = f"not a WARC or ARC file (no record was found in it): {text}"
+        if self.recovered:
+            text += f"; {self.recovered} record{'s' if self.recovered != 1 else ''} recovered after the damage"
         if self.whole_gzip_at is not None or self.split_member_at is not None:
-            base = re.sub(r"\.(?:w?arc)\.gz$", "", source, flags=re.I)
-            text += (". The file is likely still valid and can be fixed by running: "
+            base = re.sub(r"\.w?arc\.gz$", "", source, flags=re.I)
+            text += ("; the file is likely still valid and can be fixed by running: "
                      f"warcio recompress {source} {base}.recompressed.warc.gz")
         return text
 
     def _why_cut(self, offset: int) -> str:
         if not self.gzipped:
             return f"the file ends inside the record at offset {offset} (truncated)"
-        end = self._member_end(offset)
+        end, why = self._member_end(offset)
         if end is None:
-            return f"the gzip member of the record at offset {offset} is cut or corrupt"
-        return (f"the gzip member of the record at offset {offset} ends at offset {end}, before "
-                "the record's Content-Length")
+            return f"the gzip member of the record at offset {offset} {why}"
+        why = (f"the gzip member of the record at offset {offset} ends at offset {end}, before the "
+               "record's Content-Length")
+        head = _member_head(self._read_at(end, _MEMBER_HEAD))
+        if head and _format_at(head) is None:
+            self.split_member_at = end
+            why += ", and the gzip member there continues the record (the file's gzip members split records)"
+        return why
 
     def _resync_after_failure(self, exc: Exception, offset: int, previous: int) -> bool:
         text = " ".join(str(exc).split())
@@ -312,22 +342,22 @@ class ArchiveRecords:
         finally:
             self._raw.seek(here)
 
-    def _member_end(self, offset: int) -> int | None:
-        """Where the gzip member starting at ``offset`` ends; None if it does not decode to its end."""
+    def _member_end(self, offset: int) -> tuple[int | None, str]:
+        """Where the gzip member starting at ``offset`` ends, or None and why it does not."""
         d = zlib.decompressobj(16 + zlib.MAX_WBITS)
         at = offset
         try:
             while not d.eof:
                 data = self._read_at(at, 1 << 16)
                 if not data:
-                    return None
+                    return None, "is cut: the file ends inside it (truncated)"
                 at += len(data)
                 while data and not d.eof:
                     d.decompress(data, 1 << 20)
                     data = d.unconsumed_tail
-        except zlib.error:
-            return None
-        return at - len(d.unused_data)
+        except zlib.error as exc:
+            return None, f"does not decode ({exc})"
+        return at - len(d.unused_data), ""
 
     # --- finding the next record -----------------------------------------------------------
 
@@ -353,11 +383,8 @@ class ArchiveRecords:
             limit = len(window) if pos + _SCAN_WINDOW >= self.size else lead + _SCAN_WINDOW
             base = pos - lead
             if self.gzipped:
-                for i, fmt in self._member_starts(window, lead, limit):
-                    if fmt is None:
-                        self._note_member(base + i)
-                    elif self.format in (None, fmt):
-                        yield base + i, fmt
+                yield from ((base + i, fmt) for i, fmt in self._member_starts(window, lead, limit)
+                            if fmt is not None and self.format in (None, fmt))
             else:
                 yield from ((base + i, fmt) for i, fmt in self._line_starts(window, lead, limit))
             pos += _SCAN_WINDOW
@@ -387,19 +414,12 @@ class ArchiveRecords:
             found += ((m.start(), "arc") for m in _ARC_LINE.finditer(window, i) if m.start() < limit)
         return iter(sorted(found))
 
-    def _note_member(self, offset: int) -> None:
-        """A gzip member at ``offset`` decodes but does not start a record: if it decodes to its
-        end, it continues a record, and the file's gzip members split records."""
-        if self.split_member_at is None and self._member_end(offset) is not None:
-            self.split_member_at = offset
-
     def _open_at(self, offset: int, fmt: str) -> bool:
         """Start reading records of format ``fmt`` at ``offset``: True when the first one parses
         and says where it ends (it is the next record of the iteration); else False, with the
         reason in ``_open_failure``."""
         self._raw.seek(offset)
-        it = _Iterator(self._raw, arc2warc=True)
-        it.known_format = fmt
+        it = _Iterator(self._raw, fmt)
         # A gzip member may start with the blank lines that end the record before it.
         line = it.reader.readline()
         while line and not line.strip():

@@ -693,8 +693,8 @@ def _page_of(record, records: ArchiveRecords):
     if len(body) > MAX_PAYLOAD_BYTES:
         return TOO_LARGE, None
     encoding = http.get_header("Content-Encoding") if http is not None else None
-    if end is RecordEnd.UNFRAMED and not _payload_ends(stream, body, encoding):
-        return TRUNCATED, None  # a short Content-Length cut the payload
+    if end is RecordEnd.UNFRAMED and not (encoding and encoded_payload_ends(body, encoding)):
+        return TRUNCATED, None  # a short Content-Length cut the payload, or may have: nothing tells
     if encoding:
         try:
             body = decode_content_encoding(body, encoding)
@@ -705,14 +705,6 @@ def _page_of(record, records: ArchiveRecords):
     if media_type in GENERIC_TYPES and not looks_like_html(body):
         return NOT_HTML, None
     return None, (url, status, media_type, charset_from_content_type(content_type), body)
-
-
-def _payload_ends(stream, body: bytes, encoding: str | None) -> bool:
-    """Whether a payload read up to a short Content-Length is all there: its chunked transfer
-    coding reached the last chunk, or its Content-Encoding stream ends inside it."""
-    if isinstance(stream, ChunkedDataReader) and stream.all_chunks_read and not stream.not_chunked:
-        return True
-    return bool(encoding) and encoded_payload_ends(body, encoding)
 
 
 def _add_page(page, offset: int, source: str, parts: _Parts, links_skipped: Counter) -> str | None:

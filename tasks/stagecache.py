@@ -445,7 +445,7 @@ def _run_logger() -> logging.Logger | logging.LoggerAdapter:
 
 LEDGER = "_ingested.json"
 LOCK = "_ingest.lock"
-WARC_SUFFIXES = (".warc", ".warc.gz")  # as simweb.tasks.ingest reads: WARC only, not ARC
+ARCHIVE_SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz")  # as simweb.tasks.ingest reads
 # A file that failed this many runs in a row is no longer retried until its bytes change.
 MAX_ATTEMPTS = 3
 
@@ -529,7 +529,7 @@ def scan_inbox(inbox: str, crawl: str, *, settle_seconds: float = 60.0) -> Inbox
         if info.get("type") != "file" or name.startswith("."):
             continue
         url = join(inbox, name)
-        if not name.lower().endswith(WARC_SUFFIXES):
+        if not name.lower().endswith(ARCHIVE_SUFFIXES):
             ignored.append(url)
             continue
         try:

@@ -1,1 +1,24 @@
 """Subcommands of the `simweb` command line."""
+from __future__ import annotations
+
+#: Exit status of `simweb ingest` and `simweb build` when some archive files were damaged or
+#: could not be read (they are listed under "file errors"), but the others were read and the
+#: output (the index) was written.
+EXIT_FILE_ERRORS = 3
+#: Exit status of `simweb ingest` and `simweb build` when nothing usable was read: no file of
+#: the crawl gave a page. Then no index is published.
+EXIT_NOTHING_READ = 4
+
+EXIT_STATUS_HELP = f"""exit status:
+  0  every archive file was read
+  2  a usage error, or no archive file was found
+  {EXIT_FILE_ERRORS}  some files were damaged or unreadable (listed under "file errors"); the rest was
+     read and the output written
+  {EXIT_NOTHING_READ}  nothing usable was read (no file gave a page); no index is published"""
+
+
+def ingest_exit_status(stats) -> int:
+    """The exit status for what an ingest read (a ``simweb.tasks.ingest.IngestStats``)."""
+    if not stats.usable:
+        return EXIT_NOTHING_READ
+    return EXIT_FILE_ERRORS if stats.file_errors else 0
