@@ -195,7 +195,10 @@ class ArchiveRecords:
                 try:
                     record = next(self._records)
                 except StopIteration:
-                    return
+                    # warcio also stops, silently, at a gzip member it cannot decode at all.
+                    if offset >= self.size or not self._resync(offset, offset + 1, self._why_stopped(offset)):
+                        return
+                    continue
                 except OSError:
                     raise
                 except Exception as exc:  # warcio's ArchiveLoadFailed, a header it cannot parse, ...
@@ -303,6 +306,13 @@ class ArchiveRecords:
             self.split_member_at = end
             why += ", and the gzip member there continues the record (the file's gzip members split records)"
         return why
+
+    def _why_stopped(self, offset: int) -> str:
+        if self.gzipped:
+            end, why = self._member_end(offset)
+            if end is None:
+                return f"the gzip member at offset {offset} {why}"
+        return f"cannot read a record at offset {offset}"
 
     def _resync_after_failure(self, exc: Exception, offset: int, previous: int) -> bool:
         text = " ".join(str(exc).split())
