@@ -11,8 +11,8 @@ three ways (:class:`RecordEnd`):
   without the blank lines, is whole too;
 - **unframed**: its block was read to its Content-Length, but bytes that do not start a
   record follow it — a Content-Length too short, or bytes inserted after the record. Whether
-  the payload was read in full is for the reader of the payload to tell (a gzip body or
-  chunked transfer coding that ends inside the block was);
+  the payload was read in full is for the reader of the payload to tell (a gzip or deflate
+  body whose stream ends inside the block was);
 - **cut**: its block could not be read to its Content-Length: the file or the record's gzip
   member ends inside it (a truncated file, a cut or corrupt member, gzip members that split a
   record), or the block runs past the start of the next record (a Content-Length too long).
@@ -52,10 +52,11 @@ ARC_SUFFIXES = (".arc", ".arc.gz")
 ARCHIVE_SUFFIXES = WARC_SUFFIXES + ARC_SUFFIXES
 FORMATS = ("warc", "arc")
 
-# The version lines warcio reads, and the header line of an ARC v1 record (or of its version
-# block, ``filedesc://NAME IP DATE TYPE LENGTH``); both at the start of a line.
+# The version lines warcio reads (looked for anywhere: bytes inserted before a record need not
+# end with a line break), and the header line of an ARC v1 record or of its version block
+# (``filedesc://NAME IP DATE TYPE LENGTH``, looked for at the start of a line).
 _WARC_VERSION = re.compile(rb"WARC/(?:1\.[01]|0\.1[78])\r?\n")
-_ARC_HEADER = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*:\S* \S+ \d{14} \S+ \d+\r?\n")
+_ARC_HEADER = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*:\S* \S+ \d{12,14} \S+ \d+\r?\n")
 _ARC_LINE = re.compile(rb"(?m)^(?=" + _ARC_HEADER.pattern + rb")")
 _GZIP_MAGIC = b"\x1f\x8b\x08"
 # Bytes read to tell a file's format; bytes of a gzip member decoded to tell what it starts with.
@@ -173,18 +174,16 @@ class ArchiveRecords:
     def __iter__(self) -> Iterator[tuple[int, ArcWarcRecord]]:
         if not self._head.strip():
             return  # an empty file (or only blank lines): no records, nothing damaged
-        if self.format is not None and self._open_at(0, self.format):
-            pass
-        elif self.format is not None:
-            if not self._resync(0, 1, f"cannot read the record at offset 0: {self._open_failure}"):
-                return
-        else:
+        if self.format is None:
             start = self._head.lstrip(b"\r\n")[:40]
             found = (f"found {start!r}" if not self.gzipped
                      else "found a gzip member that does not start with one" if _member_head(self._head)
                      else "found gzip data that does not decode")
             if not self._resync(0, 1, "expected a WARC record ('WARC/1.0') or an ARC file's "
                                       f"'filedesc://' line at offset 0, {found}"):
+                return
+        elif not self._open_at(0, self.format):
+            if not self._resync(0, 1, f"cannot read the record at offset 0: {self._open_failure}"):
                 return
         previous = 0
         while True:
