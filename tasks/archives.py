@@ -128,6 +128,13 @@ def _member_head(data: bytes) -> bytes | None:
         return None
 
 
+def _said(exc: Exception) -> str:
+    """An exception for a message: one line, control characters escaped, at most 200 characters."""
+    text = " ".join(str(exc).split())
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return f"{type(exc).__name__}: {text[:200]}{'…' if len(text) > 200 else ''}"
+
+
 def _delimited(record: ArcWarcRecord) -> bool:
     """Whether the record's Content-Length (an ARC record's length) says where it ends."""
     if record.length is None:
@@ -168,6 +175,8 @@ class ArchiveRecords:
         self._offset = 0
         self._end: RecordEnd | None = None
         self._open_failure = ""
+        # The gzip member of the last record goes on after it: warcio's offsets inside it mean nothing.
+        self._member_goes_on = False
 
     # --- iteration -------------------------------------------------------------------------
 
@@ -185,7 +194,6 @@ class ArchiveRecords:
         elif not self._open_at(0, self.format):
             if not self._resync(0, 1, f"cannot read the record at offset 0: {self._open_failure}"):
                 return
-        previous = 0
         while True:
             if self._pending is not None:
                 record, self._pending = self._pending, None
@@ -195,13 +203,15 @@ class ArchiveRecords:
                     record = next(self._records)
                 except StopIteration:
                     # warcio also stops, silently, at a gzip member it cannot decode at all.
+                    if self._member_goes_on:
+                        offset = self._offset
                     if offset >= self.size or not self._resync(offset, offset + 1, self._why_stopped(offset)):
                         return
                     continue
                 except OSError:
                     raise
                 except Exception as exc:  # warcio's ArchiveLoadFailed, a header it cannot parse, ...
-                    if not self._resync_after_failure(exc, offset, previous):
+                    if not self._resync_after_failure(exc, offset):
                         return
                     continue
                 if not _delimited(record):
@@ -211,7 +221,6 @@ class ArchiveRecords:
                         return
                     continue
             self._record, self._offset, self._end = record, self._it.offset, None
-            previous = self._offset
             if self.gaps:
                 self.recovered += 1
             yield self._offset, record
@@ -234,6 +243,8 @@ class ArchiveRecords:
             cut = True
         if not cut and it.err_count == errors:
             self._end = RecordEnd.WHOLE  # the path of every record of an undamaged file
+            # In a gzipped file, a line after the record's blank lines is inside its member.
+            self._member_goes_on = self.gzipped and it.next_line is not None and it.reader.decompressor is not None
             return self._end
         if cut:
             self._end = RecordEnd.CUT
@@ -313,22 +324,29 @@ class ArchiveRecords:
                 return f"the gzip member at offset {offset} {why}"
         return f"cannot read a record at offset {offset}"
 
-    def _resync_after_failure(self, exc: Exception, offset: int, previous: int) -> bool:
-        text = " ".join(str(exc).split())
-        if isinstance(exc, ArchiveLoadFailed) and "non-chunked gzip" in text:
-            # The previous record's gzip member goes on with more records; warcio's offsets
-            # inside it mean nothing, so the damage is that member, from its start.
-            self.whole_gzip_at = previous
-            return self._resync(previous, previous + 1,
-                                f"the gzip member at offset {previous} holds more than one record (the "
-                                "file is gzipped as a whole instead of record by record), so only its "
-                                "first record could be read")
-        return self._resync(offset, offset + 1, f"cannot read a record at offset {offset}: "
-                                                f"{type(exc).__name__}: {text}")
+    def _resync_after_failure(self, exc: Exception, offset: int) -> bool:
+        text = _said(exc)
+        if self._member_goes_on:
+            # The last record's gzip member goes on after it: the damage is that member, from its start.
+            member = self._offset
+            if isinstance(exc, ArchiveLoadFailed) and "non-chunked gzip" in text:
+                self.whole_gzip_at = member
+                return self._resync(member, member + 1,
+                                    f"the gzip member at offset {member} holds more than one record (the "
+                                    "file is gzipped as a whole instead of record by record), so only its "
+                                    "first record could be read")
+            return self._resync(member, member + 1,
+                                f"the gzip member at offset {member} goes on after its record with bytes "
+                                f"that are not a record ({text})")
+        return self._resync(offset, offset + 1, f"cannot read a record at offset {offset}: {text}")
 
     def _resync(self, start: int, scan_from: int, reason: str) -> bool:
         """Record the gap from ``start`` to the next record at or after ``scan_from`` and
         resume there; False when no record follows."""
+        # Never back to or before the last record read: every resync moves forward.
+        if self._record is not None:
+            start, scan_from = max(start, self._offset), max(scan_from, self._offset + 1)
+        self._member_goes_on = False
         found = self._find(scan_from)
         self._add_gap(start, found, reason)
         return found is not None
@@ -443,7 +461,7 @@ class ArchiveRecords:
         except OSError:
             raise
         except Exception as exc:  # warcio's ArchiveLoadFailed, a header it cannot parse, ...
-            self._open_failure = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+            self._open_failure = _said(exc)
             return False
         if not _delimited(record):
             length = record.rec_headers.get_header("Content-Length")

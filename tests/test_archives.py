@@ -359,8 +359,11 @@ def test_several_kinds_of_damage_in_one_file(cc_plain, tmp_path):
                                                   "skipped in all: ")
 
 
+# Bytes holding no version line, that neither start with white space (warcio takes a line of
+# white space after a record for one of the blank lines that end it) nor end with a line break
+# (the blank lines before the next record are not skipped bytes).
 NO_RECORD = st.binary(min_size=1, max_size=300).filter(
-    lambda b: b"WARC/" not in b and b[:1] not in (b"\r", b"\n") and b[-1:] not in (b"\r", b"\n"))
+    lambda b: b"WARC/" not in b and not b[:1].isspace() and b[-1:] not in (b"\r", b"\n"))
 
 
 @settings(max_examples=40, deadline=None)
@@ -445,6 +448,23 @@ def test_a_short_content_length_inside_a_gzip_member(cc, tmp_path):
     assert counts(stats) == (50, 15, {**CC_SKIPPED, "truncated record": 1}, 1, 47, 0)
     next_member = len(b"".join(members[:2])) + len(gzip.compress(record))
     assert stats.file_errors[0].damage == ((next_member, 0),)
+
+
+def test_a_gzip_member_that_goes_on_after_its_record(cc, tmp_path):
+    """The 5th metadata record's member re-compressed with bytes after the record and its blank
+    lines (a tool that appended to a member): the record was read whole and counts; warcio's
+    offsets inside such a member mean nothing, so the member, from its start, is the damage,
+    and reading resumes at the next member."""
+    members = gzip_members(cc)
+    assert gzip.decompress(members[15]).startswith(b"WARC/1.0\r\nWARC-Type: metadata")
+    member = gzip.compress(gzip.decompress(members[15]) + b"</table>leftover bytes\r\nmore of them\r\n")
+    damaged = b"".join(members[:15]) + member + b"".join(members[16:])
+    stats = ingest_warc(write(tmp_path / "d.warc.gz", damaged), str(tmp_path / "out"))
+    assert counts(stats) == (50, 16, CC_SKIPPED, 1, 34, len(member))
+    at = len(b"".join(members[:15]))
+    assert stats.file_errors[0].damage == ((at, len(member)),)
+    assert f"the gzip member at offset {at} goes on after its record with bytes that are not a record" in \
+        stats.file_errors[0].reason
 
 
 # =============================================================================================

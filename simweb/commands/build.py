@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     from simweb.flows.build_index import build_index
     from simweb.tasks.ingest import NothingIngested
-    from simweb.tasks.pipeline import BuildSummary
+    from simweb.flows.chain import BuildSummary
 
     try:
         built = build_index(
