@@ -190,6 +190,20 @@ def test_a_folder_of_arc_and_warc_files_reads_both(warc_dir, tmp_path):
     assert stats.summary().startswith("ingest: 3 files read; 2 ARC, 1 WARC\n")
 
 
+def test_the_inbox_of_ingest_new_crawl_takes_arc_files(warc_dir, tmp_path):
+    from simweb.tasks.ledger import scan_inbox
+
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    responses = responses_of(warc_dir / CC)
+    write(inbox / "old.arc.gz", b"".join(map(gzip.compress, arc_blocks("old.arc.gz", responses[:2]))))
+    write(inbox / "new.warc.gz", (warc_dir / "example.warc.gz").read_bytes())
+    write(inbox / "notes.txt", b"not an archive")
+    scan = scan_inbox(str(inbox), str(tmp_path / "crawl"), settle_seconds=0)
+    assert [f.name for f in scan.new] == ["new.warc.gz", "old.arc.gz"]
+    assert [Path(p).name for p in scan.ignored] == ["notes.txt"]
+
+
 @pytest.mark.parametrize("gzipped", [False, True], ids=["arc", "arc.gz"])
 def test_a_damaged_arc_file_is_read_on_at_the_next_arc_record(gzipped, warc_dir, tmp_path):
     """Bytes inserted before the 5th record of an ARC file (in a plain one they end with a
