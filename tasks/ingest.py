@@ -177,7 +177,7 @@ class IngestStats:
             links_written=self.links_written + other.links_written,
             skipped=_add_counts(self.skipped, other.skipped),
             links_skipped=_add_counts(self.links_skipped, other.links_skipped),
-            file_errors=tuple(sorted(self.file_errors + other.file_errors, key=lambda e: (e.path, e.reason))),
+            file_errors=tuple(sorted(self.file_errors + other.file_errors, key=lambda e: (e.path, e.reason, e.damage))),
             parts=tuple(sorted(set(self.parts) | set(other.parts))),
         )
 

@@ -574,9 +574,14 @@ def test_row_groups_are_written_as_pages_accumulate(tmp_path, monkeypatch):
 COUNTS = st.dictionaries(st.sampled_from(["request record", "not HTML", "truncated record"]), st.integers(0, 50), max_size=3)
 STATS = st.builds(
     IngestStats,
-    files_read=st.integers(0, 5), files_unchanged=st.integers(0, 5), records_read=st.integers(0, 1000),
-    pages_written=st.integers(0, 1000), links_written=st.integers(0, 10**6), skipped=COUNTS, links_skipped=COUNTS,
-    file_errors=st.lists(st.builds(FileError, st.sampled_from(["a.warc", "b.warc"]), st.sampled_from(["x", "y"])),
+    files_read=st.integers(0, 5), files_unchanged=st.integers(0, 5),
+    files_by_format=st.dictionaries(st.sampled_from(["warc", "arc", "unknown"]), st.integers(1, 5), max_size=3),
+    records_read=st.integers(0, 1000), records_recovered=st.integers(0, 100), bytes_skipped=st.integers(0, 10**9),
+    pages_written=st.integers(0, 1000), pages_unchanged=st.integers(0, 1000), links_written=st.integers(0, 10**6),
+    skipped=COUNTS, links_skipped=COUNTS,
+    file_errors=st.lists(st.builds(FileError, st.sampled_from(["a.warc", "b.arc"]), st.sampled_from(["x", "y"]),
+                                   st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**4)),
+                                            max_size=3).map(tuple)),
                          max_size=2).map(tuple),
     parts=st.lists(st.sampled_from(["part-1", "part-2", "part-3"]), max_size=2, unique=True).map(lambda p: tuple(sorted(p))),
 )
