@@ -43,17 +43,19 @@ def run_debdocs(args: argparse.Namespace) -> int:
     # The temporary Prefect server can take a minute to start on a busy machine; the setting
     # must be in place before prefect is first imported.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
-    from simweb.tasks.debdocs import DebDocsError, build_corpus, format_summary
+    from simweb.corpora import CorpusError
+    from simweb.corpora.debdocs import build_debdocs
+    from simweb.corpora.docsites import format_summary
 
     started = time.perf_counter()
     try:
         if args.no_prefect:
-            summary = build_corpus(args.out, args.cache)
+            summary = build_debdocs(args.out, args.cache)
         else:
             from simweb.flows.debdocs_corpus import debdocs_corpus
 
             summary = debdocs_corpus(out=args.out, cache=args.cache)
-    except DebDocsError as err:
+    except CorpusError as err:
         print(f"simweb corpus debdocs: {err}", file=sys.stderr)
         return 2
     print(format_summary(summary))
