@@ -180,6 +180,24 @@ class DirectoryStats:
         else:
             self.per_class[tuple(parts[: self.depth])] += 1
 
+    def as_dict(self) -> dict:
+        """Listed, directory and unplaced pages, topics, and the classes at the collapse depth."""
+        sizes = sorted(self.per_class.values())
+        return {
+            "listed_pages": self.listed,
+            "directory_pages": self.directory_pages,
+            "unplaced_pages": self.unplaced,
+            "topics": len(self.topics),
+            "class_depth": self.depth,
+            "classes": len(self.per_class),
+            "pages_above_class_depth": self.above,
+            "pages_per_class": {
+                "min": sizes[0] if sizes else 0,
+                "median": statistics.median(sizes) if sizes else 0,
+                "max": sizes[-1] if sizes else 0,
+            },
+        }
+
 
 def summarize(entries: Iterable[DirectoryEntry], links: Sequence[LinkStats], depth: int = CLASS_DEPTH) -> dict:
     """The corpus summary: pages, links, and the directory's classes at the collapse depth.
@@ -191,7 +209,6 @@ def summarize(entries: Iterable[DirectoryEntry], links: Sequence[LinkStats], dep
     stats = DirectoryStats(depth)
     for entry in entries:
         stats.add(entry)
-    sizes = sorted(stats.per_class.values())
     total = {f: sum(getattr(s, f) for s in links) for f in LinkStats.__slots__}
     return {
         "pages": stats.pages,
@@ -201,16 +218,5 @@ def summarize(entries: Iterable[DirectoryEntry], links: Sequence[LinkStats], dep
         "links_to_directory": total["to_directory"],
         "links_same_page": total["same_page"],
         "links_external": total["external"],
-        "listed_pages": stats.listed,
-        "directory_pages": stats.directory_pages,
-        "unplaced_pages": stats.unplaced,
-        "topics": len(stats.topics),
-        "class_depth": depth,
-        "classes": len(stats.per_class),
-        "pages_above_class_depth": stats.above,
-        "pages_per_class": {
-            "min": sizes[0] if sizes else 0,
-            "median": statistics.median(sizes) if sizes else 0,
-            "max": sizes[-1] if sizes else 0,
-        },
+        **stats.as_dict(),
     }

@@ -56,6 +56,7 @@ __all__ = [
     "build_directory",
     "build_summary",
     "build_warc",
+    "check_distinct_sites",
     "collection_of",
     "decode_page",
     "format_summary",
@@ -161,8 +162,22 @@ def survey_deb(deb: DebFile) -> SiteSurvey:
 # --------------------------------------------------------------------------- the directory
 
 
+def check_distinct_sites(sites: Sequence[Site]) -> None:
+    """Raise unless every site has its own key and its own top-level category."""
+    for field_name in ("key", "name"):
+        values = [getattr(s, field_name) for s in sites]
+        twice = sorted({v for v in values if values.count(v) > 1})
+        if twice:
+            raise CorpusError(
+                f"expected one site per {field_name}, found {', '.join(twice)} more than once (packages "
+                f"{', '.join(s.package for s in sites if getattr(s, field_name) in twice)}); build them as "
+                "separate crawls or give one a site of its own in simweb.corpora.sites.KNOWN_SITES"
+            )
+
+
 def build_directory(surveys: Sequence[SiteSurvey], out: str, corpus: DocsCorpus) -> DirectoryResult:
     """Place every page in the topic directory and write directory.rdf, .tsv and directory_pages.txt."""
+    check_distinct_sites([s.site for s in surveys])
     entries: list[DirectoryEntry] = []
     counts: Counter = Counter()
     for survey in surveys:
