@@ -20,7 +20,6 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 

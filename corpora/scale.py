@@ -170,36 +170,47 @@ def _mirrored(entry: DirectoryEntry, copy: int, root: str) -> DirectoryEntry:
     return replace(entry, site=f"{entry.site}-mirror{copy}", url=mirror_url(entry.url, copy), topic=topic)
 
 
-def _trees(sources: Sequence[_Source], copied: dict[tuple[int, int], int]) -> list[tuple[str, Callable]]:
-    """(name, entries maker) of every top-level tree, in name order; ``copied[(source, k)]`` is how
-    many pages of a source round ``k`` copied."""
-    trees = []
-    for i, source in enumerate(sources):
-        name = source.survey.site.name
-        root = f"Top/{name}"
-        trees.append((name, lambda s=source: list(s.entries)))
-        for (j, copy), count in copied.items():
-            if j == i:
-                trees.append((f"{name}-mirror{copy}",
-                              lambda s=source, k=copy, c=count, r=root: [_mirrored(e, k, r) for e in s.entries[:c]]))
-    return sorted(trees, key=lambda t: t[0])
+@dataclass(frozen=True, slots=True)
+class _Tree:
+    """A top-level tree of the directory: a source's real pages (``copy`` 0) or the first ``count``
+    of them as copied in round ``copy``."""
+
+    source: _Source
+    copy: int
+    count: int
+
+    @property
+    def name(self) -> str:
+        name = self.source.survey.site.name
+        return f"{name}-mirror{self.copy}" if self.copy else name
+
+    def entries(self) -> list[DirectoryEntry]:
+        if not self.copy:
+            return list(self.source.entries)
+        root = f"Top/{self.source.survey.site.name}"
+        return [_mirrored(e, self.copy, root) for e in self.source.entries[: self.count]]
 
 
-def _write_directory(out: str, trees, comment: str) -> tuple[dict[str, str], DirectoryStats]:
+def _trees(sources: Sequence[_Source], copied: dict[tuple[int, int], int]) -> list[_Tree]:
+    """Every top-level tree, in name order; ``copied[(i, k)]`` is how many pages of ``sources[i]``
+    round ``k`` copied."""
+    trees = [_Tree(source, 0, len(source.taken)) for source in sources]
+    trees += [_Tree(sources[i], copy, count) for (i, copy), count in copied.items()]
+    return sorted(trees, key=lambda tree: tree.name)
+
+
+def _write_directory(out: str, trees: Sequence[_Tree], comment: str) -> tuple[dict[str, str], DirectoryStats]:
+    """directory.rdf, .tsv and directory_pages.txt, one tree in memory at a time; their digests and numbers."""
     stats = DirectoryStats()
     outputs = {}
     with OutputFile(join(out, "directory.rdf")) as rdf, OutputFile(join(out, "directory.tsv")) as tsv, \
             OutputFile(join(out, "directory_pages.txt")) as pages:
-        def each_tree():
-            for _, make in trees:
-                entries = make()
+        # The RDF writer pulls the trees one at a time; the TSV and the page list follow along.
+        def written():
+            for tree in trees:
+                entries = tree.entries()
                 for entry in entries:
                     stats.add(entry)
-                yield entries
-
-        # The RDF writer pulls the trees one at a time; the TSV and page list follow along.
-        def written():
-            for entries in each_tree():
                 tsv.write("".join(tsv_parts([entries])).encode("utf-8"))
                 pages.write("".join(sorted(f"{e.url}\n" for e in entries if e.directory_page)).encode("utf-8"))
                 yield entries
@@ -220,6 +231,81 @@ def _remove_stale_parts(out: str, written: dict[str, str]) -> int:
     return len(stale)
 
 
+def _warc_info(pages: int, perturbation: Perturbation) -> tuple[Callable[[int], str], Callable[[int], str]]:
+    """The warcinfo text and record id of WARC part ``n``: what was asked for, never the clock."""
+    asked = json.dumps(asdict(perturbation), sort_keys=True)
+
+    def info(part: int) -> str:
+        return (
+            f"software: {SOFTWARE}\r\n"
+            "format: WARC File Format 1.0\r\n"
+            "description: pages of Debian documentation packages under their public URLs, and perturbed "
+            "copies of them under mirror hosts (simweb corpus scale)\r\n"
+            f"pages: {pages}\r\n"
+            f"perturbation: {asked}\r\n"
+            f"part: {part + 1}\r\n"
+        )
+
+    def info_id(part: int) -> str:
+        return record_id("warcinfo", SOFTWARE, str(pages), asked, str(part))
+
+    return info, info_id
+
+
+def _write_real(sources: Sequence[_Source], collection: Collection, warcs: _WarcParts,
+                vocabulary: Vocabulary | None) -> list[LinkStats]:
+    """Every taken page, links rewritten; its words sampled into ``vocabulary`` when copies follow."""
+    listed = frozenset(e.url for s in sources for e in s.entries if e.topic is not None and not e.directory_page)
+    link_stats = []
+    for source in sources:
+        site = source.survey.site
+        counter = LinkCounter(site, collection, listed)
+        for path, mtime, rewritten, charset in _pages(source, collection):
+            counter.add(path, rewritten.anchors)
+            if vocabulary is not None:
+                vocabulary.add(rewritten.html)
+            warcs.add(site.canonical_url(path), mtime, rewritten.html.encode(charset), charset)
+        link_stats.append(counter.stats())
+    return link_stats
+
+
+def _write_copies(sources: Sequence[_Source], collection: Collection, warcs: _WarcParts, wanted: int,
+                  vocabulary: Vocabulary, perturbation: Perturbation,
+                  log: Callable[[str], None]) -> tuple[int, dict[tuple[int, int], int], Counter]:
+    """``wanted`` copies, round after round over the taken pages in order.
+
+    Returns the rounds made, the pages each (source index, round) copied, and what the copies changed.
+    """
+    site_pages = {s.survey.site.key: tuple(s.survey.site.canonical_url(p) for p in s.taken) for s in sources}
+    copied: dict[tuple[int, int], int] = {}
+    changed: Counter = Counter()
+    made_so_far = 0
+    copy = 0
+    while made_so_far < wanted:
+        copy += 1
+        for i, source in enumerate(sources):
+            site = source.survey.site
+            count = 0
+            for path, mtime, rewritten, charset in _pages(source, collection):
+                if made_so_far == wanted:
+                    break
+                url = site.canonical_url(path)
+                made = perturb_page(rewritten.html, rewritten.anchors, url, copy, site.base_url,
+                                    site_pages[site.key], vocabulary.words, perturbation)
+                changed.update(words=made.words, words_replaced=made.words_replaced, links=made.links,
+                               links_dropped=made.links_dropped, links_retargeted=made.links_retargeted,
+                               anchors=len(rewritten.anchors) - made.links_dropped)
+                warcs.add(mirror_url(url, copy), mtime, made.html.encode(charset), charset)
+                made_so_far += 1
+                count += 1
+            if count:
+                copied[(i, copy)] = count
+        if not any(k == copy for _, k in copied):
+            raise CorpusError(f"copy round {copy} found no page to copy: the packages' pages could not be read again")
+        log(f"copy round {copy}: {made_so_far:,} of {wanted:,} copies")
+    return copy, copied, changed
+
+
 def build_scale(
     pages: int,
     out: str,
@@ -238,76 +324,28 @@ def build_scale(
         raise CorpusError(f"expected a number of pages ≥ 1, got {pages}")
     if warc_bytes < 1:
         raise CorpusError(f"expected a WARC file size ≥ 1 byte, got {warc_bytes}")
+    # Survey packages until they hold the pages asked for; place each site's pages.
     sources = _survey(packages, pages, cache, log)
     real = sum(len(s.taken) for s in sources)
     if real == 0:
         raise CorpusError(f"the packages {', '.join(packages)} hold no HTML pages; name documentation packages")
-    sites = [s.survey.site for s in sources]
-    collection = Collection(sites, {s.site.key: s.files for s in (x.survey for x in sources)},
+    collection = Collection([s.survey.site for s in sources], {s.survey.site.key: s.survey.files for s in sources},
                             {s.survey.site.key: s.taken for s in sources})
-    listed = frozenset(e.url for s in sources for e in s.entries if e.topic is not None and not e.directory_page)
-    site_pages = {s.survey.site.key: tuple(s.survey.site.canonical_url(p) for p in s.taken) for s in sources}
-    vocabulary = Vocabulary(seed=perturbation.seed)
-    copies_wanted = pages - real
-
-    def info(part: int) -> str:
-        return (
-            f"software: {SOFTWARE}\r\n"
-            "format: WARC File Format 1.0\r\n"
-            "description: pages of Debian documentation packages under their public URLs, and perturbed "
-            "copies of them under mirror hosts (simweb corpus scale)\r\n"
-            f"pages: {pages}\r\n"
-            f"perturbation: {json.dumps(asdict(perturbation), sort_keys=True)}\r\n"
-            f"part: {part + 1}\r\n"
-        )
-
-    def info_id(part: int) -> str:
-        return record_id("warcinfo", SOFTWARE, str(pages), json.dumps(asdict(perturbation), sort_keys=True), str(part))
-
-    link_stats: list[LinkStats] = []
-    changed: Counter = Counter()
-    copied: dict[tuple[int, int], int] = {}
-    written = 0
-    with _WarcParts(out, warc_bytes, info, info_id) as warcs:
-        for source in sources:
-            site = source.survey.site
-            counter = LinkCounter(site, collection, listed)
-            for path, mtime, rewritten, charset in _pages(source, collection):
-                counter.add(path, rewritten.anchors)
-                if copies_wanted:
-                    vocabulary.add(rewritten.html)
-                warcs.add(site.canonical_url(path), mtime, rewritten.html.encode(charset), charset)
-                written += 1
-            link_stats.append(counter.stats())
-        copy = 0
-        while written < pages:
-            copy += 1
-            for i, source in enumerate(sources):
-                site = source.survey.site
-                count = 0
-                for path, mtime, rewritten, charset in _pages(source, collection):
-                    if written == pages:
-                        break
-                    url = site.canonical_url(path)
-                    made = perturb_page(rewritten.html, rewritten.anchors, url, copy, site.base_url,
-                                        site_pages[site.key], vocabulary.words, perturbation)
-                    changed.update(words=made.words, words_replaced=made.words_replaced, links=made.links,
-                                   links_dropped=made.links_dropped, links_retargeted=made.links_retargeted,
-                                   anchors=len(rewritten.anchors) - made.links_dropped)
-                    warcs.add(mirror_url(url, copy), mtime, made.html.encode(charset), charset)
-                    written += 1
-                    count += 1
-                if count:
-                    copied[(i, copy)] = count
-                if written == pages:
-                    break
-            log(f"copy round {copy}: {written:,} of {pages:,} pages")
+    vocabulary = Vocabulary(seed=perturbation.seed) if pages > real else None
+    # Write the real pages, then the copies, into WARC files of bounded size.
+    with _WarcParts(out, warc_bytes, *_warc_info(pages, perturbation)) as warcs:
+        link_stats = _write_real(sources, collection, warcs, vocabulary)
+        rounds, copied, changed = 0, {}, Counter()
+        if vocabulary is not None:
+            rounds, copied, changed = _write_copies(sources, collection, warcs, pages - real, vocabulary,
+                                                    perturbation, log)
     stale = _remove_stale_parts(out, warcs.files)
-
+    # The directory: a tree per site and per mirror round.
     comment = f"scale crawl of {pages} pages built by simweb from: " + ", ".join(
         f"{s.deb.package} {s.deb.version}" for s in sources)
     directory_outputs, stats = _write_directory(out, _trees(sources, copied), comment)
-    summary = _summary(pages, real, copy, sources, link_stats, changed, stats, warcs, stale)
+    # What was asked for and built, and the numbers.
+    summary = _summary(pages, real, rounds, sources, link_stats, changed, stats, warcs, stale)
     manifest = {
         "corpus": "scale",
         "software": SOFTWARE,

@@ -25,7 +25,7 @@ def register(subparsers) -> None:
             "documentation packages, fetched with apt-get and cached: DebDocs (the demo's three sites), any "
             "packages you name, or a crawl of a given number of pages for benchmarks."
         ),
-        epilog=__doc__.split("\n", 2)[2],
+        epilog="examples:\n" + __doc__.split("\n", 2)[2],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     corpora = parser.add_subparsers(dest="corpus", metavar="CORPUS", required=True)
@@ -72,7 +72,7 @@ def register(subparsers) -> None:
             "Take real pages from Debian documentation packages, in order, until the crawl holds N; when they run "
             "out, add copies under mirror hosts (mirror1.<host>, …) with a share of their words replaced by words "
             "of the corpus and a share of their links dropped or re-targeted, deterministic given the seed. Writes "
-            f"WARC files of bounded size and a directory covering the copies (a tree per mirror). Writes {_OUTPUTS}."
+            f"WARC files of bounded size and a directory covering the copies (a tree per mirror round): {_OUTPUTS}."
         ),
     )
     scale.add_argument("--pages", required=True, type=_positive, metavar="N", help="pages in the crawl")
