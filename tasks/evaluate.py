@@ -29,21 +29,18 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-import fsspec
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
-import scipy.sparse as sp
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import MissingContextError
 
-from simweb.core.bags import Corpus, LinkColumns, PageColumns, WordLists
-from simweb.core.directory import ODP_HOSTS, Directory, build_directory, read_directory, sniff_format
+from simweb.core.bags import Corpus
+from simweb.core.directory import ODP_HOSTS, Directory, build_directory
 from simweb.core.gamma import (
     DISTANCE_NAMES,
     GAMMA_MEASURES,
@@ -71,14 +68,14 @@ from simweb.core.linkgraph import (
 from simweb.core.minhash import MinHashParams, sign, term_hashes
 from simweb.core.query import all_pairs as index_pairs
 from simweb.core.query import invert
-from simweb.core.retrieval_metrics import class_retrieval_scores, delta, tfidf_vectors, top_n
+from simweb.core.retrieval_metrics import class_retrieval_scores, delta, top_n
 from simweb.core.sampling import PAPER_PAIRS, Sample, describe, sample_class_pairs
 from simweb.core.similarity import all_pairs
 from simweb.core.strategy import Frequency, Metric, Source, Strategy, Window, paper_grid
 from simweb.core.urls import url_id
 from simweb.core.weighting import nmdf_factor
-from simweb.tasks import schemas
-from simweb.tasks.contexts import pages_part_of, with_context_words
+from simweb.tasks.crawl import content_tfidf, crawl_parts, link_targets, load_corpus, load_link_graph
+from simweb.tasks.directory_file import directory_format, read_directory_file, read_lines
 from simweb.tasks.stagecache import StageOutput, file_identities, run_stage
 from simweb.tasks.storage import filesystem, join, parts, write_bytes_atomic, write_parquet_atomic
 
@@ -283,177 +280,6 @@ def figure_label(figure: str, strategy: AnyStrategy) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Inputs: the directory file and the crawl's ingest output
-
-
-def read_lines(url: str) -> list[str]:
-    """Non-empty, non-comment lines of a text file (e.g. the directory's own pages, one URL a line)."""
-    with fsspec.open(url, "rb", compression="infer") as f:
-        text = f.read().decode("utf-8")
-    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-
-
-def directory_format(url: str) -> str:
-    """"rdf" or "tsv", from the first bytes of the (possibly compressed) directory file."""
-    with fsspec.open(url, "rb", compression="infer") as f:
-        return sniff_format(f.read(512))
-
-
-def read_directory_file(
-    url: str,
-    *,
-    fmt: str = "auto",
-    directory_pages: Sequence[str] = (),
-    keep: set[str] | None = None,
-) -> Directory:
-    """Parse a directory file (ODP RDF dump or ``url<TAB>category`` TSV, optionally .gz/.bz2),
-    streaming; ``fmt="auto"`` sniffs the first bytes."""
-    with fsspec.open(url, "rb", compression="infer") as f:
-        if fmt == "auto":
-            head = f.read(512)
-            fmt = sniff_format(head)
-            stream = io.BufferedReader(_Prepend(head, f), buffer_size=1 << 20)
-        else:
-            stream = f
-        return read_directory(stream, fmt=fmt, directory_pages=directory_pages, keep=keep)
-
-
-class _Prepend(io.RawIOBase):
-    """A stream that first returns ``head``, then the rest of ``stream`` (to sniff a format)."""
-
-    def __init__(self, head: bytes, stream) -> None:
-        self._head = head
-        self._stream = stream
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        if self._head:
-            n = min(len(buffer), len(self._head))
-            buffer[:n] = self._head[:n]
-            self._head = self._head[n:]
-            return n
-        data = self._stream.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-
-def crawl_parts(crawl: str) -> tuple[list[str], list[str]]:
-    """The Parquet parts of a crawl's ``pages`` and ``links`` data sets (written by ``simweb ingest``)."""
-    pages, links = parts(join(crawl, "pages")), parts(join(crawl, "links"))
-    if not pages and not links:
-        raise FileNotFoundError(
-            f"no ingested crawl at {crawl}: expected {join(crawl, 'pages')} and {join(crawl, 'links')} "
-            "as written by `simweb ingest WARC... --out DIR`; pass that DIR as --crawl"
-        )
-    return pages, links
-
-
-def _read(files: list[str], schema: pa.Schema, columns: list[str]) -> pa.Table:
-    tables = []
-    for url in files:
-        fs, path = filesystem(url)
-        with fs.open(path, "rb") as f:
-            missing = [c for c in columns if c not in pq.read_schema(f).names]
-            if missing:
-                raise ValueError(f"{url}: expected columns {columns}, missing {missing}; re-run `simweb ingest` "
-                                 "with this version of simweb")
-            f.seek(0)
-            table = pq.read_table(f, columns=columns)
-        tables.append(table)
-    if not tables:
-        return pa.table({c: pa.array([], type=schema.field(c).type) for c in columns})
-    return pa.concat_tables(tables).combine_chunks()
-
-
-def _directory_mask(urls: pa.ChunkedArray | pa.Array, is_directory_page: Callable[[str], bool]) -> np.ndarray:
-    """True where a URL is one of the directory's own pages (checked once per distinct URL)."""
-    distinct = pc.unique(urls)
-    flagged = [u for u in distinct.to_pylist() if is_directory_page(u)]
-    if not flagged:
-        return np.zeros(len(urls), dtype=bool)
-    return pc.is_in(urls, value_set=pa.array(flagged, type=pa.string())).to_numpy(zero_copy_only=False)
-
-
-def _flat(column: pa.Array) -> tuple[pa.Array, np.ndarray]:
-    """The values and 0-based offsets of a list column."""
-    offsets = np.asarray(column.offsets, dtype=np.int64)
-    values = column.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
-    return values, offsets - offsets[0]
-
-
-@dataclass(frozen=True)
-class CrawlData:
-    """A crawl's pages and links without the directory's own pages, as a bag corpus."""
-
-    corpus: Corpus | None  # None when only the sample's inputs were read
-    linked: frozenset[str]  # URLs some kept page links to (self-links excluded)
-    counts: dict[str, int]
-
-
-def load_crawl(crawl: str, is_directory_page: Callable[[str], bool] = lambda url: False,
-               *, with_corpus: bool = True) -> CrawlData:
-    """Read a crawl's ingest output and drop the directory's own pages and their links
-    (Section 5, footnote 8). ``with_corpus=False`` reads only what sampling needs."""
-    page_files, link_files = crawl_parts(crawl)
-    link_cols = ["source_url", "source_id", "target_url", "target_id"]
-    if with_corpus:
-        link_cols += ["anchor_start", "anchor_end", "context_start", "context_end", "syntactic_left",
-                      "syntactic_right", "topical_left", "topical_right"]
-        # Context words are offsets into the source page's words, in the pages part of the same name.
-        links = pa.concat_tables(
-            [with_context_words(_read([u], schemas.LINKS, link_cols),
-                                _read([pages_part_of(u)], schemas.PAGES, ["url_id", "words"]), where=u)
-             for u in link_files]
-            or [with_context_words(_read([], schemas.LINKS, link_cols), _read([], schemas.PAGES, ["url_id", "words"]))]
-        ).combine_chunks()
-    else:
-        links = _read(link_files, schemas.LINKS, link_cols)
-    drop_links = _directory_mask(links.column("source_url"), is_directory_page)
-    counts = {"links": links.num_rows, "links_from_directory_pages": int(drop_links.sum())}
-    links = links.filter(pa.array(~drop_links))
-    not_self = pc.not_equal(links.column("source_id"), links.column("target_id"))
-    linked = frozenset(pc.unique(links.column("target_url").filter(not_self)).to_pylist())
-    counts["linked_urls"] = len(linked)
-    pages = _read(page_files, schemas.PAGES, ["url", "url_id", "title_words", "words"] if with_corpus else ["url"])
-    drop_pages = _directory_mask(pages.column("url"), is_directory_page)
-    counts.update(pages=pages.num_rows, directory_pages_dropped=int(drop_pages.sum()))
-    if not with_corpus:
-        return CrawlData(None, linked, counts)
-    pages = pages.filter(pa.array(~drop_pages))
-
-    word_columns = [pages.column(c).combine_chunks() for c in ("title_words", "words")]
-    word_columns += [links.column(c).combine_chunks() for c in ("anchor_words", "left_words", "right_words")]
-    flats = [_flat(col) for col in word_columns]
-    vocabulary = pc.unique(pa.concat_arrays([v.cast(pa.string()) for v, _ in flats])) if flats else pa.array([], pa.string())
-    lists = [WordLists(pc.index_in(v, value_set=vocabulary).to_numpy(zero_copy_only=False).astype(np.int64), o)
-             for v, o in flats]
-    page_columns = PageColumns(
-        url=pages.column("url").to_pylist(),
-        url_id=pages.column("url_id").to_numpy(),
-        title_words=lists[0],
-        words=lists[1],
-    )
-    link_columns = LinkColumns(
-        source_url=links.column("source_url").to_pylist(),
-        source_id=links.column("source_id").to_numpy(),
-        target_url=links.column("target_url").to_pylist(),
-        target_id=links.column("target_id").to_numpy(),
-        anchor_words=lists[2],
-        left_words=lists[3],
-        right_words=lists[4],
-        syntactic_left=links.column("syntactic_left").to_numpy(),
-        syntactic_right=links.column("syntactic_right").to_numpy(),
-        topical_left=links.column("topical_left").to_numpy(),
-        topical_right=links.column("topical_right").to_numpy(),
-    )
-    corpus = Corpus(vocabulary.to_pylist(), page_columns, link_columns)
-    counts.update(corpus.stats.to_dict())
-    return CrawlData(corpus, linked, counts)
-
-
-# ---------------------------------------------------------------------------------------------
 # Stage 1: the sample
 
 
@@ -477,9 +303,8 @@ def prepare_sample(
     directory_pages: str | None = None,
 ) -> StageOutput:
     """Stage ``eval-sample``: parse the directory once and draw the sample (cached)."""
-    page_files, link_files = crawl_parts(crawl)
     inputs = {
-        "crawl": file_identities(page_files + link_files),
+        "crawl": file_identities(crawl_parts(crawl).files),
         "directory": file_identities([directory]),
         "directory_pages": file_identities([directory_pages]) if directory_pages else [],
     }
@@ -491,11 +316,11 @@ def prepare_sample(
         # The directory's own pages are known before it is parsed: the listed pages and, for an
         # Open Directory dump, its hosts. Their links are dropped before anything is counted.
         probe = build_directory((), directory_pages=excluded, directory_hosts=ODP_HOSTS if fmt == "rdf" else ())
-        crawl_data = load_crawl(crawl, probe.is_directory_page, with_corpus=False)
+        linked, counts = link_targets(crawl, probe.is_directory_page)
         # The single pass over the directory file, keeping only URLs the crawl links to.
-        parsed = read_directory_file(directory, fmt=fmt, directory_pages=excluded, keep=set(crawl_data.linked))
+        parsed = read_directory_file(directory, fmt=fmt, directory_pages=excluded, keep=set(linked))
         sample = sample_class_pairs(
-            parsed.classes, crawl_data.linked, n_pairs=params.n_pairs, seed=params.seed,
+            parsed.classes, linked, n_pairs=params.n_pairs, seed=params.seed,
             min_pages=params.min_pages, max_pages_per_class=params.max_pages_per_class,
         )
         if len(sample.class_pairs) == 0:
@@ -526,7 +351,7 @@ def prepare_sample(
             # The directory's own pages, dropped from the crawl by every strategy (footnote 8).
             "excluded_pages": sorted(probe.directory_pages),
             "excluded_hosts": list(probe.directory_hosts),
-            "crawl_counts": crawl_data.counts,
+            "crawl_counts": _crawl_counts(counts),
             "showcase": showcase,
             "seconds": round(time.perf_counter() - t0, 3),
         }
@@ -534,6 +359,12 @@ def prepare_sample(
         return {"urls": len(sample), "classes": description.classes, "pairs": description.class_pairs}
 
     return run_stage(work, "eval-sample", inputs, dataclasses.asdict(params), compute, log=_log())
+
+
+def _crawl_counts(counts: dict[str, int]) -> dict[str, int]:
+    """The crawl reader's counts, the pages it leaves out named as the directory's own."""
+    names = {"excluded_pages": "directory_pages_dropped", "links_from_excluded_pages": "links_from_directory_pages"}
+    return {names.get(k, k): v for k, v in counts.items()}
 
 
 def sample_table(sample: Sample) -> pa.Table:
@@ -623,8 +454,7 @@ def evaluate_strategies(crawl: str, sample: StageOutput, strategies: Sequence[An
             "without 'dedup'"
         )
     loaded = load_sample(sample.path)
-    page_files, link_files = crawl_parts(crawl)
-    crawl_identity = file_identities(page_files + link_files)
+    crawl_identity = file_identities(crawl_parts(crawl).files)
     excluded = Directory({}, frozenset(loaded.info.get("excluded_pages", [])),
                          tuple(loaded.info.get("excluded_hosts", [])))
     state: dict = {}
@@ -632,15 +462,16 @@ def evaluate_strategies(crawl: str, sample: StageOutput, strategies: Sequence[An
     def corpus() -> Corpus:
         if "corpus" not in state:
             t0 = time.perf_counter()
-            state["corpus"] = load_crawl(crawl, excluded.is_directory_page).corpus
+            state["corpus"] = load_corpus(crawl, excluded.is_directory_page)
             _log().info("evaluate: bag corpus of %s built in %.1f s", crawl, time.perf_counter() - t0)
         return state["corpus"]
 
     def graph() -> tuple[LinkGraph, dict]:
         if "graph" not in state:
             t0 = time.perf_counter()
-            g, counts = load_link_graph(crawl, excluded.is_directory_page)
-            counts["seconds_graph"] = round(time.perf_counter() - t0, 4)
+            loaded_graph = load_link_graph(crawl, excluded.is_directory_page)
+            g = loaded_graph.graph
+            counts = {**loaded_graph.counts, "seconds_graph": round(time.perf_counter() - t0, 4)}
             state["graph"] = (g, counts)
             _log().info("evaluate: link graph of %s (%d pages, %d links) built in %.1f s", crawl, g.n_nodes,
                         g.n_edges, counts["seconds_graph"])
@@ -648,7 +479,7 @@ def evaluate_strategies(crawl: str, sample: StageOutput, strategies: Sequence[An
 
     def vectors() -> tuple:
         if "tfidf" not in state:
-            state["tfidf"] = sample_tfidf(crawl, excluded.is_directory_page, loaded.url_ids)
+            state["tfidf"] = content_tfidf(crawl, loaded.url_ids, excluded.is_directory_page)
         return state["tfidf"]
 
     outputs = []
@@ -661,47 +492,6 @@ def evaluate_strategies(crawl: str, sample: StageOutput, strategies: Sequence[An
         outputs.append(run_stage(work, "eval-strategy", {"crawl": crawl_identity, "sample": sample},
                                  {"strategy": strategy.to_dict(), "retrieval_n": RETRIEVAL_N}, compute, log=_log()))
     return outputs
-
-
-def load_link_graph(crawl: str, is_directory_page: Callable[[str], bool] = lambda url: False
-                    ) -> tuple[LinkGraph, dict]:
-    """The crawl's link graph (ENS Section 3.1) from its ``links`` data set, without the links of
-    the directory's own pages (Section 5, footnote 8, as :func:`load_crawl` drops them); every
-    page that links or is linked to is a node. Returns the graph and what was read and left out."""
-    _, link_files = crawl_parts(crawl)
-    links = _read(link_files, schemas.LINKS, ["source_url", "source_id", "target_id"])
-    drop = _directory_mask(links.column("source_url"), is_directory_page)
-    keep = pa.array(~drop)
-    sources = links.column("source_id").filter(keep).to_numpy()
-    targets = links.column("target_id").filter(keep).to_numpy()
-    graph = LinkGraph.from_edges(sources, targets)
-    counts = {"links": links.num_rows, "links_from_directory_pages": int(drop.sum()),
-              "self_links": graph.stats.self_loops, "repeated_links": graph.stats.duplicate_edges,
-              "nodes": graph.n_nodes, "edges": graph.n_edges}
-    return graph, counts
-
-
-def sample_tfidf(crawl: str, is_directory_page: Callable[[str], bool], url_ids: np.ndarray):
-    """TF-IDF vectors of the crawl's page contents (ENS Section 4.2: the cosine of TF-IDF
-    vectors judges a top-N list, Δ(A, N)) with the row of each sample URL; a sample URL that
-    was not crawled gets an all-zero row (cosine 0 with everything). The document frequencies
-    are those of every crawled page but the directory's own."""
-    page_files, _ = crawl_parts(crawl)
-    pages = _read(page_files, schemas.PAGES, ["url", "url_id", "words"])
-    pages = pages.filter(pa.array(~_directory_mask(pages.column("url"), is_directory_page)))
-    ids = pages.column("url_id").to_numpy()
-    _, first = np.unique(ids, return_index=True)  # a page crawled twice counts once
-    first = np.sort(first)
-    pages, ids = pages.take(pa.array(first)), ids[first]
-    vectors = tfidf_vectors(pages.column("words").to_pylist())
-    vectors = sp.vstack([vectors, sp.csr_matrix((1, vectors.shape[1]))]).tocsr()
-    rows = np.full(url_ids.size, ids.size, dtype=np.int64)  # the zero row
-    if ids.size:
-        order = np.argsort(ids, kind="stable")
-        pos = np.minimum(np.searchsorted(ids[order], url_ids), ids.size - 1)
-        hit = ids[order][pos] == url_ids
-        rows[hit] = order[pos[hit]]
-    return vectors, rows
 
 
 def retrieval_values(similarity, codes: np.ndarray, vectors, rows: np.ndarray, n: int = RETRIEVAL_N,

@@ -25,13 +25,13 @@ from simweb.tasks.evaluate import (
     SampleParams,
     evaluate_strategies,
     figure_label,
-    load_crawl,
     load_sample,
     prepare_sample,
     run_evaluation,
     strategy_grid,
     strategy_groups,
 )
+from simweb.tasks.crawl import load_corpus
 from simweb.tasks.ingest import ingest_files
 
 TOPS = ("science", "arts", "sports")
@@ -198,11 +198,11 @@ def test_sampling_is_deterministic_per_seed(synthetic, tmp_path):
 
 def test_directory_pages_never_reach_the_bags(synthetic):
     listed = Path(synthetic["directory_pages"]).read_text().split()
-    crawl = load_crawl(synthetic["crawl"], lambda url: url in listed)
-    bags = crawl.corpus.bags(Strategy(sources=(Source.ANCHOR,), window_size=0, distance_weighting=False))
+    corpus = load_corpus(synthetic["crawl"], lambda url: url in listed)
+    bags = corpus.bags(Strategy(sources=(Source.ANCHOR,), window_size=0, distance_weighting=False))
     assert LEAK_WORD not in set(bags.vocabulary)
-    leaky = load_crawl(synthetic["crawl"]).corpus.bags(Strategy(sources=(Source.ANCHOR,), window_size=0,
-                                                                distance_weighting=False))
+    leaky = load_corpus(synthetic["crawl"]).bags(Strategy(sources=(Source.ANCHOR,), window_size=0,
+                                                          distance_weighting=False))
     assert LEAK_WORD in set(leaky.vocabulary)  # the check above can fail
 
 
@@ -273,7 +273,7 @@ def test_counts_from_the_stage_equal_a_direct_computation(synthetic, report):
     strategy = strategy_grid("quick")["figure3"][0]
     [output] = evaluate_strategies(synthetic["crawl"], sample, [strategy], work)
     listed = Path(synthetic["directory_pages"]).read_text().split()
-    corpus = load_crawl(synthetic["crawl"], lambda url: url in listed).corpus
+    corpus = load_corpus(synthetic["crawl"], lambda url: url in listed)
     bags = corpus.bags(strategy, targets=loaded.url_ids.tolist())
     from simweb.core.similarity import all_pairs
 
