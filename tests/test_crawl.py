@@ -42,6 +42,7 @@ from simweb.tasks.crawl import (
     write_selection,
 )
 from simweb.tasks.dedup import find_duplicates
+from simweb.tasks.eval_strategies import EvaluationInputs
 from simweb.tasks.ingest import ingest_files, part_name
 from simweb.tasks.storage import file_digest, write_parquet_atomic
 
@@ -123,14 +124,15 @@ def test_the_copy_kept_is_the_first_by_source_file_not_by_part(twice):
 
 def test_bags_stage_evaluation_corpus_and_link_graph_agree(twice, tmp_path):
     crawl = twice["crawl"]
-    corpus = load_corpus(crawl)
+    evaluation = EvaluationInputs(crawl, np.zeros(0, np.uint64), exclude=lambda url: False)
+    corpus = evaluation.corpus()
     for spec in STRATEGIES:
         stage = build_bags_stage(crawl, Strategy.parse(spec), str(tmp_path / "work"), scheduler="sync")
         assert_same_bags(read_bags(stage.path), corpus.bags(Strategy.parse(spec)))
     # The link-id terms of the bags are exactly the graph's in-links.
     links = read_bags(build_bags_stage(crawl, Strategy.parse("links"), str(tmp_path / "work"),
                                        scheduler="sync").path).to_dicts()
-    graph = load_link_graph(crawl)
+    graph, _ = evaluation.graph()
     in_links = {}
     for node in range(graph.graph.n_nodes):
         sources = graph.graph.in_links[node].indices

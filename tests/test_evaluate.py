@@ -20,18 +20,12 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from simweb.core.gamma import class_codes, gammas, pair_counts
+from simweb.core.grids import figure_label, strategy_grid
 from simweb.core.strategy import Source, Strategy, Window
-from simweb.tasks.evaluate import (
-    SampleParams,
-    evaluate_strategies,
-    figure_label,
-    load_sample,
-    prepare_sample,
-    run_evaluation,
-    strategy_grid,
-    strategy_groups,
-)
 from simweb.tasks.crawl import load_corpus
+from simweb.tasks.eval_sample import SampleParams, load_sample, prepare_sample
+from simweb.tasks.eval_strategies import evaluate_group
+from simweb.tasks.evaluate import run_evaluation, strategy_groups
 from simweb.tasks.ingest import ingest_files
 
 TOPS = ("science", "arts", "sports")
@@ -260,7 +254,7 @@ def test_a_second_run_reuses_every_stage(synthetic, report):
                             synthetic["directory_pages"])
     assert sample.reused
     strategies = strategy_grid("quick")["figure3"][:2]
-    outputs = evaluate_strategies(synthetic["crawl"], sample, strategies, work)
+    outputs = evaluate_group(synthetic["crawl"], sample, strategies, work)
     assert all(o.reused for o in outputs)
 
 
@@ -271,16 +265,16 @@ def test_counts_from_the_stage_equal_a_direct_computation(synthetic, report):
                             synthetic["directory_pages"])
     loaded = load_sample(sample.path)
     strategy = strategy_grid("quick")["figure3"][0]
-    [output] = evaluate_strategies(synthetic["crawl"], sample, [strategy], work)
+    [output] = evaluate_group(synthetic["crawl"], sample, [strategy], work)
     listed = Path(synthetic["directory_pages"]).read_text().split()
     corpus = load_corpus(synthetic["crawl"], lambda url: url in listed)
     bags = corpus.bags(strategy, targets=loaded.url_ids.tolist())
-    from simweb.core.similarity import all_pairs
+    from simweb.core.similarity import exact_pairs
 
     n = len(loaded.urls)
     dense = np.zeros((n, n))
     present = np.flatnonzero(np.isin(loaded.url_ids, bags.url_ids))
-    dense[np.ix_(present, present)] = all_pairs(bags, strategy.metric, ids=loaded.url_ids[present].tolist())
+    dense[np.ix_(present, present)] = exact_pairs(bags, strategy.metric, ids=loaded.url_ids[present].tolist())
     direct = gammas(pair_counts(dense, class_codes(loaded.classes)))
     assert output.stats["values"]["sibling_gamma"] == pytest.approx(direct["sibling_gamma"])
     assert output.stats["values"]["gamma"] == pytest.approx(direct["gamma"])

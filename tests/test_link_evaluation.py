@@ -14,28 +14,22 @@ from test_evaluate import build_synthetic_crawl
 from simweb.core.gamma import class_codes, gammas, pair_counts
 from simweb.core.linkgraph import cocitation
 from simweb.core.retrieval_metrics import tfidf_vectors
+from simweb.core.grids import (
+    LINK_MEASURES,
+    LinkStrategy,
+    figure_label,
+    grid_strategies,
+    parse_strategy,
+    strategy_from_dict,
+    strategy_grid,
+)
+from simweb.core.retrieval_metrics import RETRIEVAL_MEASURES, retrieval_estimates, retrieval_values
 from simweb.core.strategy import Strategy
 from simweb.tasks.crawl import load_link_graph
 from simweb.tasks.directory_file import read_lines
-from simweb.tasks.evaluate import (
-    LINK_MEASURES,
-    RETRIEVAL_MEASURES,
-    LinkStrategy,
-    SampleParams,
-    evaluate_strategies,
-    figure_label,
-    grid_strategies,
-    load_sample,
-    load_strategy_output,
-    parse_strategy,
-    prepare_sample,
-    retrieval_estimates,
-    retrieval_values,
-    run_evaluation,
-    strategy_from_dict,
-    strategy_grid,
-    strategy_groups,
-)
+from simweb.tasks.eval_sample import SampleParams, load_sample, prepare_sample
+from simweb.tasks.eval_strategies import evaluate_group, load_strategy_output
+from simweb.tasks.evaluate import run_evaluation, strategy_groups
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +127,7 @@ def test_link_strategy_counts_equal_a_direct_computation(synthetic, report):
                             synthetic["directory_pages"])
     assert sample.reused
     loaded = load_sample(sample.path)
-    [output] = evaluate_strategies(synthetic["crawl"], sample, [LinkStrategy("cocitation")], work)
+    [output] = evaluate_group(synthetic["crawl"], sample, [LinkStrategy("cocitation")], work)
     assert output.reused
     listed = _listed(synthetic)
     graph = load_link_graph(synthetic["crawl"], lambda url: url in listed).graph
@@ -185,8 +179,9 @@ def test_pagerank_baseline_ranks_every_query_alike(synthetic, report):
     work = str(report["out"] / "_work")
     sample = prepare_sample(synthetic["crawl"], synthetic["tsv"], work, SampleParams(seed=3, n_pairs=6),
                             synthetic["directory_pages"])
-    [output] = evaluate_strategies(synthetic["crawl"], sample, [LinkStrategy("pagerank")], work)
-    _, showcase, rows, _ = load_strategy_output(output.path)
+    [output] = evaluate_group(synthetic["crawl"], sample, [LinkStrategy("pagerank")], work)
+    saved = load_strategy_output(output.path)
+    showcase, rows = saved.showcase, saved.showcase_rows
     assert len(showcase) == 3
     assert np.array_equal(rows[0], rows[1]) and np.array_equal(rows[0], rows[2])
     assert rows[0].sum() > 0 and np.ptp(rows[0]) > 0  # PageRank differs between pages
