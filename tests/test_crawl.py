@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -24,10 +25,10 @@ from simweb.core.bags import LINK_PREFIX
 from simweb.core.strategy import Strategy
 from simweb.core.urls import url_id
 from simweb.tasks import schemas
-from simweb.tasks.bags import build_bags_stage, read_bags
+from simweb.core.weighting import Weighting
+from simweb.tasks.bags import DF_FILE, DfSnapshot, build_bags_stage, read_bags
 from simweb.tasks.crawl import (
     SELECTION_FILE,
-    content_tfidf,
     count_page_rows,
     crawl_identity,
     crawl_parts,
@@ -43,8 +44,9 @@ from simweb.tasks.crawl import (
 )
 from simweb.tasks.dedup import find_duplicates
 from simweb.tasks.eval_strategies import EvaluationInputs
+from simweb.tasks.incremental import touched_bags
 from simweb.tasks.ingest import ingest_files, part_name
-from simweb.tasks.storage import file_digest, write_parquet_atomic
+from simweb.tasks.storage import file_digest, join, write_parquet_atomic
 
 STRATEGIES = ("anchor:8+content+links,nostem,dist", "links", "content,stem")
 
@@ -70,10 +72,6 @@ def write_warc(path: Path, pages: dict[str, bytes]) -> Path:
             writer.write_record(writer.create_warc_record(U(name), "response", payload=io.BytesIO(body),
                                                           http_headers=headers))
     return path
-
-
-def bags_of(matrix) -> dict[int, tuple[str, dict[str, float]]]:
-    return matrix.to_dicts()
 
 
 def assert_same_bags(stage, memory, tol=1e-6) -> None:
@@ -184,14 +182,8 @@ def pool(tmp_path_factory) -> dict:
     return {"crawl": str(crawl), "two": str(two), "parts": parts}
 
 
-def urls_of(table: pa.Table, column: str = "url") -> set[str]:
-    return set(table.column(column).to_pylist())
-
-
 def test_a_selection_limits_every_reader_to_its_parts(pool, tmp_path):
     crawl = str(tmp_path / "crawl")
-    import shutil
-
     shutil.copytree(pool["crawl"], crawl)
     assert len(crawl_parts(crawl).pages) == 3 and read_selection(crawl) is None
     write_selection(crawl, [pool["parts"]["y"], pool["parts"]["x"]])
@@ -200,30 +192,37 @@ def test_a_selection_limits_every_reader_to_its_parts(pool, tmp_path):
     pages = {U(n) for n in ("x1", "x2", "y1", "y2")}
     found = crawl_parts(crawl)
     assert found.selected and len(found.pages) == len(found.links) == 2
-    # The in-memory corpus (the evaluation's), the bags stage and the reference of two files alone.
-    corpus = load_corpus(crawl)
-    assert set(corpus.urls) == pages
+    # The evaluation's corpus, the bags stage and the reference of two files alone.
+    evaluation = EvaluationInputs(crawl, np.array([I("x1"), I("z1")], np.uint64), exclude=lambda url: False)
+    assert set(evaluation.corpus().urls) == pages
     for spec in STRATEGIES:
         strategy = Strategy.parse(spec)
         stage = build_bags_stage(crawl, strategy, str(tmp_path / "work"), scheduler="sync")
         assert_same_bags(read_bags(stage.path), load_corpus(pool["two"]).bags(strategy))
         assert stage.stats["pages"] == 4 and stage.stats["links"] == 4
-    # Links: the sample's linked URLs, the link graph, in-degrees; pages: titles, TF-IDF, dedup.
+    # Links: the sample's linked URLs, the link graph (the evaluation's and related --measure's),
+    # in-degrees; pages: titles, the evaluation's TF-IDF, dedup.
     linked, counts = link_targets(crawl)
     assert linked == {U(n) for n in ("x1", "x2", "y1")} and counts["pages"] == 4
-    graph = load_link_graph(crawl)
-    assert set(graph.urls.values()) == pages and graph.graph.n_edges == 4
+    for graph in (load_link_graph(crawl), evaluation.graph()[0]):
+        assert set(graph.urls.values()) == pages and graph.graph.n_edges == 4
     assert {url_id(u) for u in pages} >= set(in_degrees(crawl).column("url_id").to_pylist())
     assert set(page_titles(crawl).column("url_id").to_pylist()) == {url_id(u) for u in pages}
-    vectors, rows = content_tfidf(crawl, np.array([I("x1"), I("z1")], np.uint64))
+    vectors, rows = evaluation.vectors()
     assert vectors.shape[0] == 5 and rows.tolist()[1] == 4  # z1 is not in the crawl: the zero row
     assert find_duplicates(crawl).counts["pages"] == 4
     assert count_page_rows(crawl) == 4
+    # An incremental update rebuilds touched bags from the selected parts only.
+    stage = build_bags_stage(crawl, Strategy(), str(tmp_path / "work"), scheduler="sync")
+    snapshot = DfSnapshot(join(stage.path, DF_FILE), Weighting.from_dict(stage.stats["weighting"]))
+    every = np.array([I(n) for n in ("x1", "x2", "y1", "y2", "z1", "z2")], np.uint64)
+    (tmp_path / "delta").mkdir()
+    touched_bags(crawl, Strategy(), every, snapshot, str(tmp_path / "delta"))
+    rebuilt = pq.read_table(tmp_path / "delta" / "part-00000.parquet").column("url").to_pylist()
+    assert set(rebuilt) == set(read_bags(stage.path).urls) <= pages
 
 
 def test_the_bags_key_follows_the_selected_parts_only(pool, tmp_path):
-    import shutil
-
     crawl = str(tmp_path / "crawl")
     shutil.copytree(pool["crawl"], crawl)
     write_selection(crawl, [pool["parts"]["x"], pool["parts"]["y"]])
@@ -241,8 +240,6 @@ def test_the_bags_key_follows_the_selected_parts_only(pool, tmp_path):
 
 
 def test_a_missing_or_bad_selection_says_what_to_do(pool, tmp_path):
-    import shutil
-
     crawl = tmp_path / "crawl"
     shutil.copytree(pool["crawl"], crawl)
     write_selection(str(crawl), [pool["parts"]["x"], "part-00000000000000ff"])
@@ -298,8 +295,6 @@ def test_duplicate_copies_keep_one_copy_the_first_by_source_and_offset(tmp_path_
 
 
 def test_parts_of_another_schema_are_refused_with_the_fix(pool, tmp_path):
-    import shutil
-
     crawl = tmp_path / "crawl"
     shutil.copytree(pool["two"], crawl)
     part = sorted((crawl / "pages").glob("*.parquet"))[0]
