@@ -18,7 +18,7 @@ from typing import Literal
 from prefect import flow, get_run_logger
 
 from simweb.core.grids import grid_strategies, strategy_grid
-from simweb.flows.build_index import dask_task_runner
+from simweb.flows.cluster import dask_task_runner
 from simweb.tasks.eval_sample import SampleParams
 from simweb.tasks.evaluate import report_task, sample_task, strategy_groups, strategy_task
 from simweb.tasks.storage import join

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import logging
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -29,9 +28,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from prefect import get_run_logger
-from prefect.exceptions import MissingContextError
-
 from simweb.core.bags import Corpus
 from simweb.core.gamma import GAMMA_MEASURES, ORTHOGONALITY, PairCounts, gammas, orthogonality, pair_counts
 from simweb.core.grids import AnyStrategy, LinkStrategy
@@ -42,21 +38,14 @@ from simweb.core.similarity import EmbeddedSimilarity, exact_pairs
 from simweb.core.strategy import Strategy
 from simweb.tasks.crawl import CrawlGraph, content_tfidf, crawl_parts, load_corpus, load_link_graph
 from simweb.tasks.eval_sample import LoadedSample, load_sample
+from simweb.tasks.logs import run_logger
 from simweb.tasks.stagecache import StageOutput, file_identities, run_stage
 from simweb.tasks.storage import filesystem, join, write_bytes_atomic
 
 __all__ = ["STAGE_STRATEGY", "EvaluationInputs", "StrategyCounts", "evaluate_group", "load_strategy_output"]
 
 STAGE_STRATEGY = "eval-strategy"
-
-logger = logging.getLogger("simweb.evaluate")
-
-
-def _log():
-    try:
-        return get_run_logger()
-    except MissingContextError:
-        return logger
+LOGGER = "simweb.evaluate"
 
 
 class EvaluationInputs:
@@ -76,7 +65,7 @@ class EvaluationInputs:
         if self._corpus is None:
             t0 = time.perf_counter()
             self._corpus = load_corpus(self.crawl, self._exclude)
-            _log().info("evaluate: bag corpus of %s built in %.1f s", self.crawl, time.perf_counter() - t0)
+            run_logger(LOGGER).info("evaluate: bag corpus of %s built in %.1f s", self.crawl, time.perf_counter() - t0)
         return self._corpus
 
     def graph(self) -> tuple[CrawlGraph, dict]:
@@ -86,8 +75,8 @@ class EvaluationInputs:
             loaded = load_link_graph(self.crawl, self._exclude)
             counts = {**loaded.counts, "seconds_graph": round(time.perf_counter() - t0, 4)}
             self._graph = (loaded, counts)
-            _log().info("evaluate: link graph of %s (%d pages, %d links) built in %.1f s", self.crawl,
-                        loaded.graph.n_nodes, loaded.graph.n_edges, counts["seconds_graph"])
+            run_logger(LOGGER).info("evaluate: link graph of %s (%d pages, %d links) built in %.1f s", self.crawl,
+                                    loaded.graph.n_nodes, loaded.graph.n_edges, counts["seconds_graph"])
         return self._graph
 
     def vectors(self) -> tuple[sp.csr_matrix, np.ndarray]:
@@ -111,6 +100,7 @@ def evaluate_group(crawl: str, sample: StageOutput, strategies: Sequence[AnyStra
     loaded = load_sample(sample.path)
     crawl_identity = file_identities(crawl_parts(crawl).files)
     inputs = EvaluationInputs(crawl, loaded.url_ids, loaded.directory_pages().is_directory_page)
+    log = run_logger(LOGGER)
     outputs = []
     for strategy in strategies:
         def compute(tmp: str, strategy: AnyStrategy = strategy) -> dict:
@@ -119,7 +109,7 @@ def evaluate_group(crawl: str, sample: StageOutput, strategies: Sequence[AnyStra
             return _evaluate_bags(inputs.corpus(), inputs.vectors(), loaded, strategy, tmp)
 
         outputs.append(run_stage(work, STAGE_STRATEGY, {"crawl": crawl_identity, "sample": sample},
-                                 {"strategy": strategy.to_dict(), "retrieval_n": RETRIEVAL_N}, compute, log=_log()))
+                                 {"strategy": strategy.to_dict(), "retrieval_n": RETRIEVAL_N}, compute, log=log))
     return outputs
 
 

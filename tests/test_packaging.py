@@ -1,6 +1,7 @@
 """simweb installs as one package: its layers live inside simweb's namespace, never top-level."""
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -36,8 +37,15 @@ def test_version_and_python_dash_m():
 
 def test_the_wheel_holds_only_simweb(tmp_path):
     pytest.importorskip("setuptools")
+    # Built from a copy of the tracked files, so the build leaves nothing in the work tree.
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    source = tmp_path / "source"
+    for name in tracked:
+        if (REPO / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, source / name)
     run = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                          "-w", str(tmp_path), str(REPO)], capture_output=True, text=True, timeout=600)
+                          "-w", str(tmp_path), str(source)], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     (wheel,) = tmp_path.glob("simweb-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
