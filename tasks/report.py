@@ -279,7 +279,42 @@ def _interval(est) -> str:
     return f"{est.value:.3f} [{est.low:.3f}, {est.high:.3f}]"
 
 
-Table = tuple[list[str], list[list[str]]]
+@dataclass(frozen=True, slots=True)
+class Heading:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Bullets:
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    files: FigureFiles
+
+
+@dataclass(frozen=True, slots=True)
+class SourceHeading:
+    """The source document of a Figure 2-style listing."""
+
+    url: str
+    category: str
+
+
+@dataclass(frozen=True, slots=True)
+class Paragraph:
+    text: str
+
+
+#: What a report page is made of, rendered as Markdown or HTML.
+Block = Heading | Bullets | Table | Figure | SourceHeading | Paragraph
 
 
 def _strategy_rows(context: ReportContext) -> Table:
@@ -299,7 +334,7 @@ def _strategy_rows(context: ReportContext) -> Table:
             f"{r.stats.get('with_bag', 0)}/{n}",
             _fmt(r.stats.get("seconds"), 2),
         ])
-    return headers, rows
+    return Table(headers, rows)
 
 
 def _figure_rows(context: ReportContext, figure: str) -> Table:
@@ -309,7 +344,7 @@ def _figure_rows(context: ReportContext, figure: str) -> Table:
         r = context.results.get(s)
         if r is not None:
             rows.append([figure_label(figure, s), _interval(r.estimates[measure]), s.label])
-    return ["setting", AXIS_LABELS.get(measure, measure) + " [95% CI]", "strategy"], rows
+    return Table(["setting", AXIS_LABELS.get(measure, measure) + " [95% CI]", "strategy"], rows)
 
 
 RETRIEVAL_TITLE = f"Top-{RETRIEVAL_N} results against the directory classes (lecture measures; Δ of the ENS paper)"
@@ -323,7 +358,7 @@ def _retrieval_rows(context: ReportContext) -> Table:
                                              for m in RETRIEVAL_MEASURES)])
     headers = ["strategy", *(f"{m}@{RETRIEVAL_N} [95% CI]" for m in ("precision", "recall", "F",
                                                                     "average precision", "Δ"))]
-    return headers, rows
+    return Table(headers, rows)
 
 
 def _finding_rows(context: ReportContext) -> Table:
@@ -331,12 +366,12 @@ def _finding_rows(context: ReportContext) -> Table:
     for f in context.findings:
         ci = "n/a" if f.low is None else f"{_fmt(f.advantage)} [{_fmt(f.low)}, {_fmt(f.high)}]"
         rows.append([f.claim, f.verdict, f.detail, ci])
-    return ["paper's finding (Section 5)", "on this crawl", "measured", "advantage [95% CI]"], rows
+    return Table(["paper's finding (Section 5)", "on this crawl", "measured", "advantage [95% CI]"], rows)
 
 
 def _listing_rows(listing: Listing) -> Table:
     rows = [[str(r.rank), f"{r.similarity:.3f}", r.category, r.distance, r.url] for r in listing.ranks]
-    return ["rank", "sim", "category", "familial distance", "url"], rows
+    return Table(["rank", "sim", "category", "familial distance", "url"], rows)
 
 
 def _index_rows(context: ReportContext) -> Table:
@@ -345,7 +380,7 @@ def _index_rows(context: ReportContext) -> Table:
     for measure in GAMMA_MEASURES:
         rows.append([measure.replace("_", "-").replace("gamma", "Γ"), _fmt(index["gamma_exact"].get(measure)),
                      _fmt(index["gamma_estimate"].get(measure))])
-    return ["measure", "exact Jaccard", f"min-hash estimate (m = {index['m']})"], rows
+    return Table(["measure", "exact Jaccard", f"min-hash estimate (m = {index['m']})"], rows)
 
 
 def _index_lines(context: ReportContext) -> list[str]:
@@ -356,19 +391,6 @@ def _index_lines(context: ReportContext) -> list[str]:
         f"with exact Jaccard ≥ α found), precision {_fmt(index['precision'])} ({index['retrieved_pairs']:,} pairs "
         f"retrieved); mean absolute error of the estimates {_fmt(index['mean_abs_error'], 4)}.",
     ]
-
-
-def _md_table(headers: list[str], rows: list[list[str]]) -> str:
-    esc = lambda text: str(text).replace("|", "\\|")
-    lines = ["| " + " | ".join(map(esc, headers)) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(map(esc, row)) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
-
-
-def _html_table(headers: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n"
 
 
 def _method_lines(context: ReportContext) -> list[str]:
@@ -423,37 +445,80 @@ def _sample_lines(context: ReportContext) -> list[str]:
     return lines
 
 
-def markdown_page(context: ReportContext) -> str:
-    """The report as Markdown (summary.md)."""
-    parts = [f"# {context.title}\n\n", f"Generated {context.generated}.\n\n", "## Sample\n\n"]
-    parts += [f"- {line}\n" for line in _sample_lines(context)]
-    parts.append("\n## Method\n\n")
-    parts += [f"- {line}\n" for line in _method_lines(context)]
-    parts.append("\n## Strategies, best sibling-Γ first\n\n")
-    parts.append(_md_table(*_strategy_rows(context)))
+def report_blocks(context: ReportContext) -> list[Block]:
+    """The body of the report, in order, for either page."""
+    blocks: list[Block] = [Heading("Sample"), Bullets(tuple(_sample_lines(context))),
+                           Heading("Method"), Bullets(tuple(_method_lines(context))),
+                           Heading("Strategies, best sibling-Γ first"), _strategy_rows(context)]
     retrieval = _retrieval_rows(context)
-    if retrieval[1]:
-        parts.append(f"\n## {RETRIEVAL_TITLE}\n\n")
-        parts.append(_md_table(*retrieval))
+    if retrieval.rows:
+        blocks += [Heading(RETRIEVAL_TITLE), retrieval]
     if context.findings:
-        parts.append("\n## The paper's findings on this crawl\n\n")
-        parts.append(_md_table(*_finding_rows(context)))
+        blocks += [Heading("The paper's findings on this crawl"), _finding_rows(context)]
     for figure, files in context.figure_files.items():
-        parts.append(f"\n## {files.title}\n\n![{files.title}]({files.png})\n\n")
+        blocks += [Heading(files.title), Figure(files)]
         if figure in context.figures:
-            parts.append(_md_table(*_figure_rows(context, figure)))
+            blocks.append(_figure_rows(context, figure))
     if context.index:
-        parts.append("\n## The min-hash index against exact similarity (Section 6)\n\n")
-        parts += [f"- {line}\n" for line in _index_lines(context)]
-        parts.append("\n" + _md_table(*_index_rows(context)))
+        blocks += [Heading("The min-hash index against exact similarity (Section 6)"),
+                   Bullets(tuple(_index_lines(context))), _index_rows(context)]
     if context.listings:
-        parts.append("\n## Ranked listings (as in the paper's Figure 2): best and worst strategy\n")
+        blocks.append(Heading("Ranked listings (as in the paper's Figure 2): best and worst strategy"))
         for entry in context.listings:
-            parts.append(f"\nSource {entry.url} ({entry.category})\n")
+            blocks.append(SourceHeading(entry.url, entry.category))
             for listing in entry.listings:
-                parts.append(f"\n{listing.strategy}: Γ for this source = {_fmt(listing.gamma, 2)}\n\n")
-                parts.append(_md_table(*_listing_rows(listing)))
-    return "".join(parts)
+                blocks += [Paragraph(f"{listing.strategy}: Γ for this source = {_fmt(listing.gamma, 2)}"),
+                           _listing_rows(listing)]
+    return blocks
+
+
+def _md_row(cells: list[str]) -> str:
+    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+
+def _markdown(block: Block) -> str:
+    match block:
+        case Heading(text):
+            return f"## {text}\n"
+        case Bullets(lines):
+            return "".join(f"- {line}\n" for line in lines)
+        case Table(headers, rows):
+            lines = [_md_row(headers), "|" + "---|" * len(headers), *map(_md_row, rows)]
+            return "\n".join(lines) + "\n"
+        case Figure(files):
+            return f"![{files.title}]({files.png})\n"
+        case SourceHeading(url, category):
+            return f"Source {url} ({category})\n"
+        case Paragraph(text):
+            return f"{text}\n"
+    raise TypeError(f"no Markdown for {type(block).__name__}")
+
+
+def markdown_page(context: ReportContext) -> str:
+    """The report as Markdown (summary.md): blocks separated by a blank line."""
+    head = [f"# {context.title}\n", f"Generated {context.generated}.\n"]
+    return "\n".join(head + [_markdown(block) for block in report_blocks(context)])
+
+
+def _html(block: Block) -> str:
+    h = html.escape
+    match block:
+        case Heading(text):
+            return f"<h2>{h(text, quote=False)}</h2>"
+        case Bullets(lines):
+            return "<ul>" + "".join(f"<li>{h(line)}</li>" for line in lines) + "</ul>"
+        case Table(headers, rows):
+            head = "".join(f"<th>{h(c)}</th>" for c in headers)
+            body = "".join("<tr>" + "".join(f"<td>{h(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+            return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n"
+        case Figure(files):
+            data = base64.b64encode(files.svg_bytes).decode("ascii")
+            return f"<img alt=\"{h(files.title)}\" src=\"data:image/svg+xml;base64,{data}\">"
+        case SourceHeading(url, category):
+            return f"<h3>Source {h(url)} <small>({h(category)})</small></h3>"
+        case Paragraph(text):
+            return f"<p>{h(text)}</p>"
+    raise TypeError(f"no HTML for {type(block).__name__}")
 
 
 _CSS = """
@@ -468,33 +533,8 @@ th{background:#f2f2f2} img{max-width:100%;border:1px solid #eee} h2{margin-top:1
 def html_page(context: ReportContext) -> str:
     """The report as one self-contained HTML page (report.html): every figure embedded as SVG."""
     h = html.escape
-    parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{h(context.title)}</title>"
-             f"<style>{_CSS}</style></head><body>",
-             f"<h1>{h(context.title)}</h1><p class=\"note\">Generated {h(context.generated)}. "
-             "Self-contained: every figure is embedded.</p>",
-             "<h2>Sample</h2><ul>" + "".join(f"<li>{h(line)}</li>" for line in _sample_lines(context)) + "</ul>",
-             "<h2>Method</h2><ul>" + "".join(f"<li>{h(line)}</li>" for line in _method_lines(context)) + "</ul>",
-             "<h2>Strategies, best sibling-Γ first</h2>", _html_table(*_strategy_rows(context))]
-    retrieval = _retrieval_rows(context)
-    if retrieval[1]:
-        parts += [f"<h2>{h(RETRIEVAL_TITLE)}</h2>", _html_table(*retrieval)]
-    if context.findings:
-        parts += ["<h2>The paper's findings on this crawl</h2>", _html_table(*_finding_rows(context))]
-    for figure, files in context.figure_files.items():
-        data = base64.b64encode(files.svg_bytes).decode("ascii")
-        parts.append(f"<h2>{h(files.title)}</h2><img alt=\"{h(files.title)}\" src=\"data:image/svg+xml;base64,{data}\">")
-        if figure in context.figures:
-            parts.append(_html_table(*_figure_rows(context, figure)))
-    if context.index:
-        parts.append("<h2>The min-hash index against exact similarity (Section 6)</h2><ul>"
-                     + "".join(f"<li>{h(line)}</li>" for line in _index_lines(context)) + "</ul>")
-        parts.append(_html_table(*_index_rows(context)))
-    if context.listings:
-        parts.append("<h2>Ranked listings (as in the paper's Figure 2): best and worst strategy</h2>")
-        for entry in context.listings:
-            parts.append(f"<h3>Source {h(entry.url)} <small>({h(entry.category)})</small></h3>")
-            for listing in entry.listings:
-                parts.append(f"<p>{h(listing.strategy)}: Γ for this source = {h(_fmt(listing.gamma, 2))}</p>")
-                parts.append(_html_table(*_listing_rows(listing)))
-    parts.append("</body></html>\n")
-    return "".join(parts)
+    head = (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{h(context.title)}</title>"
+            f"<style>{_CSS}</style></head><body>"
+            f"<h1>{h(context.title)}</h1><p class=\"note\">Generated {h(context.generated)}. "
+            "Self-contained: every figure is embedded.</p>")
+    return head + "".join(_html(block) for block in report_blocks(context)) + "</body></html>\n"

@@ -8,6 +8,7 @@ drop them (paper Section 5, footnote 8), or they would leak the answer.
 """
 from __future__ import annotations
 
+import html
 import io
 import json
 import re
@@ -238,6 +239,10 @@ def test_measures_table_and_report_files(report):
     data = json.loads((out / "summary.json").read_text())
     assert data["best"] == report["summary"]["best"]
     assert data["sibling_gamma"][0]["value"] >= data["sibling_gamma"][-1]["value"]
+    # Both pages are rendered from one list of blocks: the same sections in the same order.
+    sections = re.findall(r"^## (.*)$", summary, flags=re.M)
+    assert len(sections) >= 8 and re.findall(r"<h2>(.*?)</h2>", page) == [html.escape(t, quote=False) for t in sections]
+    assert summary.count("\nSource http") == page.count("<h3>Source http") == 3
 
 
 def test_findings_are_judged(report):
