@@ -20,11 +20,12 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import shutil
 import socket
 import time
 from typing import Callable
 
-from simweb.tasks.storage import join, local_path
+from simweb.tasks.storage import TMP_PREFIX, join, local_path
 
 LOCK = "LOCK"
 
@@ -37,6 +38,40 @@ def crawl_folder(out: str) -> str:
 def stages_folder(out: str) -> str:
     """Where a build caches its stage outputs."""
     return join(out, "stages")
+
+
+def sweep_debris(out: str, crawl: str | None = None) -> list[str]:
+    """Remove what killed runs left in the index folder ``out``: temporary files of ingest parts
+    (``crawl/{pages,links,stats}/.tmp-*``), of a version being published (``versions/.tmp-*``),
+    of the CURRENT pointer (``.tmp-*-CURRENT``) and of stage outputs (``stages/*/.tmp-*``).
+
+    Only the holder of the folder's :class:`IndexLock` may call it: every temporary name there
+    then belongs to a run that is gone. Returns the paths removed.
+    """
+    root = local_path(out)
+    if root is None:
+        return []
+    crawl_root = local_path(crawl) if crawl else os.path.join(root, "crawl")
+    folders = [root, os.path.join(root, "versions")]
+    folders += [os.path.join(crawl_root, name) for name in ("pages", "links", "stats")] if crawl_root else []
+    stages = os.path.join(root, "stages")
+    if os.path.isdir(stages):
+        folders += [os.path.join(stages, name) for name in sorted(os.listdir(stages))]
+    removed = []
+    for folder in folders:
+        try:
+            names = sorted(os.listdir(folder))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for name in names:
+            if name.startswith(TMP_PREFIX):
+                path = os.path.join(folder, name)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.remove(path)
+                removed.append(path)
+    return removed
 
 
 class IndexLocked(RuntimeError):
