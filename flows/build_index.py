@@ -17,7 +17,7 @@ from simweb.core.strategy import Strategy
 from simweb.flows.chain import BuildSummary, index_chain, ingest_stage
 from simweb.flows.cluster import dashboard_link, dask_task_runner
 from simweb.tasks.ingest import list_archive_files, nothing_ingested
-from simweb.tasks.layout import IndexLock, crawl_folder, sweep_debris
+from simweb.tasks.layout import IndexLock, check_writable, crawl_folder, sweep_debris
 from simweb.tasks.signatures import IndexParams
 
 
@@ -57,6 +57,8 @@ def build_index(
     log = get_run_logger()
     files = list_archive_files(crawl)
     crawl_dir = crawl_out or crawl_folder(out)
+    for folder in {out, crawl_dir}:
+        check_writable(folder)
     params = IndexParams(m=m, seed=seed, min_in_degree=min_in_degree)
     log.info("build-index: %d WARC file(s) from %s into %s, strategy %s", len(files), crawl, out, strategy.label)
     with IndexLock(out, "build-index", wait=lock_wait_seconds, on_wait=log.info), \

@@ -74,6 +74,32 @@ def sweep_debris(out: str, crawl: str | None = None) -> list[str]:
     return removed
 
 
+class OutputNotWritable(OSError):
+    """The output folder cannot be created or written to."""
+
+
+def check_writable(out: str) -> None:
+    """Raise :class:`OutputNotWritable` with the fix unless ``out`` is (or can be made) a folder
+    this process can write into — checked before anything starts, so that a wrong ``--out`` is
+    not mistaken for unreadable inputs. A remote folder (an fsspec URL) is not checked here."""
+    folder = local_path(out)
+    if folder is None:
+        return
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise OutputNotWritable(f"{out} is a file: expected a folder to write into; choose another path")
+    probe = os.path.join(folder, f"{TMP_PREFIX}probe-{os.getpid()}")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with open(probe, "wb") as f:
+            f.write(b"simweb")
+        os.remove(probe)
+    except OSError as err:
+        raise OutputNotWritable(
+            f"cannot write into {out} ({err.strerror or type(err).__name__}); expected a folder this user "
+            "can write to — choose another path or change its permissions"
+        ) from None
+
+
 class IndexLocked(RuntimeError):
     """Another run holds the lock of the index folder."""
 

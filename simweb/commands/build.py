@@ -62,6 +62,12 @@ def run(args: argparse.Namespace) -> int:
         print("simweb build: --workers sizes a local cluster; it cannot be combined with --dask-address",
               file=sys.stderr)
         return 2
+    from simweb.commands.inputs import directory_problem, output_problem
+
+    problem = output_problem(args.out) or (args.directory and directory_problem(args.directory))
+    if problem:
+        print(f"simweb build: {problem}", file=sys.stderr)
+        return 2
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     from simweb.flows.build_index import build_index
     from simweb.flows.chain import BuildSummary

@@ -60,7 +60,13 @@ def run(args) -> int:
         print(f"simweb ingest: --workers: expected at least 1, got {args.workers}", file=sys.stderr)
         return 2
 
+    from simweb.commands.inputs import output_problem
     from simweb.tasks.ingest import NothingIngested, ingest_files, list_archive_files
+
+    problem = output_problem(args.out)
+    if problem:
+        print(f"simweb ingest: {problem}", file=sys.stderr)
+        return 2
 
     try:
         files = list_archive_files(args.warc)
