@@ -58,7 +58,9 @@ __all__ = [
     "SELECTION_FILE",
     "CrawlGraph",
     "CrawlParts",
+    "DamagedPart",
     "DuplicateCopies",
+    "add_to_selection",
     "content_tfidf",
     "corpus_from_tables",
     "count_page_rows",
@@ -113,6 +115,13 @@ def write_selection(crawl_dir: str, names: Iterable[str]) -> str:
                          f"got {', '.join(map(repr, bad[:3]))}")
     data = {"format": SELECTION_FORMAT, "parts": names}
     return write_bytes_atomic((json.dumps(data, indent=1) + "\n").encode(), join(crawl_dir, SELECTION_FILE))
+
+
+def add_to_selection(crawl_dir: str, names: Iterable[str]) -> None:
+    """Add parts to the crawl's selection; a folder without one holds every part already."""
+    selection = read_selection(crawl_dir)
+    if selection is not None:
+        write_selection(crawl_dir, [*selection, *names])
 
 
 def read_selection(crawl_dir: str) -> tuple[str, ...] | None:
@@ -207,7 +216,10 @@ def count_page_rows(crawl_dir: str) -> int:
     for url in crawl_parts(crawl_dir).pages:
         fs, path = filesystem(url)
         with fs.open(path, "rb") as f:
-            total += pq.ParquetFile(f).metadata.num_rows
+            try:
+                total += pq.ParquetFile(f).metadata.num_rows
+            except pa.ArrowInvalid as err:
+                raise DamagedPart(url, err) from None
     return int(total)
 
 
@@ -232,7 +244,10 @@ def read_part(url: str, expected: pa.Schema, columns: Sequence[str]) -> pa.Table
     columns = list(columns)
     fs, path = filesystem(url)
     with fs.open(path, "rb") as f:
-        schema = pq.read_schema(f)
+        try:
+            schema = pq.read_schema(f)
+        except pa.ArrowInvalid as err:
+            raise DamagedPart(url, err) from None
         missing = [c for c in columns if c not in schema.names]
         if missing:
             raise ValueError(
@@ -240,9 +255,23 @@ def read_part(url: str, expected: pa.Schema, columns: Sequence[str]) -> pa.Table
                 f"{', '.join(schema.names)}; re-run `simweb ingest` with this version of simweb"
             )
         f.seek(0)
-        table = pq.read_table(f, columns=columns)
+        try:
+            table = pq.read_table(f, columns=columns)
+        except pa.ArrowInvalid as err:
+            raise DamagedPart(url, err) from None
     _check_schema(table, expected, url)
     return table
+
+
+class DamagedPart(ValueError):
+    """A part of the crawl folder that cannot be read as the Parquet file the ingest wrote."""
+
+    def __init__(self, url: str, err: Exception) -> None:
+        reason = " ".join(str(err).split())[:200]
+        super().__init__(
+            f"{url} is damaged: it cannot be read as Parquet ({reason}); run `simweb verify --repair` on the "
+            "index folder, then the build again: it reads that WARC file anew"
+        )
 
 
 @dataclass(frozen=True, slots=True, eq=False)

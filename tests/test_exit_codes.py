@@ -36,7 +36,8 @@ def test_the_exit_codes_are_documented(capsys):
         assert "exit status: 0 every archive file was read" in text
         assert (f"{EXIT_FILE_ERRORS} some files were damaged or unreadable (listed under \"file errors\"); "
                 "the rest was read and the output written") in text
-        assert f"{EXIT_NOTHING_READ} nothing usable was read (no file gave a page); no index is published" in text
+        assert (f"{EXIT_NOTHING_READ} nothing usable was read (no file gave a page; with --add, pages ingested "
+                "before count); nothing is published and the crawl is left as it was") in text
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert "| 3 |" in readme and "| 4 |" in readme
 
@@ -50,6 +51,22 @@ def test_ingest_without_prefect(crawls, tmp_path, capsys):
         # Run again: every file unchanged, its pages and its damage remembered, the same status.
         assert simweb_main(["ingest", *crawls[name], "--out", str(out), "--no-prefect"]) == expected, name
         assert f"0 files read, {len(crawls[name])} unchanged since an earlier ingest" in capsys.readouterr().out
+
+
+def test_an_all_bad_ingest_leaves_the_crawl_as_it_was(crawls, tmp_path, capsys):
+    """Into a folder that holds a crawl: all-bad files change nothing (4, the selection kept);
+    with --add the crawl keeps its pages and takes the new files' parts (3: they are damaged)."""
+    from simweb.tasks.crawl import read_selection
+
+    out = str(tmp_path / "out")
+    assert simweb_main(["ingest", *crawls["clean"], "--out", out, "--no-prefect"]) == 0
+    clean = read_selection(out)
+    assert len(clean) == 2
+    assert simweb_main(["ingest", *crawls["all bad"], "--out", out, "--no-prefect"]) == EXIT_NOTHING_READ
+    assert read_selection(out) == clean
+    assert simweb_main(["ingest", *crawls["all bad"], "--out", out, "--no-prefect", "--add"]) == EXIT_FILE_ERRORS
+    assert set(read_selection(out)) > set(clean) and len(read_selection(out)) == 5
+    capsys.readouterr()
 
 
 # In this process, under the test harness's Prefect API. (Prefect's console log handler keeps

@@ -14,11 +14,13 @@ EXIT_STATUS_HELP = f"""exit status:
   2  a usage error, or no archive file was found
   {EXIT_FILE_ERRORS}  some files were damaged or unreadable (listed under "file errors"); the rest was
      read and the output written
-  {EXIT_NOTHING_READ}  nothing usable was read (no file gave a page); no index is published"""
+  {EXIT_NOTHING_READ}  nothing usable was read (no file gave a page; with --add, pages ingested before
+     count); nothing is published and the crawl is left as it was"""
 
 
-def ingest_exit_status(stats) -> int:
-    """The exit status for what an ingest read (a ``simweb.tasks.ingest.IngestStats``)."""
-    if not stats.usable:
+def ingest_exit_status(stats, keep_earlier: bool = False) -> int:
+    """The exit status for what an ingest read (a ``simweb.tasks.ingest.IngestStats``); with
+    ``keep_earlier`` (``--add``) the pages ingested before count too, so nothing is "nothing read"."""
+    if not stats.usable and not keep_earlier:
         return EXIT_NOTHING_READ
     return EXIT_FILE_ERRORS if stats.file_errors else 0

@@ -48,6 +48,11 @@ def register(subparsers) -> None:
         "--no-prefect", action="store_true",
         help="ingest in this process, one file after another, without Prefect or Dask",
     )
+    parser.add_argument(
+        "--add", action="store_true",
+        help="add these files to the crawl already in DIR (by default DIR's crawl becomes exactly these files; "
+             "parts of other files stay on disk, unused, and are not read again if named later)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -75,19 +80,27 @@ def run(args) -> int:
         return 2
 
     if args.no_prefect:
-        stats = ingest_files(files, args.out)
+        from simweb.tasks.crawl import write_selection
+        from simweb.tasks.layout import IndexLock, sweep_debris
+        from simweb.tasks.ledger import crawl_selection
+
+        with IndexLock(args.out, "simweb ingest", on_wait=lambda message: print(message, file=sys.stderr)):
+            sweep_debris(args.out, args.out)
+            stats = ingest_files(files, args.out)
+            if stats.usable or args.add:  # as the flow: a crawl that gave nothing changes nothing
+                write_selection(args.out, crawl_selection(args.out, stats.parts, keep_earlier=args.add))
     else:
         # The temporary Prefect server can take a while to start on a busy machine.
         os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
         from simweb.flows.build_index import build_index
 
         try:
-            stats = build_index(files, args.out, until="ingest", crawl_out=args.out,
-                                dask_address=args.dask_address, n_workers=args.workers).ingest
+            stats = build_index(files, args.out, until="ingest", crawl_out=args.out, dask_address=args.dask_address,
+                                n_workers=args.workers, keep_earlier=args.add).ingest
         except NothingIngested as exc:
             stats = exc.stats
     print(stats.summary())
-    status = ingest_exit_status(stats)
+    status = ingest_exit_status(stats, keep_earlier=args.add)
     if status == EXIT_NOTHING_READ:
         print(f"simweb ingest: nothing usable was read: no file gave a page ({len(stats.file_errors)} "
               "damaged or unreadable, listed above)", file=sys.stderr)
