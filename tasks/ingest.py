@@ -26,7 +26,8 @@ Which records become pages:
 - HTML by Content-Type (``text/html``, ``application/xhtml+xml``); when the type is missing or
   generic (``application/octet-stream`` and the like) the payload is sniffed.
 - The payload is de-chunked (``Transfer-Encoding: chunked``) and decoded (``Content-Encoding``
-  gzip, x-gzip, deflate; br when the ``brotli`` package is installed), then turned into text
+  gzip, x-gzip, deflate; br when the ``brotli`` package is installed; :mod:`simweb.tasks.payloads`),
+  then turned into text
   by :func:`simweb.core.charset.decode_html`.
 - The WARC-Target-URI is normalised with :func:`simweb.core.urls.normalize_url`; a record without
   one, or with one that is not an http(s) URL, is skipped and counted.
@@ -52,7 +53,6 @@ import random
 import re
 import time
 import uuid
-import zlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -75,6 +75,8 @@ from simweb.core.urls import normalize_url, url_id
 from simweb.tasks import schemas
 from simweb.tasks.archives import ARCHIVE_SUFFIXES, FORMATS, ArchiveRecords, RecordEnd
 from simweb.tasks.logs import run_logger
+from simweb.tasks.payloads import (ENCODING_ERROR, TOO_LARGE, UNSUPPORTED_ENCODING, EncodingError,
+                                   decode_content_encoding, encoded_payload_ends)
 from simweb.tasks.storage import TMP_PREFIX, file_digest, filesystem, join, local_path, write_bytes_atomic
 
 logger = logging.getLogger("simweb.ingest")
@@ -106,9 +108,6 @@ NOT_HTML = "not HTML"
 BAD_STATUS = "invalid HTTP status"
 EMPTY = "empty body"
 TRUNCATED = "truncated record"  # not read whole, or its payload cut by a short Content-Length
-TOO_LARGE = "payload too large"
-UNSUPPORTED_ENCODING = "unsupported content-encoding"
-ENCODING_ERROR = "content-encoding error"
 DUPLICATE = "duplicate URL"
 PARSE_ERROR = "parse error"
 SKIP_REASONS = (
@@ -255,127 +254,7 @@ def _by_count(counts: Mapping[str, int]) -> list[tuple[str, int]]:
 
 
 # ---------------------------------------------------------------------------------------
-# Payloads
-
-
-class _EncodingError(ValueError):
-    def __init__(self, reason: str, detail: str):
-        super().__init__(detail)
-        self.reason = reason
-
-
-def _brotli():
-    try:
-        import brotli  # optional: only pages served with Content-Encoding: br need it
-    except ImportError:
-        return None
-    return brotli
-
-
-def supported_content_encodings() -> frozenset[str]:
-    """Content-Encoding values this installation decodes."""
-    codings = {"identity", "gzip", "x-gzip", "deflate"}
-    if _brotli() is not None:
-        codings.add("br")
-    return frozenset(codings)
-
-
-def _inflate(data: bytes, wbits: int) -> bytes:
-    """zlib/gzip decompression, capped at MAX_PAYLOAD_BYTES, across concatenated gzip members."""
-    out: list[bytes] = []
-    size = 0
-    while data:
-        d = zlib.decompressobj(wbits)
-        chunk = d.decompress(data, MAX_PAYLOAD_BYTES + 1 - size)
-        out.append(chunk)
-        size += len(chunk)
-        if d.unconsumed_tail or size > MAX_PAYLOAD_BYTES:
-            raise _EncodingError(TOO_LARGE, f"decodes to more than {MAX_PAYLOAD_BYTES:,} bytes")
-        if not d.eof:
-            break  # a truncated stream: keep what it held (crawlers cut long payloads)
-        data = d.unused_data
-    return b"".join(out)
-
-
-def decode_content_encoding(body: bytes, content_encoding: str) -> bytes:
-    """The payload with its Content-Encoding undone (RFC 9110 Section 8.4), innermost last.
-
-    A payload that does not even start like the compressed format it claims but looks like
-    HTML is taken as already decoded (some crawlers store decoded payloads and keep the
-    header). Raises ``_EncodingError`` for unsupported or corrupt encodings.
-    """
-    codings = [c.strip().lower() for c in content_encoding.split(",")]
-    for coding in reversed([c for c in codings if c and c != "identity"]):
-        try:
-            if coding in ("gzip", "x-gzip"):
-                body = _inflate(body, 32 + zlib.MAX_WBITS)  # gzip or zlib header, detected
-            elif coding == "deflate":
-                try:
-                    body = _inflate(body, zlib.MAX_WBITS)  # RFC: zlib-wrapped deflate
-                except zlib.error:
-                    body = _inflate(body, -zlib.MAX_WBITS)  # what many servers send: raw deflate
-            elif coding == "br" and (brotli := _brotli()) is not None:
-                body = brotli.decompress(body)
-            else:
-                raise _EncodingError(UNSUPPORTED_ENCODING, f"Content-Encoding {coding!r} is not supported")
-        except zlib.error as exc:
-            if looks_like_html(body):
-                continue
-            raise _EncodingError(ENCODING_ERROR, f"{coding}: {exc}") from exc
-        except _EncodingError:
-            raise
-        except Exception as exc:  # brotli.error and friends
-            if looks_like_html(body):
-                continue
-            raise _EncodingError(ENCODING_ERROR, f"{coding}: {exc}") from exc
-    return body
-
-
-def encoded_payload_ends(body: bytes, content_encoding: str) -> bool:
-    """Whether the outermost Content-Encoding stream of ``body`` (gzip, x-gzip or deflate) ends
-    inside it: all of the payload's data is there, even when the stream's trailer (gzip's CRC
-    and length, zlib's checksum) is cut. False for identity and other codings: nothing tells."""
-    codings = [c.strip().lower() for c in content_encoding.split(",")]
-    codings = [c for c in codings if c and c != "identity"]
-    if not codings:
-        return False
-    if codings[-1] in ("gzip", "x-gzip"):
-        start = _gzip_header_length(body)
-        return start is not None and _deflate_ends(body[start:])
-    if codings[-1] == "deflate":
-        zlib_wrapped = len(body) >= 2 and body[0] & 0x0F == 8 and (body[0] << 8 | body[1]) % 31 == 0
-        return _deflate_ends(body[2:] if zlib_wrapped else body)
-    return False
-
-
-def _gzip_header_length(data: bytes) -> int | None:
-    """The length of the gzip member header ``data`` starts with (RFC 1952 Section 2.3)."""
-    if len(data) < 10 or not data.startswith(b"\x1f\x8b\x08"):
-        return None
-    flags, pos = data[3], 10
-    if flags & 4:  # FEXTRA: a length, then that many bytes
-        pos += 2 + int.from_bytes(data[pos:pos + 2], "little")
-    for flag in (8, 16):  # FNAME, FCOMMENT: zero-terminated
-        if flags & flag:
-            pos = data.find(b"\0", pos) + 1
-            if pos == 0:
-                return None
-    if flags & 2:  # FHCRC
-        pos += 2
-    return pos if pos <= len(data) else None
-
-
-def _deflate_ends(data: bytes) -> bool:
-    """Whether the raw deflate stream ``data`` starts with reaches its final block's end."""
-    d = zlib.decompressobj(-zlib.MAX_WBITS)
-    size = 0
-    try:
-        while data and not d.eof and size <= MAX_PAYLOAD_BYTES:
-            size += len(d.decompress(data, 1 << 20))
-            data = d.unconsumed_tail
-    except zlib.error:
-        return False
-    return d.eof
+# Records
 
 
 def _media_type(content_type: str | None) -> str:
@@ -707,12 +586,12 @@ def _page_of(record, records: ArchiveRecords):
     if len(body) > MAX_PAYLOAD_BYTES:
         return TOO_LARGE, None
     encoding = http.get_header("Content-Encoding") if http is not None else None
-    if end is RecordEnd.UNFRAMED and not (encoding and encoded_payload_ends(body, encoding)):
+    if end is RecordEnd.UNFRAMED and not (encoding and encoded_payload_ends(body, encoding, MAX_PAYLOAD_BYTES)):
         return TRUNCATED, None  # a short Content-Length cut the payload, or may have: nothing tells
     if encoding:
         try:
-            body = decode_content_encoding(body, encoding)
-        except _EncodingError as exc:
+            body = decode_content_encoding(body, encoding, MAX_PAYLOAD_BYTES)
+        except EncodingError as exc:
             return exc.reason, None
     if not body.strip():
         return EMPTY, None

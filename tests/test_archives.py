@@ -24,7 +24,8 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
 
 from simweb.tasks.archives import ArchiveRecords, RecordEnd
-from simweb.tasks.ingest import encoded_payload_ends, ingest_files, ingest_warc, list_archive_files
+from simweb.tasks.ingest import ingest_files, ingest_warc, list_archive_files
+from simweb.tasks.payloads import encoded_payload_ends
 from simweb.tasks.storage import read_parquet
 
 CC = "warcfile.warc.gz"
@@ -507,9 +508,11 @@ def test_encoded_payload_ends():
     raw = raw.compress(page) + raw.flush()
     for body, coding in ((gzip.compress(page), "gzip"), (named.getvalue(), "x-gzip"), (zlibbed, "deflate"),
                          (raw, "deflate"), (gzip.compress(gzip.compress(page)), "gzip, gzip")):
-        assert encoded_payload_ends(body, coding)
+        assert encoded_payload_ends(body, coding, 1 << 20)
         trailer = 8 if "gzip" in coding else 4 if body is zlibbed else 0
-        assert encoded_payload_ends(body[:len(body) - trailer], coding)  # the trailer cut: all data there
-        assert not encoded_payload_ends(body[:len(body) - trailer - 1], coding)
-    assert not encoded_payload_ends(page, "identity") and not encoded_payload_ends(page, "")
-    assert not encoded_payload_ends(page, "gzip") and not encoded_payload_ends(b"(\xb5/\xfd\x00", "zstd")
+        assert encoded_payload_ends(body[:len(body) - trailer], coding, 1 << 20)  # the trailer cut: all data there
+        assert not encoded_payload_ends(body[:len(body) - trailer - 1], coding, 1 << 20)
+    assert not encoded_payload_ends(page, "identity", 1 << 20) and not encoded_payload_ends(page, "", 1 << 20)
+    assert not encoded_payload_ends(page, "gzip", 1 << 20)
+    assert not encoded_payload_ends(b"(\xb5/\xfd\x00", "zstd", 1 << 20)
+    assert not encoded_payload_ends(gzip.compress(page), "gzip", len(page) - 1)  # ends past the limit

@@ -25,7 +25,7 @@ from warcio.warcwriter import WARCWriter
 import simweb.tasks.ingest as ingest
 from simweb.core.urls import normalize_url, url_id
 from simweb.cli import main as simweb_main
-from simweb.tasks import schemas
+from simweb.tasks import payloads, schemas
 from simweb.tasks.contexts import pages_part_of, with_context_words
 from simweb.tasks.ingest import FileError, IngestStats, ingest_files, ingest_warc, list_archive_files
 from simweb.tasks.storage import file_digest, read_parquet
@@ -400,7 +400,7 @@ def test_content_encodings(tmp_path):
         http_response("http://e.example/br", b"\x1b\x03\x00\xf8\xa5", headers=[("Content-Type", "text/html"), ("Content-Encoding", "br")]),
     ])
     stats = ingest_warc(str(path), str(tmp_path / "out"))
-    br = "br" in ingest.supported_content_encodings()
+    br = "br" in payloads.supported_content_encodings()
     expected_skips = {"unsupported content-encoding": 1 if br else 2, "content-encoding error": 2 if br else 1}
     assert counts(stats) == (9, 6, expected_skips, 0)
     assert {p["title"] for p in pages_of(tmp_path / "out")} == {"A page"}
