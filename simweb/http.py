@@ -4,28 +4,52 @@
     GET  /api/related?url=…      {"query": …, "results": [{rank, url, similarity, title, category, …}]}
     POST /api/related            {"urls": [...], "top": 10, "alpha": 0.15, "rerank": false, "dedup": false}: a batch
     GET  /api/terms?url=…&k=10   the heaviest terms of the page's bag
-    GET  /api/info               what the index holds
+    GET  /api/info               what the index holds, the version served, what CURRENT names now
     GET  /docs, /openapi.json    the OpenAPI documentation
 
-Results come from :class:`simweb.api.Index`, the same code the Python API and the CLI use. An
-unknown URL is a 404 and a bad parameter a 422, each with a message saying what was expected.
+Results come from :class:`simweb.api.Index`, the same code the Python API and the CLI use.
+
 Before each request the app checks whether a newer index version was published and switches to
-it; a request is answered from one version only.
+it when that version is complete and opens (and verifies, under ``serve --verify``); a request
+is answered from one version only. When ``CURRENT`` is missing, dangling, unreadable or names an
+incomplete or damaged version, the server goes on answering from the version it has, as before,
+logs the cause once (not at every request) and says so in ``/api/info`` under ``current``.
+
+Status codes, the same on every endpoint and whatever ``CURRENT`` says:
+
+    200  the answer
+    404  the URL is not a page of the index (the message quotes at most 200 of its characters),
+         or no such endpoint
+    405  a method the endpoint does not take
+    409  dedup asked for, but the crawl's pages are not at INDEX/crawl
+    413  a request body over MAX_BODY (64 KiB), refused before the rest of it is read
+    414  a request target (path and query) over MAX_TARGET (8 KiB)
+    422  a bad parameter: out of range, not a number, a missing url, a malformed body
+    503  never: the server starts only once it has opened a version, and keeps one from then on
 """
 from __future__ import annotations
 
 import html
+import logging
+import os
+import threading
 from typing import Any
 from urllib.parse import quote
 
 from fastapi import Body, FastAPI, HTTPException, Query
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, Field
 
-from simweb.api import DEFAULT_ALPHA, DEFAULT_TOP, Index, Related, UnknownURL, open_index
+from simweb.api import DEFAULT_ALPHA, DEFAULT_TOP, Index, Related, UnknownURL, open_index, shown
 
 MAX_TOP = 1000
 MAX_BATCH = 1000
+MAX_BODY = 64 * 1024  # bytes: a batch of 1000 URLs of ~60 characters fits
+MAX_TARGET = 8 * 1024  # bytes of path and query: an escaped URL of a few thousand characters fits
+
+log = logging.getLogger(__name__)
 
 
 class RelatedPage(BaseModel):
@@ -70,6 +94,120 @@ def _answer(url: str, top: int, alpha: float, rerank: bool, dedup: bool, results
             "results": [r.to_dict() for r in results]}
 
 
+class _Live:
+    """The index a server answers from: refreshed before each request, kept when that fails.
+
+    A failed refresh is logged when its cause first appears (or changes), not at every request;
+    its message, with paths relative to the index folder, is what ``/api/info`` shows.
+    """
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+        self.root = os.path.abspath(index.path)
+        self.problem: str | None = None
+        self._lock = threading.Lock()  # one request at a time compares and logs the cause
+
+    def __call__(self) -> Index:
+        with self._lock:
+            try:
+                switched = self.index.refresh()
+            except Exception as e:  # whatever went wrong with the new version, the open one answers
+                problem = self._relative(str(e))
+                if problem != self.problem:
+                    log.warning("still serving version %s: %s", self.index.version, problem)
+                self.problem = problem
+            else:
+                if switched or self.problem is not None:
+                    log.info("serving version %s", self.index.version)
+                self.problem = None
+            return self.index.snapshot()
+
+    def _relative(self, message: str) -> str:
+        # Paths in /api/info are relative to the index folder: no path of the machine leaves it.
+        return message.replace(self.root + os.sep, "").replace(self.root, os.path.basename(self.root))
+
+    def info(self, index: Index) -> dict[str, Any]:
+        """``index.info()`` with the folder's name for its path and what ``CURRENT`` names now."""
+        published = index.published()
+        return {
+            **index.info(),
+            "path": os.path.basename(self.root),
+            "current": {"version": published, "served": published == index.version, "problem": self.problem},
+        }
+
+
+class _RequestLimits:
+    """Refuses a request target over MAX_TARGET bytes (414) and a body over MAX_BODY bytes (413).
+
+    A declared Content-Length is judged before any of the body is read; a chunked body is
+    counted as it arrives and refused at the chunk that crosses the limit, so an oversized body
+    is never read whole. A refusal closes the connection (the rest of the body is not read).
+    """
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        target = len(scope.get("raw_path") or scope["path"].encode()) + len(scope.get("query_string") or b"")
+        if target > MAX_TARGET:
+            return await _refuse(send, 414, f"request target: expected at most {MAX_TARGET} bytes of path and "
+                                 f"query, got {target}; send long URLs in the body of POST /api/related")
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
+            return await _refuse(send, 413, f"request body: expected at most {MAX_BODY} bytes, "
+                                 f"Content-Length says {int(declared)}; split the batch")
+        received, too_large, responded = 0, False, False
+
+        async def counted():
+            nonlocal received, too_large
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > MAX_BODY:
+                    too_large = True
+                    raise _BodyTooLarge
+            return message
+
+        async def guarded(message) -> None:
+            nonlocal responded
+            if too_large and not responded:
+                return  # the app's answer to a cut-off body; the 413 below replaces it
+            responded = responded or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counted, guarded)
+        except Exception:
+            if not too_large:
+                raise
+        if too_large and not responded:
+            await _refuse(send, 413, f"request body: expected at most {MAX_BODY} bytes, got more; split the batch")
+
+
+class _BodyTooLarge(Exception):
+    """Raised into the app when a request body crosses MAX_BODY."""
+
+
+async def _refuse(send, status: int, detail: str) -> None:
+    body = JSONResponse({"detail": detail}).body
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+    """FastAPI's 422 detail with the offending input quoted as text of at most 200 characters."""
+    errors = jsonable_encoder(exc.errors())
+    for error in errors:
+        given = error.pop("input", None)
+        if isinstance(given, (str, int, float, bool)):
+            error["input"] = shown(str(given))
+    return errors
+
+
 def create_app(index: Index | str) -> FastAPI:
     """The FastAPI application serving ``index`` (an open Index or an index folder)."""
     idx = index if isinstance(index, Index) else open_index(index)
@@ -80,10 +218,8 @@ def create_app(index: Index | str) -> FastAPI:
         version="1",
     )
     app.state.index = idx
-
-    def current() -> Index:
-        idx.refresh()
-        return idx
+    app.add_middleware(_RequestLimits)
+    current = _Live(idx)
 
     def unknown(e: UnknownURL) -> HTTPException:
         return HTTPException(status_code=404, detail=str(e))
@@ -124,9 +260,9 @@ def create_app(index: Index | str) -> FastAPI:
             raise unknown(e) from None
         return {"url": url, "terms": [{"term": t, "weight": w} for t, w in found]}
 
-    @app.get("/api/info", summary="What the index holds")
+    @app.get("/api/info", summary="What the index holds, the version served and what CURRENT names")
     def info() -> dict[str, Any]:
-        return current().info()
+        return current.info(current())
 
     @app.get("/", response_class=HTMLResponse, summary="The related-pages page")
     def page(
@@ -154,6 +290,10 @@ def create_app(index: Index | str) -> FastAPI:
     @app.exception_handler(ValueError)
     def bad_value(_request, exc: ValueError) -> JSONResponse:
         return JSONResponse(status_code=422, content={"detail": str(exc)})
+
+    @app.exception_handler(RequestValidationError)
+    def bad_request(_request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse(status_code=422, content={"detail": _validation_errors(exc)})
 
     return app
 
