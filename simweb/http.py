@@ -5,7 +5,8 @@
     POST /api/related            {"urls": [...], "top": 10, "alpha": 0.15, "rerank": false, "dedup": false}: a batch
     GET  /api/terms?url=…&k=10   the heaviest terms of the page's bag
     GET  /api/info               what the index holds, the version served, what CURRENT names now
-    GET  /docs, /openapi.json    the OpenAPI documentation
+    GET  /docs, /redoc           the OpenAPI documentation (Swagger UI, ReDoc), every file served from here
+    GET  /openapi.json           the OpenAPI description
 
 Results come from :class:`simweb.api.Index`, the same code the Python API and the CLI use.
 
@@ -40,6 +41,7 @@ from fastapi import Body, FastAPI, HTTPException, Query
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, Field
 
 from simweb.api import DEFAULT_ALPHA, DEFAULT_TOP, Index, Related, UnknownURL, open_index, shown
@@ -211,11 +213,15 @@ def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
 def create_app(index: Index | str) -> FastAPI:
     """The FastAPI application serving ``index`` (an open Index or an index folder)."""
     idx = index if isinstance(index, Index) else open_index(index)
-    app = FastAPI(
+    # The documentation pages take Swagger UI and ReDoc from the fastapi-offline package, served
+    # here, so that they work without a network; nor does Swagger UI send the spec to a validator.
+    app = FastAPIOffline(
         title="simweb related pages",
         description="Pages related to a URL by the bag Jaccard of their anchor-window bags, via a min-hash index "
         "(Haveliwala, Gionis, Klein, Indyk, WWW 2002).",
         version="1",
+        static_url="/docs-files",
+        swagger_ui_parameters={"validatorUrl": None},
     )
     app.state.index = idx
     app.add_middleware(_RequestLimits)

@@ -253,3 +253,17 @@ def test_serve_verify_refuses_a_damaged_index_in_one_line_and_serves_a_whole_one
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_the_documentation_pages_use_no_file_from_elsewhere(client):
+    import re
+
+    for page in ("/docs", "/redoc"):
+        r = client.get(page)
+        assert r.status_code == 200
+        refs = re.findall(r"""(?:src|href|url)\s*[=:]\s*["']([^"']+)["']""", r.text)
+        assert refs and not [u for u in refs if "//" in u], refs  # neither http(s):// nor //host
+        for ref in refs:
+            asset = client.get(ref)
+            assert asset.status_code == 200 and len(asset.content) > 100, ref
+    assert '"validatorUrl": null' in client.get("/docs").text  # the spec is not sent to a validator
