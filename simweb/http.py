@@ -1,8 +1,11 @@
 """The HTTP API and page: related pages and a bag's top terms over HTTP (paper Figures 13–14).
 
     GET  /                       HTML page: type or click a URL, see its related pages and top terms
-    GET  /api/related?url=…      {"query": …, "results": [{rank, url, similarity, title, category, …}]}
-    POST /api/related            {"urls": [...], "top": 10, "alpha": 0.15, "rerank": false, "dedup": false}: a batch
+    GET  /api/related?url=…      the answer, schema simweb.related/1 (simweb/answers.py): {"schema", "query",
+                                 "measure", "version", …, "results": [{rank, url, title, category, score, …}]}
+    GET  /api/related?url=…&measure=cocitation   the same by a link measure of the crawl (INDEX/crawl)
+    POST /api/related            {"urls": [...], "top": 10, "alpha": 0.15, "rerank": false, "dedup": false}:
+                                 a batch, {"answers": [one simweb.related/1 document per URL]}
     GET  /api/terms?url=…&k=10   the heaviest terms of the page's bag
     GET  /api/info               what the index holds, the version served, what CURRENT names now
     GET  /docs, /redoc           the OpenAPI documentation (Swagger UI, ReDoc), every file served from here
@@ -22,7 +25,7 @@ Status codes, the same on every endpoint and whatever ``CURRENT`` says:
     404  the URL is not a page of the index (the message quotes at most 200 of its characters),
          or no such endpoint
     405  a method the endpoint does not take
-    409  dedup asked for, but the crawl's pages are not at INDEX/crawl
+    409  dedup or a link measure asked for, but the crawl is not at INDEX/crawl (serve --crawl)
     413  a request body over MAX_BODY (64 KiB), refused before the rest of it is read
     414  a request target (path and query) over MAX_TARGET (8 KiB)
     422  a bad parameter: out of range, not a number, a missing url, a malformed body
@@ -34,7 +37,7 @@ import html
 import logging
 import os
 import threading
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote
 
 from fastapi import Body, FastAPI, HTTPException, Query
@@ -44,7 +47,9 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, Field
 
+from simweb.answers import RelatedAnswer, index_answer, measure_answer
 from simweb.api import DEFAULT_ALPHA, DEFAULT_TOP, Index, Related, UnknownURL, open_index, shown
+from simweb.commands.related import RELATED_MEASURES
 
 MAX_TOP = 1000
 MAX_BATCH = 1000
@@ -52,25 +57,6 @@ MAX_BODY = 64 * 1024  # bytes: a batch of 1000 URLs of ~60 characters fits
 MAX_TARGET = 8 * 1024  # bytes of path and query: an escaped URL of a few thousand characters fits
 
 log = logging.getLogger(__name__)
-
-
-class RelatedPage(BaseModel):
-    rank: int
-    url: str
-    similarity: float = Field(description="estimated bag Jaccard: the fraction of the m min-hash positions shared")
-    title: str | None
-    category: str | None
-    doc_id: int
-    exact: float | None = Field(None, description="exact weighted Jaccard Σmin/Σmax, when re-ranked")
-
-
-class RelatedAnswer(BaseModel):
-    query: str
-    top: int
-    alpha: float
-    rerank: bool
-    dedup: bool = False
-    results: list[RelatedPage]
 
 
 class BatchRequest(BaseModel):
@@ -91,9 +77,31 @@ class TermsAnswer(BaseModel):
     terms: list[Term]
 
 
-def _answer(url: str, top: int, alpha: float, rerank: bool, dedup: bool, results: list[Related]) -> dict[str, Any]:
-    return {"query": url, "top": top, "alpha": alpha, "rerank": rerank, "dedup": dedup,
-            "results": [r.to_dict() for r in results]}
+class BatchAnswer(BaseModel):
+    answers: list[RelatedAnswer]
+
+
+class _LinkGraph:
+    """The crawl's link graph for link-measure answers: read at the first one, read again when
+    the crawl's links parts change (a rebuild), kept otherwise."""
+
+    def __init__(self, crawl: str) -> None:
+        self.links = os.path.join(crawl, "links")
+        self._lock = threading.Lock()
+        self._stamp: list[tuple[str, int, int]] | None = None
+        self._graph = None
+
+    def __call__(self):
+        from simweb.tasks.link_related import load_crawl_graph
+
+        if not os.path.isdir(self.links):
+            raise FileNotFoundError(f"a link measure needs the crawl the index was built from, expected its links "
+                                    f"at {self.links}; serve with --crawl DIR (the folder written by `simweb ingest`)")
+        with self._lock:
+            stamp = sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(self.links))
+            if stamp != self._stamp:
+                self._graph, self._stamp = load_crawl_graph(os.path.dirname(self.links)), stamp
+            return self._graph
 
 
 class _Live:
@@ -226,6 +234,7 @@ def create_app(index: Index | str) -> FastAPI:
     app.state.index = idx
     app.add_middleware(_RequestLimits)
     current = _Live(idx)
+    link_graph = _LinkGraph(idx.crawl)
 
     def unknown(e: UnknownURL) -> HTTPException:
         return HTTPException(status_code=404, detail=str(e))
@@ -237,23 +246,47 @@ def create_app(index: Index | str) -> FastAPI:
         alpha: float = Query(DEFAULT_ALPHA, ge=0.0, le=1.0, description="least estimated similarity"),
         rerank: bool = Query(False, description="re-rank the best candidates by exact weighted Jaccard"),
         dedup: bool = Query(False, description="leave out near-duplicates of the query page and of earlier results"),
+        measure: Literal[RELATED_MEASURES] | None = Query(  # type: ignore[valid-type]
+            None, description="answer by this link measure of the crawl instead of the index (ENS paper Table 1)"),
     ) -> dict[str, Any]:
+        index_now = current()
         try:
-            return _answer(url, top, alpha, rerank, dedup, current().related(url, top, alpha, rerank, dedup))
+            if measure is not None:
+                return _by_link_measure(index_now, url, measure, top, rerank, dedup)
+            found = index_now.related(url, top, alpha, rerank, dedup)
         except UnknownURL as e:
             raise unknown(e) from None
         except FileNotFoundError as e:
             raise HTTPException(status_code=409, detail=str(e)) from None
+        return index_answer(url, found, version=index_now.version, top=top, alpha=alpha, rerank=rerank, dedup=dedup)
 
-    @app.post("/api/related", summary="Pages related to each of many URLs, in one batch")
-    def related_batch(req: BatchRequest = Body(...)) -> dict[str, Any]:
+    def _by_link_measure(index_now: Index, url: str, measure: str, top: int, rerank: bool, dedup: bool):
+        from simweb.core.urls import normalize_url
+        from simweb.tasks.link_related import NotInGraph, related_by_link
+
+        if rerank or dedup:
+            raise HTTPException(status_code=422, detail="rerank and dedup apply to the index's answers, not to a "
+                                                        "link measure; leave them out or leave out measure")
+        if normalize_url(url.strip()) is None:
+            raise unknown(UnknownURL(url, "not an absolute http or https URL"))
         try:
-            found = current().related_many(req.urls, req.top, req.alpha, req.rerank, req.dedup)
+            found = related_by_link(link_graph(), url, measure, top=top)
+        except NotInGraph:
+            raise unknown(UnknownURL(url, "no link of the crawl touches it; link measures know only the pages "
+                                          "that link or are linked to")) from None
+        return measure_answer(url, found, measure=measure, top=top, index=index_now)
+
+    @app.post("/api/related", response_model=BatchAnswer, summary="Pages related to each of many URLs, in one batch")
+    def related_batch(req: BatchRequest = Body(...)) -> dict[str, Any]:
+        index_now = current()
+        try:
+            found = index_now.related_many(req.urls, req.top, req.alpha, req.rerank, req.dedup)
         except UnknownURL as e:
             raise unknown(e) from None
         except FileNotFoundError as e:
             raise HTTPException(status_code=409, detail=str(e)) from None
-        return {"answers": [_answer(u, req.top, req.alpha, req.rerank, req.dedup, found[u]) for u in req.urls]}
+        return {"answers": [index_answer(u, found[u], version=index_now.version, top=req.top, alpha=req.alpha,
+                                         rerank=req.rerank, dedup=req.dedup) for u in req.urls]}
 
     @app.get("/api/terms", response_model=TermsAnswer, summary="The heaviest terms of a page's bag (Figure 14)")
     def terms(
@@ -295,7 +328,7 @@ def create_app(index: Index | str) -> FastAPI:
 
     @app.exception_handler(ValueError)
     def bad_value(_request, exc: ValueError) -> JSONResponse:
-        return JSONResponse(status_code=422, content={"detail": str(exc)})
+        return JSONResponse(status_code=422, content={"detail": shown(str(exc), 500)})
 
     @app.exception_handler(RequestValidationError)
     def bad_request(_request, exc: RequestValidationError) -> JSONResponse:

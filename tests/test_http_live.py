@@ -47,7 +47,21 @@ def ask(base: str, method: str, path: str, body) -> tuple[int, bytes]:
 
 
 def answers(base: str) -> list[tuple[int, bytes]]:
-    return [ask(base, method, path, body) for method, path, body, _ in REQUESTS]
+    return [unversioned(*ask(base, method, path, body)) for method, path, body, _ in REQUESTS]
+
+
+def unversioned(status: int, body: bytes) -> tuple[int, bytes]:
+    """The answer with the name of the version that gave it cut to its last letter: the same
+    index is published under many names here, each ending in its letter, a or b."""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return status, body
+    for answer in doc.get("answers", [doc]) if isinstance(doc, dict) else []:
+        if "version" in answer:
+            version = answer.pop("version")
+            answer["index"] = version[-1]
+    return status, json.dumps(doc).encode()
 
 
 def info(base: str) -> dict:
@@ -64,6 +78,7 @@ def test_the_server_answers_from_its_version_whatever_current_says(tmp_path):
     root = build_small_index(tmp_path / "a")
     build_small_index(tmp_path / "b", min_in_degree=None)  # a second index that answers differently
     source = {"a": str(tmp_path / "a" / "version"), "b": str(tmp_path / "b" / "version")}
+    store.publish(source["a"], root, name="v-0000-a")
     current = os.path.join(root, store.CURRENT)
     log = tmp_path / "serve.log"
     proc, base = start_server(root, log=log)

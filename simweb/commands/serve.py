@@ -26,6 +26,8 @@ def register(subparsers) -> None:
     p.add_argument("--index", required=True, metavar="INDEX", help="the index folder (simweb build --out)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    p.add_argument("--crawl", metavar="DIR",
+                   help="the ingested crawl the index was built from (default INDEX/crawl), for dedup and link measures")
     p.add_argument("--verify", action="store_true",
                    help="check every file of the index against its SHA-256 before serving it")
     p.set_defaults(func=run)
@@ -41,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"simweb serve: --port: expected 1..65535, got {args.port}", file=sys.stderr)
         return 2
     try:
-        app = create_app(open_index(args.index, verify=args.verify))
+        app = create_app(open_index(args.index, verify=args.verify, crawl=args.crawl))
     except (ValueError, OSError) as e:
         print(f"simweb serve: {e}", file=sys.stderr)
         return 2
