@@ -58,8 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     from simweb.core.strategy import Strategy
     from simweb.tasks import incremental
     from simweb.tasks.ingest import ingest_files
-    from simweb.tasks.pipeline import (IndexParams, bags_stage, crawl_folder, invert_stage, publish_index,
-                                signatures_stage)
+    from simweb.flows.chain import bags_stage, invert_stage, publish_index, signatures_stage
+    from simweb.tasks.layout import crawl_folder
+    from simweb.tasks.signatures import IndexParams
 
     crawl_dir = args.crawl or next((str(p) for p in DEFAULT_CRAWLS if p.is_dir()), None)
     if crawl_dir is None:

@@ -102,7 +102,7 @@ def direct_build(files: list[str], out: str) -> int:
     """The build-index stages called directly in this process; returns the pages written."""
     import dask
 
-    from simweb.tasks.pipeline import IndexParams
+    from simweb.tasks.signatures import IndexParams
 
     params = IndexParams()
     # One thread, like the flow's single-threaded worker: Dask's local scheduler would
@@ -114,7 +114,8 @@ def direct_build(files: list[str], out: str) -> int:
 def _direct_stages(files: list[str], out: str, params) -> int:
     from simweb.core.strategy import Strategy
     from simweb.tasks.ingest import ingest_files
-    from simweb.tasks.pipeline import bags_stage, crawl_folder, invert_stage, publish_index, signatures_stage
+    from simweb.flows.chain import bags_stage, invert_stage, publish_index, signatures_stage
+    from simweb.tasks.layout import crawl_folder
 
     # 1. Ingest: WARC files -> pages + link contexts.
     stats = ingest_files(files, crawl_folder(out))
@@ -138,7 +139,9 @@ def timed_ingest_on_cluster(files: list[str], out: str, n_workers: int) -> tuple
     """Seconds of the ingest stage alone on a LocalCluster of ``n_workers`` that is already up."""
     from prefect import flow
 
-    from simweb.flows.build_index import dask_task_runner, ingest_stage
+    from simweb.flows.chain import ingest_stage
+
+    from simweb.flows.cluster import dask_task_runner
 
     @flow(name="benchmark-ingest-on-cluster")
     def ingest_on_cluster() -> tuple[float, int]:
@@ -264,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from simweb.deployments.server import LocalPrefectServer
     from simweb.tasks.ingest import list_warc_files
-    from simweb.tasks.pipeline import WORKER_PRELOAD
+    from simweb.flows.cluster import WORKER_PRELOAD
 
     scratch = Path(tempfile.mkdtemp(prefix="simweb-bench-orchestration-"))
     try:

@@ -118,7 +118,7 @@ def _ingest_defaults(ws: Workspace) -> dict[str, Any]:
 
 
 def _evaluate_defaults(ws: Workspace) -> dict[str, Any]:
-    from simweb.tasks.pipeline import crawl_folder
+    from simweb.tasks.layout import crawl_folder
 
     # The crawl a build ingested (build-index keeps it in out/crawl).
     return {"crawl": crawl_folder(ws.index), "directory": ws.directory, "out": ws.evaluation}
@@ -203,11 +203,6 @@ def check_parameters(s: DeploymentSpec, flow_obj, parameters: dict[str, Any]) ->
             f"deployment {s.name}: defaults name {', '.join(unknown)}, which {s.entrypoint} does not take; "
             f"expected some of {', '.join(accepted)} — rename them in deployments/definitions.py"
         )
-
-
-def full_name(s: DeploymentSpec) -> str:
-    """``<flow name>/<deployment name>``, as ``prefect deployment run`` and the API name it."""
-    return f"{load_flow(s).name}/{s.name}"
 
 
 def missing_flows(names: Iterable[str] | None = None) -> dict[str, str]:

@@ -17,7 +17,7 @@ from typing import Literal
 
 from prefect import flow, get_run_logger
 
-from simweb.flows.build_index import dask_task_runner
+from simweb.flows.cluster import dask_task_runner
 from simweb.tasks.evaluate import (
     SampleParams,
     grid_strategies,

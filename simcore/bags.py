@@ -51,7 +51,7 @@ from itertools import chain
 import numpy as np
 import scipy.sparse as sp
 
-from simweb.core.strategy import Source, Strategy, Window
+from simweb.core.strategy import Strategy, Window
 from simweb.core.text import Stemming, term, terms
 from simweb.core.weighting import ANCHOR_DISTANCE_WEIGHT, Weighting, distance_weight, distance_weights, normalise_rows
 

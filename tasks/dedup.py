@@ -15,15 +15,12 @@ alphabetically first): the plainest address stands for its copies.
 """
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 
 from simweb.core.shingles import (
     DuplicateClusters,
@@ -38,7 +35,6 @@ from simweb.core.shingles import (
 from simweb.core.urls import normalize_url, url_id
 from simweb.tasks.storage import join, parts, read_parquet, write_parquet_atomic
 
-logger = logging.getLogger("simweb.dedup")
 
 CLUSTERS_TABLE = "duplicates.parquet"
 
@@ -207,17 +203,6 @@ def _page_texts(crawl: str, ids: list[int]) -> dict[int, list[str]]:
         for i, title, words in zip(*(table.column(c).to_pylist() for c in ("url_id", "title_words", "words"))):
             texts.setdefault(i, (title or []) + (words or []))
     return texts
-
-
-@task(name="dedup", cache_policy=NO_CACHE, persist_result=False)
-def dedup_task(crawl: str, out: str | None = None, params: DedupParams = DedupParams()) -> dict:
-    """Find the crawl's duplicate clusters and mirrors; write the cluster table when ``out`` is
-    given. Returns the counts (no retries: the computation is deterministic)."""
-    report = find_duplicates(crawl, params)
-    result = {"counts": report.counts, "seconds": report.seconds}
-    if out is not None:
-        result["table"] = write_clusters(report, out)
-    return result
 
 
 # ---------------------------------------------------------------------------------------------

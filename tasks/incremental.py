@@ -1,6 +1,6 @@
 """Incremental index updates: new crawl files re-weigh and re-sign only the URLs they touch.
 
-The ``ingest-new-crawl`` flow calls :func:`refresh` after ingesting new WARC files into a
+The ``ingest-new-crawl`` flow asks :func:`plan_update` how to update after ingesting new WARC files into a
 build's crawl folder. Which work an update does is decided by the **epoch policy**:
 
 * An *epoch* begins with every full build (``build-index``, or a full refresh): the document
@@ -43,13 +43,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from simweb.core.minhash import MinHashParams
 from simweb.core.strategy import Strategy
 from simweb.core.weighting import Weighting
 from simweb.tasks import bags as bag_stage
 from simweb.tasks import index_store as store
 from simweb.tasks import schemas
-from simweb.tasks.signatures import SIG_DIR, _categories, invert, sign_part
-from simweb.tasks.stagecache import StageOutput, file_identities, run_stage
+from simweb.tasks.layout import stages_folder
+from simweb.tasks.logs import run_logger
+from simweb.tasks.signatures import SIG_DIR, IndexParams, _categories, invert, sign_part
+from simweb.tasks.stagecache import StageOutput, file_identities, lineage, output_path, published, run_stage
 from simweb.tasks.storage import join, parts, write_bytes_atomic, write_parquet_atomic
 
 EPOCH_FILE = "EPOCH.json"
@@ -110,6 +113,78 @@ def start_epoch(out: str, bags: StageOutput, params) -> Epoch:
 def crawl_pages(crawl_dir: str) -> int:
     """Page rows of the crawl (the measure of its growth; a re-crawled URL counts again)."""
     return int(sum(pq.ParquetFile(p).metadata.num_rows for p in parts(join(crawl_dir, "pages"))))
+
+
+@dataclass(frozen=True, slots=True)
+class UpdatePlan:
+    """How the next update of an index folder goes: incremental within ``epoch`` over the live
+    version ``live``, or a full re-weight (a new epoch) for ``full_reason``."""
+
+    epoch: Epoch | None
+    live: str | None
+    full_reason: str | None
+
+    @property
+    def incremental(self) -> bool:
+        return self.full_reason is None
+
+
+def plan_update(out: str, crawl_dir: str, strategy: Strategy, params, new_parts: list[str] | None,
+                max_growth: float = DEFAULT_MAX_GROWTH) -> UpdatePlan:
+    """The epoch policy (module docstring) applied to the index folder ``out``: incremental when
+    the new parts are known and :func:`full_rebuild_reason` finds no reason for a full re-weight."""
+    live = live_index(out)
+    epoch = read_epoch(out)
+    reason = ("the new parts are not known" if new_parts is None
+              else full_rebuild_reason(epoch, live, strategy, params, crawl_dir, max_growth))
+    return UpdatePlan(epoch, live, reason)
+
+
+def live_index(out: str) -> str | None:
+    """The live version folder of the index folder ``out``, or None when there is none yet."""
+    try:
+        return store.resolve(out)
+    except (FileNotFoundError, store.IndexFormatError):
+        return None
+
+
+def index_parameters(out: str, follow_index: bool, strategy: Strategy, params: IndexParams,
+                     log=None) -> tuple[Strategy, IndexParams]:
+    """The strategy and index parameters the live index of ``out`` was built with, if it
+    should be followed and its build is recorded in ``out``'s stage outputs; else the given ones."""
+    log = log or run_logger("simweb.incremental")
+    if not follow_index:
+        return strategy, params
+    chain = _live_lineage(out)
+    if chain is None:
+        log.info("no index built in %s yet: using the given strategy %s, m=%d", out, strategy.label, params.m)
+        return strategy, params
+    built = Strategy.from_dict(chain["bags"]["stats"]["strategy"])
+    minhash = MinHashParams.from_dict(chain["signatures"]["params"]["minhash"])
+    followed = IndexParams(m=minhash.m, seed=minhash.seed, algorithm=minhash.algorithm,
+                           min_in_degree=chain["invert"]["params"]["min_in_degree"])
+    if (built, followed) != (strategy, params):
+        log.info("following the live index: strategy %s, m=%d, seed=%d, min_in_degree=%s",
+                 built.label, followed.m, followed.seed, followed.min_in_degree)
+    return built, followed
+
+
+def _live_lineage(out: str) -> dict[str, dict[str, Any]] | None:
+    """The stage manifests behind the live index of ``out`` (the invert output it was published from)."""
+    live = live_index(out)
+    if live is None:
+        return None
+    live_manifest = store.read_manifest(live)
+    stages = stages_folder(out)
+    for manifest in reversed(published(stages, "invert")):
+        candidate = output_path(stages, "invert", manifest["key"])
+        try:
+            same = store.read_manifest(candidate) == live_manifest
+        except store.IndexFormatError:
+            continue
+        if same:
+            return lineage(stages, f"invert:{manifest['key']}")
+    return None
 
 
 def full_rebuild_reason(epoch: Epoch | None, live: str | None, strategy: Strategy, params, crawl_dir: str,
@@ -286,8 +361,6 @@ def update(out: str, crawl_dir: str, new_parts: list[str], epoch: Epoch, strateg
            directory: str | None, live: str) -> tuple[str, dict[str, bool], dict[str, Any]]:
     """Bring the index in ``out`` up to date incrementally (see the module docstring); the live
     version, per stage whether it was reused, and the stats."""
-    from simweb.tasks.pipeline import stages_folder
-
     stages = stages_folder(out)
     touched = touched_urls(crawl_dir, new_parts)
     crawl_identity = {"pages": file_identities(parts(join(crawl_dir, "pages"))),

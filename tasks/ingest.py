@@ -61,8 +61,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from prefect.exceptions import MissingContextError
-from prefect.logging import get_run_logger
 from warcio.archiveiterator import ArchiveIterator
 from warcio.bufferedreaders import ChunkedDataReader
 from warcio.exceptions import ArchiveLoadFailed
@@ -73,6 +71,7 @@ from simweb.core.html import parse_page
 from simweb.core.records import ANCHOR_FIELDS, ParsedPage
 from simweb.core.urls import normalize_url, url_id
 from simweb.tasks import schemas
+from simweb.tasks.logs import run_logger
 from simweb.tasks.storage import TMP_PREFIX, file_digest, filesystem, join, local_path, write_bytes_atomic
 
 logger = logging.getLogger("simweb.ingest")
@@ -785,13 +784,6 @@ def ingest_with_retries(path: str, out_dir: str, io_retries: int = 3, retry_dela
     raise AssertionError("unreachable")
 
 
-def _task_logger():
-    try:
-        return get_run_logger()
-    except MissingContextError:
-        return logger
-
-
 def _shard_run_name() -> str:
     from prefect.runtime import task_run
 
@@ -813,7 +805,7 @@ def _shard_run_name() -> str:
 def ingest_shard(paths: list[str], out: str, io_retries: int = 3, retry_delay: float = RETRY_DELAY) -> IngestStats:
     """Ingest a shard of WARC files into ``out`` one after another (see :func:`ingest_warc`);
     each file retried on transient I/O errors and reported on its own; the summed stats."""
-    log = _task_logger()
+    log = run_logger("simweb.ingest")
     results = []
     for path in paths:
         stats = ingest_with_retries(path, out, io_retries, retry_delay, log)

@@ -11,8 +11,8 @@ rising ranges of j, so the result is sorted) and writes the manifest. Documents 
 ≤ ``min_in_degree`` are left out of I but stay in H (Section 7.1).
 
 Each unit has a plain function (tested directly) and a Prefect task wrapper; the stage
-functions fan the units out on the flow's Dask task runner, or on Dask's local scheduler when
-called without one.
+functions fan the units out with a flow's fan-out (simweb.flows.cluster.fan_out), or on Dask's
+local scheduler when called without one.
 """
 from __future__ import annotations
 
@@ -42,6 +42,19 @@ BLOCK_DOCS = 131_072
 REDUCERS = 8
 #: (document, position) entries per reducer the invert stage aims at: at most ``REDUCERS``.
 ENTRIES_PER_REDUCER = 4_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class IndexParams:
+    """Knobs of the signatures and invert stages (Sections 6.2 and 7.1)."""
+
+    m: int = 80
+    seed: int = 1
+    algorithm: str = "icws"
+    min_in_degree: int | None = 3
+
+    def minhash(self) -> MinHashParams:
+        return MinHashParams(m=self.m, seed=self.seed, algorithm=self.algorithm)
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,23 +371,17 @@ def _signed_info(signed: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------- stages
 
 
-def _fan_out(runner, fn, task_fn, calls: list[dict[str, Any]]) -> list[Any]:
-    """Run ``fn(**kwargs)`` for each call: as Prefect tasks on ``runner``, or on Dask's local scheduler.
-
-    A single call runs here, in the calling process: a task would add its hand-off to a
-    worker and run nothing in parallel.
-    """
-    if not calls:
-        return []
-    if len(calls) == 1:
-        return [fn(**calls[0])]
-    if runner is not None:
-        keys = list(calls[0])
-        futures = runner.map(task_fn, {k: [c[k] for c in calls] for k in keys})
-        return [f.result() for f in futures]
+def _run(fan_out, task, calls: list[dict[str, Any]]) -> list[Any]:
+    """Run the Prefect ``task``'s function once per keyword dict of ``calls``: through
+    ``fan_out(task, calls)`` (a flow's fan-out over its Dask cluster, simweb.flows.cluster), or
+    without one on Dask's local scheduler (one call: here, in this process)."""
+    if fan_out is not None:
+        return fan_out(task, calls)
+    if len(calls) <= 1:
+        return [task.fn(**c) for c in calls]
     import dask
 
-    return list(dask.compute(*[dask.delayed(fn, pure=False)(**c) for c in calls]))
+    return list(dask.compute(*[dask.delayed(task.fn, pure=False)(**c) for c in calls]))
 
 
 def signatures(
@@ -385,13 +392,14 @@ def signatures(
     pages: str | None = None,
     links: str | None = None,
     directory: str | None = None,
-    runner=None,
+    fan_out=None,
 ) -> dict[str, int]:
     """The signatures stage (Section 6.2): sign every BAGS part into the folder ``out``.
 
     ``pages`` (PAGES data set) gives titles, ``links`` (LINKS data set) in-degrees, and
     ``directory`` (ODP RDF or url<TAB>category file) categories; each is optional.
     Returns the stage's stats (bags read, empty, bad rows skipped, duplicate urls skipped).
+    ``fan_out`` runs the per-part tasks (see :func:`_run`).
     """
     import json
 
@@ -401,7 +409,7 @@ def signatures(
         raise FileNotFoundError(f"no BAGS parts in {bags}: expected the bags stage's Parquet folder")
     os.makedirs(out, exist_ok=True)
     calls = [{"part": p, "out": out, "index": i, "params": params} for i, p in enumerate(parts)]
-    per_part = _fan_out(runner, sign_part, sign_part_task, calls)
+    per_part = _run(fan_out, sign_part_task, calls)
     assembled = assemble_signatures(parts, out, params, pages=pages, links=links, directory=directory)
     total = Counter()
     for s in per_part:
@@ -423,7 +431,7 @@ def invert(
     min_in_degree: int | None = 3,
     block_docs: int = BLOCK_DOCS,
     reducers: int = REDUCERS,
-    runner=None,
+    fan_out=None,
 ) -> dict[str, int]:
     """The invert stage (Section 6.2): a complete index version in ``out`` from the signed folder.
 
@@ -439,10 +447,10 @@ def invert(
     n_blocks = max(1, math.ceil(n / block_docs))
     # As many reducers as the volume needs (each task run costs more than a small reduce).
     n_red = max(1, min(reducers, m, math.ceil(n * m / ENTRIES_PER_REDUCER)))
-    _fan_out(runner, invert_map, invert_map_task, [
+    _run(fan_out, invert_map_task, [
         {"signed": signed, "out": out, "block": b, "n_blocks": n_blocks, "n_reducers": n_red,
          "min_in_degree": min_in_degree} for b in range(n_blocks)])
-    _fan_out(runner, invert_reduce, invert_reduce_task, [
+    _run(fan_out, invert_reduce_task, [
         {"out": out, "reducer": r, "n_blocks": n_blocks, "m": m} for r in range(n_red)])
     return invert_finish(signed, out, n_red, min_in_degree)
 
@@ -452,22 +460,3 @@ def invert(
 sign_part_task = task(name="sign-bags-part")(sign_part)
 invert_map_task = task(name="invert-map")(invert_map)
 invert_reduce_task = task(name="invert-reduce")(invert_reduce)
-
-
-@task(name="signatures")
-def signatures_task(bags: str, out: str, params: MinHashParams = MinHashParams(), pages: str | None = None,
-                    links: str | None = None, directory: str | None = None) -> dict[str, int]:
-    """Prefect task around :func:`signatures` (Dask's local scheduler inside the task)."""
-    return signatures(bags, out, params, pages=pages, links=links, directory=directory)
-
-
-@task(name="invert")
-def invert_task(signed: str, out: str, min_in_degree: int | None = 3) -> dict[str, int]:
-    """Prefect task around :func:`invert`."""
-    return invert(signed, out, min_in_degree=min_in_degree)
-
-
-@task(name="publish-index")
-def publish_task(version: str, index: str) -> str:
-    """Prefect task around :func:`simweb.tasks.index_store.publish`: switch the index to ``version``."""
-    return store.publish(version, index)

@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping
 from pathlib import PurePath
 from typing import Any, NamedTuple
 
+from simweb.tasks.logs import run_logger
 from simweb.tasks.storage import file_digest, filesystem, join, local_path
 
 MANIFEST = "_SUCCESS.json"
@@ -52,16 +53,7 @@ STALE_AFTER_SECONDS = 6 * 3600
 _HOST = socket.gethostname().replace("-", "_")
 #: The prefix of file content identities ("sha256:<hex>"); never a stage name.
 FILE_IDENTITY = "sha256"
-#: Names of stages (comma-separated) that fail on purpose once their output is written but
-#: before it is published: how the resume tests, and anyone checking a deployment's
-#: recovery, exercise a crash inside a late stage of a real build.
-FAIL_STAGE_ENV = "SIMWEB_FAIL_STAGE"
 
-logger = logging.getLogger("simweb.stagecache")
-
-
-class InjectedFailure(RuntimeError):
-    """The failure :data:`FAIL_STAGE_ENV` asked for."""
 
 
 class StageOutput(NamedTuple):
@@ -87,16 +79,6 @@ class StageOutput(NamedTuple):
 
 # ---------------------------------------------------------------------------------------
 # Keys
-
-
-def canonical_json(value: Any) -> str:
-    """A stable JSON text for parameters and input identities (sorted keys, no spaces).
-
-    Accepts frozen dataclasses, pydantic models, mappings, sequences, enums, paths and
-    JSON scalars. Anything else raises, because a key computed from ``repr`` could change
-    between runs and silently defeat (or worse, falsely satisfy) the cache.
-    """
-    return json.dumps(_plain(value, "params"), sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
 def _plain(value: Any, where: str) -> Any:
@@ -203,7 +185,7 @@ def run_stage(
     URL ``tmp`` and returns a small JSON-able stats record (records in/out, skipped by
     reason). If it raises, nothing is published and the exception propagates.
     """
-    log = log or _run_logger()
+    log = log or run_logger("simweb.stagecache")
     key = stage_key(stage, inputs, params)
     final = output_path(root, stage, key)
     found = read_manifest(final)
@@ -224,11 +206,6 @@ def run_stage(
     try:
         stats = dict(compute(tmp) or {})
         seconds = time.perf_counter() - t0
-        if stage in os.environ.get(FAIL_STAGE_ENV, "").replace(" ", "").split(","):
-            raise InjectedFailure(
-                f"stage {stage}: failing on purpose after computing its output, because "
-                f"{FAIL_STAGE_ENV}={os.environ[FAIL_STAGE_ENV]}; unset it to let the stage finish"
-            )
         manifest = {
             "format": CACHE_FORMAT,
             "stage": stage,
@@ -419,237 +396,3 @@ def _library_version() -> str:
 
 def _brief(stats: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in stats.items()) or "no stats"
-
-
-def _run_logger() -> logging.Logger | logging.LoggerAdapter:
-    """Prefect's run logger inside a flow or task run (so the UI shows it), else ours."""
-    try:
-        from prefect.exceptions import MissingContextError
-        from prefect.logging import get_run_logger
-
-        try:
-            return get_run_logger()
-        except MissingContextError:
-            return logger
-    except ImportError:
-        return logger
-
-
-# ---------------------------------------------------------------------------------------
-# Append-only inputs: the ingestion ledger of a crawl folder
-#
-# Incremental ingestion (flows/ingest_new_crawl.py) cannot key a whole stage by its inputs,
-# because the inputs grow. Instead the crawl folder keeps a ledger of the WARC files it has
-# consumed, by content digest: a file is ingested once however often it is dropped into the
-# inbox, renamed or copied, and the ledger is rewritten atomically after each batch.
-
-LEDGER = "_ingested.json"
-LOCK = "_ingest.lock"
-WARC_SUFFIXES = (".warc", ".warc.gz")  # as simweb.tasks.ingest reads: WARC only, not ARC
-# A file that failed this many runs in a row is no longer retried until its bytes change.
-MAX_ATTEMPTS = 3
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class InboxFile:
-    """A WARC file found in the inbox, named by the SHA-256 of its bytes."""
-
-    url: str
-    size: int
-    digest: str
-
-    @property
-    def name(self) -> str:
-        return self.url.rstrip("/").rsplit("/", 1)[-1]
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class InboxScan:
-    """What an inbox holds relative to the ledger (each list in inbox order)."""
-
-    new: tuple[InboxFile, ...]  # never seen, or failed fewer than MAX_ATTEMPTS times
-    already: tuple[InboxFile, ...]  # content already ingested
-    duplicates: tuple[InboxFile, ...]  # same bytes as another file of this scan
-    given_up: tuple[InboxFile, ...]  # failed MAX_ATTEMPTS times; retried once the bytes change
-    unsettled: tuple[str, ...]  # modified too recently: probably still being copied in
-    ignored: tuple[str, ...] = ()  # not named *.warc / *.warc.gz (hidden files are not listed)
-
-    def summary(self) -> dict[str, int]:
-        return {
-            "new": len(self.new),
-            "already_ingested": len(self.already),
-            "duplicate_in_inbox": len(self.duplicates),
-            "given_up": len(self.given_up),
-            "still_being_written": len(self.unsettled),
-            "not_warc": len(self.ignored),
-        }
-
-
-def read_ledger(crawl: str) -> dict[str, dict[str, Any]]:
-    """The ledger entries of a crawl folder, by content digest (empty when none yet)."""
-    url = join(crawl, LEDGER)
-    fs, p = filesystem(url)
-    try:
-        with fs.open(p, "rb") as f:
-            document = json.loads(f.read())
-    except FileNotFoundError:
-        return {}
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(
-            f"{url}: expected the JSON ledger of ingested WARC files, found unreadable content ({err}); "
-            "it is only ever replaced whole, so this file was edited by hand — restore it from a backup "
-            "or delete it to re-ingest every file of the inbox"
-        ) from None
-    if not isinstance(document, dict) or document.get("format") != CACHE_FORMAT or not isinstance(document.get("files"), dict):
-        raise ValueError(
-            f"{url}: expected a ledger with format {CACHE_FORMAT} and a 'files' object, found "
-            f"{str(document)[:120]!r}; delete it to re-ingest every file of the inbox"
-        )
-    return document["files"]
-
-
-def scan_inbox(inbox: str, crawl: str, *, settle_seconds: float = 60.0) -> InboxScan:
-    """List the WARC files of ``inbox`` and sort them against the ledger of ``crawl``.
-
-    Files modified less than ``settle_seconds`` ago are left for the next run, so a file still
-    being copied into the inbox is not read half-written.
-    """
-    fs, inbox_p = filesystem(inbox)
-    if not fs.isdir(inbox_p):
-        raise FileNotFoundError(
-            f"inbox {inbox}: expected a folder of WARC files, found nothing there; create it and drop "
-            f"*.warc / *.warc.gz files into it"
-        )
-    ledger = read_ledger(crawl)
-    now = time.time()
-    new, already, duplicates, given_up, unsettled, ignored = [], [], [], [], [], []
-    seen: set[str] = set()
-    for info in sorted(fs.ls(inbox_p, detail=True), key=lambda e: e["name"]):
-        name = info["name"].rstrip("/").rsplit("/", 1)[-1]
-        if info.get("type") != "file" or name.startswith("."):
-            continue
-        url = join(inbox, name)
-        if not name.lower().endswith(WARC_SUFFIXES):
-            ignored.append(url)
-            continue
-        try:
-            modified = fs.modified(info["name"]).timestamp()
-        except (NotImplementedError, OSError):
-            modified = None
-        if modified is not None and now - modified < settle_seconds:
-            unsettled.append(url)
-            continue
-        item = InboxFile(url=url, size=int(info.get("size") or 0), digest=file_digest(url))
-        entry = ledger.get(item.digest)
-        if entry is not None and entry.get("status") == "ingested":
-            already.append(item)
-        elif item.digest in seen:
-            duplicates.append(item)
-        elif entry is not None and int(entry.get("attempts", 0)) >= MAX_ATTEMPTS:
-            given_up.append(item)
-        else:
-            new.append(item)
-        seen.add(item.digest)
-    return InboxScan(tuple(new), tuple(already), tuple(duplicates), tuple(given_up), tuple(unsettled), tuple(ignored))
-
-
-def record_ingestion(crawl: str, outcomes: list[tuple[InboxFile, Mapping[str, Any] | None, str | None]]) -> str:
-    """Add ``(file, stats, error)`` outcomes to the ledger of ``crawl`` and rewrite it atomically.
-
-    ``error`` None marks the file ingested; otherwise it is recorded as failed with the reason,
-    and its attempt count grows (see :data:`MAX_ATTEMPTS`).
-    """
-    ledger = dict(read_ledger(crawl))
-    at = _now()
-    for item, stats, error in outcomes:
-        previous = ledger.get(item.digest, {})
-        entry = {"name": item.name, "url": item.url, "size": item.size, "at": at}
-        if error is None:
-            entry.update(status="ingested", indexed=False, stats=_plain(dict(stats or {}), "stats"))
-        else:
-            entry.update(status="failed", reason=error, attempts=int(previous.get("attempts", 0)) + 1)
-        ledger[item.digest] = entry
-    return _write_ledger(crawl, ledger)
-
-
-def mark_indexed(crawl: str, digests: list[str] | tuple[str, ...]) -> str:
-    """Record that the index now covers the ingested files ``digests`` (rewritten atomically)."""
-    ledger = dict(read_ledger(crawl))
-    unknown = sorted(set(digests) - set(ledger))
-    if unknown:
-        raise KeyError(f"{len(unknown)} digest(s) are not in the ledger of {crawl}, e.g. {unknown[0]}; "
-                       "expected digests of files recorded by record_ingestion")
-    for digest in digests:
-        ledger[digest] = {**ledger[digest], "indexed": True}
-    return _write_ledger(crawl, ledger)
-
-
-def not_indexed(crawl: str) -> list[str]:
-    """Digests of files ingested but not yet covered by the index (an update failed or is due)."""
-    return sorted(d for d, e in read_ledger(crawl).items() if e.get("status") == "ingested" and not e.get("indexed"))
-
-
-def _write_ledger(crawl: str, ledger: dict[str, dict[str, Any]]) -> str:
-    from simweb.tasks.storage import write_bytes_atomic
-
-    text = json.dumps({"format": CACHE_FORMAT, "files": ledger}, sort_keys=True, indent=1).encode()
-    return write_bytes_atomic(text, join(crawl, LEDGER))
-
-
-def ingested_digests(crawl: str) -> list[str]:
-    """Content digests of every WARC file the crawl folder holds, sorted (its identity for caching)."""
-    return sorted(d for d, e in read_ledger(crawl).items() if e.get("status") == "ingested")
-
-
-class CrawlLock:
-    """One ingestion at a time per crawl folder: ``<crawl>/_ingest.lock`` made exclusively.
-
-    A lock left by a process of this host that no longer exists is taken over. On an object
-    store there is no exclusive create; there the deployment's concurrency limit of one run
-    is what keeps ingestions apart.
-    """
-
-    def __init__(self, crawl: str) -> None:
-        self.crawl = crawl
-        self._path: str | None = None
-
-    def __enter__(self) -> "CrawlLock":
-        folder = local_path(self.crawl)
-        if folder is None:
-            return self
-        os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, LOCK)
-        for _ in range(2):
-            try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                holder = _lock_holder(path)
-                if holder is not None and holder[0] == _HOST and not _pid_alive(holder[1]):
-                    os.unlink(path)  # its owner died; the ledger it may have written is whole
-                    continue
-                raise RuntimeError(
-                    f"crawl folder {self.crawl} is being ingested by another run "
-                    f"({'host %s, process %d' % holder if holder else 'unknown process'}); expected no other "
-                    f"ingestion at the same time — wait for it to finish, or delete {path} if that process is gone"
-                ) from None
-            with os.fdopen(fd, "w") as f:
-                f.write(f"{_HOST} {os.getpid()}\n")
-            self._path = path
-            return self
-        raise RuntimeError(f"could not take the ingestion lock {path}; delete it if no ingestion is running")
-
-    def __exit__(self, *exc) -> None:
-        if self._path is not None:
-            try:
-                os.unlink(self._path)
-            except FileNotFoundError:
-                pass
-            self._path = None
-
-
-def _lock_holder(path: str) -> tuple[str, int] | None:
-    try:
-        host, pid = open(path).read().split()
-        return host, int(pid)
-    except (OSError, ValueError):
-        return None

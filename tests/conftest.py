@@ -27,6 +27,28 @@ def warc_dir(shared_fixtures: Path) -> Path:
     return shared_fixtures / "warc"
 
 
+class InjectedFailure(RuntimeError):
+    """The failure the ``fail_stage`` fixture makes a stage raise."""
+
+
+@pytest.fixture
+def fail_stage(monkeypatch) -> set[str]:
+    """Names of stages to fail once their output is written, before it is published (a crash
+    inside a late stage of a real build). Add names to the returned set; clear it to let them finish."""
+    from simweb.tasks import stagecache
+
+    failing: set[str] = set()
+    publish = stagecache._publish
+
+    def failing_publish(tmp, final, manifest):
+        if manifest["stage"] in failing:
+            raise InjectedFailure(f"stage {manifest['stage']}: failing on purpose after writing its output")
+        return publish(tmp, final, manifest)
+
+    monkeypatch.setattr(stagecache, "_publish", failing_publish)
+    return failing
+
+
 @pytest.fixture(scope="session")
 def prefect_harness(tmp_path_factory):
     """A throw-away Prefect API (its own database) for tests that run flows."""
@@ -122,8 +144,9 @@ def build_in_process():
               directory: str | None = None) -> str:
         from simweb.core.strategy import Strategy
         from simweb.tasks.ingest import ingest_files, list_warc_files
-        from simweb.tasks.pipeline import (IndexParams, bags_stage, crawl_folder, invert_stage, publish_index,
-                                    signatures_stage)
+        from simweb.flows.chain import bags_stage, invert_stage, publish_index, signatures_stage
+        from simweb.tasks.layout import crawl_folder
+        from simweb.tasks.signatures import IndexParams
 
         out = str(out)
         crawl = [str(c) for c in crawl] if isinstance(crawl, (list, tuple)) else str(crawl)

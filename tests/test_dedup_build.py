@@ -17,8 +17,9 @@ from simweb.core.strategy import Strategy, StrategyError
 from simweb.core.urls import url_id
 from simweb.tasks.dedup import collapse_duplicates
 from simweb.tasks.ingest import ingest_files
-from simweb.tasks.pipeline import (IndexParams, bags_stage, crawl_folder, dedup_stage, invert_stage, publish_index,
-                            signatures_stage)
+from simweb.flows.chain import bags_stage, dedup_stage, invert_stage, publish_index, signatures_stage
+from simweb.tasks.layout import crawl_folder
+from simweb.tasks.signatures import IndexParams
 from simweb.tasks.storage import join, read_parquet
 
 COPY_A, COPY_B = "http://a.example/guide.html", "http://b.example/mirror/guide.html"

@@ -225,11 +225,11 @@ def test_a_file_dropped_into_the_inbox_is_ingested_once_by_simweb_orchestrate_ru
     assert "finished: Completed" in first.stdout
 
     from simweb.api import open_index
-    from simweb.tasks import stagecache
+    from simweb.tasks.ledger import read_ledger
     from simweb.tasks.storage import file_digest, read_parquet
 
     crawl = data / "index" / "crawl"
-    ledger = stagecache.read_ledger(str(crawl))
+    ledger = read_ledger(str(crawl))
     digest = file_digest(str(data / "inbox" / "iana.warc"))
     assert ledger[digest]["status"] == "ingested" and ledger[digest]["name"] == "iana.warc"
     assert ledger[digest]["indexed"] is True
@@ -241,5 +241,5 @@ def test_a_file_dropped_into_the_inbox_is_ingested_once_by_simweb_orchestrate_ru
     shutil.copy(data / "inbox" / "iana.warc", data / "inbox" / "iana-again.warc")
     second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=450)
     assert second.returncode == 0, second.stdout + second.stderr
-    ledger_after = stagecache.read_ledger(str(crawl))
+    ledger_after = read_ledger(str(crawl))
     assert ledger_after == ledger

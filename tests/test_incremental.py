@@ -20,8 +20,9 @@ from simweb.tasks import incremental
 from simweb.tasks import index_store as store
 from simweb.tasks.bags import build_bags_stage
 from simweb.tasks.ingest import ingest_files
-from simweb.tasks.pipeline import (IndexParams, bags_stage, crawl_folder, invert_stage, publish_index, signatures_stage,
-                            stages_folder)
+from simweb.flows.chain import bags_stage, invert_stage, publish_index, signatures_stage
+from simweb.tasks.layout import crawl_folder, stages_folder
+from simweb.tasks.signatures import IndexParams
 
 TARGETS = ["http://www.uraharajuku.st/", "http://www.uraharajuku.st/shop/basket.html",
            "http://www.uraharajuku.st/html/mainm.html"]

@@ -148,7 +148,9 @@ def test_bags_file_has_small_row_groups_in_document_order(small_index):
 
 def test_a_fan_out_of_one_call_runs_in_the_calling_process():
     # One part gives nothing to run in parallel: no task is handed to the runner.
-    from simweb.tasks.signatures import _fan_out
+    from prefect import task
+
+    from simweb.flows.cluster import fan_out
 
     class NoRunner:
         def map(self, *args, **kwargs):
@@ -156,11 +158,14 @@ def test_a_fan_out_of_one_call_runs_in_the_calling_process():
 
     calls = []
 
+    @task
     def work(x):
         calls.append(x)
         return x * 2
 
-    assert _fan_out(NoRunner(), work, None, [{"x": 21}]) == [42]
+    fan = fan_out(NoRunner())
+    assert fan(work, [{"x": 21}]) == [42]
     assert calls == [21]
     with pytest.raises(AssertionError, match="handed to the task runner"):
-        _fan_out(NoRunner(), work, None, [{"x": 1}, {"x": 2}])
+        fan(work, [{"x": 1}, {"x": 2}])
+

@@ -10,7 +10,11 @@ import pytest
 from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from simweb.flows.build_index import build_index, dask_task_runner, ingest_stage, worker_slots
+from simweb.flows.build_index import build_index
+
+from simweb.flows.chain import ingest_stage
+
+from simweb.flows.cluster import dask_task_runner, worker_slots
 from simweb.tasks import ingest as ingest_module
 from simweb.tasks.ingest import IngestStats, ingest_files, ingest_with_retries, is_transient_io_error, plan_shards
 from simweb.tasks.storage import read_parquet

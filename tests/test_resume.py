@@ -1,8 +1,8 @@
 """Resume after a failure, reuse after success, incremental = full: the stage cache on the
 real pipeline stages and flows.
 
-A real exception is raised inside a late stage (simweb.tasks.stagecache.FAIL_STAGE_ENV makes the
-stage fail after it has written its output, before publishing it); the re-run must not
+A real exception is raised inside a late stage (the ``fail_stage`` fixture makes the stage fail
+after it has written its output, before publishing it); the re-run must not
 recompute any earlier stage — their manifests and files keep their modification times and
 the count of computed stages says so — and must end with the same output as a build that
 was never interrupted. The first tests call the stages directly (fast); the slow ones run
@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import InjectedFailure
 
 from simweb.core.strategy import Frequency, Strategy
 from simweb.tasks import stagecache
@@ -63,9 +64,9 @@ def uninterrupted(warcs, tmp_path_factory):
 
 
 @pytest.mark.parametrize("failing", LATE_STAGES)
-def test_a_build_that_failed_in_a_late_stage_resumes_there(failing, warcs, uninterrupted, tmp_path, monkeypatch):
-    monkeypatch.setenv(stagecache.FAIL_STAGE_ENV, failing)
-    with pytest.raises(stagecache.InjectedFailure, match=f"stage {failing}: failing on purpose"):
+def test_a_build_that_failed_in_a_late_stage_resumes_there(failing, warcs, uninterrupted, tmp_path, fail_stage):
+    fail_stage.add(failing)
+    with pytest.raises(InjectedFailure, match=f"stage {failing}: failing on purpose"):
         build(warcs, tmp_path, Strategy())
     after_failure = finished(tmp_path)
     assert not list((tmp_path / "stages" / failing).iterdir()), "the failed stage left output behind"
@@ -74,7 +75,7 @@ def test_a_build_that_failed_in_a_late_stage_resumes_there(failing, warcs, unint
     assert sorted({k.split("/")[1] for k in after_failure if k.startswith("stages/")}) == earlier
     assert len([k for k in after_failure if k.startswith("crawl/")]) == len(WARCS)
 
-    monkeypatch.delenv(stagecache.FAIL_STAGE_ENV)
+    fail_stage.clear()
     out = build(warcs, tmp_path, Strategy())
     after_resume = finished(tmp_path)
     recomputed = computed_since(after_failure, after_resume)
@@ -138,18 +139,18 @@ def flow_marks(out: Path) -> dict[str, int]:
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("failing", ["signatures", "invert"])
-def test_build_index_failed_in_a_late_stage_resumes_there(failing, prefect_api, warcs, tmp_path, monkeypatch,
+def test_build_index_failed_in_a_late_stage_resumes_there(failing, prefect_api, warcs, tmp_path, fail_stage,
                                                           build_in_process, index_diff):
     from simweb.flows.build_index import build_index
 
     out = tmp_path / "index"
-    monkeypatch.setenv(stagecache.FAIL_STAGE_ENV, failing)
-    with pytest.raises(stagecache.InjectedFailure, match=f"stage {failing}"):
+    fail_stage.add(failing)
+    with pytest.raises(InjectedFailure, match=f"stage {failing}"):
         build_index(crawl=warcs, out=str(out), n_workers=1)
     after_failure = flow_marks(out)
     assert not (out / "CURRENT").exists(), "a failed build published an index"
 
-    monkeypatch.delenv(stagecache.FAIL_STAGE_ENV)
+    fail_stage.clear()
     summary = build_index(crawl=warcs, out=str(out), n_workers=1)
     recomputed = computed_since(after_failure, flow_marks(out))
     order = ["bag-fragments", "bag-merge", "bags", "signatures", "invert"]
@@ -170,7 +171,8 @@ def test_new_crawl_files_update_the_index_to_what_a_full_build_makes(prefect_api
     from simweb.flows.build_index import build_index
     from simweb.flows.ingest_new_crawl import ingest_new_crawl
     from simweb.api import open_index
-    from simweb.tasks.pipeline import crawl_folder
+    from simweb.tasks.layout import crawl_folder
+    from simweb.tasks.ledger import read_ledger
 
     first, later = warcs[:2], warcs[2:]
     out, inbox = tmp_path / "index", tmp_path / "inbox"
@@ -200,7 +202,7 @@ def test_new_crawl_files_update_the_index_to_what_a_full_build_makes(prefect_api
     assert len(before) == len(open_index(reference))
 
     # Nothing new: no work, and nothing counted twice.
-    ledger = stagecache.read_ledger(crawl_folder(str(out)))
+    ledger = read_ledger(crawl_folder(str(out)))
     again = ingest_new_crawl(inbox=str(inbox), out=str(out), settle_seconds=0, n_workers=1, max_growth=0.0)
     assert again.ingested == [] and again.stages == {} and again.index == report.index
-    assert stagecache.read_ledger(crawl_folder(str(out))) == ledger
+    assert read_ledger(crawl_folder(str(out))) == ledger

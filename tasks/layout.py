@@ -1,0 +1,115 @@
+"""What an index folder holds, and the one lock that serialises every run publishing into it.
+
+An index folder ``OUT`` (``simweb build … --out OUT``, the deployments' ``index/``)::
+
+    OUT/LOCK                 held (an exclusive file lock) by the run that writes into OUT
+    OUT/CURRENT              the name of the live version (switched by an atomic rename)
+    OUT/versions/<name>/     published index versions (layout: simweb.tasks.index_store)
+    OUT/crawl/               the ingest output: pages/, links/, stats/ parts, the crawl's
+                             selection CRAWL.json and the inbox ledger _ingested.json
+    OUT/stages/<stage>/<key>/  cached stage outputs (simweb.tasks.stagecache)
+    OUT/EPOCH.json, OUT/epochs/  the df epoch of incremental updates (simweb.tasks.incremental)
+
+``build-index`` and ``ingest-new-crawl`` both write the crawl folder, the stages, the ledger,
+the epoch and CURRENT; two of them at once on one folder could publish a version that lacks
+the other's pages, or an index of one df epoch while EPOCH.json names another. So each run
+holds :class:`IndexLock` on OUT from its first write to its last.
+"""
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import socket
+import time
+from typing import Callable
+
+from simweb.tasks.storage import join, local_path
+
+LOCK = "LOCK"
+
+
+def crawl_folder(out: str) -> str:
+    """Where a build keeps the ingest output (pages/, links/, stats/) of its crawl."""
+    return join(out, "crawl")
+
+
+def stages_folder(out: str) -> str:
+    """Where a build caches its stage outputs."""
+    return join(out, "stages")
+
+
+class IndexLocked(RuntimeError):
+    """Another run holds the lock of the index folder."""
+
+
+class IndexLock:
+    """An exclusive lock on an index folder (``OUT/LOCK``), released when the holder exits or dies.
+
+    The lock is the kernel's (``flock``) on ``OUT/LOCK``: it goes with the process, so a
+    killed run never leaves a stale lock behind. The file names the holder (host, process,
+    what it runs) for the message another run shows. ``wait`` is how many seconds to wait
+    for a holder to finish (None: as long as it takes; 0: refuse at once). A folder that is
+    not on the local file system is not locked (the index itself must be local; a remote
+    ingest-only folder relies on the deployment's concurrency limit of one run).
+    """
+
+    def __init__(self, out: str, what: str, *, wait: float | None = None,
+                 on_wait: Callable[[str], None] | None = None, poll: float = 0.5) -> None:
+        self.out = out
+        self.what = what
+        self.wait = wait
+        self.poll = poll
+        self._on_wait = on_wait or logging.getLogger("simweb.lock").info
+        self._fd: int | None = None
+
+    @property
+    def path(self) -> str | None:
+        folder = local_path(self.out)
+        return None if folder is None else os.path.join(folder, LOCK)
+
+    def __enter__(self) -> IndexLock:
+        path = self.path
+        if path is None:
+            return self
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = None if self.wait is None else time.monotonic() + self.wait
+        told = False
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    holder = _holder(path)
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise IndexLocked(
+                            f"index folder {self.out} is in use by {holder}; expected no other build or "
+                            f"ingestion writing into it — try again when that run has finished"
+                        ) from None
+                    if not told:
+                        self._on_wait(f"waiting for {holder} to finish with {self.out} ...")
+                        told = True
+                    time.sleep(self.poll)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{socket.gethostname()} {os.getpid()} {self.what}\n".encode(), 0)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # releases the lock
+            self._fd = None
+
+
+def _holder(path: str) -> str:
+    try:
+        with open(path) as f:
+            host, pid, *what = f.read().split()
+        return f"{' '.join(what) or 'a run'} (host {host}, process {pid})"
+    except (OSError, ValueError):
+        return "another run"

@@ -1,0 +1,52 @@
+"""The lock of an index folder: one writing run at a time, released when its holder dies."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from simweb.tasks.layout import LOCK, IndexLock, IndexLocked
+
+
+def test_a_second_run_is_refused_with_the_holder_named(tmp_path):
+    out = str(tmp_path / "index")
+    with IndexLock(out, "build-index"):
+        with pytest.raises(IndexLocked, match=r"in use by build-index \(host .*, process %d\)" % os.getpid()):
+            with IndexLock(out, "ingest-new-crawl", wait=0):
+                pass
+    with IndexLock(out, "ingest-new-crawl", wait=0):  # released on exit
+        assert (tmp_path / "index" / LOCK).read_text().split()[-1] == "ingest-new-crawl"
+
+
+def test_a_waiting_run_goes_on_when_the_holder_finishes(tmp_path):
+    out = str(tmp_path / "index")
+    said: list[str] = []
+    first = IndexLock(out, "build-index").__enter__()
+    timer = threading.Timer(0.5, first.__exit__, (None, None, None))
+    timer.start()
+    started = time.monotonic()
+    with IndexLock(out, "ingest-new-crawl", wait=30, on_wait=said.append, poll=0.05):
+        waited = time.monotonic() - started
+    timer.join()
+    assert waited >= 0.4 and said and "waiting for build-index" in said[0]
+
+
+def test_a_killed_holder_leaves_no_stale_lock(tmp_path):
+    out = tmp_path / "index"
+    code = ("import os, sys, time; from simweb.tasks.layout import IndexLock\n"
+            f"IndexLock({str(out)!r}, 'build-index').__enter__(); print('held', flush=True); time.sleep(60)")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(IndexLocked, match=f"process {holder.pid}"):
+            IndexLock(str(out), "ingest-new-crawl", wait=0).__enter__()
+        holder.kill()
+        holder.wait(timeout=30)
+        with IndexLock(str(out), "ingest-new-crawl", wait=0):
+            pass
+    finally:
+        holder.kill()
