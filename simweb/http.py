@@ -115,22 +115,30 @@ class _Live:
         self.index = index
         self.root = os.path.abspath(index.path)
         self.problem: str | None = None
-        self._lock = threading.Lock()  # one request at a time compares and logs the cause
+        self._lock = threading.Lock()
 
     def __call__(self) -> Index:
-        with self._lock:
+        # One request refreshes at a time; the others answer from the open version meanwhile
+        # rather than wait (opening a version under --verify reads all of it).
+        if self._lock.acquire(blocking=False):
             try:
-                switched = self.index.refresh()
-            except Exception as e:  # whatever went wrong with the new version, the open one answers
-                problem = self._relative(str(e))
-                if problem != self.problem:
-                    log.warning("still serving version %s: %s", self.index.version, problem)
-                self.problem = problem
-            else:
-                if switched or self.problem is not None:
-                    log.info("serving version %s", self.index.version)
-                self.problem = None
-            return self.index.snapshot()
+                self._refresh()
+            finally:
+                self._lock.release()
+        return self.index.snapshot()
+
+    def _refresh(self) -> None:
+        try:
+            switched = self.index.refresh()
+        except Exception as e:  # whatever went wrong with the new version, the open one answers
+            problem = self._relative(str(e))
+            if problem != self.problem:
+                log.warning("still serving version %s: %s", self.index.version, problem)
+            self.problem = problem
+        else:
+            if switched or self.problem is not None:
+                log.info("serving version %s", self.index.version)
+            self.problem = None
 
     def _relative(self, message: str) -> str:
         # Paths in /api/info are relative to the index folder: no path of the machine leaves it.

@@ -267,3 +267,39 @@ def test_the_documentation_pages_use_no_file_from_elsewhere(client):
             asset = client.get(ref)
             assert asset.status_code == 200 and len(asset.content) > 100, ref
     assert '"validatorUrl": null' in client.get("/docs").text  # the spec is not sent to a validator
+
+
+def test_requests_answer_from_the_open_version_while_another_request_opens_a_new_one(small_index, tmp_path,
+                                                                                  monkeypatch):
+    import shutil
+    import threading
+
+    from simweb.api import Index
+    from simweb.tasks import index_store
+
+    root = str(tmp_path / "idx")
+    copy = shutil.copytree(index_store.resolve(small_index), tmp_path / "copy")
+    index_store.publish(str(copy), root, name="v-1")
+    opening, release = threading.Event(), threading.Event()
+    open_version = Index._open
+
+    def slow_open(self, path):  # stands for reading a large version whole under --verify
+        if path.endswith("v-2"):
+            opening.set()
+            release.wait(30)
+        return open_version(self, path)
+
+    monkeypatch.setattr(Index, "_open", slow_open)
+    with TestClient(create_app(root)) as client:
+        index_store.publish(str(copy), root, name="v-2")
+        first = threading.Thread(target=client.get, args=("/api/info",))
+        first.start()
+        try:
+            assert opening.wait(10)
+            t0 = time.monotonic()
+            r = client.get("/api/related", params={"url": JAVA1})
+            assert r.status_code == 200 and r.json()["version"] == "v-1" and time.monotonic() - t0 < 5
+        finally:
+            release.set()
+            first.join(30)
+        assert client.get("/api/info").json()["version"] == "v-2"
