@@ -17,7 +17,7 @@ from simweb.core.strategy import Strategy
 from simweb.flows.chain import BuildSummary, index_chain, ingest_stage
 from simweb.flows.cluster import dashboard_link, dask_task_runner
 from simweb.tasks.ingest import list_warc_files
-from simweb.tasks.layout import IndexLock, crawl_folder
+from simweb.tasks.layout import IndexLock, check_writable, crawl_folder, sweep_debris
 from simweb.tasks.signatures import IndexParams
 
 
@@ -37,6 +37,7 @@ def build_index(
     partitions: int | None = None,
     io_retries: int = 3,
     lock_wait_seconds: float | None = None,
+    verify: bool = False,
 ) -> BuildSummary:
     """Build the related-pages index of a crawl (paper Section 6, Figure 10) into ``out``.
 
@@ -50,23 +51,28 @@ def build_index(
     one per core) runs for the flow. ``io_retries`` is how often a task retries a file it
     could not read. Finished stages are reused; a failed run resumes at the failed stage.
     Another run writing into ``out`` is waited for, at most ``lock_wait_seconds`` (None: as
-    long as it takes).
+    long as it takes). What is reused is checked by size, and with ``verify`` by content
+    (SHA-256); whatever is damaged is computed again.
     """
     log = get_run_logger()
     files = list_warc_files(crawl)
     crawl_dir = crawl_out or crawl_folder(out)
+    for folder in {out, crawl_dir}:
+        check_writable(folder)
     params = IndexParams(m=m, seed=seed, min_in_degree=min_in_degree)
     log.info("build-index: %d WARC file(s) from %s into %s, strategy %s", len(files), crawl, out, strategy.label)
     with IndexLock(out, "build-index", wait=lock_wait_seconds, on_wait=log.info), \
             dask_task_runner(dask_address, n_workers) as runner:
         log.info("Dask dashboard: %s", dashboard_link(runner) or "not served")
+        for path in sweep_debris(out, crawl_dir):
+            log.info("removed %s, left by a run that was killed", path)
         # 1. Ingest (Section 6.1 scans the repository): WARC files -> pages + link contexts.
         ingested = ingest_stage(runner, files, crawl_dir, io_retries)
         log.info("%s", ingested.summary())
         if until == "ingest":
             return BuildSummary(ingest=ingested)
         # 2. Bags, signatures, invert and publish (Sections 6.1–6.2, 7.1): simweb.flows.chain.
-        chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions, until)
+        chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions, until, verify)
     summary = BuildSummary(ingest=ingested, stages=chain.records(), index=chain.index)
     log.info("%s", summary.summary())
     return summary

@@ -93,7 +93,7 @@ def _reason(outcome: object) -> str:
     return str(outcome)
 
 
-def dedup_stage(crawl: str, out: str, params: DedupParams = DedupParams()) -> StageOutput:
+def dedup_stage(crawl: str, out: str, params: DedupParams = DedupParams(), verify: bool = False) -> StageOutput:
     """The optional dedup stage (strategy option ``dedup``): the crawl's pages and links with each
     near-duplicate cluster collapsed to one representative that gathers the copies' inlinks
     (simweb.tasks.dedup.collapse_duplicates). Its output folder is read like a crawl by the later stages."""
@@ -103,10 +103,11 @@ def dedup_stage(crawl: str, out: str, params: DedupParams = DedupParams()) -> St
     def compute(tmp: str) -> dict[str, Any]:
         return collapse_duplicates(crawl, tmp, params)
 
-    return run_stage(stages_folder(out), STAGE_DEDUP, inputs, params, compute)
+    return run_stage(stages_folder(out), STAGE_DEDUP, inputs, params, compute, verify=verify)
 
 
-def bags_stage(runner, crawl: str, strategy: Strategy, out: str, partitions: int | None = None) -> StageOutput:
+def bags_stage(runner, crawl: str, strategy: Strategy, out: str, partitions: int | None = None,
+               verify: bool = False) -> StageOutput:
     """The bags stage (Section 6.1) as one task on the flow's cluster, or in-process without a runner.
 
     On a cluster of more than one worker thread the task hands its parts to the cluster; on a
@@ -114,15 +115,15 @@ def bags_stage(runner, crawl: str, strategy: Strategy, out: str, partitions: int
     it do anyway, without a round trip through the scheduler for each part.
     """
     if runner is None:
-        return build_bags_stage(crawl, strategy, stages_folder(out), partitions)
+        return build_bags_stage(crawl, strategy, stages_folder(out), partitions, verify=verify)
     in_task = worker_slots(runner) == 1
     return runner.submit(bags_task, parameters={"crawl_dir": crawl, "strategy": strategy,
                                                 "out_dir": stages_folder(out), "partitions": partitions,
-                                                "in_task": in_task}).result()
+                                                "in_task": in_task, "verify": verify}).result()
 
 
 def signatures_stage(runner, bags: StageOutput, crawl: str, params: IndexParams, out: str,
-                     directory: str | None = None) -> StageOutput:
+                     directory: str | None = None, verify: bool = False) -> StageOutput:
     """m min-hash signatures per bag into H with the url ↔ doc map (Section 6.2)."""
     inputs: dict[str, Any] = {"bags": bags, "links": file_identities(parts(join(crawl, "links")))}
     if directory:
@@ -132,10 +133,11 @@ def signatures_stage(runner, bags: StageOutput, crawl: str, params: IndexParams,
         return signatures(bags.path, tmp, params.minhash(), pages=join(crawl, "pages"), links=join(crawl, "links"),
                           directory=directory, fan_out=None if runner is None else fan_out(runner))
 
-    return run_stage(stages_folder(out), STAGE_SIGNATURES, inputs, {"minhash": params.minhash().to_dict()}, compute)
+    return run_stage(stages_folder(out), STAGE_SIGNATURES, inputs, {"minhash": params.minhash().to_dict()}, compute,
+                     verify=verify)
 
 
-def invert_stage(runner, signed: StageOutput, params: IndexParams, out: str) -> StageOutput:
+def invert_stage(runner, signed: StageOutput, params: IndexParams, out: str, verify: bool = False) -> StageOutput:
     """I: for each position j, the documents sharing each signature value (Section 6.2)."""
 
     def compute(tmp: str) -> dict[str, Any]:
@@ -143,20 +145,22 @@ def invert_stage(runner, signed: StageOutput, params: IndexParams, out: str) -> 
                       fan_out=None if runner is None else fan_out(runner))
 
     return run_stage(stages_folder(out), STAGE_INVERT, {"signed": signed},
-                     {"min_in_degree": params.min_in_degree}, compute)
+                     {"min_in_degree": params.min_in_degree}, compute, verify=verify)
 
 
-def publish_index(version: StageOutput, out: str) -> str:
+def publish_index(version: StageOutput, out: str, verify: bool = False) -> str:
     """Switch the index at ``out`` to ``version`` atomically; returns the live version folder.
 
     A version whose manifest equals the live one's is not published again, so re-running a
-    finished build changes nothing.
+    finished build changes nothing — unless the live copy is damaged (its files' sizes, and
+    with ``verify`` their SHA-256, against its manifest): then it is published anew.
     """
     try:
         current = index_store.resolve(out)
     except (FileNotFoundError, index_store.IndexFormatError):
         current = None
-    if current is not None and index_store.read_manifest(current) == index_store.read_manifest(version.path):
+    if current is not None and index_store.read_manifest(current) == index_store.read_manifest(version.path) \
+            and not index_store.damage(current, digests=verify):
         return current
     return index_store.publish(version.path, out)
 
@@ -179,27 +183,29 @@ class ChainResult:
 
 def index_chain(runner, crawl: str, out: str, strategy: Strategy, params: IndexParams,
                 directory: str | None = None, partitions: int | None = None,
-                until: Literal["bags", "index"] = "index") -> ChainResult:
+                until: Literal["bags", "index"] = "index", verify: bool = False) -> ChainResult:
     """The stages after ingest over the whole crawl folder ``crawl`` into the index folder ``out``.
 
-    The caller holds the index folder's lock (simweb.tasks.layout.IndexLock).
+    The caller holds the index folder's lock (simweb.tasks.layout.IndexLock). With ``verify``
+    every reused output is checked by content (SHA-256), not only by size, and recomputed
+    when damaged.
     """
     stages: dict[str, StageOutput] = {}
     bag_crawl = crawl
     if strategy.dedup:
         # Dedup (beyond the paper, strategy option): one page per near-duplicate cluster.
-        stages["dedup"] = dedup_stage(crawl, out)
+        stages["dedup"] = dedup_stage(crawl, out, verify=verify)
         bag_crawl = stages["dedup"].path
     # Bags (Section 6.1): fragments -> merge by URL -> df, NMDF weighting, normalise.
-    bags = stages["bags"] = bags_stage(runner, bag_crawl, strategy, out, partitions)
+    bags = stages["bags"] = bags_stage(runner, bag_crawl, strategy, out, partitions, verify)
     if until == "bags":
         return ChainResult(stages, None)
     # Signatures (Section 6.2): m min-hashes per bag -> H and the url <-> doc map.
-    signed = stages["signatures"] = signatures_stage(runner, bags, bag_crawl, params, out, directory)
+    signed = stages["signatures"] = signatures_stage(runner, bags, bag_crawl, params, out, directory, verify)
     # Invert (Section 6.2): H -> I, leaving low in-degree URLs out (Section 7.1).
-    inverted = stages["invert"] = invert_stage(runner, signed, params, out)
+    inverted = stages["invert"] = invert_stage(runner, signed, params, out, verify)
     # Publish: queries switch to the new index atomically; its df starts an epoch for
     # incremental updates (simweb.tasks.incremental).
-    live = publish_index(inverted, out)
+    live = publish_index(inverted, out, verify)
     start_epoch(out, bags, params)
     return ChainResult(stages, live)

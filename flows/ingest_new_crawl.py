@@ -29,7 +29,7 @@ from simweb.flows.cluster import dashboard_link, dask_task_runner
 from simweb.tasks import incremental
 from simweb.tasks.incremental import DEFAULT_MAX_GROWTH
 from simweb.tasks.ingest import IngestStats, part_name
-from simweb.tasks.layout import IndexLock, IndexLocked, crawl_folder
+from simweb.tasks.layout import IndexLock, IndexLocked, crawl_folder, sweep_debris
 from simweb.tasks.ledger import file_outcomes, mark_indexed, not_indexed, record_ingestion, scan_inbox
 from simweb.tasks.logs import run_logger
 from simweb.tasks.signatures import IndexParams
@@ -90,6 +90,8 @@ def ingest_new_crawl(
         except IndexLocked as busy:
             log.warning("ingest-new-crawl: nothing done this time: %s", busy)
             return IncrementalIngest(inbox={}, skipped=str(busy))
+        for path in sweep_debris(out, crawl_dir):
+            log.info("removed %s, left by a run that was killed", path)
         # 1. Scan the inbox: WARC files whose content the crawl folder's ledger does not hold.
         scan = scan_inbox(inbox, crawl_dir, settle_seconds=settle_seconds)
         log.info("inbox %s: %s", inbox, scan.summary())

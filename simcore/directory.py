@@ -18,7 +18,6 @@ excerpt that lists a URL in only one of the two places still counts it.
 """
 from __future__ import annotations
 
-import io
 from collections import Counter
 from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -43,6 +42,10 @@ Class = tuple[str, ...]
 
 class DirectoryFormatError(ValueError):
     """The directory file is not what the parser expects (malformed XML, refused entities, bad TSV)."""
+
+
+class DirectoryRefused(DirectoryFormatError):
+    """The directory file declares XML entities, which are refused (an expansion bomb or a file read)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +152,7 @@ def iter_odp_rdf(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Li
             "and, if it is compressed, that it was decompressed"
         ) from None
     except DefusedXmlException as err:
-        raise DirectoryFormatError(
+        raise DirectoryRefused(
             f"refused to read the directory file: {err}; an Open Directory dump declares no XML "
             "entities — remove the DOCTYPE/ENTITY declarations or use the original dump"
         ) from None
@@ -165,21 +168,18 @@ def iter_tsv(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Listin
     """Stream ``url<TAB>category/path`` lines (UTF-8). Blank lines and ``#`` comments are skipped.
 
     A line without exactly two tab-separated fields, or one that is not UTF-8, is skipped and
-    counted as ``bad_tsv_line``; ``counts["tsv_lines"]`` counts the listings read.
+    counted as ``bad_tsv_line``; ``counts["tsv_lines"]`` counts the listings read. A file none of
+    whose lines is UTF-8 raises DirectoryFormatError.
     """
     counts = counts if counts is not None else Counter()
-    text = io.TextIOWrapper(stream, encoding="utf-8", errors="strict", newline="")
-    while True:
+    read = undecodable = 0
+    for raw in stream:
         try:
-            line = text.readline()
+            line = raw.decode("utf-8").rstrip("\r\n")
         except UnicodeDecodeError:
-            raise DirectoryFormatError(
-                "the directory TSV is not UTF-8 text: expected lines of url<TAB>category; "
-                "re-encode the file as UTF-8"
-            ) from None
-        if not line:
-            break
-        line = line.rstrip("\r\n")
+            counts["bad_tsv_line"] += 1
+            undecodable += 1
+            continue
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         fields = line.split("\t")
@@ -187,8 +187,13 @@ def iter_tsv(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Listin
             counts["bad_tsv_line"] += 1
             continue
         counts["tsv_lines"] += 1
+        read += 1
         yield Listing(fields[0].strip(), fields[1].strip())
-    text.detach()
+    if undecodable and not read:
+        raise DirectoryFormatError(
+            f"the directory TSV is not UTF-8 text ({undecodable} line(s) could not be decoded, none could): "
+            "expected lines of url<TAB>category; re-encode the file as UTF-8"
+        )
 
 
 def _host(url: str) -> str:

@@ -36,6 +36,7 @@ import dataclasses
 import enum
 import hashlib
 import json
+import re
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -327,16 +328,33 @@ class Strategy:
         units), ``norm=C`` (bag sum), a metric (``jaccard``, ``cosine``) or ``dedup``/``nodedup``
         (collapse near-duplicate pages before indexing). Tokens left out take
         the defaults of :class:`Strategy`. Example: ``anchor:32+content,stem,dist,nmdf``.
+        Two tokens that set one thing differently (``stem,nostem``) are refused. The labels the
+        evaluation report prints (:attr:`label`, e.g. ``anchor-W32 dist nmdf nostem``) are read too.
         """
         if not isinstance(spec, str) or not spec.strip():
             raise StrategyError(
                 f"expected a strategy such as 'anchor:32+content,stem,dist,nmdf', got {spec!r}"
             )
+        if _LABEL_HEAD.match(spec.strip()) and "," not in spec and (" " in spec.strip() or "-" in spec):
+            spec = _label_to_spec(spec)
         head, *tokens = [t.strip() for t in spec.strip().split(",")]
         fields: dict[str, Any] = {}
+        given: dict[str, str] = {}  # field -> the token that set it
+
+        def put(field: str, value: Any, token: str) -> None:
+            if field in given and fields[field] != value:
+                raise StrategyError(
+                    f"{given[field]!r} and {token!r} in {spec!r} contradict each other: both set the "
+                    f"{field.replace('_', ' ')}; give one of them"
+                )
+            given[field] = token
+            fields[field] = value
+
         sources = []
         for part in head.split("+"):
             name, _, arg = part.strip().lower().partition(":")
+            if (name == "anchor" and Source.ANCHOR in sources) or (name in ("content", "links") and Source(name) in sources):
+                raise StrategyError(f"{part!r} in {spec!r}: the source {name!r} is named twice; name each source once")
             if name == "anchor":
                 sources.append(Source.ANCHOR)
                 if arg in ("syntactic", "topical"):
@@ -364,19 +382,20 @@ class Strategy:
                 if key not in targets:
                     raise StrategyError(f"{token!r}: expected mu=X, sigma=Y or norm=C")
                 try:
-                    fields[targets[key]] = float(value)
+                    number = float(value)
                 except ValueError:
                     raise StrategyError(f"{token!r}: expected a number after '{key}='") from None
+                put(targets[key], number, token)
             elif low in ("dist", "nodist"):
-                fields["distance_weighting"] = low == "dist"
+                put("distance_weighting", low == "dist", token)
             elif low in ("dedup", "nodedup"):
-                fields["dedup"] = low == "dedup"
+                put("dedup", low == "dedup", token)
             elif low in {s.value for s in Stemming}:
-                fields["stemming"] = Stemming(low)
+                put("stemming", Stemming(low), token)
             elif low in {f.value for f in Frequency}:
-                fields["frequency"] = Frequency(low)
+                put("frequency", Frequency(low), token)
             elif low in {m.value for m in Metric}:
-                fields["metric"] = Metric(low)
+                put("metric", Metric(low), token)
             else:
                 raise StrategyError(
                     f"{token!r} in {spec!r}: expected a stemming (nostem, stopstem, stem), dist/nodist, "
@@ -384,6 +403,30 @@ class Strategy:
                     "or dedup/nodedup"
                 )
         return cls(**fields)
+
+
+_LABEL_HEAD = re.compile(r"^(anchor-|content\b|links\b)", re.IGNORECASE)
+_LABEL_NMDF = re.compile(r"^nmdf\(mu=([^,]+),sigma=([^)]+)\)$", re.IGNORECASE)
+
+
+def _label_to_spec(label: str) -> str:
+    """The compact form of a report label (:attr:`Strategy.label`): ``anchor-W32+content dist nmdf
+    stem`` → ``anchor:32+content,dist,nmdf,stem``. A label without ``dist`` has no distance
+    weighting."""
+    head, *words = label.split()
+    sources = []
+    for part in head.split("+"):
+        name, _, arg = part.partition("-")
+        if name.lower() == "anchor" and arg[:1].lower() == "w" and arg[1:].isdigit():
+            arg = arg[1:]
+        sources.append(f"{name}:{arg}" if arg else name)
+    tokens = []
+    for word in words:
+        nmdf = _LABEL_NMDF.match(word)
+        tokens += ["nmdf", f"mu={nmdf.group(1)}", f"sigma={nmdf.group(2)}"] if nmdf else [word]
+    if "dist" not in (t.lower() for t in tokens):
+        tokens.append("nodist")
+    return ",".join(["+".join(sources), *tokens])
 
 
 def _digest(value: Any) -> str:

@@ -404,7 +404,8 @@ def _compute(collections: list, scheduler: Any) -> list:
 
 
 def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: int | None = None, *,
-                     scheduler: Any = None, df_snapshot: DfSnapshot | None = None) -> StageOutput:
+                     scheduler: Any = None, df_snapshot: DfSnapshot | None = None,
+                     verify: bool = False) -> StageOutput:
     """Build (or reuse) the weighted bags of the crawl in ``crawl_dir`` under ``strategy`` (Section 6.1).
 
     ``crawl_dir`` holds the ingest output (``pages/`` and ``links/`` parts). Results go under
@@ -416,6 +417,7 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
     "processes", "sync"); by default the current Dask client or Dask's local scheduler.
     ``df_snapshot`` weighs with a frozen df and weighting (an incremental index's epoch, see
     tasks/incremental.py) instead of the collection's own: terms it does not know count df 1.
+    ``verify`` checks reused sub-stage outputs by content, not only by size (stagecache.damage).
     """
     import dask
     import dask.dataframe as dd
@@ -449,7 +451,7 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
         return stats
 
     frag = run_stage(out_dir, STAGE_FRAGMENTS, inputs,
-                     {"format": BAGS_FORMAT, "strategy": strategy.fragment_params()}, fragments)
+                     {"format": BAGS_FORMAT, "strategy": strategy.fragment_params()}, fragments, verify=verify)
     p = partitions or max(1, math.ceil(int(frag.stats.get("fragment_bytes", 0)) / PARTITION_BYTES))
 
     # 2. Merge: shuffle the fragments by URL id into P partitions, sum equal (URL, term) pairs.
@@ -473,7 +475,7 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
         return {"partitions": len(written), "rows": int(sum(written)), "seconds": round(time.perf_counter() - t0, 3)}
 
     # P only sets how the work is cut, not the result: it is not part of the key.
-    merged_out = run_stage(out_dir, STAGE_MERGE, {"fragments": frag}, {"format": BAGS_FORMAT}, merge)
+    merged_out = run_stage(out_dir, STAGE_MERGE, {"fragments": frag}, {"format": BAGS_FORMAT}, merge, verify=verify)
 
     # 3. Weigh: df over the collection, then frequency weighting and normalisation per partition.
     def weigh(tmp: str) -> dict[str, Any]:
@@ -515,18 +517,19 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
     params: dict[str, Any] = {"format": BAGS_FORMAT, "weighting": strategy.bag_params()}
     if df_snapshot is not None:
         params["df_snapshot"] = df_snapshot.identity()
-    return run_stage(out_dir, STAGE_BAGS, {"merged": merged_out}, params, weigh)
+    return run_stage(out_dir, STAGE_BAGS, {"merged": merged_out}, params, weigh, verify=verify)
 
 
 @task(name="bags", cache_policy=NO_CACHE)
 def bags_task(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: int | None = None,
-              in_task: bool = False) -> StageOutput:
+              in_task: bool = False, verify: bool = False) -> StageOutput:
     """Prefect task of :func:`build_bags_stage` (deterministic compute: no retries; its outputs are cached).
 
     Its parts run on the worker's cluster, or with ``in_task`` one after another in the task
     itself (a cluster of one worker thread gains nothing from scheduling them).
     """
-    return build_bags_stage(crawl_dir, strategy, out_dir, partitions, scheduler="sync" if in_task else None)
+    return build_bags_stage(crawl_dir, strategy, out_dir, partitions, scheduler="sync" if in_task else None,
+                            verify=verify)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -184,8 +184,11 @@ def current_name(index: str) -> str:
 def publish(version: str, index: str, *, name: str | None = None, keep: int = KEEP_VERSIONS) -> str:
     """Make the complete version folder ``version`` the live version of ``index``; returns its path.
 
-    The files are hard-linked (copied across file systems) into ``index/versions/<name>``,
-    then ``index/CURRENT`` is switched by an atomic rename. Versions beyond the ``keep`` most
+    The files are copied into ``index/versions/<name>`` (a reflink where the file system
+    offers one, so no data is duplicated; never a hard link: the published version must not
+    share its inodes with the cache it came from, or damage to one would be damage to both),
+    each checked against its SHA-256 in the manifest on the way and flushed to disk; then
+    ``index/CURRENT`` is switched by an atomic rename. Versions beyond the ``keep`` most
     recent are removed (the one just replaced stays, for readers that still hold it).
     """
     src = local_dir(version)
@@ -198,10 +201,12 @@ def publish(version: str, index: str, *, name: str | None = None, keep: int = KE
     tmp = os.path.join(versions, f".tmp-{name}")
     os.makedirs(tmp)
     try:
-        for fname in manifest["files"]:
-            _link_or_copy(os.path.join(src, fname), os.path.join(tmp, fname))
-        _link_or_copy(os.path.join(src, MANIFEST), os.path.join(tmp, MANIFEST))
+        for fname, meta in manifest["files"].items():
+            copy_file(os.path.join(src, fname), os.path.join(tmp, fname), meta["sha256"])
+        copy_file(os.path.join(src, MANIFEST), os.path.join(tmp, MANIFEST), None)
+        _fsync_path(tmp)
         os.rename(tmp, dest)
+        _fsync_path(versions)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -211,15 +216,63 @@ def publish(version: str, index: str, *, name: str | None = None, keep: int = KE
         f.flush()
         os.fsync(f.fileno())
     os.replace(pointer, os.path.join(root, CURRENT))
+    _fsync_path(root)
     _prune(versions, name, keep)
     return dest
 
 
-def _link_or_copy(src: str, dst: str) -> None:
+_FICLONE = 0x40049409  # ioctl: share the source's extents copy-on-write (btrfs, XFS, …)
+
+
+def copy_file(src: str, dst: str, sha: str | None = None) -> None:
+    """Copy ``src`` to ``dst`` (reflink where possible), check its SHA-256 and flush it to disk."""
+    h = hashlib.sha256()
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        try:
+            import fcntl
+
+            fcntl.ioctl(fout.fileno(), _FICLONE, fin.fileno())
+            cloned = True
+        except (OSError, ImportError):
+            cloned = False
+        while block := fin.read(1 << 22):
+            h.update(block)
+            if not cloned:
+                fout.write(block)
+        fout.flush()
+        os.fsync(fout.fileno())
+    if sha is not None and h.hexdigest() != sha:
+        raise IndexFormatError(
+            f"{src}: its content differs from the SHA-256 its manifest records (the cached index "
+            "version is damaged); run the build again with --verify to compute it anew"
+        )
+
+
+def _fsync_path(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
     try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def damage(version: str, *, digests: bool = False) -> list[str]:
+    """What is wrong with an index version folder against its manifest: files missing or of
+    another size (and with ``digests``, of other content); [] when whole."""
+    try:
+        manifest = read_manifest(version)
+    except IndexFormatError as err:
+        return [str(err)]
+    problems = []
+    for name, meta in manifest["files"].items():
+        path = os.path.join(version, name)
+        if not os.path.isfile(path):
+            problems.append(f"{name} is missing")
+        elif os.path.getsize(path) != meta["bytes"]:
+            problems.append(f"{name}: expected {meta['bytes']} bytes, found {os.path.getsize(path)}")
+        elif digests and (found := sha256(path)) != meta["sha256"]:
+            problems.append(f"{name}: expected SHA-256 {meta['sha256']} (in {MANIFEST}), found {found}")
+    return problems
 
 
 def _prune(versions: str, live: str, keep: int) -> None:
@@ -314,13 +367,10 @@ class IndexVersion:
 
     def verify(self) -> None:
         """Check every file's SHA-256 against the manifest (reads the whole index)."""
-        for name, meta in self.manifest["files"].items():
-            got = sha256(os.path.join(self.path, name))
-            if got != meta["sha256"]:
-                raise IndexFormatError(
-                    f"{self.path}/{name} is damaged: expected SHA-256 {meta['sha256']} (recorded in {MANIFEST}), "
-                    f"found {got}; rebuild the index (simweb build) or re-publish the version"
-                )
+        problems = damage(self.path, digests=True)
+        if problems:
+            raise IndexFormatError(f"{self.path} is damaged: {'; '.join(problems)}; rebuild the index "
+                                   "(or run the build again with --verify to publish an intact copy)")
 
 
 def open_version(index: str, *, verify: bool = False) -> IndexVersion:

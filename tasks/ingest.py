@@ -462,19 +462,34 @@ def part_name(digest: str) -> str:
 
 
 def _already_ingested(out_dir: str, part: str) -> bool:
+    """Whether ``part`` is finished in ``out_dir``: its stats file (written last) is of this
+    format and its pages and links parts have the sizes it records (a damaged part is
+    ingested again)."""
     fs, stats_path = filesystem(join(out_dir, "stats", f"{part}.json"))
     try:
         with fs.open(stats_path, "rb") as f:
             saved = json.loads(f.read())
     except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
         return False
-    if not isinstance(saved, dict) or saved.get("format") != INGEST_FORMAT:
+    if not isinstance(saved, dict) or saved.get("format") != INGEST_FORMAT or not isinstance(saved.get("files"), dict):
         return False
-    for dataset in ("pages", "links"):
-        dfs, p = filesystem(join(out_dir, dataset, f"{part}.parquet"))
-        if not dfs.exists(p):
+    for rel in (f"pages/{part}.parquet", f"links/{part}.parquet"):
+        dfs, p = filesystem(join(out_dir, rel))
+        try:
+            if int(dfs.size(p)) != saved["files"].get(rel, {}).get("bytes"):
+                return False
+        except (FileNotFoundError, OSError):
             return False
     return True
+
+
+def _part_files(out_dir: str, part: str) -> dict[str, dict[str, Any]]:
+    """Size and SHA-256 of a part's pages and links files, recorded in its stats file."""
+    files = {}
+    for rel in (f"pages/{part}.parquet", f"links/{part}.parquet"):
+        fs, path = filesystem(join(out_dir, rel))
+        files[rel] = {"bytes": int(fs.size(path)), "sha256": file_digest(join(out_dir, rel))}
+    return files
 
 
 def ingest_warc(path: str, out_dir: str) -> IngestStats:
@@ -507,7 +522,8 @@ def ingest_warc(path: str, out_dir: str) -> IngestStats:
         file_errors=(FileError(source, counts.error),) if counts.error else (),
         parts=(part,),
     )
-    record = {"format": INGEST_FORMAT, "source": source, "sha256": digest, "stats": stats.to_dict()}
+    record = {"format": INGEST_FORMAT, "source": source, "sha256": digest, "stats": stats.to_dict(),
+              "files": _part_files(out_dir, part)}
     write_bytes_atomic(json.dumps(record, indent=1, sort_keys=True).encode(),
                        join(out_dir, "stats", f"{part}.json"))
     return stats

@@ -20,11 +20,12 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import shutil
 import socket
 import time
 from typing import Callable
 
-from simweb.tasks.storage import join, local_path
+from simweb.tasks.storage import TMP_PREFIX, join, local_path
 
 LOCK = "LOCK"
 
@@ -37,6 +38,66 @@ def crawl_folder(out: str) -> str:
 def stages_folder(out: str) -> str:
     """Where a build caches its stage outputs."""
     return join(out, "stages")
+
+
+def sweep_debris(out: str, crawl: str | None = None) -> list[str]:
+    """Remove what killed runs left in the index folder ``out``: temporary files of ingest parts
+    (``crawl/{pages,links,stats}/.tmp-*``), of a version being published (``versions/.tmp-*``),
+    of the CURRENT pointer (``.tmp-*-CURRENT``) and of stage outputs (``stages/*/.tmp-*``).
+
+    Only the holder of the folder's :class:`IndexLock` may call it: every temporary name there
+    then belongs to a run that is gone. Returns the paths removed.
+    """
+    root = local_path(out)
+    if root is None:
+        return []
+    crawl_root = local_path(crawl) if crawl else os.path.join(root, "crawl")
+    folders = [root, os.path.join(root, "versions")]
+    folders += [os.path.join(crawl_root, name) for name in ("pages", "links", "stats")] if crawl_root else []
+    stages = os.path.join(root, "stages")
+    if os.path.isdir(stages):
+        folders += [os.path.join(stages, name) for name in sorted(os.listdir(stages))]
+    removed = []
+    for folder in folders:
+        try:
+            names = sorted(os.listdir(folder))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for name in names:
+            if name.startswith(TMP_PREFIX):
+                path = os.path.join(folder, name)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.remove(path)
+                removed.append(path)
+    return removed
+
+
+class OutputNotWritable(OSError):
+    """The output folder cannot be created or written to."""
+
+
+def check_writable(out: str) -> None:
+    """Raise :class:`OutputNotWritable` with the fix unless ``out`` is (or can be made) a folder
+    this process can write into — checked before anything starts, so that a wrong ``--out`` is
+    not mistaken for unreadable inputs. A remote folder (an fsspec URL) is not checked here."""
+    folder = local_path(out)
+    if folder is None:
+        return
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise OutputNotWritable(f"{out} is a file: expected a folder to write into; choose another path")
+    probe = os.path.join(folder, f"{TMP_PREFIX}probe-{os.getpid()}")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with open(probe, "wb") as f:
+            f.write(b"simweb")
+        os.remove(probe)
+    except OSError as err:
+        raise OutputNotWritable(
+            f"cannot write into {out} ({err.strerror or type(err).__name__}); expected a folder this user "
+            "can write to — choose another path or change its permissions"
+        ) from None
 
 
 class IndexLocked(RuntimeError):

@@ -340,7 +340,7 @@ def invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | N
     mask = _indexed_mask(signed, min_in_degree)
     for name in (store.H_FILE, store.URLS_FILE, store.URL_DOCS_FILE, store.BAGS_FILE):
         if os.path.abspath(signed) != os.path.abspath(out):
-            store._link_or_copy(os.path.join(signed, name), os.path.join(out, name))
+            store.copy_file(os.path.join(signed, name), os.path.join(out, name))
     docmap = pq.read_table(os.path.join(signed, store.DOCMAP_FILE))
     docmap = docmap.set_column(docmap.schema.get_field_index("indexed"), "indexed", pa.array(mask))
     pq.write_table(docmap.cast(store.DOCMAP), os.path.join(out, store.DOCMAP_FILE))

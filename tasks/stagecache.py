@@ -45,7 +45,8 @@ from simweb.tasks.storage import file_digest, filesystem, join, local_path
 MANIFEST = "_SUCCESS.json"
 TMP_PREFIX = ".tmp-"
 # Bumped when the key recipe or the manifest layout changes, so old outputs are not misread.
-CACHE_FORMAT = 1
+# 2: the manifest lists every file of the output with its size and SHA-256.
+CACHE_FORMAT = 2
 # A temporary folder from another host is only removed once it is this old: its owner may
 # still be running there, and we cannot ask that host whether the process is alive.
 STALE_AFTER_SECONDS = 6 * 3600
@@ -175,6 +176,7 @@ def run_stage(
     params: Any,
     compute: Callable[[str], Mapping[str, Any] | None],
     *,
+    verify: bool = False,
     log: logging.Logger | logging.LoggerAdapter | None = None,
 ) -> StageOutput:
     """Reuse the published output of ``stage`` for these inputs and parameters, or compute it.
@@ -184,17 +186,26 @@ def run_stage(
     a pydantic model or a dict. ``compute(tmp)`` writes the stage's files under the folder
     URL ``tmp`` and returns a small JSON-able stats record (records in/out, skipped by
     reason). If it raises, nothing is published and the exception propagates.
+
+    What is reused is checked first (:func:`damage`): every file the manifest lists must be
+    there with its size, and with ``verify`` also with its SHA-256. A damaged output is
+    removed and computed again.
     """
     log = log or run_logger("simweb.stagecache")
     key = stage_key(stage, inputs, params)
     final = output_path(root, stage, key)
     found = read_manifest(final)
     if found is not None and found.get("key") == key:
-        log.info(
-            "stage %s: reused %s (computed %s in %.1f s)",
-            stage, key[:12], found.get("finished", "?"), float(found.get("seconds", 0.0)),
-        )
-        return StageOutput(final, dict(found.get("stats") or {}), True)
+        problems = damage(final, found, digests=verify)
+        if not problems:
+            log.info(
+                "stage %s: reused %s (computed %s in %.1f s)",
+                stage, key[:12], found.get("finished", "?"), float(found.get("seconds", 0.0)),
+            )
+            return StageOutput(final, dict(found.get("stats") or {}), True)
+        log.warning("stage %s: the cached output %s is damaged (%s); computing it again",
+                    stage, key[:12], "; ".join(problems[:3]) + (f"; {len(problems) - 3} more" if len(problems) > 3 else ""))
+        _remove(final)
 
     clean_stale(root, stage)
     fs, _ = filesystem(root)
@@ -206,6 +217,7 @@ def run_stage(
     try:
         stats = dict(compute(tmp) or {})
         seconds = time.perf_counter() - t0
+        files = inventory(tmp)
         manifest = {
             "format": CACHE_FORMAT,
             "stage": stage,
@@ -218,6 +230,7 @@ def run_stage(
             "finished": _now(),
             "host": socket.gethostname(),
             "simweb_version": _library_version(),
+            "files": files,
         }
         published = _publish(tmp, final, manifest)
     except BaseException:
@@ -229,6 +242,69 @@ def run_stage(
         return StageOutput(final, dict(found.get("stats") or stats), True)
     log.info("stage %s: computed %s in %.1f s: %s", stage, key[:12], seconds, _brief(stats))
     return StageOutput(final, stats, False)
+
+
+def inventory(folder: str) -> dict[str, dict[str, Any]]:
+    """Every file under ``folder`` (path relative to it → bytes, and SHA-256 where cheap).
+
+    On a local file system each file is also flushed to disk (fsync), so that a published
+    manifest never names data still only in the page cache; on an object store the digest
+    would mean reading every object back, so only sizes are kept.
+    """
+    local = local_path(folder)
+    files: dict[str, dict[str, Any]] = {}
+    if local is not None:
+        for base, dirs, names in os.walk(local):
+            dirs.sort()
+            for name in sorted(names):
+                path = os.path.join(base, name)
+                files[os.path.relpath(path, local)] = {"bytes": os.path.getsize(path), "sha256": _sha256_synced(path)}
+            _fsync_dir(base)
+        return files
+    fs, root = filesystem(folder)
+    root = root.rstrip("/")
+    for path, info in sorted(fs.find(root, detail=True).items()):
+        files[path[len(root) + 1:]] = {"bytes": int(info.get("size") or 0)}
+    return files
+
+
+def damage(folder: str, manifest: Mapping[str, Any], *, digests: bool = False) -> list[str]:
+    """What is wrong with a published output folder against its manifest's file list: files
+    missing or of another size (and with ``digests``, of other content); [] when whole."""
+    listed = manifest.get("files")
+    if not isinstance(listed, Mapping):
+        return [f"its manifest lists no files (format {manifest.get('format')!r})"]
+    fs, root = filesystem(folder)
+    problems = []
+    for name, meta in listed.items():
+        path = f"{root.rstrip('/')}/{name}"
+        try:
+            size = int(fs.size(path))
+        except (FileNotFoundError, OSError):
+            problems.append(f"{name} is missing")
+            continue
+        if size != meta.get("bytes"):
+            problems.append(f"{name}: expected {meta.get('bytes')} bytes, found {size}")
+        elif digests and meta.get("sha256") and file_digest(join(folder, name)) != meta["sha256"]:
+            problems.append(f"{name}: its content differs from what was written (SHA-256 mismatch)")
+    return problems
+
+
+def _sha256_synced(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 22):
+            h.update(block)
+        os.fsync(f.fileno())
+    return h.hexdigest()
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _publish(tmp: str, final: str, manifest: dict[str, Any]) -> bool:
@@ -252,6 +328,7 @@ def _publish(tmp: str, final: str, manifest: dict[str, Any]) -> bool:
                 _remove(tmp)
                 return False
             raise
+        _fsync_dir(os.path.dirname(local_final))
         return True
     fs, final_p = filesystem(final)
     if fs.exists(final_p):

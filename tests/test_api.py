@@ -139,8 +139,8 @@ def test_a_version_pruned_while_open_keeps_answering_from_its_unlinked_files(tmp
     assert idx.info()["version"] == os.path.basename(served)
 
 
-def _damaged_copy(small_index: str, folder, damage) -> str:
-    """A copy of the small index's live version in ``folder`` (its own files, no links), with
+def _version_copy(small_index: str, folder, damage) -> str:
+    """A copy of the small index's live version in ``folder`` (files of its own), with
     ``damage(path of H.u32)`` done to it."""
     import shutil
 
@@ -162,31 +162,34 @@ def test_open_index_with_verify_names_the_damaged_file_the_digests_and_the_fix(s
 
     from simweb.tasks import index_store
 
-    version = _damaged_copy(small_index, tmp_path / "v", _same_size_overwrite)
+    version = _version_copy(small_index, tmp_path / "v", _same_size_overwrite)
     assert len(simweb.open_index(version)) == 48  # the sizes are right: only a digest tells
     with pytest.raises(index_store.IndexFormatError) as err:
         simweb.open_index(version, verify=True)
     expected = json.load(open(f"{version}/index.json"))["files"]["H.u32"]["sha256"]
     found = index_store.sha256(f"{version}/H.u32")
     message = str(err.value)
-    assert f"{version}/H.u32 is damaged" in message and "\n" not in message
+    assert message.startswith(f"{version} is damaged: H.u32: ") and "\n" not in message
     assert f"expected SHA-256 {expected}" in message and f"found {found}" in message
-    assert "rebuild the index (simweb build) or re-publish" in message
+    assert "rebuild the index" in message
 
 
 def test_refresh_with_verify_keeps_the_open_version_when_the_new_one_is_damaged(small_index, tmp_path, monkeypatch):
+    import os
+
     from simweb.tasks import index_store
 
     root = str(tmp_path / "idx")
-    index_store.publish(_damaged_copy(small_index, tmp_path / "good", lambda h: None), root, name="v-good")
+    index_store.publish(_version_copy(small_index, tmp_path / "good", lambda h: None), root, name="v-good")
     idx = simweb.open_index(root, verify=True)
     want = idx.related(JAVA1)
-    index_store.publish(_damaged_copy(small_index, tmp_path / "bad", _same_size_overwrite), root, name="v-bad")
-    with pytest.raises(index_store.IndexFormatError, match="v-bad/H.u32 is damaged"):
+    index_store.publish(_version_copy(small_index, tmp_path / "bad", lambda h: None), root, name="v-bad")
+    _same_size_overwrite(os.path.join(root, "versions", "v-bad", "H.u32"))  # publish copies: the copy only
+    with pytest.raises(index_store.IndexFormatError, match="v-bad is damaged: H.u32"):
         idx.refresh()
     hashed = []
     monkeypatch.setattr(index_store, "sha256", lambda path, *a: hashed.append(path) or "0")
-    with pytest.raises(index_store.IndexFormatError, match="v-bad/H.u32 is damaged"):
+    with pytest.raises(index_store.IndexFormatError, match="v-bad is damaged: H.u32"):
         idx.refresh()  # remembered: the damaged version is not read again at every refresh
     assert hashed == []
     assert idx.version == "v-good" and idx.related(JAVA1) == want

@@ -275,3 +275,11 @@ def test_parsing_streams_in_bounded_memory():
         tracemalloc.stop()
     assert count == 2 * pages
     assert peak < 2 * 2**20, f"parser held {peak / 2**20:.1f} MiB: the tree is not being released"
+
+
+def test_one_line_that_is_not_utf8_is_skipped_and_counted_the_rest_read():
+    data = ("http://a.example/\tTop/A/B/C\n".encode() + "http://b.example/\tTop/Caf\xe9/B/C\n".encode("latin-1")
+            + "http://c.example/\tTop/A/B/D\n".encode())
+    counts = Counter()
+    assert [e.url for e in iter_tsv(io.BytesIO(data), counts)] == ["http://a.example/", "http://c.example/"]
+    assert counts["bad_tsv_line"] == 1 and counts["tsv_lines"] == 2

@@ -192,3 +192,24 @@ def test_text_and_dict_forms_round_trip(s):
     assert Strategy.from_dict(s.to_dict()) == s
     assert Strategy.parse(s.spec()).key() == s.key()
     assert hash(Strategy.from_dict(s.to_dict())) == hash(s)
+
+
+def test_contradictory_tokens_and_repeated_sources_are_refused():
+    for spec, field in [("anchor:32,stem,nostem", "stemming"), ("content,log,sqrt", "frequency"),
+                        ("anchor,dist,nodist", "distance weighting"), ("anchor,jaccard,cosine", "metric"),
+                        ("anchor,mu=1,mu=2", "nmdf mu")]:
+        with pytest.raises(StrategyError, match=f"contradict each other: both set the {field}"):
+            Strategy.parse(spec)
+    with pytest.raises(StrategyError, match="named twice"):
+        Strategy.parse("anchor:8+content+anchor:16")
+    assert Strategy.parse("anchor,stem,stem") == Strategy.parse("anchor,stem")  # a repeat is no contradiction
+
+
+def test_the_report_labels_are_read_back():
+    from simweb.core.strategy import paper_grid
+
+    for strategies in paper_grid().values():
+        for strategy in strategies:
+            assert Strategy.parse(strategy.label) == strategy, strategy.label
+    assert Strategy.parse("anchor-W32 dist nmdf nostem") == Strategy.parse("anchor:32,dist,nmdf,nostem")
+    assert Strategy.parse("content") == Strategy.parse("content,stem")  # a bare source stays a spec

@@ -38,6 +38,9 @@ def register(subparsers) -> None:
     p.add_argument("--until", choices=("ingest", "bags", "index"), default="index", help="stop after this stage")
     p.add_argument("--dask-address", default=None, metavar="ADDR", help="an existing Dask scheduler")
     p.add_argument("--workers", type=int, default=None, metavar="N", help="local Dask worker processes")
+    p.add_argument("--verify", action="store_true",
+                   help="check every reused stage output and the live index by content (SHA-256), not only "
+                        "by size, and compute again whatever is damaged")
     p.add_argument("--json", action="store_true", help="print the build summary as JSON")
     p.set_defaults(func=run)
 
@@ -54,6 +57,12 @@ def run(args: argparse.Namespace) -> int:
         print("simweb build: --workers sizes a local cluster; it cannot be combined with --dask-address",
               file=sys.stderr)
         return 2
+    from simweb.commands.inputs import directory_problem, output_problem
+
+    problem = output_problem(args.out) or (args.directory and directory_problem(args.directory))
+    if problem:
+        print(f"simweb build: {problem}", file=sys.stderr)
+        return 2
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     from simweb.flows.build_index import build_index
 
@@ -62,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
             args.crawl, args.out, strategy=strategy, m=args.m, seed=args.seed,
             min_in_degree=None if args.min_in_degree < 0 else args.min_in_degree,
             directory=args.directory, until=args.until,
-            dask_address=args.dask_address, n_workers=args.workers,
+            dask_address=args.dask_address, n_workers=args.workers, verify=args.verify,
         )
     except FileNotFoundError as e:
         print(f"simweb build: {e}", file=sys.stderr)

@@ -64,10 +64,13 @@ def default_directory_pages(directory: str) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    for name, path in (("--crawl", args.crawl), ("--directory", args.directory)):
-        if "://" not in path and not os.path.exists(path):
-            print(f"simweb evaluate: {name} {path} does not exist", file=sys.stderr)
-            return 2
+    from simweb.commands.inputs import directory_problem, output_problem
+
+    problem = ((f"--crawl {args.crawl} does not exist" if "://" not in args.crawl and not os.path.exists(args.crawl)
+                else None) or directory_problem(args.directory) or output_problem(args.out))
+    if problem:
+        print(f"simweb evaluate: {problem}", file=sys.stderr)
+        return 2
     directory_pages = args.directory_pages or default_directory_pages(args.directory)
     if directory_pages:
         print(f"directory's own pages (kept out of the data): {directory_pages}")

@@ -54,7 +54,13 @@ def run(args) -> int:
         print(f"simweb ingest: --workers: expected at least 1, got {args.workers}", file=sys.stderr)
         return 2
 
+    from simweb.commands.inputs import output_problem
     from simweb.tasks.ingest import ingest_files, list_warc_files
+
+    problem = output_problem(args.out)
+    if problem:
+        print(f"simweb ingest: {problem}", file=sys.stderr)
+        return 2
 
     try:
         files = list_warc_files(args.warc)

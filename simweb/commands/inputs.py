@@ -1,0 +1,62 @@
+"""Checks of a command's inputs and outputs made before anything starts (no Prefect server, no
+Dask cluster): each returns None when all is well, or the one-line message to print."""
+from __future__ import annotations
+
+import os
+
+#: How much of a directory file is read to check it before the run.
+HEAD_BYTES = 1 << 16
+
+
+def directory_problem(path: str, option: str = "--directory") -> str | None:
+    """Why ``path`` cannot be a topic directory file (missing, a folder, unreadable, not an Open
+    Directory RDF dump or url<TAB>category TSV, declaring XML entities), or None."""
+    if "://" in path:
+        return None  # a remote file is checked when it is read
+    if not os.path.exists(path):
+        return f"{option} {path}: no such file; expected an Open Directory RDF dump or a url<TAB>category file"
+    if os.path.isdir(path):
+        return (f"{option} {path} is a folder; expected a directory file — an Open Directory RDF dump "
+                "(content.rdf.u8) or a url<TAB>category file, optionally .gz or .bz2")
+    import io
+
+    import fsspec
+
+    from simweb.core.directory import DirectoryFormatError, DirectoryRefused, iter_odp_rdf, iter_tsv, sniff_format
+
+    try:
+        with fsspec.open(path, "rb", compression="infer") as f:
+            head = f.read(HEAD_BYTES)
+    except OSError as err:
+        return f"{option} {path} cannot be read ({err}); expected a readable directory file"
+    if not head.strip():
+        return f"{option} {path} is empty; expected an Open Directory RDF dump or url<TAB>category lines"
+    if sniff_format(head) == "rdf":
+        try:
+            for _ in iter_odp_rdf(io.BytesIO(head)):
+                pass
+        except DirectoryRefused as err:
+            return f"{option} {path}: {err}"
+        except DirectoryFormatError:
+            pass  # the head of a larger file ends mid-element: the run reads it whole
+        return None
+    lines = head.split(b"\n")[:-1] if len(head) == HEAD_BYTES else head.split(b"\n")
+    try:
+        listed = sum(1 for _ in iter_tsv(io.BytesIO(b"\n".join(lines))))
+    except DirectoryFormatError as err:
+        return f"{option} {path}: {err}"
+    if not listed:
+        return (f"{option} {path}: no url<TAB>category line in its first {len(head):,} bytes; expected an Open "
+                "Directory RDF dump or lines of url<TAB>Top/category/path")
+    return None
+
+
+def output_problem(path: str, option: str = "--out") -> str | None:
+    """Why ``path`` cannot be written into (a file, no permission), or None."""
+    from simweb.tasks.layout import OutputNotWritable, check_writable
+
+    try:
+        check_writable(path)
+    except OutputNotWritable as err:
+        return f"{option} {err}"
+    return None

@@ -1,0 +1,50 @@
+"""Wrong inputs and outputs are refused before anything starts: one line on standard error,
+exit code 2, no traceback, no Prefect server or Dask cluster started."""
+from __future__ import annotations
+
+import pytest
+
+from simweb.cli import main
+
+BOMB = ('<?xml version="1.0"?>\n<!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;">]>\n'
+        "<RDF>&lol2;</RDF>\n")
+
+
+@pytest.fixture
+def places(tmp_path, warc_dir):
+    (tmp_path / "bomb.rdf").write_text(BOMB)
+    (tmp_path / "a-folder").mkdir()
+    (tmp_path / "a-file").write_text("not a folder")
+    (tmp_path / "empty.tsv").write_text("")
+    (tmp_path / "no-tabs.tsv").write_text("http://a.example/ Top/A/B/C\n")
+    return {"tmp": tmp_path, "warc": str(warc_dir / "example.warc.gz")}
+
+
+def _run(argv, capsys) -> tuple[int, str]:
+    code = main(argv)
+    err = capsys.readouterr().err
+    return code, err
+
+
+@pytest.mark.parametrize("case, argv, expected", [
+    ("directory is a folder", ["evaluate", "--crawl", "{tmp}", "--directory", "{tmp}/a-folder", "--out", "{tmp}/r"],
+     "--directory .*a-folder is a folder; expected a directory file"),
+    ("entity bomb", ["evaluate", "--crawl", "{tmp}", "--directory", "{tmp}/bomb.rdf", "--out", "{tmp}/r"],
+     "refused to read the directory file"),
+    ("missing directory", ["build", "{warc}", "--out", "{tmp}/i", "--directory", "{tmp}/nothere.rdf"],
+     "--directory .*nothere.rdf: no such file"),
+    ("empty directory", ["build", "{warc}", "--out", "{tmp}/i", "--directory", "{tmp}/empty.tsv"], "is empty"),
+    ("no TSV line", ["build", "{warc}", "--out", "{tmp}/i", "--directory", "{tmp}/no-tabs.tsv"],
+     r"no url<TAB>category line"),
+    ("out is a file", ["build", "{warc}", "--out", "{tmp}/a-file"], "--out .*a-file is a file: expected a folder"),
+    ("out under a file", ["build", "{warc}", "--out", "{tmp}/a-file/index"], "--out cannot write into .*a-file/index"),
+    ("ingest out is a file", ["ingest", "{warc}", "--out", "{tmp}/a-file"], "is a file"),
+    ("contradictory strategy", ["build", "{warc}", "--out", "{tmp}/i", "--strategy", "anchor,stem,nostem"],
+     "contradict each other"),
+])
+def test_refused_before_anything_starts(case, argv, expected, places, capsys):
+    argv = [a.format(tmp=places["tmp"], warc=places["warc"]) for a in argv]
+    code, err = _run(argv, capsys)
+    assert code == 2, case
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert __import__("re").search(expected, err), err
