@@ -53,12 +53,48 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Commands that may run a Prefect flow, and with it Prefect's temporary API server.
+FLOW_COMMANDS = frozenset({"build", "ingest", "evaluate", "demo", "corpus"})
+
+
+def tie_temporary_server_to_this_process() -> None:
+    """Have the kernel stop Prefect's temporary API server when this process dies.
+
+    Prefect starts its temporary server as a child process and stops it at exit; a process
+    killed outright (SIGKILL, the OOM killer) never reaches that, and the server would run on
+    for good. Its child is started with PR_SET_PDEATHSIG, so it gets SIGTERM when we die (Linux;
+    elsewhere nothing changes).
+    """
+    import ctypes
+    import functools
+    import signal
+    import subprocess
+    import types
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return
+    import prefect.server.api.server as prefect_server
+
+    def die_with_parent() -> None:
+        prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+    tied = types.ModuleType("subprocess")
+    tied.__dict__.update(subprocess.__dict__)
+    tied.Popen = functools.partial(subprocess.Popen, preexec_fn=die_with_parent)
+    prefect_server.subprocess = tied
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
     # Progress comes from the flows' logs; Dask's own start-up chatter stays out of the way.
     os.environ.setdefault("DASK_DISTRIBUTED__LOGGING__DISTRIBUTED", "warning")
     args = build_parser().parse_args(argv)
+    if args.command in FLOW_COMMANDS:
+        tie_temporary_server_to_this_process()
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

@@ -156,3 +156,30 @@ def test_a_same_size_overwrite_is_caught_by_build_verify_and_recomputed(tmp_path
     assert not checked.stages["bags"].reused and checked.stages["signatures"].reused
     assert index_diff(checked.index, first) == []
     assert audit(str(out))[0] == []
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_killing_the_command_stops_prefects_temporary_server(warc_dir, tmp_path):
+    import signal
+    import time
+
+    import psutil
+
+    command = subprocess.Popen([sys.executable, "-m", "simweb", "build", str(warc_dir / "warcfile.warc.gz"),
+                                "--out", str(tmp_path / "index"), "--workers", "1"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO)
+    try:
+        server = None
+        deadline = time.monotonic() + 180
+        while server is None and time.monotonic() < deadline and command.poll() is None:
+            children = psutil.Process(command.pid).children(recursive=True)
+            server = next((c for c in children if "uvicorn" in " ".join(c.cmdline())), None)
+            time.sleep(0.2)
+        assert server is not None, "the build started no temporary Prefect server"
+        command.send_signal(signal.SIGKILL)
+        command.wait(timeout=30)
+        gone, _ = psutil.wait_procs([server], timeout=30)
+        assert gone, "Prefect's temporary server outlived the killed command"
+    finally:
+        command.kill()
