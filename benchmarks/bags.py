@@ -10,7 +10,7 @@ each "cold" (a new Corpus: interning words and stemming the vocabulary included)
 (a further strategy on the same Corpus, as in an evaluation sweep); then the same crawl as
 Parquet through the bags stage (simweb.tasks.bags, Dask threads; there each link's words are also
 in its source page's words, as LINKS stores offsets into them); and the time of exact all-pairs
-weighted Jaccard (simweb.core.similarity.all_pairs) for ``--pairs`` URLs against cosine and a
+weighted Jaccard (simweb.core.similarity.exact_pairs) for ``--pairs`` URLs against cosine and a
 pair-by-pair baseline timed on a sample of pairs and extrapolated.
 
 The crawl is generated, not downloaded: pages on topics, words drawn from a Zipf
@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from simweb.core.bags import Corpus, LinkRow, PageRow, link_fragments, page_fragments, reference_bags
-from simweb.core.similarity import all_pairs, jaccard
+from simweb.core.similarity import exact_pairs, jaccard
 from simweb.core.strategy import Strategy
 from simweb.core.text import STOPWORDS
 
@@ -199,10 +199,10 @@ def main(argv: list[str] | None = None) -> None:
     sample = bags.url_ids[np.argsort(-np.diff(bags.csr.indptr), kind="stable")[:n]]
     sub = bags.select(sample.tolist())
     t0 = time.perf_counter()
-    sims = all_pairs(sub, "jaccard")
+    sims = exact_pairs(sub, "jaccard")
     jac_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    all_pairs(sub, "cosine")
+    exact_pairs(sub, "cosine")
     cos_s = time.perf_counter() - t0
     # Baseline: pair by pair with dict bags on a random sample of pairs, extrapolated.
     rng = np.random.default_rng(args.seed)

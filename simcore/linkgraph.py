@@ -369,7 +369,7 @@ MeasureParams = (
     | ExtendedPageSimParams
 )
 
-MEASURES: dict[str, type] = {
+PARAMS_BY_MEASURE: dict[str, type] = {
     p.name: p
     for p in (
         CocitationParams,
@@ -384,11 +384,11 @@ MEASURES: dict[str, type] = {
 
 
 def measure_params(name: str, **overrides) -> MeasureParams:
-    """The parameters of measure ``name`` (a key of ``MEASURES``) with Table 1 defaults."""
+    """The parameters of measure ``name`` (a key of ``PARAMS_BY_MEASURE``) with Table 1 defaults."""
     try:
-        cls = MEASURES[name]
+        cls = PARAMS_BY_MEASURE[name]
     except KeyError:
-        raise ValueError(f"expected a link measure among {sorted(MEASURES)}, got {name!r}") from None
+        raise ValueError(f"expected a link measure among {sorted(PARAMS_BY_MEASURE)}, got {name!r}") from None
     return cls(**overrides)
 
 
@@ -916,7 +916,7 @@ def link_similarity(graph: LinkGraph, params: MeasureParams, queries=None, candi
         return pagesim(graph, queries, candidates, params)
     if isinstance(params, ExtendedPageSimParams):
         return extended_pagesim(graph, queries, candidates, params)
-    raise ValueError(f"expected parameters of a link measure among {sorted(MEASURES)}, got {type(params).__name__}")
+    raise ValueError(f"expected parameters of a link measure among {sorted(PARAMS_BY_MEASURE)}, got {type(params).__name__}")
 
 
 def top_related(

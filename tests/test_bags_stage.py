@@ -20,9 +20,9 @@ from simweb.tasks.bags import (
     bags_task,
     build_bags_stage,
     find_bags,
-    load_corpus,
     read_bags,
 )
+from simweb.tasks.crawl import load_corpus
 from simweb.tasks.stagecache import published
 from simweb.tasks.storage import write_parquet_atomic
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simweb.core.linkgraph import (
-    MEASURES,
+    PARAMS_BY_MEASURE,
     CocitationParams,
     CouplingParams,
     EcbcParams,
@@ -389,7 +389,7 @@ def test_pagesim_in_small_memory_blocks_gives_the_same_scores(cls):
 
 
 def test_measure_params_by_name_with_table_1_defaults():
-    assert sorted(MEASURES) == [
+    assert sorted(PARAMS_BY_MEASURE) == [
         "cocitation", "coupling", "ecbc", "extended_pagesim", "extended_simrank", "pagesim", "simrank",
     ]
     assert measure_params("ecbc").alpha == 0.5
