@@ -83,25 +83,34 @@ class BatchAnswer(BaseModel):
 
 class _LinkGraph:
     """The crawl's link graph for link-measure answers: read at the first one, read again when
-    the crawl's links parts change (a rebuild), kept otherwise."""
+    the crawl changes (a part written or removed, a new selection), kept otherwise."""
 
     def __init__(self, crawl: str) -> None:
-        self.links = os.path.join(crawl, "links")
+        self.crawl = crawl
         self._lock = threading.Lock()
         self._stamp: list[tuple[str, int, int]] | None = None
         self._graph = None
 
     def __call__(self):
-        from simweb.tasks.link_related import load_crawl_graph
+        from simweb.tasks.crawl import load_link_graph
 
-        if not os.path.isdir(self.links):
+        if not os.path.isdir(os.path.join(self.crawl, "links")):
             raise FileNotFoundError(f"a link measure needs the crawl the index was built from, expected its links "
-                                    f"at {self.links}; serve with --crawl DIR (the folder written by `simweb ingest`)")
+                                    f"at {self.crawl}/links; serve with --crawl DIR (the folder written by "
+                                    "`simweb ingest`)")
         with self._lock:
-            stamp = sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(self.links))
+            stamp = self._files()
             if stamp != self._stamp:
-                self._graph, self._stamp = load_crawl_graph(os.path.dirname(self.links)), stamp
+                self._graph, self._stamp = load_link_graph(self.crawl), stamp
             return self._graph
+
+    def _files(self) -> list[tuple[str, int, int]]:
+        """Name, size and modification time of every file of the crawl folder and its data sets."""
+        found = []
+        for folder in (self.crawl, os.path.join(self.crawl, "pages"), os.path.join(self.crawl, "links")):
+            if os.path.isdir(folder):
+                found += [(e.path, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(folder) if e.is_file()]
+        return sorted(found)
 
 
 class _Live:

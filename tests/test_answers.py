@@ -96,3 +96,30 @@ def test_http_link_measures_say_what_is_wrong(client, small_index):
     no_crawl = TestClient(create_app(small_index))  # INDEX/crawl does not exist for this index
     r = no_crawl.get("/api/related", params={"url": JAVA1, "measure": "cocitation"})
     assert r.status_code == 409 and "serve with --crawl DIR" in r.json()["detail"]
+
+
+def test_the_server_reads_the_link_graph_again_when_the_crawl_changes(small_index, crawl, tmp_path):
+    import shutil
+
+    import pyarrow as pa
+
+    from simweb.core.urls import url_id
+    from simweb.tasks.schemas import LINKS
+    from simweb.tasks.storage import write_parquet_atomic
+
+    copy = shutil.copytree(crawl, tmp_path / "crawl")
+    client = TestClient(create_app(simweb.open_index(small_index, crawl=str(copy))))
+
+    def cocited() -> set[str]:
+        r = client.get("/api/related", params={"url": JAVA1, "measure": "cocitation", "top": 100})
+        assert r.status_code == 200
+        return {x["url"] for x in r.json()["results"]}
+
+    before = cocited()
+    assert before and all(u.startswith("http://java") for u in before)
+    hub, music = "http://newhub.example.org/", "http://music3.example.com/"
+    rows = [{"source_url": hub, "source_id": url_id(hub), "target_url": t, "target_id": url_id(t),
+             **dict.fromkeys(("anchor_start", "anchor_end", "context_start", "context_end", "syntactic_left",
+                              "syntactic_right", "topical_left", "topical_right"), 0)} for t in (JAVA1, music)]
+    write_parquet_atomic(pa.Table.from_pylist(rows, schema=LINKS), str(copy / "links" / "part-1.parquet"))
+    assert cocited() == before | {music}  # a new part of the crawl: the graph is read again
