@@ -3,7 +3,7 @@
     python -m benchmarks.bags [--pages 10000] [--links 100000] [--pairs 10000] [--seed 7]
 
 Prints, for the fast columnar path (simweb.core.bags.Corpus) against the record-by-record
-reference (simweb.core.bags.reference_bags) measured in the same run:
+reference (simweb.core.bag_reference.reference_bags) measured in the same run:
   * fragments per second (page content/title fragments + anchor/link fragments),
   * merged bags per second (fragments → merged, weighted, normalised bags),
 each "cold" (a new Corpus: interning words and stemming the vocabulary included) and "warm"
@@ -25,7 +25,8 @@ import time
 
 import numpy as np
 
-from simweb.core.bags import Corpus, LinkRow, PageRow, link_fragments, page_fragments, reference_bags
+from simweb.core.bag_reference import LinkRow, PageRow, link_fragments, page_fragments, reference_bags
+from simweb.core.bags import Corpus
 from simweb.core.similarity import exact_pairs, jaccard
 from simweb.core.strategy import Strategy
 from simweb.core.text import STOPWORDS

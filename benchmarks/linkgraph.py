@@ -44,10 +44,10 @@ from simweb.core.linkgraph import (
     PageRankParams,
     PageSimParams,
     SimRankParams,
-    link_similarity,
     pagerank,
-    simrank_plan,
 )
+from simweb.core.linkmeasures import link_similarity
+from simweb.core.simrank import simrank_plan
 
 TABLE1_PARAMS = [
     CocitationParams(),

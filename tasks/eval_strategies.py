@@ -28,13 +28,16 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+
 from simweb.core.bags import Corpus
 from simweb.core.gamma import GAMMA_MEASURES, ORTHOGONALITY, PairCounts, gammas, orthogonality, pair_counts
 from simweb.core.grids import AnyStrategy, LinkStrategy
 from simweb.core.index_agreement import INDEX_STRATEGY, index_agreement
-from simweb.core.linkgraph import ExtendedSimRankParams, SimRankParams, link_similarity, pagerank, simrank_plan
+from simweb.core.linkgraph import ExtendedSimRankParams, SimRankParams, pagerank
+from simweb.core.linkmeasures import link_similarity
 from simweb.core.retrieval_metrics import RETRIEVAL_KEYS, RETRIEVAL_MEASURES, RETRIEVAL_N, retrieval_values
 from simweb.core.similarity import EmbeddedSimilarity, exact_pairs
+from simweb.core.simrank import simrank_plan
 from simweb.core.strategy import Strategy
 from simweb.tasks.crawl import CrawlGraph, content_tfidf, crawl_parts, load_corpus, load_link_graph
 from simweb.tasks.eval_sample import LoadedSample, load_sample

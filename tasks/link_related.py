@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simweb.core.linkgraph import measure_params, related_pages
+from simweb.core.linkgraph import measure_params
+from simweb.core.linkmeasures import related_pages
 from simweb.core.urls import normalize_url, url_id
 from simweb.tasks.crawl import CrawlGraph, load_link_graph
 

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from simweb.core.bags import LinkRow, PageRow, reference_bags
+from simweb.core.bag_reference import LinkRow, PageRow, reference_bags
 from simweb.core.strategy import Strategy
 from simweb.core.urls import url_id
 from simweb.cli import main as simweb

@@ -22,20 +22,18 @@ from simweb.core.linkgraph import (
     cocitation,
     coupling,
     ecbc,
-    extended_pagesim,
-    extended_simrank,
-    link_similarity,
     measure_params,
     pagerank,
-    pagesim,
-    pagesim_features,
-    related_pages,
+)
+from simweb.core.linkmeasures import link_similarity, related_pages, top_related
+from simweb.core.pagesim import extended_pagesim, pagesim, pagesim_features
+from simweb.core.simrank import (
+    _simrank_linear,  # the linear form, checked with an exact diagonal
+    extended_simrank,
     simrank,
     simrank_diagonal,
     simrank_plan,
-    top_related,
 )
-from simweb.core.linkgraph import _simrank_linear  # the linear form, checked with an exact diagonal
 
 
 def graph(edges, nodes=None):
