@@ -201,14 +201,15 @@ def _pass(elem, s, occ_bag, thresholds, m):
     y = _out(cell_key[dart_cell[keep]], 2 * q[keep] + 2)
     label = (((y >> np.uint64(32)) * np.uint64(m)) >> np.uint64(32)).astype(np.int64)
     group = occ_bag[occ[keep]] * m + label
-    # The smallest (r, y) per (bag, label): ranks are ≥ +0.0, so their bits order as they do.
-    order = np.lexsort((y, rd[keep].view(np.uint64), group))
-    group = group[order]
-    first = np.flatnonzero(np.concatenate([[True], group[1:] != group[:-1]])) if group.size else group
-    values = np.zeros(n_bags * m, dtype=np.uint32)
-    filled = np.zeros(n_bags * m, dtype=bool)
-    values[group[first]] = (y[order[first]] & _MASK32).astype(np.uint32)
-    filled[group[first]] = True
+    # The smallest (r, y) per (bag, label): the smallest r, then the smallest y among its darts.
+    rank = rd[keep]
+    best_rank = np.full(n_bags * m, np.inf)
+    np.minimum.at(best_rank, group, rank)
+    first = rank == best_rank[group]
+    best_y = np.full(n_bags * m, np.iinfo(np.uint64).max, dtype=np.uint64)
+    np.minimum.at(best_y, group[first], y[first])
+    values = (best_y & _MASK32).astype(np.uint32)
+    filled = best_rank < np.inf
     return values.reshape(n_bags, m), filled.reshape(n_bags, m)
 
 
