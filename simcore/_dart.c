@@ -7,8 +7,9 @@
  * hashes      uint64, the distinct terms' 64-bit hashes.
  * weights     float64 per occurrence, > 0 and finite, or None for weight 1.
  * m           signature positions (labels); key the seed's stream key (splitmix.seed_key).
- * lam         darts per unit of weight x rank (a power of two); theta the first pass's rank
- *             threshold for a bag of total weight 1.
+ * lam         darts per unit of weight x rank (dartminhash.darts_per_unit); theta: the first
+ *             pass's rank threshold is theta / total weight (1.0; any value gives the same
+ *             signatures, only the work changes).
  * thresholds  uint64: the Poisson(1) table of dartminhash.POISSON_THRESHOLDS.
  * out         uint32, n x m, written for every non-empty bag.
  * Returns -1, or the first bag whose total weight lies beyond the grid (nothing after it is
@@ -18,9 +19,13 @@
  * numpy code is the reference the tests compare this with bit for bit. Every floating-point
  * operation here is one IEEE 754 operation written in the order the numpy code performs it,
  * and the extension is compiled with -ffp-contract=off (setup.py), so no compiler fuses or
- * reorders them; FLT_EVAL_METHOD 0 (no excess precision) is required below. Unlike the numpy
- * code, a second pass visits only the rows of cells above the previous threshold: a dart seen
- * twice changes no minimum, so the result is the same.
+ * reorders them; FLT_EVAL_METHOD 0 (no excess precision) is required below.
+ *
+ * Two things differ from the numpy code and change only the work, never the result: a second
+ * pass visits only the rows of cells not wholly below the previous threshold (a dart seen twice
+ * changes no minimum); and cells are first enumerated into a buffer whose darts are then drawn
+ * and kept in flat loops without data-dependent branches, which measured 1.7x faster than
+ * looping over each cell's 0..3 darts (that loop's exit mispredicts at most cells).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -3,72 +3,79 @@
 The index needs, for each of m positions, a hash with Pr[h(x) = h(y)] = Σ min(x_i, y_i) / Σ
 max(x_i, y_i), the bag Jaccard of Section 4 on real weights. ICWS (:mod:`simweb.core.minhash`)
 draws every position from every term: n·m work per bag. DartMinHash (Christiani, "DartMinHash:
-Fast Sketching for Weighted Sets", 2020) draws from a Poisson process instead, and its work is
-the number of points it looks at, about m ln m per bag, plus a few cells per term.
+Fast Sketching for Weighted Sets", arXiv:2005.11547, 2020) draws points of one Poisson process
+instead, and its work is the points it looks at, about m ln m per bag, plus a few cells per term.
 
-The process (Christiani, Section 2). Let D be a Poisson process on term × weight × rank space,
-of rate λ per unit of weight × rank for every term, each point ("dart") carrying a label j
-uniform in 0..m−1 and a 64-bit identity. A bag x covers the darts (i, w, r) with w < x_i. For
-position j the signature is the identity of the covered dart labelled j with the smallest rank.
-Two bags agree at j exactly when the lowest-ranked dart labelled j in the union of their regions
-falls in the intersection; the darts of label j are a Poisson process of their own, uniform over
-the union, so that happens with probability area(x ∧ y) / area(x ∨ y) = Σ min / Σ max. The m
-labels thin one process into m independent ones, so the positions are independent and the
-estimate has variance exactly J(1 − J)/m, as ICWS's. Only the darts of rank below a threshold T
-are needed as long as every label has one: T starts where about m(ln m + 2) darts are expected
-(coupon collecting: all m labels are then present with probability ≈ 1 − e^−2), and doubles in the
-rare bag where a label is still missing. **The result does not depend on T**: whatever T a pass
-used, a label that has a dart below T has its lowest-ranked dart of the whole region. So the
-signature is a pure function of the bag's (term, weight) pairs, m and the seed; how T is chosen
-and how a pass is organised only change the work.
+The process (Christiani, Sections 1–2). Points ("darts") fall on term × weight × rank space as a
+Poisson process of rate λ per unit of weight × rank for every term; each carries a label j
+uniform in 0..m−1 and a 64-bit identity. A bag x covers the darts (i, w, r) with w < x_i. The
+signature at position j is the identity of the covered dart labelled j of smallest rank. Two
+bags agree at j exactly when the lowest dart labelled j in the union of their regions lies in
+the intersection; the darts of one label are a Poisson process of their own, uniform over the
+union, so that happens with probability area(x ∧ y) / area(x ∨ y) = Σ min / Σ max. Labels thin
+one process into m independent ones: the positions are independent, and the estimate has
+variance exactly J(1 − J)/m, as ICWS's. Only darts of rank below a threshold T are needed while
+every label has one. A first pass takes T = 1/Σx, where λ darts are expected, λ the integer
+nearest m(ln m + 2): all m labels are then present with probability ≈ 1 − e^−2 (coupon
+collecting); a bag with a label still empty (≈ 11 % of 100-term bags at m = 80) goes round again
+with T doubled. **The signature does not depend on T**: a label with a dart below T has there
+the lowest dart of the whole region. So the signature is a pure function of the bag's (term,
+weight) pairs, m and the seed; how T is chosen and how a pass is organised change only the work
+(tested by signing with first thresholds from 10^-4 to 40).
 
-Generating the darts consistently (the DartHash grid, Christiani Section 3, with our hashing).
-Weights are scaled to s = λw, so a cell of area 1 in (s, r) holds Poisson(1) darts. The (s, r)
-quadrant is cut into regions (ν, ρ), ν, ρ ≥ 0: weight band s ∈ [2^ν − 1, 2^(ν+1) − 1) times rank
+Drawing the darts consistently (the DartHash grid of Christiani, Section 3; our hashing). With
+weights scaled to s = λw, a cell of area 1 in (s, r) holds Poisson(1) darts. The (s, r) quadrant
+is cut into regions (ν, ρ), ν, ρ ≥ 0: the weight band s ∈ [2^ν − 1, 2^(ν+1) − 1) times the rank
 band r ∈ [2^ρ − 1, 2^(ρ+1) − 1); a region is 2^ρ columns of width 2^(ν−ρ) by 2^ν rows of height
-2^(ρ−ν), cells of area 1. A term of scaled weight s visits the bands with 2^ν − 1 < s, and in each
-the columns that start below s and the rows that start below T: its region's darts, plus at most
-one partly covered column per band. For bags of total weight ≈ 1 (the bags stage normalises to
-1.0) and λ ≈ m(ln m + 2), T ≈ 1, a term of weight 1/100 visits 3 bands and 7 cells.
+2^(ρ−ν). A term of scaled weight s visits the weight bands with 2^ν − 1 < s and, in each, the
+columns starting below s and the rows starting below T: its own darts, plus one partly covered
+column per band. The shape keeps that waste bounded at every scale (the log(Σx + 1/Σx) term of
+Christiani's bound); the bags stage normalises bags to 1.0, where T = 1 is a band edge. Measured
+on 100-term distance × NMDF bags, m = 80: ~900 cells and ~900 darts drawn per bag, ~600 counted.
+A first T just above a rank band's top (up to 1/16 above) is lowered to it: a sliver of a band
+costs a row of cells per column and, by the above, changes nothing.
 
-Randomness, all from splitmix64 streams (:mod:`simweb.core.splitmix`, φ its golden constant),
-key = seed_key(seed), h_i the term's 64-bit hash, out(s, i) = fmix64(s + (i + 1)·φ):
-    region key  g = out(h_i XOR key, 64ν + ρ)
-    cell key    c = out(g, col · 2^ν + row)
-    dart count  the number of entries of :data:`POISSON_THRESHOLDS` ≤ out(c, 0): Poisson(1)
-    dart q      z = out(c, 2q + 1): s = (2^ν − 1 + col·2^(ν−ρ)) + (z >> 32) · 2^(ν−ρ−32)
-                                    r = (2^ρ − 1 + row·2^(ρ−ν)) + (z mod 2^32) · 2^(ρ−ν−32)
-                y = out(c, 2q + 2): label ⌊(y >> 32) · m / 2^32⌋, identity y, value y mod 2^32
-A dart counts when s < λ·x_i and r < T; label j keeps the dart of smallest (r, y); its 32-bit
-value is the signature. Two different darts share a value with probability 2^-32, so, as for ICWS,
-the estimate is J + (1 − J)·2^-32. Positions inside a cell have 32 bits: a weight is resolved to
-2^-32 of a cell, far finer than the float32 weights the bags stage stores.
+Randomness, all splitmix64 (:mod:`simweb.core.splitmix`): φ its golden constant, key =
+seed_key(seed), h_i the term's 64-bit hash, out(s, i) = fmix64(s + (i + 1)·φ):
+    cell key    c = out(h_i XOR key, ((col·2^ν + row)·2^12 + 64ν + ρ)
+    dart count  the number of entries of :data:`POISSON_THRESHOLDS` ≤ c: Poisson(1) to 2^-64
+    dart q      z = out(c, 2q + 1): s = (2^ν − 1 + col·2^(ν−ρ)) + (z >> 32)·2^(ν−ρ−32)
+                                    r = (2^ρ − 1 + row·2^(ρ−ν)) + (z mod 2^32)·2^(ρ−ν−32)
+                y = out(c, 2q + 2): label ⌊(y >> 32)·m / 2^32⌋, identity y
+A dart counts when s < λ·x_i (one rounded product) and r < T; label j keeps its dart of smallest
+(r, y), and y mod 2^32 is the signature value. Two different darts share a value with probability
+2^-32, so, as for ICWS, the estimate is J + (1 − J)·2^-32. A dart's weight inside its cell has 32
+bits: the region of a weight is resolved to 2^-32 of a cell, finer than the float32 weights the
+bags stage stores.
 
-Floating point. λ is a power of two and every band, column and row edge is a dyadic rational
-with few bits, so ``2^ν − 1 + col·2^(ν−ρ)`` and the counts of columns and rows (ceilings of
-exact differences scaled by powers of two) are exact; each dart coordinate is one rounded
-addition of two exact terms. IEEE 754 rounds a single addition the same way on every CPU (and a
-fused multiply-add of these terms equals it, the product being exact), so the C extension
-(simcore/_dart.c) and the numpy code below give the same bits, tested. The grid needs
-ν, ρ ≤ 52 and ν + ρ ≤ 62: bags of total weight between about 2^-50 and 2^50 (a larger or
-smaller one raises; rescale it, or use ICWS).
+Floating point. Band, column and row edges are dyadic rationals of few bits, so ``2^ν − 1 +
+col·2^(ν−ρ)`` and the column and row counts (ceilings of exact differences scaled by powers of
+two) are exact, and each dart coordinate is one rounded addition of two exact terms. IEEE 754
+rounds a single operation the same way on every CPU (a fused multiply-add of these terms gives
+the same result too, the product being exact), so the C extension (simcore/_dart.c) and the
+numpy code below give the same bits, tested. λ comes from :func:`simweb.core.fpmath.log`, the
+same on every CPU. The grid needs scaled weights and thresholds below 2^52 and ν + ρ ≤ 52: with
+m = 80, weights below 8.8·10^12 and total weights above about 2^-50; a bag outside raises, saying
+to rescale it or to use ICWS.
 
-Why DartMinHash (measured on this machine, one pinned core, m = 80, 100-term bags of
-distance × NMDF-like weights normalised to 1; ``python -m benchmarks.signatures``):
-ICWS (numpy) signs ~13,000 bags/s; this sampler in C ~120,000 bags/s (≈ 9×), its numpy twin
-~9,000 bags/s. BagMinHash (Ertl, KDD 2018) has the same exact collision probability and a
-similar O(n + m log² m) bound, but its work per point depends on a running maximum over the m
-positions that every point updates (a priority structure and a weight-splitting tree per term),
-so its loop cannot be written as array operations: a bit-identical numpy twin would run one
-Python step per point, ~1,000 points per bag, two orders of magnitude slower than ICWS. The
-darts of DartMinHash depend only on (term, weight, T), so the twin below is whole-array numpy
-and the C code is a plain loop; Christiani reports it faster than BagMinHash too, most at small
-bags and large m. ProbMinHash (Ertl 2020) estimates the *probability* Jaccard, a different
-measure: not an option.
+Why DartMinHash. Measured on this machine (``python -m benchmarks.signatures --crawl …``, one
+pinned core, CPU time, m = 80, 5 rounds): on 100-term bags weighted as the bags stage weighs them
+(distance × NMDF, normalised), ICWS signs 16,100–17,000 bags/s, this sampler in C 81,000–86,000
+(about 5× ICWS, and 1.7× the same code looping over each cell's 0–3 darts, whose loop exits
+mispredict), its numpy twin 8,200–9,100; on the 10,064 real DebDocs bags (131 terms on average)
+14,100–14,400, 82,000–84,000 and 8,000–8,800. BagMinHash (Ertl, KDD 2018) is exact too, with
+O(n + m log² m) work, but when it draws a point depends on the running maximum over the m
+positions that every earlier point updates, so it is one sequential loop per bag: a bit-identical
+numpy reference (and fallback where no compiler is at hand) would take one Python step per point,
+hundreds per bag, far slower than ICWS. A dart depends only on (term, weight, T), so the twin
+below is whole-array numpy at about ICWS's speed, and the C code is a plain loop. Christiani also
+measures DartMinHash faster than BagMinHash, most at small bags and large m. ProbMinHash (Ertl
+2020) estimates the *probability* Jaccard, another measure: not an option.
 
-Scale: a bag and the same bag with every weight doubled have weighted Jaccard 1/2, and the
-sampler estimates 1/2, as ICWS does; the measure is not scale-invariant. The bags stage
-normalises every bag to the same total (Section 6.1), so bags are compared at one scale.
+Scale. The measure is not scale-invariant and neither is the sampler: a bag against the same bag
+with every weight doubled has weighted Jaccard 1/2 and is estimated so; two bags both doubled keep
+their Jaccard and its estimate's distribution, with other signatures. The bags stage normalises
+every bag to the same total (Section 6.1), so bags are always compared at one scale.
 """
 from __future__ import annotations
 

@@ -9,13 +9,14 @@ so integer expansion would need a quantisation step that changes the measure. Ch
 * **ICWS** (Ioffe, "Improved Consistent Sampling, Weighted Minhash and L1 Sketching", ICDM
   2010) — for real weights, Pr[collision] = Σ min / Σ max *exactly*; every position is an
   independent sample, so the estimator's variance is exactly J(1−J)/m; O(n·m) work per bag
-  (n terms) but every step is an array operation. Used here, ``algorithm="icws"``.
+  (n terms) but every step is an array operation. ``algorithm="icws"``.
 * 0-bit CWS (Li 2015) drops t from the output: cheaper to store but only approximately
   unbiased — rejected, the (k, t) pair is hashed to 32 bits instead (below).
-* BagMinHash (Ertl 2018) and DartMinHash (Christiani 2020) are exact too and asymptotically
-  faster (≈ n + m log m), but both are sequential per bag (priority queues, per-bag loops);
-  in numpy their per-bag Python overhead costs more than ICWS's n·m array work at our sizes
-  (m = 80, a few hundred terms).
+* **DartMinHash** (Christiani 2020), ``algorithm="dart"``, the index's default
+  (simweb.tasks.signatures.IndexParams): exact too, with independent positions, in expected
+  O(n + m log m) work per bag — a C extension with a numpy twin giving the same bits, about
+  five times ICWS's speed (:mod:`simweb.core.dartminhash`, which also says why not BagMinHash,
+  Ertl 2018). ICWS stays as the reference its estimates are tested against.
 * P-MinHash / ProbMinHash estimate the *probability* Jaccard Σ 1/Σ max(x_i/Σx, y_i/Σy), a
   different measure: rejected.
 
@@ -28,9 +29,10 @@ bin probed is uniform over A∪B), for O(n + m) work per bag; weights are ignore
 
 Randomness. A term's 64-bit hash comes from the hash family (``"mmh3"``: MurmurHash3 x64 of
 its UTF-8 bytes; ``"identity"``: the term is a decimal integer and is its own hash, so tests
-can compute exact values). Every random number a term needs at position j is drawn from a
-splitmix64 stream seeded by ``term_hash XOR mix(seed)``: draw d of position j is output number
-``j * 8 + d`` of that stream. Signatures carry (m, seed, algorithm, hash family); comparing
+can compute exact values). Every random number ICWS needs for a term at position j is drawn
+from a splitmix64 stream (:mod:`simweb.core.splitmix`) seeded by ``term_hash XOR mix(seed)``:
+draw d of position j is output number ``j * 8 + d`` of that stream (DartMinHash's streams:
+:mod:`simweb.core.dartminhash`). Signatures carry (m, seed, algorithm, hash family); comparing
 signatures that differ in any of these raises.
 
 ICWS at position j, for term k of weight w > 0 (Ioffe 2010, Algorithm 2):
@@ -88,7 +90,8 @@ class SignatureMismatch(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class MinHashParams:
-    """How signatures are made (Section 6.2): m positions, the seed, the algorithm, the term hash."""
+    """How signatures are made (Section 6.2): m positions, the seed, the algorithm (``"icws"``,
+    ``"dart"`` or ``"oph"``, module docstring), the term hash."""
 
     m: int = 80
     seed: int = 1
