@@ -3,14 +3,14 @@
     python -m benchmarks.bags [--pages 10000] [--links 100000] [--pairs 10000] [--seed 7]
 
 Prints, for the fast columnar path (simweb.core.bags.Corpus) against the record-by-record
-reference (simweb.core.bags.reference_bags) measured in the same run:
+reference (simweb.core.bag_reference.reference_bags) measured in the same run:
   * fragments per second (page content/title fragments + anchor/link fragments),
   * merged bags per second (fragments → merged, weighted, normalised bags),
 each "cold" (a new Corpus: interning words and stemming the vocabulary included) and "warm"
 (a further strategy on the same Corpus, as in an evaluation sweep); then the same crawl as
 Parquet through the bags stage (simweb.tasks.bags, Dask threads; there each link's words are also
 in its source page's words, as LINKS stores offsets into them); and the time of exact all-pairs
-weighted Jaccard (simweb.core.similarity.all_pairs) for ``--pairs`` URLs against cosine and a
+weighted Jaccard (simweb.core.similarity.exact_pairs) for ``--pairs`` URLs against cosine and a
 pair-by-pair baseline timed on a sample of pairs and extrapolated.
 
 The crawl is generated, not downloaded: pages on topics, words drawn from a Zipf
@@ -25,8 +25,9 @@ import time
 
 import numpy as np
 
-from simweb.core.bags import Corpus, LinkRow, PageRow, link_fragments, page_fragments, reference_bags
-from simweb.core.similarity import all_pairs, jaccard
+from simweb.core.bag_reference import LinkRow, PageRow, link_fragments, page_fragments, reference_bags
+from simweb.core.bags import Corpus
+from simweb.core.similarity import exact_pairs, jaccard
 from simweb.core.strategy import Strategy
 from simweb.core.text import STOPWORDS
 
@@ -199,10 +200,10 @@ def main(argv: list[str] | None = None) -> None:
     sample = bags.url_ids[np.argsort(-np.diff(bags.csr.indptr), kind="stable")[:n]]
     sub = bags.select(sample.tolist())
     t0 = time.perf_counter()
-    sims = all_pairs(sub, "jaccard")
+    sims = exact_pairs(sub, "jaccard")
     jac_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    all_pairs(sub, "cosine")
+    exact_pairs(sub, "cosine")
     cos_s = time.perf_counter() - t0
     # Baseline: pair by pair with dict bags on a random sample of pairs, extrapolated.
     rng = np.random.default_rng(args.seed)

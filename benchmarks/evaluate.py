@@ -30,7 +30,7 @@ import numpy as np
 from simweb.core.bags import Corpus
 from simweb.core.directory import iter_odp_rdf
 from simweb.core.gamma import class_codes, familial_distances, pair_counts, pair_counts_bruteforce, tie_round
-from simweb.core.similarity import all_pairs
+from simweb.core.similarity import exact_pairs
 from simweb.core.strategy import Strategy
 
 
@@ -82,8 +82,8 @@ def sample_benchmark(n_urls: int, seed: int) -> None:
     t0 = time.perf_counter()
     bags = corpus.bags(strategy, targets=ids.tolist())
     bags_s = time.perf_counter() - t0
-    sim_s, sim_cpu = _best(lambda: all_pairs(bags, strategy.metric, ids=ids.tolist()), repeat=1)
-    sims = all_pairs(bags, strategy.metric, ids=ids.tolist())
+    sim_s, sim_cpu = _best(lambda: exact_pairs(bags, strategy.metric, ids=ids.tolist()), repeat=1)
+    sims = exact_pairs(bags, strategy.metric, ids=ids.tolist())
     # Best of three runs each for pair_counts and its baseline, in wall-clock and in CPU time
     # of this process: the machine is shared, and CPU time is what other work cannot inflate.
     gamma_s, gamma_cpu = _best(lambda: pair_counts(sims, codes))
@@ -135,7 +135,8 @@ def directory_benchmark(pages: int = 60_000) -> None:
 
 
 def sweep_benchmark(crawl: str, directory: str, grid: str, directory_pages: str | None, max_pages: int | None) -> None:
-    from simweb.tasks.evaluate import SampleParams, run_evaluation
+    from simweb.tasks.eval_sample import SampleParams
+    from simweb.tasks.evaluate import run_evaluation
 
     out = tempfile.mkdtemp(prefix="simweb-bench-eval-")
     try:

@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     from simweb.flows.ingest_new_crawl import refresh_index
     from simweb.core.strategy import Strategy
     from simweb.tasks import incremental
+    from simweb.tasks.crawl import count_page_rows
     from simweb.tasks.ingest import ingest_files
     from simweb.flows.chain import bags_stage, invert_stage, publish_index, signatures_stage
     from simweb.tasks.layout import crawl_folder
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         ingest_files(files, crawl)
         bags, _ = full(out)
         incremental.start_epoch(out, bags, params)
-        print(f"crawl: {len(files)} WARC files, {incremental.crawl_pages(crawl):,} pages; "
+        print(f"crawl: {len(files)} WARC files, {count_page_rows(crawl):,} pages; "
               f"first build {time.perf_counter() - t:.1f} s")
 
         urls = pq.read_table(os.path.join(crawl, "pages"), columns=["url"]).column("url").to_pylist()

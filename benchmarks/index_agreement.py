@@ -2,8 +2,8 @@
 
     python -m benchmarks.index_agreement [--crawl DIR] [--directory FILE] [--seeds 10] [--m 80] [--alpha 0.15]
 
-The measures of ``simweb evaluate``'s index agreement (tasks/evaluate.py ``index_agreement``),
-computed here from simweb.core directly for both samplers on the same bags: every pair of
+The measures of ``simweb evaluate``'s index agreement (simweb.core.index_agreement, which signs
+with ICWS), computed here for both samplers on the same bags: every pair of
 bags of the default strategy (Section 7's) is scored exactly (weighted Jaccard) and by the
 fraction of equal signature positions; PROCESSQUERY at threshold α over the inverted index
 retrieves pairs, judged against the pairs whose exact Jaccard is ≥ α (recall, precision); MAE
@@ -34,7 +34,7 @@ def load_bags(crawl: str | None, directory: str | None):
     the rows of the URLs the directory lists (all rows without one)."""
     from simweb.core.strategy import Strategy
     from simweb.core.urls import url_id
-    from simweb.tasks.bags import load_corpus
+    from simweb.tasks.crawl import load_corpus
 
     if crawl is None:
         from simweb.tasks.ingest import ingest_files
@@ -45,12 +45,9 @@ def load_bags(crawl: str | None, directory: str | None):
     matrix = load_corpus(crawl).bags(Strategy())
     rows = np.arange(len(matrix.url_ids))
     if directory:
-        from simweb.core.directory import read_directory, sniff_format
+        from simweb.tasks.directory_file import read_directory_file
 
-        with open(directory, "rb") as f:
-            fmt = sniff_format(f.read(4096))
-            f.seek(0)
-            listed = np.array(sorted({url_id(u) for u in read_directory(f, fmt=fmt).classes}), dtype=np.uint64)
+        listed = np.array(sorted({url_id(u) for u in read_directory_file(directory).classes}), dtype=np.uint64)
         rows = rows[np.isin(matrix.url_ids, listed)]
     return matrix, rows
 

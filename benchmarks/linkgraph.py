@@ -44,12 +44,12 @@ from simweb.core.linkgraph import (
     PageRankParams,
     PageSimParams,
     SimRankParams,
-    link_similarity,
     pagerank,
-    simrank_plan,
 )
+from simweb.core.linkmeasures import link_similarity
+from simweb.core.simrank import simrank_plan
 
-MEASURES = [
+TABLE1_PARAMS = [
     CocitationParams(),
     CouplingParams(),
     EcbcParams(),
@@ -166,9 +166,9 @@ def bench_graph(graph: LinkGraph, label: str, sample_size: int, seed: int, relat
     query = sample[:1]
     pr, secs, mib = measured(pagerank, graph, PageRankParams())
     print(f"{'pagerank':<18} {'':>26} {secs:8.3f} {mib:9.1f} MiB  (sum {pr.sum():.6f})")
-    shapes = [("evaluation", sample, sample, MEASURES)]
+    shapes = [("evaluation", sample, sample, TABLE1_PARAMS)]
     if related != "none":
-        chosen = MEASURES if related == "all" else [p for p in MEASURES if isinstance(p, CHEAP)]
+        chosen = TABLE1_PARAMS if related == "all" else [p for p in TABLE1_PARAMS if isinstance(p, CHEAP)]
         shapes.append(("related", query, None, chosen))
     for shape, queries, candidates, measures in shapes:
         desc = f"{queries.size} x {graph.n_nodes if candidates is None else candidates.size}"

@@ -16,8 +16,10 @@ from prefect import flow, get_run_logger
 from simweb.core.strategy import Strategy
 from simweb.flows.chain import BuildSummary, index_chain, ingest_stage
 from simweb.flows.cluster import dashboard_link, dask_task_runner
+from simweb.tasks.crawl import write_selection
 from simweb.tasks.ingest import list_warc_files
 from simweb.tasks.layout import IndexLock, check_writable, crawl_folder, sweep_debris
+from simweb.tasks.ledger import crawl_selection
 from simweb.tasks.signatures import IndexParams
 
 
@@ -38,6 +40,7 @@ def build_index(
     io_retries: int = 3,
     lock_wait_seconds: float | None = None,
     verify: bool = False,
+    keep_earlier: bool = False,
 ) -> BuildSummary:
     """Build the related-pages index of a crawl (paper Section 6, Figure 10) into ``out``.
 
@@ -52,7 +55,9 @@ def build_index(
     could not read. Finished stages are reused; a failed run resumes at the failed stage.
     Another run writing into ``out`` is waited for, at most ``lock_wait_seconds`` (None: as
     long as it takes). What is reused is checked by size, and with ``verify`` by content
-    (SHA-256); whatever is damaged is computed again.
+    (SHA-256); whatever is damaged is computed again. The crawl is the files named, with the
+    files an ingest-new-crawl inbox added; pages of files named by earlier builds into ``out``
+    are left out unless ``keep_earlier``.
     """
     log = get_run_logger()
     files = list_warc_files(crawl)
@@ -69,9 +74,11 @@ def build_index(
         # 1. Ingest (Section 6.1 scans the repository): WARC files -> pages + link contexts.
         ingested = ingest_stage(runner, files, crawl_dir, io_retries)
         log.info("%s", ingested.summary())
+        # 2. The crawl is the files named (and those the inbox added), nothing left by earlier builds.
+        write_selection(crawl_dir, crawl_selection(crawl_dir, ingested.parts, keep_earlier=keep_earlier))
         if until == "ingest":
             return BuildSummary(ingest=ingested)
-        # 2. Bags, signatures, invert and publish (Sections 6.1–6.2, 7.1): simweb.flows.chain.
+        # 3. Bags, signatures, invert and publish (Sections 6.1–6.2, 7.1): simweb.flows.chain.
         chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions, until, verify)
     summary = BuildSummary(ingest=ingested, stages=chain.records(), index=chain.index)
     log.info("%s", summary.summary())

@@ -26,8 +26,9 @@ from simweb.tasks.incremental import start_epoch
 from simweb.tasks.ingest import IngestStats, ingest_shard, plan_shards, unreadable
 from simweb.tasks.layout import stages_folder
 from simweb.tasks.signatures import IndexParams, invert, signatures
+from simweb.tasks.crawl import crawl_identity
 from simweb.tasks.stagecache import StageOutput, file_identities, run_stage
-from simweb.tasks.storage import join, parts
+from simweb.tasks.storage import join
 
 STAGE_DEDUP = "dedup"
 STAGE_SIGNATURES = "signatures"
@@ -97,8 +98,7 @@ def dedup_stage(crawl: str, out: str, params: DedupParams = DedupParams(), verif
     """The optional dedup stage (strategy option ``dedup``): the crawl's pages and links with each
     near-duplicate cluster collapsed to one representative that gathers the copies' inlinks
     (simweb.tasks.dedup.collapse_duplicates). Its output folder is read like a crawl by the later stages."""
-    inputs = {"pages": file_identities(parts(join(crawl, "pages"))),
-              "links": file_identities(parts(join(crawl, "links")))}
+    inputs = crawl_identity(crawl)
 
     def compute(tmp: str) -> dict[str, Any]:
         return collapse_duplicates(crawl, tmp, params)
@@ -125,7 +125,7 @@ def bags_stage(runner, crawl: str, strategy: Strategy, out: str, partitions: int
 def signatures_stage(runner, bags: StageOutput, crawl: str, params: IndexParams, out: str,
                      directory: str | None = None, verify: bool = False) -> StageOutput:
     """m min-hash signatures per bag into H with the url ↔ doc map (Section 6.2)."""
-    inputs: dict[str, Any] = {"bags": bags, "links": file_identities(parts(join(crawl, "links")))}
+    inputs: dict[str, Any] = {"bags": bags, "crawl": crawl_identity(crawl)}
     if directory:
         inputs["directory"] = file_identities([directory])
 

@@ -17,16 +17,10 @@ from typing import Literal
 
 from prefect import flow, get_run_logger
 
+from simweb.core.grids import grid_strategies, strategy_grid
 from simweb.flows.cluster import dask_task_runner
-from simweb.tasks.evaluate import (
-    SampleParams,
-    grid_strategies,
-    report_task,
-    sample_task,
-    strategies_task,
-    strategy_grid,
-    strategy_groups,
-)
+from simweb.tasks.eval_sample import SampleParams
+from simweb.tasks.evaluate import report_task, sample_task, strategy_groups, strategy_task
 from simweb.tasks.storage import join
 
 
@@ -65,8 +59,8 @@ def evaluate_strategies(
                                              "directory_pages": directory_pages}).result()
         # 2. Per small group of strategies: bags or the link graph, exact all-pairs similarity, Γ pair counts,
         #    top-10 precision/recall/F/AP and Δ (Sections 2–4; ENS Sections 3–4).
-        futures = [runner.submit(strategies_task, {"crawl": crawl, "sample": sample, "strategies": group,
-                                                   "work": work}) for group in groups]
+        futures = [runner.submit(strategy_task, {"crawl": crawl, "sample": sample, "strategies": group,
+                                                 "work": work}) for group in groups]
         outputs = [future.result() for future in futures]
     # 3. Bootstrap intervals, the measures table, Figures 3–9 (and the link-measure figure) and the report.
     summary = report_task(out, sample, grid, outputs, groups, seed, n_resamples, title)

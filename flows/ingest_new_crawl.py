@@ -30,6 +30,7 @@ from simweb.tasks import incremental
 from simweb.tasks.incremental import DEFAULT_MAX_GROWTH
 from simweb.tasks.ingest import IngestStats, part_name
 from simweb.tasks.layout import IndexLock, IndexLocked, crawl_folder, sweep_debris
+from simweb.tasks.crawl import add_to_selection
 from simweb.tasks.ledger import file_outcomes, mark_indexed, not_indexed, record_ingestion, scan_inbox
 from simweb.tasks.logs import run_logger
 from simweb.tasks.signatures import IndexParams
@@ -107,6 +108,7 @@ def ingest_new_crawl(
             # 4. Record each file in the ledger, ingested or failed (rewritten atomically).
             outcomes = file_outcomes(scan.new, ingested)
             record_ingestion(crawl_dir, outcomes)
+            add_to_selection(crawl_dir, [part_name(f.digest) for f, _, error in outcomes if error is None])
             # 5. Update the index over the grown crawl and switch queries to it atomically:
             #    the touched URLs only within a df epoch, every bag when a new epoch begins.
             new_parts = [part_name(d) for d in not_indexed(crawl_dir)]

@@ -32,18 +32,16 @@ merged bag is then frequency-weighted and normalised to a constant sum (Section 
 
 Two implementations of the same definitions:
 
-* the record-level functions (:func:`page_fragments`, :func:`link_fragments`,
-  :func:`merge_fragments`, :func:`weigh_bags`, :func:`reference_bags`) — plain dicts, easy to
-  read and check by hand;
+* the record-level functions of :mod:`simweb.core.bag_reference` (``page_fragments``,
+  ``link_fragments``, ``merge_fragments``, ``weigh_bags``, ``reference_bags``) — plain dicts,
+  easy to read and check by hand;
 * :class:`Corpus` — columnar numpy over a whole crawl, tokens interned once and term maps
   cached per stemming, so that sweeping many strategies over one crawl is fast; it returns a
   :class:`BagMatrix` (a CSR matrix of weighted bags). Tests check the two agree.
 """
 from __future__ import annotations
 
-import enum
 import json
-from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
@@ -51,262 +49,25 @@ from itertools import chain
 import numpy as np
 import scipy.sparse as sp
 
+from simweb.core.bag_reference import LINK_PREFIX, LinkRow, PageRow
 from simweb.core.strategy import Strategy, Window
-from simweb.core.text import Stemming, term, terms
-from simweb.core.weighting import ANCHOR_DISTANCE_WEIGHT, Weighting, distance_weight, distance_weights, normalise_rows
+from simweb.core.text import Stemming, term
+from simweb.core.weighting import ANCHOR_DISTANCE_WEIGHT, Weighting, distance_weights, normalise_rows
 
 __all__ = [
     "LINK_PREFIX",
     "BagMatrix",
     "Corpus",
     "CorpusStats",
-    "Fragment",
-    "FragmentKind",
     "LinkColumns",
-    "LinkRow",
     "MergedBags",
     "PageColumns",
-    "PageRow",
     "WordLists",
-    "anchor_fragment",
     "build_bags",
-    "content_fragment",
-    "document_frequencies",
-    "link_fragment",
-    "link_fragments",
-    "merge_bags",
     "merge_entries",
-    "merge_fragments",
-    "page_fragments",
-    "reference_bags",
-    "title_fragment",
-    "weigh_bags",
     "weigh_merged",
-    "window_terms",
 ]
 
-#: Link-id terms are the inlinking URL behind this prefix, so they never collide with words.
-LINK_PREFIX = "link:"
-
-Bag = dict[str, float]
-
-
-# ---------------------------------------------------------------------------------------------
-# Records (the rows of the PAGES and LINKS data sets that bags need)
-
-
-@dataclass(frozen=True, slots=True)
-class PageRow:
-    """The part of a PAGES row a bag needs: the page and its cleaned title and page words."""
-
-    url: str
-    url_id: int
-    title_words: tuple[str, ...]
-    words: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class LinkRow:
-    """A LINKS row: an anchor in page ``source`` pointing to page ``target`` with its context.
-
-    ``left_words``/``right_words`` are nearest first; the region lengths count context words
-    (stopwords included) inside the SYNTACTIC and TOPICAL regions (simweb.core.records.Anchor).
-    """
-
-    source_url: str
-    source_id: int
-    target_url: str
-    target_id: int
-    anchor_words: tuple[str, ...]
-    left_words: tuple[str, ...] = ()
-    right_words: tuple[str, ...] = ()
-    syntactic_left: int = 0
-    syntactic_right: int = 0
-    topical_left: int = 0
-    topical_right: int = 0
-
-
-class FragmentKind(str, enum.Enum):
-    CONTENT = "content"
-    TITLE = "title"
-    ANCHOR = "anchor"
-    LINK = "link"
-
-
-@dataclass(frozen=True, slots=True)
-class Fragment:
-    """A partial bag of one URL (Section 6.1): its terms with summed weights, sorted by term."""
-
-    url_id: int
-    url: str
-    kind: FragmentKind
-    terms: tuple[tuple[str, float], ...]
-
-    def bag(self) -> Bag:
-        return dict(self.terms)
-
-
-def _fragment(url_id: int, url: str, kind: FragmentKind, weights: dict[str, float]) -> Fragment | None:
-    weights = {t: w for t, w in weights.items() if w > 0}
-    if not weights:
-        return None
-    return Fragment(int(url_id), url, kind, tuple(sorted(weights.items())))
-
-
-# ---------------------------------------------------------------------------------------------
-# Fragments, record by record (the readable reference)
-
-
-def window_terms(words: Sequence[str], stemming: Stemming, *, window_size: int | None = None,
-                 region: int | None = None) -> list[tuple[str, int]]:
-    """The terms of one side of an anchor window with their distances (Section 3.1).
-
-    ``words`` are the context words on one side, nearest first. A word's distance is its
-    position among the words that are not stopwords under ``stemming`` (1 = nearest);
-    stopwords are dropped and not counted. BASIC passes ``window_size`` = W (keep d ≤ W);
-    SYNTACTIC and TOPICAL pass ``region`` = how many context words the region spans.
-    """
-    if region is not None:
-        words = words[: max(0, region)]
-    out = []
-    rank = 0
-    for word in words:
-        t = term(word, stemming)
-        if t is None:
-            continue
-        rank += 1
-        if window_size is not None and rank > window_size:
-            break
-        out.append((t, rank))
-    return out
-
-
-def content_fragment(page: PageRow, strategy: Strategy) -> Fragment | None:
-    """The page's own terms, title words then page words, 1 per occurrence (Section 3.1, content)."""
-    if not strategy.uses_content:
-        return None
-    weights: dict[str, float] = defaultdict(float)
-    for t in terms((*page.title_words, *page.words), strategy.stemming):
-        weights[t] += 1.0
-    return _fragment(page.url_id, page.url, FragmentKind.CONTENT, weights)
-
-
-def title_fragment(page: PageRow, strategy: Strategy) -> Fragment | None:
-    """The page's title as anchor-bag terms at distance 0, once per bag (Section 3.1)."""
-    if not strategy.uses_anchor:
-        return None
-    w0 = ANCHOR_DISTANCE_WEIGHT if strategy.distance_weighting else 1.0
-    weights: dict[str, float] = defaultdict(float)
-    for t in terms(page.title_words, strategy.stemming):
-        weights[t] += w0
-    return _fragment(page.url_id, page.url, FragmentKind.TITLE, weights)
-
-
-def anchor_fragment(link: LinkRow, strategy: Strategy) -> Fragment | None:
-    """The anchor window of one inlink, credited to its target (Sections 3.1, 5.2); None for a self-link."""
-    if not strategy.uses_anchor or link.source_id == link.target_id:
-        return None
-    dist = strategy.distance_weighting
-    w0 = ANCHOR_DISTANCE_WEIGHT if dist else 1.0
-    weights: dict[str, float] = defaultdict(float)
-    for t in terms(link.anchor_words, strategy.stemming):
-        weights[t] += w0
-    if strategy.window is Window.BASIC:
-        sides = [(link.left_words, None), (link.right_words, None)]
-    elif strategy.window is Window.SYNTACTIC:
-        sides = [(link.left_words, link.syntactic_left), (link.right_words, link.syntactic_right)]
-    else:
-        sides = [(link.left_words, link.topical_left), (link.right_words, link.topical_right)]
-    limit = strategy.window_size if strategy.window is Window.BASIC else None
-    for words, region in sides:
-        for t, d in window_terms(words, strategy.stemming, window_size=limit, region=region):
-            weights[t] += distance_weight(d) if dist else 1.0
-    return _fragment(link.target_id, link.target_url, FragmentKind.ANCHOR, weights)
-
-
-def link_fragment(link: LinkRow, strategy: Strategy) -> Fragment | None:
-    """The inlinking URL as one term ``link:<source URL>`` (the link-based approach, Section 1); None for a self-link."""
-    if not strategy.uses_links or link.source_id == link.target_id:
-        return None
-    return _fragment(link.target_id, link.target_url, FragmentKind.LINK, {LINK_PREFIX + link.source_url: 1.0})
-
-
-def page_fragments(page: PageRow, strategy: Strategy) -> list[Fragment]:
-    """The fragments one crawled page contributes to its own bag: content and title."""
-    return [f for f in (content_fragment(page, strategy), title_fragment(page, strategy)) if f is not None]
-
-
-def link_fragments(link: LinkRow, strategy: Strategy) -> list[Fragment]:
-    """The fragments one link contributes to its target's bag: anchor window and link id."""
-    return [f for f in (anchor_fragment(link, strategy), link_fragment(link, strategy)) if f is not None]
-
-
-# ---------------------------------------------------------------------------------------------
-# Merging, df, weighting — record by record
-
-
-def merge_bags(a: Bag, b: Bag) -> Bag:
-    """Bag sum: weights of equal terms add (Section 6.1). Associative and commutative."""
-    out = dict(a)
-    for t, w in b.items():
-        out[t] = out.get(t, 0.0) + w
-    return out
-
-
-def merge_fragments(fragments: Iterable[Fragment]) -> dict[int, tuple[str, Bag]]:
-    """Collapse fragments into one bag per URL id: ``{url_id: (url, bag)}`` (Section 6.1)."""
-    urls: dict[int, str] = {}
-    bags: dict[int, Bag] = defaultdict(dict)
-    for f in fragments:
-        bag = bags[f.url_id]
-        for t, w in f.terms:
-            bag[t] = bag.get(t, 0.0) + w
-        urls[f.url_id] = min(urls.get(f.url_id, f.url), f.url)
-    return {u: (urls[u], bag) for u, bag in bags.items()}
-
-
-def document_frequencies(bags: Iterable[Bag]) -> dict[str, int]:
-    """df of every term: the number of bags containing it (Section 5.2)."""
-    df: dict[str, int] = defaultdict(int)
-    for bag in bags:
-        for t, w in bag.items():
-            if w > 0:
-                df[t] += 1
-    return dict(df)
-
-
-def weigh_bags(bags: dict[int, tuple[str, Bag]], strategy: Strategy) -> tuple[dict[int, tuple[str, Bag]], Weighting]:
-    """Frequency-weight merged bags by their df in this collection, then normalise each (Sections 5.2, 6.1)."""
-    df = document_frequencies(b for _, b in bags.values())
-    vocab = sorted(df)
-    df_arr = np.array([df[t] for t in vocab], dtype=np.int64)
-    weighting = Weighting.resolve(strategy, df_arr)
-    factor = dict(zip(vocab, weighting.factors(df_arr).tolist())) if vocab else {}
-    out = {}
-    for u, (url, bag) in bags.items():
-        weighted = {t: w * factor[t] for t, w in bag.items() if w > 0}
-        weighted = {t: w for t, w in weighted.items() if w > 0}
-        total = sum(weighted.values())
-        if total > 0:
-            out[u] = (url, {t: w * strategy.normalise_to / total for t, w in weighted.items()})
-    return out, weighting
-
-
-def reference_bags(pages: Iterable[PageRow], links: Iterable[LinkRow], strategy: Strategy) -> dict[int, tuple[str, Bag]]:
-    """The weighted bag of every URL, computed record by record: the definition :class:`Corpus` must match.
-
-    A URL crawled more than once keeps its first page (at most one content fragment per page).
-    """
-    seen: set[int] = set()
-    fragments: list[Fragment] = []
-    for page in pages:
-        if page.url_id in seen:
-            continue
-        seen.add(page.url_id)
-        fragments += page_fragments(page, strategy)
-    for link in links:
-        fragments += link_fragments(link, strategy)
-    return weigh_bags(merge_fragments(fragments), strategy)[0]
 
 
 # ---------------------------------------------------------------------------------------------

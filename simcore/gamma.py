@@ -34,8 +34,11 @@ DISTANCE_NAMES = ("same", "sibling", "cousin", "unrelated")
 # Measure names as they appear in result tables.
 GAMMA = "gamma"
 PARTIAL_GAMMAS = {SIBLING: "sibling_gamma", COUSIN: "cousin_gamma", UNRELATED: "unrelated_gamma"}
+SIBLING_GAMMA = PARTIAL_GAMMAS[SIBLING]  # the paper's headline measure (Section 5)
 ORTHOGONALITY = "orthogonality"
 GAMMA_MEASURES = (GAMMA, *PARTIAL_GAMMAS.values())
+#: Every measure computed from :class:`PairCounts` (and bootstrapped by :func:`bootstrap`).
+PAIR_COUNT_MEASURES = (*GAMMA_MEASURES, ORTHOGONALITY)
 
 Class = tuple[str, ...]
 
@@ -358,13 +361,29 @@ def bootstrap(
     units with replacement and recomputes each measure as a ratio of summed counts, exactly
     as the point estimate is computed.
     """
+    return bootstrap_ratios(_statistics(counts), groups, n_resamples=n_resamples, seed=seed, level=level)
+
+
+def bootstrap_ratios(
+    statistics: dict[str, tuple[np.ndarray, np.ndarray]],
+    groups: np.ndarray,
+    *,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict[str, Estimate]:
+    """Ratios of sums Σ numerator / Σ denominator over sources, each with the cluster-bootstrap
+    interval of :func:`bootstrap` (the same resampled units for every measure and seed).
+
+    ``statistics[measure]`` holds one (numerator, denominator) per source; a source that does
+    not count towards a measure has denominator 0. Γ is (C − D) / (C + D) summed this way; a
+    mean of per-query values (e.g. precision at 10) is Σ value / number of queries.
+    """
     groups = _dense_groups(groups)
     n_groups = int(groups.max()) + 1 if groups.size else 0
     weights = _resample_weights(n_groups, n_resamples, seed) if n_groups else np.zeros((0, 0))
-    out = {}
-    for measure, (num, den) in _statistics(counts).items():
-        out[measure] = _estimate(num, den, groups, n_groups, weights, level)
-    return out
+    return {measure: _estimate(num, den, groups, n_groups, weights, level)
+            for measure, (num, den) in statistics.items()}
 
 
 def bootstrap_difference(

@@ -4,7 +4,8 @@ Three cached sub-stages (simweb.tasks.stagecache: outputs keyed by inputs and pa
 whole with a manifest), so a second strategy reuses what it shares with the first:
 
     OUT/bag-fragments/<key>/part-*.parquet   (url_id, url, term, weight)       FRAGMENTS
-        key: the ingest parts' content digests + Strategy.fragment_params()
+        key: the content digests of the crawl's parts (those CRAWL.json selects, if it exists;
+        simweb.tasks.crawl) + Strategy.fragment_params()
         One Dask task per pages part and per links part (which also reads the words of the
         pages part of the same name: anchors are word offsets into them, simweb.tasks.contexts):
         simweb.core.bags.Corpus builds the part's fragments (content + title per page; anchor
@@ -24,21 +25,19 @@ whole with a manifest), so a second strategy reuses what it shares with the firs
         (recorded in the manifest's stats); then per partition: tf × factor(df), normalised
         to the strategy's constant sum (simweb.core.weighting).
 
-Duplicate pages across WARC files (the ingest keeps the first record of a URL within one
-file only): the record with the smallest (source_file, record_offset) is kept; the other
-copies' pages and the links read from them (links parts share the pages part's name) are
-skipped and counted, so a page crawled twice contributes one content fragment and its
-anchors once.
+The crawl is read by simweb.tasks.crawl, which also decides which copy of a page crawled in
+two WARC files counts: the first by (source_file, record_offset); the other copies' pages and
+the links read from them are skipped and counted, so a page crawled twice contributes one
+content fragment and its anchors once.
 
 ``build_bags_stage`` is the plain function; ``bags_task`` its Prefect task. ``read_bags``
-returns a :class:`simweb.core.bags.BagMatrix` of chosen URLs from a published bags folder,
-``load_corpus`` the in-memory :class:`simweb.core.bags.Corpus` of a crawl for strategy sweeps.
+returns a :class:`simweb.core.bags.BagMatrix` of chosen URLs from a published bags folder.
 """
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,23 +50,37 @@ import pyarrow.parquet as pq
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from simweb.core.bags import BagMatrix, Corpus, LinkColumns, PageColumns, WordLists, merge_entries
+from simweb.core.bags import BagMatrix, CorpusStats, merge_entries
 from simweb.core.strategy import Strategy
 from simweb.core.weighting import Weighting, normalise_rows
 from simweb.tasks import schemas
-from simweb.tasks.contexts import pages_part_of, with_context_words
+from simweb.tasks.crawl import (
+    PAGE_COLUMNS,
+    corpus_from_tables,
+    crawl_identity,
+    crawl_parts,
+    duplicate_copies,
+    flat_lists,
+    part_of,
+    read_links,
+    read_pages,
+)
 from simweb.tasks.stagecache import MANIFEST, StageOutput, file_identities, published, read_manifest, run_stage
 from simweb.tasks.storage import filesystem, join, parts, write_parquet_atomic
 
 __all__ = [
+    "DF_FILE",
     "FRAGMENTS",
     "MERGED",
+    "DfSnapshot",
     "bags_task",
     "build_bags_stage",
-    "corpus_from_tables",
     "find_bags",
-    "load_corpus",
+    "fragments",
+    "merge_partition",
     "read_bags",
+    "weigh_part",
+    "write_merged",
 ]
 
 # Bumped when fragments, merged bags or weighted bags change meaning, so old outputs are not reused.
@@ -96,188 +109,47 @@ MERGED = pa.schema([
 ])
 DF = pa.schema([pa.field("term", pa.string(), nullable=False), pa.field("df", pa.int64(), nullable=False)])
 
-PAGE_COLUMNS = ["url", "url_id", "title_words", "words", "source_file", "record_offset"]
-LINK_COLUMNS = [f.name for f in schemas.LINKS]
-
-
-# ---------------------------------------------------------------------------------------------
-# Arrow tables → simcore columns
-
-
-def _flat_lists(column: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, np.ndarray]:
-    """A list<string> column as (flattened values, offsets from 0)."""
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    if len(array) == 0:
-        return pa.array([], pa.string()), np.zeros(1, dtype=np.int64)
-    lengths = pc.fill_null(pc.list_value_length(array), 0).to_numpy(zero_copy_only=False).astype(np.int64)
-    offsets = np.zeros(len(array) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return pc.list_flatten(array).cast(pa.string()), offsets
-
-
-def corpus_from_tables(pages: pa.Table | None, links: pa.Table | None) -> Corpus:
-    """A :class:`Corpus` of PAGES and LINKS tables (either may be None); words interned by Arrow.
-
-    ``links`` holds the context word lists too (:func:`simweb.tasks.contexts.with_context_words`).
-    """
-    page_lists = ["title_words", "words"]
-    link_lists = ["anchor_words", "left_words", "right_words"]
-    if pages is None:
-        pages = schemas.PAGES.empty_table()
-    if links is None:
-        links = with_context_words(schemas.LINKS.empty_table(), schemas.PAGES.empty_table())
-    flats = [_flat_lists(pages.column(c)) for c in page_lists] + [_flat_lists(links.column(c)) for c in link_lists]
-    values = pa.concat_arrays([v for v, _ in flats])
-    encoded = pc.dictionary_encode(values)
-    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    vocabulary = encoded.dictionary.to_pylist()
-    lists, start = [], 0
-    for v, offsets in flats:
-        lists.append(WordLists(codes[start:start + len(v)], offsets))
-        start += len(v)
-
-    def ints(table: pa.Table, name: str, dtype) -> np.ndarray:
-        return table.column(name).to_numpy().astype(dtype)
-
-    page_cols = PageColumns(
-        url=pages.column("url").to_pylist(), url_id=ints(pages, "url_id", np.uint64),
-        title_words=lists[0], words=lists[1],
-    )
-    link_cols = LinkColumns(
-        source_url=links.column("source_url").to_pylist(), source_id=ints(links, "source_id", np.uint64),
-        target_url=links.column("target_url").to_pylist(), target_id=ints(links, "target_id", np.uint64),
-        anchor_words=lists[2], left_words=lists[3], right_words=lists[4],
-        syntactic_left=ints(links, "syntactic_left", np.int64), syntactic_right=ints(links, "syntactic_right", np.int64),
-        topical_left=ints(links, "topical_left", np.int64), topical_right=ints(links, "topical_right", np.int64),
-    )
-    return Corpus(vocabulary, page_cols, link_cols)
-
-
-# ---------------------------------------------------------------------------------------------
-# Inputs and duplicates
-
-
-def _part_stem(url: str) -> str:
-    return url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".parquet")
-
-
-def _inputs(crawl_dir: str) -> tuple[list[str], list[str]]:
-    page_parts, link_parts = parts(join(crawl_dir, "pages")), parts(join(crawl_dir, "links"))
-    if not page_parts and not link_parts:
-        raise FileNotFoundError(
-            f"no pages or links parts under {crawl_dir}: expected the folder the ingest stage wrote "
-            "(DIR/pages/part-*.parquet, DIR/links/part-*.parquet); run `simweb ingest WARC... --out DIR` first"
-        )
-    return page_parts, link_parts
-
-
-def _check_schema(table: pa.Table, expected: pa.Schema, url: str) -> None:
-    for name in table.column_names:
-        want = expected.field(name).type
-        got = table.schema.field(name).type
-        if not got.equals(want):
-            raise ValueError(
-                f"{url}: column {name!r}: expected {want}, found {got}; "
-                "this part was not written by simweb's ingest stage — re-run `simweb ingest`"
-            )
-
-
-def _read(url: str, expected: pa.Schema, columns: list[str]) -> pa.Table:
-    fs, path = filesystem(url)
-    with fs.open(path, "rb") as f:
-        schema = pq.read_schema(f)
-        missing = [c for c in columns if c not in schema.names]
-        if missing:
-            raise ValueError(
-                f"{url}: expected columns {', '.join(missing)} (schema simweb.tasks.schemas), found {', '.join(schema.names)}; "
-                "re-run `simweb ingest` with this version of simweb"
-            )
-        f.seek(0)
-        table = pq.read_table(f, columns=columns)
-    _check_schema(table, expected, url)
-    return table
-
-
-def duplicate_copies(page_parts: Sequence[str]) -> dict[str, np.ndarray]:
-    """For each pages part, the URL ids whose kept copy is in another part (first by source_file, offset)."""
-    frames = []
-    for i, url in enumerate(page_parts):
-        t = _read(url, schemas.PAGES, ["url_id", "source_file", "record_offset"])
-        frame = t.to_pandas()
-        frame["part"] = i
-        frames.append(frame)
-    if not frames:
-        return {}
-    allp = pd.concat(frames, ignore_index=True)
-    dup = allp[allp.duplicated("url_id", keep=False)]
-    out: dict[str, np.ndarray] = {u: np.zeros(0, np.uint64) for u in page_parts}
-    if dup.empty:
-        return out
-    dup = dup.sort_values(["url_id", "source_file", "record_offset", "part"])
-    winners = dup.drop_duplicates("url_id", keep="first")[["url_id", "part"]].rename(columns={"part": "winner"})
-    dup = dup.merge(winners, on="url_id")
-    # A part loses a URL when the kept copy is elsewhere; repeats within the winning part are
-    # left to the Corpus (first row wins).
-    losers = dup[dup["part"] != dup["winner"]]
-    for i, group in losers.groupby("part"):
-        out[page_parts[int(i)]] = np.unique(group["url_id"].to_numpy(np.uint64))
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
 # Sub-stage 1: fragments
 
 
-def _fragment_table(corpus: Corpus, strategy: Strategy) -> pa.Table:
+def fragments(pages: pa.Table | None, links: pa.Table | None, strategy: Strategy) -> tuple[pa.Table, CorpusStats]:
+    """The FRAGMENTS of PAGES and LINKS tables (simweb.tasks.crawl.read_pages / read_links) under
+    ``strategy``, pre-merged per (URL, term), and the corpus's counts (duplicates, self-links)."""
+    corpus = corpus_from_tables(pages, links)
     merged = corpus.merged(strategy)
     rows, cols, weights = merged.entries()
     vocab = merged.vocabulary
     used, inverse = np.unique(cols, return_inverse=True)
     terms = pa.array([vocab[c] for c in used.tolist()], pa.string())
     urls = pa.array(list(merged.urls), pa.string())
-    return pa.table({
+    table = pa.table({
         "url_id": pa.array(merged.url_ids[rows], pa.uint64()),
         "url": urls.take(pa.array(rows)) if rows.size else pa.array([], pa.string()),
         "term": terms.take(pa.array(inverse.astype(np.int64))) if cols.size else pa.array([], pa.string()),
         "weight": pa.array(weights, pa.float64()),
     }, schema=FRAGMENTS)
+    return table, corpus.stats
 
 
 def fragments_of_pages_part(url: str, strategy: Strategy, skip_ids: np.ndarray, out: str) -> dict[str, int]:
     """Content and title fragments of one pages part, pre-merged per (URL, term), written to ``out``."""
-    table = _read(url, schemas.PAGES, PAGE_COLUMNS[:4])
-    skipped = 0
-    if skip_ids.size:
-        keep = ~np.isin(table.column("url_id").to_numpy(), skip_ids)
-        skipped = int((~keep).sum())
-        table = table.filter(pa.array(keep))
-    corpus = corpus_from_tables(table, None)
-    fragments = _fragment_table(corpus, strategy)
-    write_parquet_atomic(fragments, out)
-    return {"pages": table.num_rows + skipped, "duplicate_pages": corpus.stats.duplicate_pages + skipped,
-            "fragment_rows": fragments.num_rows}
-
-
-def _read_links(url: str, skip_sources: np.ndarray | None) -> tuple[pa.Table, int]:
-    """A links part without the links of ``skip_sources``, with its context words; and how many were skipped."""
-    table = _read(url, schemas.LINKS, LINK_COLUMNS)
-    skipped = 0
-    if skip_sources is not None and skip_sources.size:
-        keep = ~np.isin(table.column("source_id").to_numpy(), skip_sources)
-        skipped = int((~keep).sum())
-        table = table.filter(pa.array(keep))
-    pages = _read(pages_part_of(url), schemas.PAGES, ["url_id", "words"])
-    return with_context_words(table, pages, where=url), skipped
+    table, skipped = read_pages(url, PAGE_COLUMNS, skip_ids)
+    table_out, stats = fragments(table, None, strategy)
+    write_parquet_atomic(table_out, out)
+    return {"pages": table.num_rows + skipped, "duplicate_pages": stats.duplicate_pages + skipped,
+            "fragment_rows": table_out.num_rows}
 
 
 def fragments_of_links_part(url: str, strategy: Strategy, skip_sources: np.ndarray, out: str) -> dict[str, int]:
     """Anchor-window and link-id fragments of one links part, pre-merged per (URL, term), written to ``out``."""
-    table, skipped = _read_links(url, skip_sources)
-    corpus = corpus_from_tables(None, table)
-    fragments = _fragment_table(corpus, strategy)
-    write_parquet_atomic(fragments, out)
+    table, skipped = read_links(url, skip_sources)
+    table_out, stats = fragments(None, table, strategy)
+    write_parquet_atomic(table_out, out)
     return {"links": table.num_rows + skipped, "links_of_duplicate_pages": skipped,
-            "self_links": corpus.stats.self_links, "fragment_rows": fragments.num_rows}
+            "self_links": stats.self_links, "fragment_rows": table_out.num_rows}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,7 +170,8 @@ def merge_partition(frame: pd.DataFrame) -> pd.DataFrame:
                          "term": np.asarray(terms, dtype=object)[t], "tf": w})
 
 
-def _write_merged(frame: pd.DataFrame, out: str) -> int:
+def write_merged(frame: pd.DataFrame, out: str) -> int:
+    """Write one merge partition (MERGED) to ``out``; returns its rows."""
     table = pa.Table.from_pandas(frame, schema=MERGED, preserve_index=False)
     write_parquet_atomic(table, out)
     return table.num_rows
@@ -378,13 +251,6 @@ def weigh_part(url: str, df_path: str, weighting: Weighting, out: str) -> dict[s
 # The stage
 
 
-def _crawl_identity(crawl_dir: str, page_parts: list[str], link_parts: list[str]) -> dict[str, Any]:
-    manifest = read_manifest(crawl_dir)
-    if manifest and manifest.get("stage") and manifest.get("key"):
-        return {"crawl": f"{manifest['stage']}:{manifest['key']}"}
-    return {"pages": file_identities(page_parts), "links": file_identities(link_parts)}
-
-
 def _compute(collections: list, scheduler: Any) -> list:
     """dask.compute on ``scheduler``; inside a Dask worker, through the worker's client (seceding its slot)."""
     import dask
@@ -426,20 +292,17 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
         strategy = Strategy.from_dict(strategy) if isinstance(strategy, dict) else Strategy.parse(str(strategy))
     if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
         raise ValueError(f"partitions: expected a positive number of merge partitions, got {partitions!r}")
-    page_parts, link_parts = _inputs(crawl_dir)
-    inputs = _crawl_identity(crawl_dir, page_parts, link_parts)
+    crawl = crawl_parts(crawl_dir)
+    inputs = crawl_identity(crawl_dir)
 
     # 1. Fragments: one task per ingest part.
     def fragments(tmp: str) -> dict[str, Any]:
         t0 = time.perf_counter()
-        losers = duplicate_copies(page_parts)
-        by_stem = {_part_stem(u): ids for u, ids in losers.items()}
-        work = [dask.delayed(fragments_of_pages_part)(u, strategy, losers.get(u, np.zeros(0, np.uint64)),
-                                                       join(tmp, f"part-pages-{_part_stem(u)}.parquet"))
-                for u in page_parts]
-        work += [dask.delayed(fragments_of_links_part)(u, strategy, by_stem.get(_part_stem(u), np.zeros(0, np.uint64)),
-                                                        join(tmp, f"part-links-{_part_stem(u)}.parquet"))
-                 for u in link_parts]
+        copies = duplicate_copies(crawl.pages)
+        work = [dask.delayed(fragments_of_pages_part)(u, strategy, copies.of(u), join(tmp, f"part-pages-{part_of(u)}.parquet"))
+                for u in crawl.pages]
+        work += [dask.delayed(fragments_of_links_part)(u, strategy, copies.of(u), join(tmp, f"part-links-{part_of(u)}.parquet"))
+                 for u in crawl.links]
         stats: dict[str, Any] = {"pages": 0, "duplicate_pages": 0, "links": 0, "links_of_duplicate_pages": 0,
                                  "self_links": 0, "fragment_rows": 0}
         for part_stats in _compute(work, scheduler):
@@ -461,7 +324,7 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
         meta = pd.DataFrame({"url_id": pd.Series([], dtype="uint64"), "url": pd.Series([], dtype=object),
                              "term": pd.Series([], dtype=object), "tf": pd.Series([], dtype="float64")})
         if frag.stats.get("fragment_rows", 0) == 0 or not frag_parts:
-            written = [_write_merged(meta, join(tmp, "part-00000.parquet"))]
+            written = [write_merged(meta, join(tmp, "part-00000.parquet"))]
         else:
             ddf = dd.read_parquet(frag_parts, columns=["url_id", "url", "term", "weight"])
             # A small crawl's fragments are shuffled as plain tasks: the distributed P2P shuffle
@@ -469,7 +332,7 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
             small = int(frag.stats.get("fragment_bytes", 0)) <= TASK_SHUFFLE_BYTES
             shuffled = ddf.shuffle(on="url_id", npartitions=p, method="tasks" if small else None)
             merged = shuffled.map_partitions(merge_partition, meta=meta)
-            writes = [dask.delayed(_write_merged)(part, join(tmp, f"part-{i:05d}.parquet"))
+            writes = [dask.delayed(write_merged)(part, join(tmp, f"part-{i:05d}.parquet"))
                       for i, part in enumerate(merged.to_delayed())]
             written = _compute(writes, scheduler)
         return {"partitions": len(written), "rows": int(sum(written)), "seconds": round(time.perf_counter() - t0, 3)}
@@ -581,7 +444,7 @@ def read_bags(bags_dir: str, url_ids: Iterable[int] | None = None) -> BagMatrix:
     if ids.size > 1 and np.any(ids[1:] == ids[:-1]):
         keep = np.concatenate(([True], ids[1:] != ids[:-1]))
         table, ids = table.filter(pa.array(keep)), ids[keep]
-    terms_flat, offsets = _flat_lists(table.column("terms"))
+    terms_flat, offsets = flat_lists(table.column("terms"))
     weights = pc.list_flatten(table.column("weights").combine_chunks()).to_numpy(zero_copy_only=False).astype(np.float64)
     encoded = pc.dictionary_encode(terms_flat)
     vocabulary = tuple(encoded.dictionary.to_pylist())
@@ -606,22 +469,3 @@ def read_bags(bags_dir: str, url_ids: Iterable[int] | None = None) -> BagMatrix:
                               float(w.get("normalise_to", 1.0)))
     return BagMatrix(ids.astype(np.uint64), tuple(table.column("url").to_pylist()), vocabulary, csr, df,
                      int(stats.get("collection_size", ids.size)), weighting)
-
-
-def load_corpus(crawl_dir: str) -> Corpus:
-    """The whole crawl in memory as a :class:`Corpus`, for sweeping strategies (duplicates across parts removed)."""
-    page_parts, link_parts = _inputs(crawl_dir)
-    losers = duplicate_copies(page_parts)
-    by_stem = {_part_stem(u): ids for u, ids in losers.items()}
-    pages, links = [], []
-    for u in page_parts:
-        t = _read(u, schemas.PAGES, PAGE_COLUMNS[:4])
-        skip = losers.get(u)
-        if skip is not None and skip.size:
-            t = t.filter(pa.array(~np.isin(t.column("url_id").to_numpy(), skip)))
-        pages.append(t)
-    for u in link_parts:
-        links.append(_read_links(u, by_stem.get(_part_stem(u)))[0])
-    page_table = pa.concat_tables(pages) if pages else None
-    link_table = pa.concat_tables(links) if links else None
-    return corpus_from_tables(page_table, link_table)

@@ -9,7 +9,7 @@ pairs sharing paths or near-duplicate pages validated on sampled paths. The algo
 ``simweb ingest``) and writes the cluster table.
 
 A page's text is its title followed by its cleaned words (the ingest's ``title_words`` and
-``words``). A URL crawled twice (two WARC files) counts once, its first row in file order.
+``words``). A URL crawled twice (two WARC files) counts once: the copy simweb.tasks.crawl keeps.
 Within a cluster the representative is the page with the shortest URL (then the
 alphabetically first): the plainest address stands for its copies.
 """
@@ -33,7 +33,9 @@ from simweb.core.shingles import (
     sketch,
 )
 from simweb.core.urls import normalize_url, url_id
-from simweb.tasks.storage import join, parts, read_parquet, write_parquet_atomic
+from simweb.tasks import schemas
+from simweb.tasks.crawl import crawl_parts, pages_of, read_part, unique_pages
+from simweb.tasks.storage import join, write_parquet_atomic
 
 
 CLUSTERS_TABLE = "duplicates.parquet"
@@ -87,28 +89,15 @@ class DedupReport:
         return sorted(groups, key=lambda g: (-len(g), g[0]))
 
 
-def crawl_pages(crawl: str) -> pa.Table:
-    """The crawl's pages (url, url_id, title_words, words), each URL once (its first row)."""
-    files = parts(join(crawl, "pages"))
-    if not files:
-        raise FileNotFoundError(
-            f"no ingested pages at {join(crawl, 'pages')}: expected the output of `simweb ingest WARC... "
-            "--out DIR`; pass that DIR as --crawl"
-        )
-    tables = [read_parquet(f, columns=["url", "url_id", "title_words", "words"]) for f in files]
-    return pa.concat_tables(tables).combine_chunks()
-
-
 def find_duplicates(crawl: str, params: DedupParams = DedupParams()) -> DedupReport:
     """Near-duplicate clusters and mirrored host pairs among the crawl's pages (lecture,
     Steps 1–4 and "Mirrors")."""
     t0 = time.perf_counter()
-    pages = crawl_pages(crawl)
+    pages, repeated = unique_pages(crawl, ["url", "url_id", "title_words", "words"])
     ids = pages.column("url_id").to_numpy()
-    _, first = np.unique(ids, return_index=True)
     urls_all = pages.column("url").to_pylist()
     # Representative-first order: duplicate_clusters represents a cluster by its earliest member.
-    order = sorted(first.tolist(), key=lambda i: (len(urls_all[i]), urls_all[i]))
+    order = sorted(range(pages.num_rows), key=lambda i: (len(urls_all[i]), urls_all[i]))
     titles = pages.column("title_words").to_pylist()
     words = pages.column("words").to_pylist()
     fingerprints = [shingle_fingerprints((titles[i] or []) + (words[i] or []), params.k) for i in order]
@@ -121,7 +110,7 @@ def find_duplicates(crawl: str, params: DedupParams = DedupParams()) -> DedupRep
     mirrors = find_mirrors(urls, sketches, mirror_params)
     counts = {
         "pages": len(order),
-        "repeated_urls": pages.num_rows - len(order),
+        "repeated_urls": repeated,
         "pages_without_shingles": clusters.skipped_empty,
         "duplicate_pairs": len(clusters.pairs),
         "clusters": clusters.n_clusters,
@@ -191,18 +180,10 @@ def near_duplicate_filter(crawl: str, urls: list[str], *, query: str | None = No
 
 
 def _page_texts(crawl: str, ids: list[int]) -> dict[int, list[str]]:
-    """Title and words of the crawled pages among ``ids`` (first row of a URL crawled twice)."""
-    files = parts(join(crawl, "pages"))
-    if not files:
-        raise FileNotFoundError(f"no ingested pages at {join(crawl, 'pages')}: expected the output of `simweb ingest`")
-    wanted = pa.array(sorted(set(ids)), pa.uint64())
-    texts: dict[int, list[str]] = {}
-    for f in files:
-        table = read_parquet(f, columns=["url_id", "title_words", "words"])
-        table = table.filter(pc.is_in(table.column("url_id"), value_set=wanted))
-        for i, title, words in zip(*(table.column(c).to_pylist() for c in ("url_id", "title_words", "words"))):
-            texts.setdefault(i, (title or []) + (words or []))
-    return texts
+    """Title and words of the crawled pages among ``ids`` (one copy of a URL crawled twice)."""
+    pages = pages_of(crawl, ids, ["title_words", "words"])
+    return {i: (title or []) + (words or [])
+            for i, title, words in zip(*(pages.column(c).to_pylist() for c in ("url_id", "title_words", "words")))}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -236,15 +217,16 @@ def collapse_duplicates(crawl: str, out: str, params: DedupParams = DedupParams(
             rep_urls.append(report.urls[rep])
     member_ids = pa.array(members, pa.uint64())
     counts = dict.fromkeys(COLLAPSE_COUNTS, 0)
-    for path in parts(join(crawl, "pages")):
-        table = read_parquet(path)
+    found = crawl_parts(crawl)
+    for path in found.pages:
+        table = read_part(path, schemas.PAGES, schemas.PAGES.names)
         kept = table.filter(pc.invert(pc.is_in(table.column("url_id"), value_set=member_ids)))
         counts["pages_in"] += table.num_rows
         counts["pages_out"] += kept.num_rows
         write_parquet_atomic(kept, join(out, "pages", path.rsplit("/", 1)[-1]))
     counts["duplicate_pages_dropped"] = counts["pages_in"] - counts["pages_out"]
-    for path in parts(join(crawl, "links")):
-        table = read_parquet(path)
+    for path in found.links:
+        table = read_part(path, schemas.LINKS, schemas.LINKS.names)
         counts["links_in"] += table.num_rows
         from_copy = pc.is_in(table.column("source_id"), value_set=member_ids)
         table = table.filter(pc.invert(from_copy))

@@ -49,11 +49,23 @@ from simweb.core.weighting import Weighting
 from simweb.tasks import bags as bag_stage
 from simweb.tasks import index_store as store
 from simweb.tasks import schemas
+from simweb.tasks.crawl import (
+    PAGE_COLUMNS,
+    count_page_rows,
+    crawl_parts,
+    duplicate_copies,
+    in_degrees,
+    page_titles,
+    read_links,
+    read_pages,
+    read_part,
+)
+from simweb.tasks.directory_file import url_categories
 from simweb.tasks.layout import stages_folder
 from simweb.tasks.logs import run_logger
-from simweb.tasks.signatures import SIG_DIR, IndexParams, _categories, invert, sign_part
+from simweb.tasks.signatures import SIG_DIR, IndexParams, invert, sign_part
 from simweb.tasks.stagecache import StageOutput, file_identities, lineage, output_path, published, run_stage
-from simweb.tasks.storage import join, parts, write_bytes_atomic, write_parquet_atomic
+from simweb.tasks.storage import join, write_bytes_atomic, write_parquet_atomic
 
 EPOCH_FILE = "EPOCH.json"
 EPOCHS_DIR = "epochs"
@@ -108,11 +120,6 @@ def start_epoch(out: str, bags: StageOutput, params) -> Epoch:
     )
     write_bytes_atomic((json.dumps(asdict(epoch), indent=1) + "\n").encode(), join(out, EPOCH_FILE))
     return epoch
-
-
-def crawl_pages(crawl_dir: str) -> int:
-    """Page rows of the crawl (the measure of its growth; a re-crawled URL counts again)."""
-    return int(sum(pq.ParquetFile(p).metadata.num_rows for p in parts(join(crawl_dir, "pages"))))
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +207,7 @@ def full_rebuild_reason(epoch: Epoch | None, live: str | None, strategy: Strateg
         return "the strategy differs from the epoch's"
     if epoch.minhash != params.minhash().to_dict() or epoch.min_in_degree != params.min_in_degree:
         return "the min-hash parameters differ from the epoch's"
-    pages = crawl_pages(crawl_dir)
+    pages = count_page_rows(crawl_dir)
     if epoch.pages and (pages - epoch.pages) / epoch.pages > max_growth:
         return f"the crawl grew by {(pages - epoch.pages) / epoch.pages:.0%} since the epoch began (limit {max_growth:.0%})"
     return None
@@ -213,40 +220,36 @@ def touched_urls(crawl_dir: str, new_parts: list[str]) -> np.ndarray:
         page = join(crawl_dir, "pages", f"{name}.parquet")
         link = join(crawl_dir, "links", f"{name}.parquet")
         if os.path.exists(page):
-            found.append(pq.read_table(page, columns=["url_id"]).column("url_id").to_numpy())
+            found.append(read_part(page, schemas.PAGES, ["url_id"]).column("url_id").to_numpy())
         if os.path.exists(link):
-            found.append(pq.read_table(link, columns=["target_id"]).column("target_id").to_numpy())
+            found.append(read_part(link, schemas.LINKS, ["target_id"]).column("target_id").to_numpy())
     return np.unique(np.concatenate(found).astype(np.uint64))
 
 
 def touched_bags(crawl_dir: str, strategy: Strategy, touched: np.ndarray, snapshot: bag_stage.DfSnapshot,
                  out: str) -> dict[str, int]:
     """The weighted bags of the ``touched`` URLs into ``out/part-00000.parquet`` (BAGS), built
-    as the bags stage builds them: each ingest part's fragments of those URLs (the same
-    duplicate-copy rule), merged per URL, weighted with the snapshot."""
-    page_parts, link_parts = bag_stage._inputs(crawl_dir)
-    losers = bag_stage.duplicate_copies(page_parts)
-    by_stem = {bag_stage._part_stem(u): ids for u, ids in losers.items()}
+    as the bags stage builds them: each part's fragments of those URLs (the crawl's parts and
+    duplicate-copy rule, simweb.tasks.crawl), merged per URL, weighted with the snapshot."""
+    found = crawl_parts(crawl_dir)
+    copies = duplicate_copies(found.pages)
     wanted = pa.array(touched, pa.uint64())
     fragments = []
     # The bags stage merges its fragment files in name order: links parts, then pages parts.
-    for url in link_parts:
-        table, _ = bag_stage._read_links(url, by_stem.get(bag_stage._part_stem(url)))
+    for url in found.links:
+        table, _ = read_links(url, copies.of(url))
         table = table.filter(pc.is_in(table.column("target_id"), value_set=wanted))
         if table.num_rows:
-            fragments.append(bag_stage._fragment_table(bag_stage.corpus_from_tables(None, table), strategy))
-    for url in page_parts:
-        table = bag_stage._read(url, schemas.PAGES, bag_stage.PAGE_COLUMNS[:4])
+            fragments.append(bag_stage.fragments(None, table, strategy)[0])
+    for url in found.pages:
+        table, _ = read_pages(url, PAGE_COLUMNS, copies.of(url))
         table = table.filter(pc.is_in(table.column("url_id"), value_set=wanted))
-        skip = losers.get(url, np.zeros(0, np.uint64))
-        if skip.size:
-            table = table.filter(pa.array(~np.isin(table.column("url_id").to_numpy(), skip)))
         if table.num_rows:
-            fragments.append(bag_stage._fragment_table(bag_stage.corpus_from_tables(table, None), strategy))
+            fragments.append(bag_stage.fragments(table, None, strategy)[0])
     frame = (pa.concat_tables(fragments) if fragments else bag_stage.FRAGMENTS.empty_table()).to_pandas()
     merged = bag_stage.merge_partition(frame)
     merged_path = os.path.join(out, "_merged.parquet")
-    bag_stage._write_merged(merged, merged_path)
+    bag_stage.write_merged(merged, merged_path)
     terms = pa.table({"term": pa.array(np.unique(merged["term"].to_numpy(dtype=object)).tolist(), pa.string())})
     df_path = os.path.join(out, "_df.parquet")
     write_parquet_atomic(snapshot.covering(terms), df_path)
@@ -257,25 +260,13 @@ def touched_bags(crawl_dir: str, strategy: Strategy, touched: np.ndarray, snapsh
 
 def _touched_metadata(crawl_dir: str, ids: np.ndarray, directory: str | None) -> pa.Table:
     """(url_id, title, in_degree, category) of ``ids``, as the signatures stage derives them for
-    the whole crawl: the first title in part order, distinct other pages linking in, the directory's class."""
+    the whole crawl (simweb.tasks.crawl.page_titles and in_degrees; the directory's class)."""
     wanted = pa.array(ids, pa.uint64())
-    pages = [pq.read_table(p, columns=["url_id", "title"]) for p in parts(join(crawl_dir, "pages"))]
-    pages = [t.filter(pc.is_in(t.column("url_id"), value_set=wanted)) for t in pages]
-    pages_t = pa.concat_tables(pages) if pages else pa.table({"url_id": pa.array([], pa.uint64()),
-                                                              "title": pa.array([], pa.string())})
-    titles = pages_t.group_by("url_id", use_threads=False).aggregate([("title", "first")])
-    links = [pq.read_table(p, columns=["source_id", "target_id"]) for p in parts(join(crawl_dir, "links"))]
-    links = [t.filter(pc.is_in(t.column("target_id"), value_set=wanted)) for t in links]
-    links_t = pa.concat_tables(links) if links else pa.table({"source_id": pa.array([], pa.uint64()),
-                                                              "target_id": pa.array([], pa.uint64())})
-    links_t = links_t.filter(pc.not_equal(links_t.column("source_id"), links_t.column("target_id")))
-    degree = links_t.group_by(["target_id", "source_id"]).aggregate([]).group_by("target_id").aggregate(
-        [("source_id", "count")])
     base = pa.table({"url_id": wanted, "row": pa.array(np.arange(len(ids)))})
-    joined = base.join(titles.rename_columns(["url_id", "title"]), "url_id", join_type="left outer")
-    joined = joined.join(degree.rename_columns(["url_id", "in_degree"]), "url_id", join_type="left outer")
+    joined = base.join(page_titles(crawl_dir, ids), "url_id", join_type="left outer")
+    joined = joined.join(in_degrees(crawl_dir, ids), "url_id", join_type="left outer")
     if directory:
-        joined = joined.join(_categories(directory), "url_id", join_type="left outer")
+        joined = joined.join(url_categories(directory), "url_id", join_type="left outer")
     joined = joined.sort_by("row")
     n = joined.num_rows
     return pa.table({
@@ -363,8 +354,8 @@ def update(out: str, crawl_dir: str, new_parts: list[str], epoch: Epoch, strateg
     version, per stage whether it was reused, and the stats."""
     stages = stages_folder(out)
     touched = touched_urls(crawl_dir, new_parts)
-    crawl_identity = {"pages": file_identities(parts(join(crawl_dir, "pages"))),
-                      "links": file_identities(parts(join(crawl_dir, "links")))}
+    found = crawl_parts(crawl_dir)
+    crawl_identity = {"pages": file_identities(found.pages), "links": file_identities(found.links)}
     snapshot = epoch.snapshot()
 
     def bags_compute(tmp: str) -> dict[str, Any]:

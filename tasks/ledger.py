@@ -13,10 +13,11 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from simweb.tasks.crawl import read_selection
 from simweb.tasks.ingest import WARC_SUFFIXES, part_name
 from simweb.tasks.storage import file_digest, filesystem, join, write_bytes_atomic
 
@@ -88,7 +89,9 @@ def scan_inbox(inbox: str, crawl: str, *, settle_seconds: float = 60.0) -> Inbox
     """List the WARC files of ``inbox`` and sort them against the ledger of ``crawl``.
 
     Files modified less than ``settle_seconds`` ago are left for the next run, so a file still
-    being copied into the inbox is not read half-written.
+    being copied into the inbox is not read half-written. A file whose content the crawl already
+    holds — ingested from the inbox, or named by the build (its part is in the crawl's
+    selection) — is "already ingested": dropping it in changes nothing.
     """
     fs, inbox_p = filesystem(inbox)
     if not fs.isdir(inbox_p):
@@ -97,6 +100,7 @@ def scan_inbox(inbox: str, crawl: str, *, settle_seconds: float = 60.0) -> Inbox
             f"*.warc / *.warc.gz files into it"
         )
     ledger = read_ledger(crawl)
+    in_crawl = set(read_selection(crawl) or ())
     now = time.time()
     new, already, duplicates, given_up, unsettled, ignored = [], [], [], [], [], []
     seen: set[str] = set()
@@ -117,7 +121,7 @@ def scan_inbox(inbox: str, crawl: str, *, settle_seconds: float = 60.0) -> Inbox
             continue
         item = InboxFile(url=url, size=int(info.get("size") or 0), digest=file_digest(url))
         entry = ledger.get(item.digest)
-        if entry is not None and entry.get("status") == "ingested":
+        if (entry is not None and entry.get("status") == "ingested") or part_name(item.digest) in in_crawl:
             already.append(item)
         elif item.digest in seen:
             duplicates.append(item)
@@ -194,3 +198,19 @@ def _error_for(errors: dict[str, str], f: InboxFile) -> str | None:
         if path == f.url or path.endswith("/" + f.name):
             return reason
     return None
+
+
+def crawl_selection(crawl: str, built: Iterable[str], *, keep_earlier: bool = False) -> list[str]:
+    """The parts that make up the crawl after a build whose named files gave the parts ``built``:
+    those, and the files the inbox added (ingested, in the ledger) — nothing left by earlier
+    builds, unless ``keep_earlier`` (then the crawl's parts so far stay too)."""
+    parts = set(built) | {part_name(d) for d in ingested_digests(crawl)}
+    if keep_earlier:
+        earlier = read_selection(crawl)
+        if earlier is None:
+            fs, stats = filesystem(join(crawl, "stats"))
+            found = fs.ls(stats, detail=False) if fs.exists(stats) else []
+            earlier = [p.rsplit("/", 1)[-1].removesuffix(".json") for p in found
+                       if p.endswith(".json") and not p.rsplit("/", 1)[-1].startswith(".")]
+        parts |= set(earlier)
+    return sorted(parts)

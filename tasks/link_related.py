@@ -3,7 +3,8 @@
 Where the index answers with its min-hash estimate of bag similarity, this answers with one of
 the link-based measures (``simweb.core.linkgraph``, ENS Sections 3.2–3.4, Table 1 parameters):
 co-citation, bibliographic coupling, ECBC, SimRank, extended SimRank, PageSim or extended
-PageSim, over the graph of every link of the crawl (an index keeps its crawl in
+PageSim, over the crawl's link graph (simweb.tasks.crawl.load_link_graph: every link of the
+crawl, the links of a page crawled twice read from one copy; an index keeps its crawl in
 ``INDEX/crawl``). Candidates are every page of the graph; the query page itself and pages
 scoring 0 are never listed (ENS Section 4.2, top_{A,N}(v)).
 """
@@ -12,12 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 
-from simweb.core.linkgraph import LinkGraph, measure_params, related_pages
+from simweb.core.linkgraph import measure_params
+from simweb.core.linkmeasures import related_pages
 from simweb.core.urls import normalize_url, url_id
-from simweb.tasks import schemas
-from simweb.tasks.evaluate import _read, crawl_parts
+from simweb.tasks.crawl import CrawlGraph, load_link_graph
 
 # PageRank is no similarity (it ranks pages whatever the query), so it is not offered here.
 RELATED_MEASURES = ("cocitation", "coupling", "ecbc", "simrank", "extended_simrank", "pagesim", "extended_pagesim")
@@ -33,29 +33,6 @@ class LinkRelated:
         return {"rank": self.rank, "url": self.url, "score": self.score}
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class CrawlGraph:
-    """A crawl's link graph and the URL of each of its nodes."""
-
-    graph: LinkGraph
-    urls: dict[int, str]
-
-
-def load_crawl_graph(crawl: str) -> CrawlGraph:
-    """The graph of every link of the crawl (self-links and repeats counted out by
-    ``LinkGraph.from_edges``) and the URL of every node."""
-    _, link_files = crawl_parts(crawl)
-    links = _read(link_files, schemas.LINKS, ["source_url", "source_id", "target_url", "target_id"])
-    sources, targets = links.column("source_id").to_numpy(), links.column("target_id").to_numpy()
-    graph = LinkGraph.from_edges(sources, targets)
-    urls: dict[int, str] = {}
-    for ids, names in ((links.column("source_id"), links.column("source_url")),
-                       (links.column("target_id"), links.column("target_url"))):
-        table = pa.table({"id": ids, "url": names}).group_by("id").aggregate([("url", "min")])
-        urls.update(zip(table.column("id").to_pylist(), table.column("url_min").to_pylist()))
-    return CrawlGraph(graph, urls)
-
-
 def related_by_link(crawl: str | CrawlGraph, url: str, measure: str, top: int = 10) -> list[LinkRelated]:
     """The ``top`` pages most similar to ``url`` under the link measure ``measure`` (a name of
     ``RELATED_MEASURES``) with the ENS paper's Table 1 parameters, best first.
@@ -69,7 +46,7 @@ def related_by_link(crawl: str | CrawlGraph, url: str, measure: str, top: int = 
     normalised = normalize_url(url.strip()) if isinstance(url, str) else None
     if normalised is None:
         raise ValueError(f"expected an absolute http(s) URL, got {url!r}")
-    loaded = load_crawl_graph(crawl) if isinstance(crawl, str) else crawl
+    loaded = load_link_graph(crawl) if isinstance(crawl, str) else crawl
     wanted = np.array([url_id(normalised)], dtype=np.uint64)
     if not loaded.graph.contains(wanted)[0]:
         raise ValueError(

@@ -33,6 +33,8 @@ from prefect import task
 from simweb.core.minhash import EMPTY, MinHashParams, sign, term_hashes
 from simweb.core.query import buckets_from_pairs
 from simweb.tasks import index_store as store
+from simweb.tasks.crawl import crawl_of, in_degrees, page_titles
+from simweb.tasks.directory_file import url_categories
 from simweb.tasks.storage import parts as dataset_parts
 
 SIG_DIR = "_sig"
@@ -133,41 +135,6 @@ def sign_part(part: str, out: str, index: int, params: MinHashParams = MinHashPa
     return {"bags": table.num_rows, "empty_bags": int(np.count_nonzero(t_len == 0)), "bad_rows": int(bad.sum())}
 
 
-def in_degrees(links: str) -> pa.Table:
-    """(url_id, in_degree): the number of distinct other pages linking to each URL (LINKS data set)."""
-    from simweb.tasks.storage import read_parquet
-
-    t = read_parquet(links, columns=["source_id", "target_id"])
-    t = t.filter(pc.not_equal(t.column("source_id"), t.column("target_id")))
-    pairs = t.group_by(["target_id", "source_id"]).aggregate([])
-    counts = pairs.group_by("target_id").aggregate([("source_id", "count")])
-    return pa.table({"url_id": counts.column("target_id"), "in_degree": pc.cast(counts.column("source_id_count"), pa.int32())})
-
-
-def _titles(pages: str) -> pa.Table:
-    from simweb.tasks.storage import read_parquet
-
-    t = read_parquet(pages, columns=["url_id", "title"])
-    first = t.group_by("url_id", use_threads=False).aggregate([("title", "first")])
-    return pa.table({"url_id": first.column("url_id"), "title": first.column("title_first")})
-
-
-def _categories(directory: str) -> pa.Table:
-    """(url_id, category) from a directory file: an ODP RDF dump or a url<TAB>category file."""
-    from simweb.core.directory import read_directory, sniff_format
-    from simweb.core.urls import url_id
-
-    with open(store.local_dir(directory), "rb") as f:
-        fmt = sniff_format(f.read(4096))
-        f.seek(0)
-        found = read_directory(f, fmt=fmt)
-    ids, cats = [], []
-    for url, cls in found.classes.items():
-        ids.append(url_id(url))
-        cats.append(cls if isinstance(cls, str) else "/".join(cls))
-    return pa.table({"url_id": pa.array(ids, pa.uint64()), "category": pa.array(cats, pa.string())})
-
-
 def _left_join(base: pa.Table, other: pa.Table | None, column: str, dtype: pa.DataType) -> pa.Array:
     if other is None:
         return pa.nulls(base.num_rows, dtype)
@@ -212,9 +179,10 @@ def assemble_signatures(
     docmap = pa.concat_tables(metas).filter(pa.array(keep)) if metas else pa.table(
         {"url_id": pa.array([], pa.uint64()), "url": pa.array([], pa.string()), "n_terms": pa.array([], pa.int32())})
     docmap = docmap.append_column("doc_id", pa.array(np.arange(n, dtype=np.uint32)))
-    degree = in_degrees(links) if links else None
-    titles = _titles(pages) if pages else None
-    cats = _categories(directory) if directory else None
+    # The pages and links folders are read as their crawl's (its selection, one copy of a page).
+    degree = in_degrees(crawl_of(links)) if links else None
+    titles = page_titles(crawl_of(pages)) if pages else None
+    cats = url_categories(directory) if directory else None
     table = pa.table(
         {
             "doc_id": docmap.column("doc_id"),

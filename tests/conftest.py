@@ -184,3 +184,47 @@ def _index_diff(a: str, b: str) -> list[str]:
     if json.dumps(ma, sort_keys=True) != json.dumps(mb, sort_keys=True):
         differ.append(index_store.MANIFEST)
     return differ
+
+
+# --- Debian packages built in the test (ar: debian-binary, control.tar.gz, data.tar.*) -------
+
+DEB_MTIME = 1_767_225_600  # 2026-01-01T00:00:00Z
+
+
+def _ar_member(name: str, data: bytes) -> bytes:
+    header = f"{name:<16}{DEB_MTIME:<12}{0:<6}{0:<6}{100644:<8}{len(data):<10}`\n".encode("ascii")
+    return header + data + (b"\n" if len(data) % 2 else b"")
+
+
+def _tar(files: dict[str, bytes | None], mode: str) -> bytes:
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode=mode) as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo("./" + name)
+            info.mtime = DEB_MTIME
+            if data is None:
+                info.type, info.linkname = tarfile.SYMTYPE, "../../../javascript/jquery.js"
+                tar.addfile(info)
+            else:
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def make_deb(folder: Path, package: str, version: str, files: dict[str, bytes | None], *,
+             compression: str = "xz") -> Path:
+    """A real Debian binary package holding ``files`` (path → bytes; None makes a symbolic link),
+    its data archive compressed with ``compression`` ("xz", "gz", "bz2" or "" for none)."""
+    control = f"Package: {package}\nVersion: {version}\nArchitecture: all\nMaintainer: T <t@example.org>\n" \
+              "Description: test package\n"
+    data_name = "data.tar" + (f".{compression}" if compression else "")
+    data = (_ar_member("debian-binary", b"2.0\n")
+            + _ar_member("control.tar.gz", _tar({"control": control.encode()}, "w:gz"))
+            + _ar_member(data_name, _tar(files, f"w:{compression}")))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{package}_{version.replace(':', '%3a')}_all.deb"
+    path.write_bytes(b"!<arch>\n" + data)
+    return path

@@ -9,23 +9,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simweb.core.bags import (
-    LINK_PREFIX,
-    BagMatrix,
-    Corpus,
+from simweb.core.bag_reference import (
     Fragment,
     FragmentKind,
     LinkRow,
     PageRow,
-    WordLists,
     anchor_fragment,
-    build_bags,
     content_fragment,
     document_frequencies,
     link_fragment,
     link_fragments,
     merge_bags,
-    merge_entries,
     merge_fragments,
     page_fragments,
     reference_bags,
@@ -33,6 +27,7 @@ from simweb.core.bags import (
     weigh_bags,
     window_terms,
 )
+from simweb.core.bags import LINK_PREFIX, BagMatrix, Corpus, WordLists, build_bags, merge_entries
 from simweb.core.strategy import Frequency, Source, Strategy, Window
 from simweb.core.text import STOPWORDS, Stemming
 

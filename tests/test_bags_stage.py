@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from simweb.core.bags import LinkRow, PageRow, reference_bags
+from simweb.core.bag_reference import LinkRow, PageRow, reference_bags
 from simweb.core.strategy import Strategy
 from simweb.core.urls import url_id
 from simweb.cli import main as simweb
@@ -20,9 +20,9 @@ from simweb.tasks.bags import (
     bags_task,
     build_bags_stage,
     find_bags,
-    load_corpus,
     read_bags,
 )
+from simweb.tasks.crawl import load_corpus
 from simweb.tasks.stagecache import published
 from simweb.tasks.storage import write_parquet_atomic
 

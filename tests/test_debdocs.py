@@ -9,29 +9,28 @@ import hashlib
 import io
 import json
 import re
-import shutil
-import subprocess
-import tarfile
 from collections import Counter
 from pathlib import Path
 
 import defusedxml.ElementTree as safe_et
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from selectolax.lexbor import LexborHTMLParser
 from warcio.archiveiterator import ArchiveIterator
 
-from simweb.core import debdocs as dd
+from conftest import make_deb
 from simweb.core.directory import read_directory
-from simweb.tasks import debdocs as td
+from simweb.corpora import debdocs, docsites, hierarchy, layouts, links
+from simweb.corpora import directory as odp
+from simweb.corpora.debian import upstream_release
+from simweb.corpora.sites import Site
+from simweb.corpora.warc import shard_ranges
 
 VERSIONS = {
     "postgresql-doc-15": "15.20-0+deb12u1",
     "python3.11-doc": "3.11.2-6+deb12u9",
     "python-django-doc": "3:3.2.25-0+deb12u7",
 }
-SITES = {s.key: s for s in dd.debdocs_sites(VERSIONS)}
+SITES = {s.key: s for s in debdocs.debdocs_sites(VERSIONS)}
 PG, PY, DJ = SITES["postgresql"], SITES["python"], SITES["django"]
 
 
@@ -105,9 +104,9 @@ def django_page(title: str | None, up: str | None = None, toctrees: list[tuple[s
     )
 
 
-def place(site: dd.Site, pages: dict[str, str]):
-    docs = [dd.read_page(site, path, html) for path, html in pages.items()]
-    entries, counts = dd.place_pages(site, docs)
+def place(site: Site, pages: dict[str, str]):
+    docs = [layouts.read_page(site, path, html) for path, html in pages.items()]
+    entries, counts = hierarchy.place_pages(site, docs)
     return {e.path: e for e in entries}, counts
 
 
@@ -115,20 +114,20 @@ def place(site: dd.Site, pages: dict[str, str]):
 
 
 def test_docbook_page_gives_title_and_up_link():
-    page = dd.read_page(PG, "sql-select.html", docbook("SELECT", up="sql-commands.html"))
+    page = layouts.read_page(PG, "sql-select.html", docbook("SELECT", up="sql-commands.html"))
     assert (page.title, page.title_found, page.layout_found, page.parent_ref) == (
         "SELECT", True, True, "sql-commands.html")
 
 
 def test_a_page_without_the_sites_navigation_has_an_unknown_layout():
-    page = dd.read_page(PG, "legalnotice.html", docbook("Legal Notice", navheader=False))
+    page = layouts.read_page(PG, "legalnotice.html", docbook("Legal Notice", navheader=False))
     assert not page.layout_found and page.parent_ref is None
 
 
 def test_a_page_without_title_gets_its_heading_or_file_name():
-    with_heading = dd.read_page(PG, "a.html", docbook(None, up="index.html", body="<h2>Heading  text</h2>"))
+    with_heading = layouts.read_page(PG, "a.html", docbook(None, up="index.html", body="<h2>Heading  text</h2>"))
     assert (with_heading.title, with_heading.title_found) == ("Heading text", False)
-    bare = dd.read_page(PY, "library/nothing.html", "<html><body><div class='related'></div></body></html>")
+    bare = layouts.read_page(PY, "library/nothing.html", "<html><body><div class='related'></div></body></html>")
     assert (bare.title, bare.title_found) == ("nothing", False)
 
 
@@ -136,7 +135,7 @@ def test_python_breadcrumbs_name_the_nearest_ancestor_and_the_title_loses_the_si
     html = python_page("os.path — Common pathname manipulations",
                        [("index.html", "The Python Standard Library"), ("filesys.html", "File and Directory Access")],
                        depth=1)
-    page = dd.read_page(PY, "library/os.path.html", html)
+    page = layouts.read_page(PY, "library/os.path.html", html)
     assert page.title == "os.path — Common pathname manipulations"
     assert page.parent_ref == "filesys.html" and page.layout_found
 
@@ -147,7 +146,7 @@ def test_django_toctree_entries_carry_their_caption_or_subsection_heading():
         ("3.2 release", ["3.2.1.html", "3.2.html"], ""),
         ("", ["faq.html"], "Other"),
     ], depth=1)
-    page = dd.read_page(DJ, "releases/index.html", html)
+    page = layouts.read_page(DJ, "releases/index.html", html)
     assert page.toctree == (("security.html", ""), ("3.2.1.html", "3.2 release"), ("3.2.html", "3.2 release"),
                             ("faq.html", "Other"))
     assert page.title == "Release notes" and page.layout_found
@@ -169,7 +168,7 @@ def test_django_toctree_entries_carry_their_caption_or_subsection_heading():
     ("  Tabs\tand\nnewlines ", "Tabs_and_newlines"),
 ])
 def test_category_segment_spells_titles_the_open_directory_way(title, segment):
-    assert dd.category_segment(title) == segment
+    assert hierarchy.category_segment(title) == segment
 
 
 def postgresql_site() -> dict[str, str]:
@@ -319,16 +318,16 @@ def test_canonical_urls_are_the_public_ones_and_already_normalised(site, path, u
 
 
 def test_the_django_release_comes_from_the_package_version():
-    assert dd.upstream_release("3:3.2.25-0+deb12u7") == "3.2"
-    assert dd.upstream_release("4.2.11-1") == "4.2"
-    assert dd.debdocs_sites({"python-django-doc": "2:4.2.11-1"})[2].base_url == "https://docs.djangoproject.com/en/4.2/"
+    assert upstream_release("3:3.2.25-0+deb12u7") == "3.2"
+    assert upstream_release("4.2.11-1") == "4.2"
+    assert debdocs.debdocs_sites({"python-django-doc": "2:4.2.11-1"})[2].base_url == "https://docs.djangoproject.com/en/4.2/"
     with pytest.raises(ValueError, match="numeric upstream"):
-        dd.upstream_release("1:abc-1")
+        upstream_release("1:abc-1")
 
 
-def collection_of(*sites: tuple[dd.Site, dict[str, str]], static: dict[str, list[str]] = None) -> dd.Collection:
+def collection_of(*sites: tuple[Site, dict[str, str]], static: dict[str, list[str]] = None) -> links.Collection:
     static = static or {}
-    return dd.Collection(
+    return links.Collection(
         [s for s, _ in sites],
         {s.key: list(pages) + static.get(s.key, []) for s, pages in sites},
         {s.key: list(pages) for s, pages in sites},
@@ -395,7 +394,7 @@ def test_rewriting_changes_only_url_attribute_values(three_sites):
         '<a href="queries.html?a=1&amp;b=2">amp</a><A HREF=../index.html>caps</A>'
         "<style>a[href='x.html'] { color: red }</style><form action=\"../../search.html\"></form></body>",
     )
-    result = dd.rewrite_links(html, DJ, "topics/db/queries.html", three_sites)
+    result = links.rewrite_links(html, DJ, "topics/db/queries.html", three_sites)
     out = result.html
     assert "https://docs.python.org/3.11/library/os.path.html#os.path.join" in out
     assert 'href="https://www.postgresql.org/docs/15/sql-select.html"' in out
@@ -417,13 +416,13 @@ def test_rewriting_changes_only_url_attribute_values(three_sites):
 
 def test_link_counts_by_target(three_sites):
     listed = frozenset({PY.canonical_url("library/pathlib.html"), DJ.canonical_url("topics/db/queries.html")})
-    py = dd.rewrite_links(python_site()["library/os.path.html"], PY, "library/os.path.html", three_sites)
-    stats = dd.link_stats(PY, [("library/os.path.html", py.anchors)], three_sites, listed)
+    py = links.rewrite_links(python_site()["library/os.path.html"], PY, "library/os.path.html", three_sites)
+    stats = links.link_stats(PY, [("library/os.path.html", py.anchors)], three_sites, listed)
     # genindex, index, library/index, filesys (internal); pathlib (internal, listed);
     # "" and #os.path.join (same page); /license.html → license.html is a static file here: external.
-    assert stats == dd.LinkStats(anchors=8, internal=5, cross_site=0, to_directory=1, same_page=2, external=1)
-    pl = dd.rewrite_links(python_site()["library/pathlib.html"], PY, "library/pathlib.html", three_sites)
-    stats = dd.link_stats(PY, [("library/pathlib.html", pl.anchors)], three_sites, listed)
+    assert stats == links.LinkStats(anchors=8, internal=5, cross_site=0, to_directory=1, same_page=2, external=1)
+    pl = links.rewrite_links(python_site()["library/pathlib.html"], PY, "library/pathlib.html", three_sites)
+    stats = links.link_stats(PY, [("library/pathlib.html", pl.anchors)], three_sites, listed)
     assert (stats.cross_site, stats.to_directory) == (1, 1)
 
 
@@ -440,7 +439,7 @@ def entries_of_all_sites():
 
 def test_rdf_is_well_formed_open_directory_content(shared_fixtures):
     entries = entries_of_all_sites()
-    text = dd.odp_rdf(entries, comment="made -- by a test")
+    text = odp.odp_rdf(entries, comment="made -- by a test")
     root = safe_et.fromstring(text.encode("utf-8"))
     ns = {"d": "http://purl.org/dc/elements/1.0/", "r": "http://www.w3.org/TR/RDF/", "o": "http://dmoz.org/rdf/"}
     # Same root element and namespaces as the real dump.
@@ -463,9 +462,9 @@ def test_rdf_is_well_formed_open_directory_content(shared_fixtures):
 
 
 def test_titles_with_markup_characters_and_controls_survive_the_rdf():
-    entry = dd.DirectoryEntry("python", "a.html", "https://docs.python.org/3.11/a.html?x=1&y=2",
+    entry = odp.DirectoryEntry("python", "a.html", "https://docs.python.org/3.11/a.html?x=1&y=2",
                               'Tom & "Jerry" <b>\x07', "Top/Python/A_&_B/C", False)
-    root = safe_et.fromstring(dd.odp_rdf([entry]).encode("utf-8"))
+    root = safe_et.fromstring(odp.odp_rdf([entry]).encode("utf-8"))
     page = root.find("{http://dmoz.org/rdf/}ExternalPage")
     assert page.get("about") == entry.url
     assert page.find("{http://purl.org/dc/elements/1.0/}Title").text == 'Tom & "Jerry" <b>'
@@ -474,9 +473,9 @@ def test_titles_with_markup_characters_and_controls_survive_the_rdf():
 
 def test_rdf_and_tsv_round_trip_through_the_directory_parser():
     entries = entries_of_all_sites()
-    pages = dd.directory_pages_text(entries).split()
-    from_rdf = read_directory(io.BytesIO(dd.odp_rdf(entries).encode()), fmt="rdf", directory_pages=pages)
-    from_tsv = read_directory(io.BytesIO(dd.directory_tsv(entries).encode()), fmt="tsv", directory_pages=pages)
+    pages = odp.directory_pages_text(entries).split()
+    from_rdf = read_directory(io.BytesIO(odp.odp_rdf(entries).encode()), fmt="rdf", directory_pages=pages)
+    from_tsv = read_directory(io.BytesIO(odp.directory_tsv(entries).encode()), fmt="tsv", directory_pages=pages)
     expected = {
         "https://www.postgresql.org/docs/15/sql-select.html": ("PostgreSQL", "Reference", "SQL_Commands"),
         "https://www.postgresql.org/docs/15/sql-insert.html": ("PostgreSQL", "Reference", "SQL_Commands"),
@@ -497,8 +496,8 @@ def test_rdf_and_tsv_round_trip_through_the_directory_parser():
 
 def test_summary_counts_classes_at_depth_three():
     entries = entries_of_all_sites()
-    links = [dd.LinkStats(10, 6, 1, 4, 3, 1), dd.LinkStats(5, 2, 0, 1, 2, 1)]
-    summary = dd.summarize(entries, links)
+    stats = [links.LinkStats(10, 6, 1, 4, 3, 1), links.LinkStats(5, 2, 0, 1, 2, 1)]
+    summary = odp.summarize(entries, stats)
     assert summary["pages"] == 26 and summary["listed_pages"] == 9 and summary["directory_pages"] == 16
     assert summary["unplaced_pages"] == 1 and summary["pages_above_class_depth"] == 1
     assert summary["classes"] == 5
@@ -506,79 +505,14 @@ def test_summary_counts_classes_at_depth_three():
     assert (summary["links"], summary["links_inside_collection"], summary["links_to_directory"]) == (15, 8, 5)
 
 
-# --------------------------------------------------------------------------- Debian versions
-
-
-@pytest.mark.parametrize("a, b, order", [
-    ("1.0", "1.0", 0), ("1.0", "1.0.1", -1), ("1.0~rc1", "1.0", -1), ("1:0.1", "2.0", 1),
-    ("3:3.2.25-0+deb12u3", "3:3.2.25-0+deb12u7", -1), ("1.0-1", "1.0-10", -1), ("1.0a", "1.0+", -1),
-    ("15.20-0+deb12u1", "15.18-0+deb12u1", 1), ("1.01", "1.1", 0), ("2.0", "10.0", -1),
-])
-def test_debian_version_order(a, b, order):
-    assert dd.compare_debian_versions(a, b) == order
-    assert dd.compare_debian_versions(b, a) == -order
-
-
-VERSION = st.builds(
-    lambda e, u, r: f"{e}{u}{r}",
-    st.sampled_from(["", "1:", "2:"]),
-    st.from_regex(r"[0-9][0-9a-z.+~]{0,6}", fullmatch=True),
-    st.sampled_from(["", "-1", "-0+deb12u1", "-1~bpo1", "-10"]),
-)
-
-
-@pytest.mark.skipif(shutil.which("dpkg") is None, reason="dpkg is the reference and is not installed")
-@settings(max_examples=150, deadline=None)
-@given(VERSION, VERSION)
-def test_debian_version_order_equals_dpkg(a, b):
-    ours = dd.compare_debian_versions(a, b)
-    for op, holds in (("lt", ours < 0), ("eq", ours == 0), ("gt", ours > 0)):
-        assert (subprocess.run(["dpkg", "--compare-versions", a, op, b]).returncode == 0) == holds, (a, op, b)
-
-
 def test_page_charset_reads_the_declaration():
-    assert dd.page_charset(b'<?xml version="1.0" encoding="UTF-8"?><html>') == "utf-8"
-    assert dd.page_charset(b'<meta http-equiv="Content-Type" content="text/html; charset=windows-1251">') == "windows-1251"
-    assert dd.page_charset(b"<meta charset=bogus-charset>") == "utf-8"
-    assert dd.page_charset(b"<p>no declaration</p>") == "utf-8"
+    assert layouts.page_charset(b'<?xml version="1.0" encoding="UTF-8"?><html>') == "utf-8"
+    assert layouts.page_charset(b'<meta http-equiv="Content-Type" content="text/html; charset=windows-1251">') == "windows-1251"
+    assert layouts.page_charset(b"<meta charset=bogus-charset>") == "utf-8"
+    assert layouts.page_charset(b"<p>no declaration</p>") == "utf-8"
 
 
 # --------------------------------------------------------------------------- packages and the build
-
-
-MTIME = 1_767_225_600  # 2026-01-01T00:00:00Z
-
-
-def _ar_member(name: str, data: bytes) -> bytes:
-    header = f"{name:<16}{MTIME:<12}{0:<6}{0:<6}{100644:<8}{len(data):<10}`\n".encode("ascii")
-    return header + data + (b"\n" if len(data) % 2 else b"")
-
-
-def _tar(files: dict[str, bytes | None], mode: str) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode=mode) as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo("./" + name)
-            info.mtime = MTIME
-            if data is None:
-                info.type, info.linkname = tarfile.SYMTYPE, "../../../javascript/jquery.js"
-                tar.addfile(info)
-            else:
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
-
-
-def make_deb(folder: Path, package: str, version: str, files: dict[str, bytes | None]) -> Path:
-    """A real Debian binary package (ar: debian-binary, control.tar.gz, data.tar.xz)."""
-    control = f"Package: {package}\nVersion: {version}\nArchitecture: all\nMaintainer: T <t@example.org>\n" \
-              "Description: test package\n"
-    data = (_ar_member("debian-binary", b"2.0\n")
-            + _ar_member("control.tar.gz", _tar({"control": control.encode()}, "w:gz"))
-            + _ar_member("data.tar.xz", _tar(files, "w:xz")))
-    path = folder / f"{package}_{version.replace(':', '%3a')}_all.deb"
-    path.write_bytes(b"!<arch>\n" + data)
-    return path
 
 
 def tiny_cache(folder: Path) -> Path:
@@ -606,52 +540,8 @@ def tiny_cache(folder: Path) -> Path:
 def tiny_build(tmp_path_factory):
     base = tmp_path_factory.mktemp("debdocs")
     cache = tiny_cache(base / "cache")
-    summary = td.build_corpus(str(base / "out"), str(cache))
+    summary = debdocs.build_debdocs(str(base / "out"), str(cache))
     return base, cache, summary
-
-
-def test_apt_policy_candidate_is_parsed():
-    policy = (
-        "python-django-doc:\n  Installed: (none)\n  Candidate: 3:3.2.25-0+deb12u7\n  Version table:\n"
-        "     3:3.2.25-0+deb12u7 500\n        500 http://deb.debian.org/debian-security bookworm-security/main\n"
-    )
-    assert td.parse_apt_candidate(policy) == "3:3.2.25-0+deb12u7"
-    assert td.parse_apt_candidate("x:\n  Installed: (none)\n  Candidate: (none)\n") is None
-    assert td.parse_apt_candidate("") is None  # apt-cache policy prints nothing for an unknown package
-
-
-def test_a_cached_package_is_reused_with_its_exact_version(tiny_build):
-    _, cache, _ = tiny_build
-    deb = td.fetch_deb("python-django-doc", str(cache))
-    assert (deb.version, deb.architecture, deb.downloaded) == ("3:3.2.25-0+deb12u7", "all", False)
-    assert deb.sha256 == hashlib.sha256(Path(deb.path).read_bytes()).hexdigest()
-
-
-def test_the_newest_of_several_cached_versions_is_used(tmp_path):
-    make_deb(tmp_path, "postgresql-doc-15", "15.9-0+deb12u1", {PG.html_root + "index.html": b"<title>x</title>"})
-    make_deb(tmp_path, "postgresql-doc-15", "15.10-0+deb12u1", {PG.html_root + "index.html": b"<title>x</title>"})
-    assert td.fetch_deb("postgresql-doc-15", str(tmp_path)).version == "15.10-0+deb12u1"
-
-
-def test_without_apt_and_without_a_cached_package_the_error_names_both(tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
-    with pytest.raises(td.DebDocsError, match=r"apt-get not found.*python3\.11-doc"):
-        td.fetch_deb("python3.11-doc", str(tmp_path / "cache"))
-
-
-def test_a_damaged_cached_package_gets_a_clear_error(tmp_path):
-    (tmp_path / "python3.11-doc_3.11.2-6_all.deb").write_bytes(b"<html>an error page, not a package</html>")
-    with pytest.raises(td.DebDocsError, match="not a Debian package.*delete it"):
-        td.fetch_deb("python3.11-doc", str(tmp_path))
-
-
-def test_a_package_apt_does_not_know_gets_a_clear_error(tmp_path):
-    if shutil.which("apt-cache") is None:
-        pytest.skip("apt-cache is not installed: the unknown-package path needs apt")
-    package = "simweb-no-such-package-exists"
-    # Without refreshing the system's package lists, the message names the command to run.
-    with pytest.raises(td.DebDocsError, match=rf"apt knows no version of {package}.*apt-get update"):
-        td.fetch_deb(package, str(tmp_path), update_lists=False)
 
 
 def test_tiny_build_summary_counts_every_case(tiny_build):
@@ -707,7 +597,7 @@ def test_tiny_build_manifest_and_directory(tiny_build):
 
 def test_tiny_rebuild_from_the_cache_is_byte_identical(tiny_build):
     base, cache, _ = tiny_build
-    td.build_corpus(str(base / "again"), str(cache))
+    debdocs.build_debdocs(str(base / "again"), str(cache))
     first = {p.relative_to(base / "out"): p.read_bytes() for p in (base / "out").rglob("*") if p.is_file()}
     second = {p.relative_to(base / "again"): p.read_bytes() for p in (base / "again").rglob("*") if p.is_file()}
     assert first.keys() == second.keys() and len(first) == 8
@@ -739,8 +629,8 @@ def test_the_prefect_flow_writes_what_the_plain_stages_write(tiny_build, prefect
 
 def test_large_sites_are_written_in_shards_with_the_same_pages(tiny_build, tmp_path, monkeypatch):
     base, cache, summary = tiny_build
-    monkeypatch.setattr(td, "SHARD_BYTES", 2_000)
-    sharded = td.build_corpus(str(tmp_path / "out"), str(cache))
+    monkeypatch.setattr(docsites, "SHARD_BYTES", 2_000)
+    sharded = debdocs.build_debdocs(str(tmp_path / "out"), str(cache))
     assert sharded == summary  # the same pages, links and directory
 
     def pages(folder: Path, most: int) -> dict[str, bytes]:
@@ -761,6 +651,6 @@ def test_large_sites_are_written_in_shards_with_the_same_pages(tiny_build, tmp_p
 
 
 def test_shards_stay_within_their_byte_budget():
-    assert td._shards([], 10) == [(0, 0)]
-    assert td._shards([4, 4, 4, 20, 1], 10) == [(0, 2), (2, 3), (3, 4), (4, 5)]
-    assert td._shards([10, 10], 10) == [(0, 1), (1, 2)]
+    assert shard_ranges([], 10) == [(0, 0)]
+    assert shard_ranges([4, 4, 4, 20, 1], 10) == [(0, 2), (2, 3), (3, 4), (4, 5)]
+    assert shard_ranges([10, 10], 10) == [(0, 1), (1, 2)]

@@ -18,13 +18,14 @@ from selectolax.lexbor import LexborHTMLParser
 from warcio.archiveiterator import ArchiveIterator
 
 from simweb.core.directory import read_directory
-from simweb.tasks import debdocs as td
+from simweb.corpora.debdocs import build_debdocs
+from simweb.corpora.debian import default_cache
 
 # Measured here with a warm cache: 2.3 to 4.5 min on the shared 2-core machine (flow build 37-79 s,
 # rebuild 32-80 s, Prefect test server start up to a minute), over the ~2 min budget, so slow.
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 
-CACHE = os.environ.get("SIMWEB_DEBDOCS_CACHE") or td.default_cache()
+CACHE = os.environ.get("SIMWEB_DEBDOCS_CACHE") or default_cache()
 
 
 def sha256(path: Path) -> str:
@@ -127,7 +128,7 @@ def test_directory_round_trips_through_the_directory_parser(built):
 def test_rebuild_from_the_cache_is_byte_identical(built):
     base, _, manifest = built
     started = time.perf_counter()
-    td.build_corpus(str(base / "again"), CACHE)
+    build_debdocs(str(base / "again"), CACHE)
     print(f"\nDebDocs rebuild without Prefect: {time.perf_counter() - started:.1f} s")
     first = sorted(p.relative_to(base / "out") for p in (base / "out").rglob("*") if p.is_file())
     second = sorted(p.relative_to(base / "again") for p in (base / "again").rglob("*") if p.is_file())

@@ -8,6 +8,7 @@ drop them (paper Section 5, footnote 8), or they would leak the answer.
 """
 from __future__ import annotations
 
+import html
 import io
 import json
 import re
@@ -20,18 +21,12 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from simweb.core.gamma import class_codes, gammas, pair_counts
+from simweb.core.grids import figure_label, strategy_grid
 from simweb.core.strategy import Source, Strategy, Window
-from simweb.tasks.evaluate import (
-    SampleParams,
-    evaluate_strategies,
-    figure_label,
-    load_crawl,
-    load_sample,
-    prepare_sample,
-    run_evaluation,
-    strategy_grid,
-    strategy_groups,
-)
+from simweb.tasks.crawl import load_corpus
+from simweb.tasks.eval_sample import SampleParams, load_sample, prepare_sample
+from simweb.tasks.eval_strategies import evaluate_group
+from simweb.tasks.evaluate import run_evaluation, strategy_groups
 from simweb.tasks.ingest import ingest_files
 
 TOPS = ("science", "arts", "sports")
@@ -198,11 +193,11 @@ def test_sampling_is_deterministic_per_seed(synthetic, tmp_path):
 
 def test_directory_pages_never_reach_the_bags(synthetic):
     listed = Path(synthetic["directory_pages"]).read_text().split()
-    crawl = load_crawl(synthetic["crawl"], lambda url: url in listed)
-    bags = crawl.corpus.bags(Strategy(sources=(Source.ANCHOR,), window_size=0, distance_weighting=False))
+    corpus = load_corpus(synthetic["crawl"], lambda url: url in listed)
+    bags = corpus.bags(Strategy(sources=(Source.ANCHOR,), window_size=0, distance_weighting=False))
     assert LEAK_WORD not in set(bags.vocabulary)
-    leaky = load_crawl(synthetic["crawl"]).corpus.bags(Strategy(sources=(Source.ANCHOR,), window_size=0,
-                                                                distance_weighting=False))
+    leaky = load_corpus(synthetic["crawl"]).bags(Strategy(sources=(Source.ANCHOR,), window_size=0,
+                                                          distance_weighting=False))
     assert LEAK_WORD in set(leaky.vocabulary)  # the check above can fail
 
 
@@ -244,6 +239,10 @@ def test_measures_table_and_report_files(report):
     data = json.loads((out / "summary.json").read_text())
     assert data["best"] == report["summary"]["best"]
     assert data["sibling_gamma"][0]["value"] >= data["sibling_gamma"][-1]["value"]
+    # Both pages are rendered from one list of blocks: the same sections in the same order.
+    sections = re.findall(r"^## (.*)$", summary, flags=re.M)
+    assert len(sections) >= 8 and re.findall(r"<h2>(.*?)</h2>", page) == [html.escape(t, quote=False) for t in sections]
+    assert summary.count("\nSource http") == page.count("<h3>Source http") == 3
 
 
 def test_findings_are_judged(report):
@@ -260,7 +259,7 @@ def test_a_second_run_reuses_every_stage(synthetic, report):
                             synthetic["directory_pages"])
     assert sample.reused
     strategies = strategy_grid("quick")["figure3"][:2]
-    outputs = evaluate_strategies(synthetic["crawl"], sample, strategies, work)
+    outputs = evaluate_group(synthetic["crawl"], sample, strategies, work)
     assert all(o.reused for o in outputs)
 
 
@@ -271,16 +270,16 @@ def test_counts_from_the_stage_equal_a_direct_computation(synthetic, report):
                             synthetic["directory_pages"])
     loaded = load_sample(sample.path)
     strategy = strategy_grid("quick")["figure3"][0]
-    [output] = evaluate_strategies(synthetic["crawl"], sample, [strategy], work)
+    [output] = evaluate_group(synthetic["crawl"], sample, [strategy], work)
     listed = Path(synthetic["directory_pages"]).read_text().split()
-    corpus = load_crawl(synthetic["crawl"], lambda url: url in listed).corpus
+    corpus = load_corpus(synthetic["crawl"], lambda url: url in listed)
     bags = corpus.bags(strategy, targets=loaded.url_ids.tolist())
-    from simweb.core.similarity import all_pairs
+    from simweb.core.similarity import exact_pairs
 
     n = len(loaded.urls)
     dense = np.zeros((n, n))
     present = np.flatnonzero(np.isin(loaded.url_ids, bags.url_ids))
-    dense[np.ix_(present, present)] = all_pairs(bags, strategy.metric, ids=loaded.url_ids[present].tolist())
+    dense[np.ix_(present, present)] = exact_pairs(bags, strategy.metric, ids=loaded.url_ids[present].tolist())
     direct = gammas(pair_counts(dense, class_codes(loaded.classes)))
     assert output.stats["values"]["sibling_gamma"] == pytest.approx(direct["sibling_gamma"])
     assert output.stats["values"]["gamma"] == pytest.approx(direct["gamma"])

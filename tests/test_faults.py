@@ -8,7 +8,6 @@ next build, by its SHA-256 with ``simweb verify`` or ``build --verify`` — and 
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -183,3 +182,104 @@ def test_killing_the_command_stops_prefects_temporary_server(warc_dir, tmp_path)
         assert gone, "Prefect's temporary server outlived the killed command"
     finally:
         command.kill()
+
+
+# ---------------------------------------------------------------------------------------------
+# A build and an ingestion of new crawl files on one index folder at once
+
+
+@pytest.fixture(scope="module")
+def prefect_api(tmp_path_factory):
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from simweb.deployments.server import LocalPrefectServer
+
+    with LocalPrefectServer(prefect_home=tmp_path_factory.mktemp("prefect-home")) as server:
+        with temporary_settings({PREFECT_API_URL: server.api_url}):
+            yield server.api_url
+
+
+def _held_by(out: Path, what: str, process: subprocess.Popen | None = None, timeout: float = 300) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lock = out / "LOCK"
+        holder = lock.read_text().split() if lock.exists() else []
+        # The file keeps the last holder's line after it is released: check whose it is.
+        if holder[2:] == what.split() and (process is None or holder[1:2] == [str(process.pid)]):
+            return
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"the {what} ended before taking the lock: {process.stderr.read()[-2000:]}")
+        time.sleep(0.1)
+    raise AssertionError(f"no {what} took the lock of {out}")
+
+
+def _consistent(out: Path) -> None:
+    """The live index is the one the epoch and the ledger speak of: published by a full build
+    whose df is the epoch's, or by an update weighted with the epoch's frozen df."""
+    from simweb.tasks import incremental, stagecache
+    from simweb.tasks.ledger import not_indexed, read_ledger
+
+    live = index_store.read_manifest(index_store.resolve(str(out)))
+    epoch = incremental.read_epoch(str(out))
+    stages = str(out / "stages")
+    found = None
+    for stage, sub in (("invert", ""), ("delta-index", "version")):
+        for manifest in stagecache.published(stages, stage):
+            folder = Path(stagecache.output_path(stages, stage, manifest["key"])) / sub
+            if (folder / index_store.MANIFEST).exists() and index_store.read_manifest(str(folder)) == live:
+                found = stagecache.lineage(stages, f"{stage}:{manifest['key']}")
+    assert found is not None, "the live index is not the output of a recorded stage"
+    if "delta-bags" in found:
+        assert found["delta-bags"]["params"]["df_snapshot"] == epoch.snapshot().identity()
+    else:
+        assert epoch.id == found["bags"]["key"][:16]
+    crawl = str(out / "crawl")
+    assert not_indexed(crawl) == [] and all(e["status"] == "ingested" for e in read_ledger(crawl).values())
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("first", ["build", "ingest"])
+def test_a_build_and_an_ingestion_at_once_lose_nothing(first, prefect_api, warc_dir, tmp_path):
+    import shutil
+    import threading
+
+    from simweb.api import open_index
+    from simweb.flows.build_index import build_index
+    from simweb.flows.ingest_new_crawl import ingest_new_crawl
+
+    warcs = [str(warc_dir / n) for n in ("warcfile.warc.gz", "example.warc.gz")]
+    out, inbox = tmp_path / "index", tmp_path / "inbox"
+    inbox.mkdir()
+    build_index(warcs, str(out), n_workers=1, min_in_degree=None)
+    shutil.copy(warc_dir / "example-iana.org-chunked.warc", inbox / "iana.warc")
+    new_page = "http://www.iana.org/"
+    build_command = [sys.executable, "-m", "simweb", "build", *warcs, "--out", str(out), "--workers", "1",
+                     "--min-in-degree", "-1"]
+
+    if first == "build":
+        build = subprocess.Popen(build_command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        _held_by(out, "build-index", build)
+        refused = ingest_new_crawl(inbox=str(inbox), out=str(out), settle_seconds=0, n_workers=1)
+        assert refused.skipped and "in use by build-index" in refused.skipped and refused.ingested == []
+        waited = ingest_new_crawl(inbox=str(inbox), out=str(out), settle_seconds=0, n_workers=1,
+                                  lock_wait_seconds=None)
+        assert build.wait(timeout=600) == 0, build.stderr.read()[-2000:]
+        assert waited.ingested == ["iana.warc"]
+    else:
+        report = {}
+        ingestion = threading.Thread(target=lambda: report.update(done=ingest_new_crawl(
+            inbox=str(inbox), out=str(out), settle_seconds=0, n_workers=1)))
+        ingestion.start()
+        _held_by(out, "ingest-new-crawl")
+        build = subprocess.run(build_command, cwd=REPO, capture_output=True, text=True, timeout=900)
+        ingestion.join(timeout=600)
+        assert build.returncode == 0, build.stderr[-2000:]
+        assert report["done"].ingested == ["iana.warc"]
+    # Whichever finished last, the live index holds the new page and the built ones, and the
+    # epoch and the ledger describe that index.
+    index = open_index(out)
+    assert new_page in index and all(url in index for url in ("http://example.com/",))
+    _consistent(out)

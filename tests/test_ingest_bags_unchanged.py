@@ -2,8 +2,8 @@
 
 The bags were first pinned by the ingest that copied each anchor's context words into its
 links row (commit 9714e48), before anchors became word offsets into the page's words: the
-three readers of the ingest output (the in-memory corpus, the evaluation's crawl reader and
-the bags stage) must build exactly the same bags from the offsets. The digests were taken
+crawl reader's in-memory corpus (simweb.tasks.crawl, which the evaluation uses too) and the
+bags stage must build exactly the same bags from the offsets. The digests were taken
 again, weights to nine significant digits, when the weights' logarithms and exponentials
 became simweb.core.fpmath's (the same bits on every CPU; weights moved by at most 3.5e-15 of
 their value); tests/test_cpu_independence.py checks the bits across CPU paths.
@@ -15,8 +15,8 @@ import hashlib
 import pytest
 
 from simweb.core.strategy import Strategy
-from simweb.tasks.bags import build_bags_stage, load_corpus, read_bags
-from simweb.tasks.evaluate import load_crawl
+from simweb.tasks.bags import build_bags_stage, read_bags
+from simweb.tasks.crawl import load_corpus
 from simweb.tasks.ingest import ingest_files
 
 IN_MEMORY = {
@@ -57,13 +57,10 @@ def crawl(warc_dir, tmp_path_factory) -> str:
     return str(out)
 
 
-def test_in_memory_readers_build_the_same_bags_as_before(crawl):
+def test_the_in_memory_corpus_builds_the_same_bags_as_before(crawl):
     corpus = load_corpus(crawl)
-    evaluation = load_crawl(crawl).corpus
     for spec, expected in IN_MEMORY.items():
-        strategy = Strategy.parse(spec)
-        assert digest(corpus.bags(strategy)) == expected, spec
-        assert digest(evaluation.bags(strategy)) == expected, spec
+        assert digest(corpus.bags(Strategy.parse(spec))) == expected, spec
 
 
 @pytest.mark.parametrize("spec", sorted(STAGE))
@@ -74,7 +71,7 @@ def test_bags_stage_builds_the_same_bags_as_before(crawl, tmp_path, spec):
 
 def test_links_parts_of_the_copied_context_format_are_refused(crawl, tmp_path):
     """A links part written before anchors became offsets (words copied, no offset columns)
-    is refused with the fix, by the bags readers and the evaluation's reader alike."""
+    is refused with the fix, by the in-memory corpus and the bags stage alike."""
     import shutil
 
     import pyarrow as pa
@@ -89,7 +86,7 @@ def test_links_parts_of_the_copied_context_format_are_refused(crawl, tmp_path):
         for name in ("anchor_words", "left_words", "right_words"):
             table = table.append_column(name, pa.array([[]] * table.num_rows, words))
         pq.write_table(table, part)
-    with pytest.raises(ValueError, match="expected columns anchor_start.*re-run `simweb ingest`"):
-        load_corpus(str(old))
-    with pytest.raises(ValueError, match="missing \\['anchor_start'.*re-run `simweb ingest`"):
-        load_crawl(str(old))
+    for read in (load_corpus, lambda crawl: build_bags_stage(crawl, Strategy(), str(tmp_path / "work"),
+                                                             scheduler="sync")):
+        with pytest.raises(ValueError, match="expected columns anchor_start.*re-run `simweb ingest`"):
+            read(str(old))

@@ -14,28 +14,22 @@ from test_evaluate import build_synthetic_crawl
 from simweb.core.gamma import class_codes, gammas, pair_counts
 from simweb.core.linkgraph import cocitation
 from simweb.core.retrieval_metrics import tfidf_vectors
-from simweb.core.strategy import Strategy
-from simweb.tasks.evaluate import (
+from simweb.core.grids import (
     LINK_MEASURES,
-    RETRIEVAL_MEASURES,
     LinkStrategy,
-    SampleParams,
-    evaluate_strategies,
     figure_label,
     grid_strategies,
-    load_link_graph,
-    load_sample,
-    load_strategy_output,
     parse_strategy,
-    prepare_sample,
-    read_lines,
-    retrieval_estimates,
-    retrieval_values,
-    run_evaluation,
     strategy_from_dict,
     strategy_grid,
-    strategy_groups,
 )
+from simweb.core.retrieval_metrics import RETRIEVAL_MEASURES, retrieval_estimates, retrieval_values
+from simweb.core.strategy import Strategy
+from simweb.tasks.crawl import load_link_graph
+from simweb.tasks.directory_file import read_lines
+from simweb.tasks.eval_sample import SampleParams, load_sample, prepare_sample
+from simweb.tasks.eval_strategies import evaluate_group, load_strategy_output
+from simweb.tasks.evaluate import run_evaluation, strategy_groups
 
 
 @pytest.fixture(scope="module")
@@ -91,11 +85,12 @@ def test_grids_keep_the_paper_and_add_the_links_figure():
 def test_link_graph_leaves_out_the_directory_pages_links(synthetic):
     listed = _listed(synthetic)
     assert len(listed) == 24
-    graph, counts = load_link_graph(synthetic["crawl"], lambda url: url in listed)
-    assert counts["links_from_directory_pages"] == synthetic["directory_links"]
-    full, full_counts = load_link_graph(synthetic["crawl"])
-    assert full_counts["links_from_directory_pages"] == 0
-    assert full.n_edges - graph.n_edges == synthetic["directory_links"]
+    loaded = load_link_graph(synthetic["crawl"], lambda url: url in listed)
+    graph = loaded.graph
+    assert loaded.counts["links_from_excluded_pages"] == synthetic["directory_links"]
+    full = load_link_graph(synthetic["crawl"])
+    assert full.counts["links_from_excluded_pages"] == 0
+    assert full.graph.n_edges - graph.n_edges == synthetic["directory_links"]
     # 60 hubs with 20 distinct targets each (the hub order walks a permutation).
     assert graph.n_edges == 60 * 20
 
@@ -132,16 +127,16 @@ def test_link_strategy_counts_equal_a_direct_computation(synthetic, report):
                             synthetic["directory_pages"])
     assert sample.reused
     loaded = load_sample(sample.path)
-    [output] = evaluate_strategies(synthetic["crawl"], sample, [LinkStrategy("cocitation")], work)
+    [output] = evaluate_group(synthetic["crawl"], sample, [LinkStrategy("cocitation")], work)
     assert output.reused
     listed = _listed(synthetic)
-    graph, _ = load_link_graph(synthetic["crawl"], lambda url: url in listed)
+    graph = load_link_graph(synthetic["crawl"], lambda url: url in listed).graph
     nodes = graph.indices(loaded.url_ids)  # every sampled target is linked to by some hub
     direct = gammas(pair_counts(cocitation(graph, nodes, nodes), class_codes(loaded.classes)))
     assert output.stats["values"]["sibling_gamma"] == pytest.approx(direct["sibling_gamma"])
     assert output.stats["with_bag"] == len(loaded.urls)
     # The directory's pages co-cite each class's members: kept in, they would leak the classes.
-    leaky, _ = load_link_graph(synthetic["crawl"])
+    leaky = load_link_graph(synthetic["crawl"]).graph
     nodes = leaky.indices(loaded.url_ids)
     leaked = gammas(pair_counts(cocitation(leaky, nodes, nodes), class_codes(loaded.classes)))
     assert leaked["sibling_gamma"] > direct["sibling_gamma"] + 0.3
@@ -184,8 +179,9 @@ def test_pagerank_baseline_ranks_every_query_alike(synthetic, report):
     work = str(report["out"] / "_work")
     sample = prepare_sample(synthetic["crawl"], synthetic["tsv"], work, SampleParams(seed=3, n_pairs=6),
                             synthetic["directory_pages"])
-    [output] = evaluate_strategies(synthetic["crawl"], sample, [LinkStrategy("pagerank")], work)
-    _, showcase, rows, _ = load_strategy_output(output.path)
+    [output] = evaluate_group(synthetic["crawl"], sample, [LinkStrategy("pagerank")], work)
+    saved = load_strategy_output(output.path)
+    showcase, rows = saved.showcase, saved.showcase_rows
     assert len(showcase) == 3
     assert np.array_equal(rows[0], rows[1]) and np.array_equal(rows[0], rows[2])
     assert rows[0].sum() > 0 and np.ptp(rows[0]) > 0  # PageRank differs between pages
@@ -236,9 +232,9 @@ def small_crawl(tmp_path_factory) -> str:
 
 
 def test_related_by_cocitation_counts_shared_citing_pages(small_crawl):
-    from simweb.tasks.link_related import load_crawl_graph, related_by_link
+    from simweb.tasks.link_related import related_by_link
 
-    loaded = load_crawl_graph(small_crawl)
+    loaded = load_link_graph(small_crawl)
     assert loaded.graph.n_nodes == 7 and loaded.graph.n_edges == 8
     got = {r.url: r.score for r in related_by_link(loaded, "http://a.example/", "cocitation")}
     assert got == {"http://b.example/": 2.0, "http://c.example/": 2.0, "http://d.example/": 1.0}

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simweb.core.linkgraph import (
-    MEASURES,
+    PARAMS_BY_MEASURE,
     CocitationParams,
     CouplingParams,
     EcbcParams,
@@ -22,20 +22,18 @@ from simweb.core.linkgraph import (
     cocitation,
     coupling,
     ecbc,
-    extended_pagesim,
-    extended_simrank,
-    link_similarity,
     measure_params,
     pagerank,
-    pagesim,
-    pagesim_features,
-    related_pages,
+)
+from simweb.core.linkmeasures import link_similarity, related_pages, top_related
+from simweb.core.pagesim import extended_pagesim, pagesim, pagesim_features
+from simweb.core.simrank import (
+    _simrank_linear,  # the linear form, checked with an exact diagonal
+    extended_simrank,
     simrank,
     simrank_diagonal,
     simrank_plan,
-    top_related,
 )
-from simweb.core.linkgraph import _simrank_linear  # the linear form, checked with an exact diagonal
 
 
 def graph(edges, nodes=None):
@@ -389,7 +387,7 @@ def test_pagesim_in_small_memory_blocks_gives_the_same_scores(cls):
 
 
 def test_measure_params_by_name_with_table_1_defaults():
-    assert sorted(MEASURES) == [
+    assert sorted(PARAMS_BY_MEASURE) == [
         "cocitation", "coupling", "ecbc", "extended_pagesim", "extended_simrank", "pagesim", "simrank",
     ]
     assert measure_params("ecbc").alpha == 0.5

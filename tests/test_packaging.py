@@ -13,14 +13,16 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_a_users_own_tasks_flows_and_simcore_modules_do_not_shadow_simweb(tmp_path):
-    for name in ("tasks", "flows", "deployments", "simcore"):
+    for name in ("tasks", "flows", "deployments", "simcore", "corpora"):
         (tmp_path / f"{name}.py").write_text(f"MINE = {name!r}\n")
     code = (
-        "import simweb, tasks, flows, deployments, simcore\n"
+        "import simweb, tasks, flows, deployments, simcore, corpora\n"
         "from simweb.tasks import ingest\n"
         "from simweb.flows import build_index\n"
         "from simweb.core import bags\n"
+        "from simweb.corpora import debdocs\n"
         "assert tasks.MINE == 'tasks' and flows.MINE == 'flows' and simcore.MINE == 'simcore'\n"
+        "assert corpora.MINE == 'corpora'\n"
         "assert simweb.Index.__name__ == 'Index' and simweb.Related.__name__ == 'Related'\n"
         "print('ok')\n"
     )
@@ -52,5 +54,6 @@ def test_the_wheel_holds_only_simweb(tmp_path):
     tops = {n.split("/", 1)[0] for n in names}
     assert tops == {"simweb", next(t for t in tops if t.endswith(".dist-info"))}, sorted(tops)
     for module in ("simweb/core/bags.py", "simweb/tasks/ingest.py", "simweb/flows/build_index.py",
-                   "simweb/deployments/definitions.py", "simweb/core/data/stoplist.txt"):
+                   "simweb/deployments/definitions.py", "simweb/core/data/stoplist.txt",
+                   "simweb/corpora/debdocs.py"):
         assert module in names

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import simweb.core.similarity as similarity_module
 from simweb.core.bags import BagMatrix
-from simweb.core.similarity import all_pairs, cosine, jaccard, shared_terms, similarity
+from simweb.core.similarity import exact_pairs, cosine, jaccard, shared_terms, similarity
 
 
 def test_bag_jaccard_is_sum_of_min_over_sum_of_max():
@@ -74,7 +74,7 @@ def test_all_pairs_equals_brute_force(kernel_paths, bags, data):
     matrix = BagMatrix.from_dicts(bags)
     ids = data.draw(st.permutations(sorted(bags)))
     for metric in ("jaccard", "cosine"):
-        fast = all_pairs(matrix, metric, ids=ids)
+        fast = exact_pairs(matrix, metric, ids=ids)
         expected = brute_force(bags, ids, metric)
         np.testing.assert_allclose(fast, expected, rtol=1e-9, atol=1e-12)
         assert np.all((fast >= 0) & (fast <= 1))
@@ -86,20 +86,20 @@ def test_all_pairs_equals_brute_force(kernel_paths, bags, data):
 def test_all_pairs_orders_rows_by_ids_and_can_return_sparse():
     bags = {1: ("a", {"x": 1.0, "y": 1.0}), 2: ("b", {"x": 1.0}), 3: ("c", {"z": 2.0})}
     matrix = BagMatrix.from_dicts(bags)
-    full = all_pairs(matrix)
+    full = exact_pairs(matrix)
     np.testing.assert_allclose(full, [[1, 0.5, 0], [0.5, 1, 0], [0, 0, 1]])
-    np.testing.assert_allclose(all_pairs(matrix, ids=[3, 1]), [[1, 0], [0, 1]])
-    sparse = all_pairs(matrix, dense=False)
+    np.testing.assert_allclose(exact_pairs(matrix, ids=[3, 1]), [[1, 0], [0, 1]])
+    sparse = exact_pairs(matrix, dense=False)
     assert sp.issparse(sparse) and sparse.nnz == 5
     np.testing.assert_allclose(sparse.toarray(), full)
     with pytest.raises(KeyError, match="no bag"):
-        all_pairs(matrix, ids=[1, 99])
+        exact_pairs(matrix, ids=[1, 99])
 
 
 def test_negative_weights_are_refused():
     matrix = BagMatrix.from_dicts({1: ("a", {"x": -1.0}), 2: ("b", {"x": 1.0})})
     with pytest.raises(ValueError, match="non-negative"):
-        all_pairs(matrix)
+        exact_pairs(matrix)
 
 
 def test_all_pairs_on_a_thousand_bags_matches_pairwise_on_a_sample():
@@ -114,7 +114,7 @@ def test_all_pairs_on_a_thousand_bags_matches_pairwise_on_a_sample():
     matrix = BagMatrix.from_dicts(bags)
     heavy = (np.diff(matrix.csr.tocsc().indptr) > similarity_module._HEAVY_FRACTION * n).sum()
     assert heavy > 0
-    fast = all_pairs(matrix)
+    fast = exact_pairs(matrix)
     for i, j in rng.integers(0, n, size=(300, 2)).tolist():
         a, b = bags[i + 1][1], bags[j + 1][1]
         expected = 1.0 if i == j else jaccard(a, b)

@@ -41,6 +41,9 @@ def register(subparsers) -> None:
     p.add_argument("--verify", action="store_true",
                    help="check every reused stage output and the live index by content (SHA-256), not only "
                         "by size, and compute again whatever is damaged")
+    p.add_argument("--add", action="store_true",
+                   help="keep the pages of the files earlier builds into INDEX named (by default the crawl is "
+                        "exactly the files named here, with those an ingest-new-crawl inbox added)")
     p.add_argument("--json", action="store_true", help="print the build summary as JSON")
     p.set_defaults(func=run)
 
@@ -72,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
             min_in_degree=None if args.min_in_degree < 0 else args.min_in_degree,
             directory=args.directory, until=args.until,
             dask_address=args.dask_address, n_workers=args.workers, verify=args.verify,
+            keep_earlier=args.add,
         )
     except FileNotFoundError as e:
         print(f"simweb build: {e}", file=sys.stderr)

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from simweb.flows.build_index import build_index
     from simweb.flows.debdocs_corpus import debdocs_corpus
     from simweb.api import UnknownURL, open_index
-    from simweb.tasks.debdocs import DebDocsError
+    from simweb.corpora import CorpusError
 
     corpus = os.path.join(args.out, "debdocs")
     index_dir = os.path.join(args.out, "index")
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     _step("1/4", "DebDocs crawl and topic directory")
     try:
         summary = debdocs_corpus(corpus, args.cache)
-    except DebDocsError as e:
+    except CorpusError as e:
         print(f"simweb demo: {e}", file=sys.stderr)
         return 2
     del summary  # the flow's log shows it

@@ -76,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"directory's own pages (kept out of the data): {directory_pages}")
     try:
         if args.no_prefect:
-            from simweb.tasks.evaluate import SampleParams, run_evaluation
+            from simweb.tasks.eval_sample import SampleParams
+            from simweb.tasks.evaluate import run_evaluation
 
             summary = run_evaluation(
                 args.crawl, args.directory, args.out, grid=args.grid, work=args.work,

@@ -42,6 +42,11 @@ def register(subparsers) -> None:
         "--no-prefect", action="store_true",
         help="ingest in this process, one file after another, without Prefect or Dask",
     )
+    parser.add_argument(
+        "--add", action="store_true",
+        help="add these files to the crawl already in DIR (by default DIR's crawl becomes exactly these files; "
+             "parts of other files stay on disk, unused, and are not read again if named later)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -69,14 +74,21 @@ def run(args) -> int:
         return 2
 
     if args.no_prefect:
-        stats = ingest_files(files, args.out)
+        from simweb.tasks.crawl import write_selection
+        from simweb.tasks.layout import IndexLock, sweep_debris
+        from simweb.tasks.ledger import crawl_selection
+
+        with IndexLock(args.out, "simweb ingest", on_wait=lambda message: print(message, file=sys.stderr)):
+            sweep_debris(args.out, args.out)
+            stats = ingest_files(files, args.out)
+            write_selection(args.out, crawl_selection(args.out, stats.parts, keep_earlier=args.add))
     else:
         # The temporary Prefect server can take a while to start on a busy machine.
         os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
         from simweb.flows.build_index import build_index
 
         built = build_index(files, args.out, until="ingest", crawl_out=args.out,
-                            dask_address=args.dask_address, n_workers=args.workers)
+                            dask_address=args.dask_address, n_workers=args.workers, keep_earlier=args.add)
         print(built.ingest.summary())
         return 0
     print(stats.summary())

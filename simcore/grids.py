@@ -1,0 +1,164 @@
+"""The strategy grids the evaluation sweeps, figure by figure (paper Section 5, Figures 3–9).
+
+The paper varies one dimension of a strategy at a time: the document representation and the
+anchor-window size (Figures 3–4), hybrid bags (Figure 5), term weighting (Figures 6–7) and
+stemming (Figure 9), plus the Jaccard vs cosine comparison of Section 4. A grid maps each
+figure to the strategies it compares; :func:`figure_label` spells each one as the paper's
+plots do, which is also how the paper's findings name them (simweb.core.findings).
+
+Beside the bag strategies, the link-based similarity measures of the ENS paper (Lin, Lyu,
+King, Sections 3.2–3.4) are judged by the same Γ as :class:`LinkStrategy`, on the crawl's
+link graph with the Table 1 parameters.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from simweb.core.gamma import ORTHOGONALITY
+from simweb.core.linkgraph import PageRankParams, measure_params
+from simweb.core.strategy import Frequency, Metric, Source, Strategy, Window, paper_grid
+
+__all__ = [
+    "FIGURE_MEASURE",
+    "GRIDS",
+    "LINK_LABELS",
+    "LINK_MEASURES",
+    "AnyStrategy",
+    "LinkStrategy",
+    "figure_label",
+    "grid_strategies",
+    "link_strategies",
+    "parse_strategy",
+    "strategy_from_dict",
+    "strategy_grid",
+]
+
+GRIDS = ("paper", "quick", "links", "full")
+
+#: The measure a figure plots when it is not the sibling-Γ (Figure 4: intra-cluster orthogonality).
+FIGURE_MEASURE = {"figure4": ORTHOGONALITY}
+
+# The link-based measures of the ENS paper (Sections 3.2–3.4) in the order of its Table 1,
+# PageRank among them as a query-independent baseline (see LinkStrategy).
+LINK_MEASURES = ("cocitation", "coupling", "ecbc", "simrank", "extended_simrank", "pagerank", "pagesim",
+                 "extended_pagesim")
+LINK_LABELS = {"cocitation": "co-citation", "coupling": "bibliographic coupling", "ecbc": "ECBC",
+               "simrank": "SimRank", "extended_simrank": "extended SimRank", "pagerank": "PageRank",
+               "pagesim": "PageSim", "extended_pagesim": "extended PageSim"}
+
+
+@dataclass(frozen=True)
+class LinkStrategy:
+    """A link-based similarity measure judged as a strategy (ENS Sections 3–4), with the ENS
+    paper's Table 1 parameters (``simweb.core.linkgraph.measure_params``), computed on the crawl's
+    link graph (its ``links`` data set, without the directory's own pages' out-links).
+
+    ``pagerank`` is not a similarity: here it ranks every candidate by its PageRank whatever
+    the query, sim(q, c) = PR(c) — the query-independent baseline ("popular pages first")
+    a similarity measure has to beat. Its Γ says how far popularity alone tracks the directory.
+    """
+
+    measure: str
+
+    def __post_init__(self) -> None:
+        if self.measure not in LINK_MEASURES:
+            raise ValueError(f"expected a link measure among {', '.join(LINK_MEASURES)}, got {self.measure!r}")
+
+    @property
+    def label(self) -> str:
+        return f"link {self.measure}"
+
+    def spec(self) -> str:
+        return f"link:{self.measure}"
+
+    def to_dict(self) -> dict:
+        return {"kind": "link", "measure": self.measure}
+
+    def params(self):
+        """The measure's parameters (ENS Table 1 defaults)."""
+        return PageRankParams() if self.measure == "pagerank" else measure_params(self.measure)
+
+    def __str__(self) -> str:
+        return self.label
+
+
+AnyStrategy = Strategy | LinkStrategy
+
+
+def strategy_from_dict(data: dict) -> AnyStrategy:
+    """A bag strategy (``Strategy.to_dict``) or a link strategy (``LinkStrategy.to_dict``)."""
+    if data.get("kind") == "link":
+        return LinkStrategy(data["measure"])
+    return Strategy.from_dict(data)
+
+
+def parse_strategy(spec: str) -> AnyStrategy:
+    """The strategy of a measures-table ``spec``: ``link:<measure>`` or a ``Strategy.parse`` spec."""
+    if isinstance(spec, str) and spec.strip().startswith("link:"):
+        return LinkStrategy(spec.strip()[len("link:"):])
+    return Strategy.parse(spec)
+
+
+def link_strategies() -> tuple[LinkStrategy, ...]:
+    return tuple(LinkStrategy(m) for m in LINK_MEASURES)
+
+
+def strategy_grid(name: str) -> dict[str, tuple[AnyStrategy, ...]]:
+    """The strategies of a grid, by figure. ``paper``: every sweep of Section 5 (Figures 3–9)
+    plus Jaccard vs cosine; ``quick``: window sizes, content and links (Figures 3–4) and the
+    metric comparison, for a first look in a minute; ``links``: the ENS paper's link measures
+    beside Figure 3's anchor windows, contents and link-id bags; ``full``: ``paper`` plus the
+    ``links`` figure."""
+    if name in ("links", "full"):
+        figures = strategy_grid("paper") if name == "full" else {}
+        figures["links"] = tuple(paper_grid()["figure3"]) + link_strategies()
+        return figures
+    figures = dict(paper_grid())
+    base = figures["figure3"][0]  # anchor windows W = 32, no weighting
+    best = Strategy()  # the paper's Section 7 choice
+    metric = (best, dataclasses.replace(best, metric=Metric.COSINE),
+              base, dataclasses.replace(base, metric=Metric.COSINE))
+    if name == "paper":
+        figures["metric"] = metric
+        return figures
+    if name == "quick":
+        fig3 = tuple(s for s in figures["figure3"]
+                     if (s.window is Window.BASIC and s.window_size in (0, 8, 32)) or not s.uses_anchor)
+        return {"figure3": fig3, "figure4": fig3, "metric": metric[:2]}
+    raise ValueError(f"unknown grid {name!r}: expected one of {', '.join(GRIDS)}")
+
+
+def grid_strategies(figures: dict[str, tuple[AnyStrategy, ...]]) -> tuple[AnyStrategy, ...]:
+    """Every distinct strategy of a grid, in figure order."""
+    return tuple(dict.fromkeys(s for group in figures.values() for s in group))
+
+
+def figure_label(figure: str, strategy: AnyStrategy) -> str:
+    """The short label of a strategy in one figure, spelt as in the paper's plots."""
+    if isinstance(strategy, LinkStrategy):
+        return LINK_LABELS[strategy.measure]
+    if figure in ("figure3", "figure4", "links"):
+        if strategy.sources == (Source.CONTENT,):
+            return "contents"
+        if strategy.sources == (Source.LINKS,):
+            return "link-id bags" if figure == "links" else "links"
+        if strategy.window is Window.BASIC:
+            return f"w{strategy.window_size}"
+        return strategy.window.value
+    if figure == "figure5":
+        names = {Source.ANCHOR: "Anchor Window", Source.CONTENT: "Content", Source.LINKS: "Links"}
+        return ", ".join(names[s] for s in strategy.sources)
+    if figure == "figure6":
+        dist = strategy.distance_weighting
+        freq = strategy.frequency is not Frequency.NONE
+        return {(False, False): "None", (True, False): "Distance", (False, True): "Frequency",
+                (True, True): "Distance and Frequency"}[(dist, freq)]
+    if figure == "figure7":
+        return {"none": "None", "log": "log", "sqrt": "sqrt", "nmdf": "NMDF"}[strategy.frequency.value]
+    if figure == "figure9":
+        return {"nostem": "NoStem", "stopstem": "StopStem", "stem": "Stem"}[strategy.stemming.value]
+    if figure == "metric":
+        short = "Section 7 choice" if strategy.frequency is Frequency.NMDF else "anchor w32"
+        return f"{short}, {strategy.metric.value}"
+    return strategy.label

@@ -1,0 +1,576 @@
+"""The one reader of a crawl folder: the ingest output every later stage starts from (paper Figure 10).
+
+A crawl folder is a pool of parts, each named by the content digest of the WARC file it was
+read from (simweb.tasks.ingest)::
+
+    DIR/pages/part-<h16>.parquet   PAGES, one row per HTML page     (simweb.tasks.schemas)
+    DIR/links/part-<h16>.parquet   LINKS, one row per anchor
+    DIR/stats/part-<h16>.json      the file's ingest counts
+    DIR/CRAWL.json                 optional: {"format": 1, "parts": ["part-<h16>", ...]}
+
+**Which parts belong to the crawl.** When ``CRAWL.json`` exists, only the parts it lists do
+(:func:`write_selection` writes it, atomically): a build names its WARC files, and parts left in
+the pool by earlier runs must not leak into its index. Without it every finished part does. A
+listed part that is missing is an error naming the part and the fix, never a silent loss.
+
+**Duplicate copies.** The ingest keeps the first record of a URL within one WARC file only. Across
+files the copy with the smallest ``(source_file, record_offset)`` is kept; the other copies' pages
+and the links read from them (a links part shares its pages part's name) are dropped and counted,
+so a page crawled twice gives one content fragment, its anchors once, and its out-links once.
+Every reader here applies that rule, so the bags stage, the evaluation, the link graph, the
+signatures' titles and in-degrees and the near-duplicate report agree on what a crawl contains.
+
+What it gives: the parts (:func:`crawl_parts`), one part read with its schema checked
+(:func:`read_part`, :func:`read_pages`, :func:`read_links`), the in-memory
+:class:`simweb.core.bags.Corpus` (:func:`load_corpus`), the URLs linked to (:func:`link_targets`),
+the link graph with its nodes' URLs (:func:`load_link_graph`), the TF-IDF vectors of a sample's
+contents (:func:`content_tfidf`), each URL's page once (:func:`unique_pages`), titles and
+in-degrees (:func:`page_titles`, :func:`in_degrees`) and the cache identity of the crawl
+(:func:`crawl_identity`). ``exclude`` arguments name pages to leave out with their out-links
+(the evaluation leaves out a directory's own pages, paper Section 5, footnote 8).
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import scipy.sparse as sp
+
+from simweb.core.bags import Corpus, LinkColumns, PageColumns, WordLists
+from simweb.core.linkgraph import LinkGraph
+from simweb.core.retrieval_metrics import tfidf_vectors
+from simweb.tasks import schemas
+from simweb.tasks.contexts import CONTEXT_COLUMNS, pages_part_of, with_context_words
+from simweb.tasks.stagecache import file_identities, read_manifest
+from simweb.tasks.storage import filesystem, join, parts, write_bytes_atomic
+
+__all__ = [
+    "LINK_COLUMNS",
+    "PAGE_COLUMNS",
+    "SELECTION_FILE",
+    "CrawlGraph",
+    "CrawlParts",
+    "DamagedPart",
+    "DuplicateCopies",
+    "add_to_selection",
+    "content_tfidf",
+    "corpus_from_tables",
+    "count_page_rows",
+    "crawl_identity",
+    "crawl_of",
+    "crawl_parts",
+    "duplicate_copies",
+    "flat_lists",
+    "in_degrees",
+    "link_targets",
+    "load_corpus",
+    "load_link_graph",
+    "page_titles",
+    "pages_of",
+    "part_of",
+    "read_links",
+    "read_pages",
+    "read_part",
+    "read_selection",
+    "unique_pages",
+    "write_selection",
+]
+
+SELECTION_FILE = "CRAWL.json"
+SELECTION_FORMAT = 1
+_PART_NAME = re.compile(r"part-[0-9a-f]{16}")
+
+#: The PAGES columns a bag needs (content and title fragments).
+PAGE_COLUMNS = ["url", "url_id", "title_words", "words"]
+#: Every LINKS column: the anchor's offsets and regions as well as its ends.
+LINK_COLUMNS = [f.name for f in schemas.LINKS]
+#: The LINKS columns of the link graph.
+EDGE_COLUMNS = ["source_url", "source_id", "target_url", "target_id"]
+
+
+def _keep_all(url: str) -> bool:
+    """The default ``exclude``: no page is left out."""
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Which parts belong to the crawl
+
+
+def write_selection(crawl_dir: str, names: Iterable[str]) -> str:
+    """Name the parts (``part-<h16>``) that make up the crawl in ``crawl_dir``: ``CRAWL.json``,
+    written atomically. Every reader of the folder then reads those parts only."""
+    names = sorted(set(names))
+    bad = [n for n in names if not isinstance(n, str) or not _PART_NAME.fullmatch(n)]
+    if bad:
+        raise ValueError(f"expected part names of the form part-<16 hex digits> (as the ingest writes them), "
+                         f"got {', '.join(map(repr, bad[:3]))}")
+    data = {"format": SELECTION_FORMAT, "parts": names}
+    return write_bytes_atomic((json.dumps(data, indent=1) + "\n").encode(), join(crawl_dir, SELECTION_FILE))
+
+
+def add_to_selection(crawl_dir: str, names: Iterable[str]) -> None:
+    """Add parts to the crawl's selection; a folder without one holds every part already."""
+    selection = read_selection(crawl_dir)
+    if selection is not None:
+        write_selection(crawl_dir, [*selection, *names])
+
+
+def read_selection(crawl_dir: str) -> tuple[str, ...] | None:
+    """The parts ``CRAWL.json`` names, sorted; None when the folder has no such file (then every
+    finished part belongs to the crawl). Raises ValueError when the file is not one we wrote."""
+    path = join(crawl_dir, SELECTION_FILE)
+    fs, p = filesystem(path)
+    try:
+        with fs.open(p, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return None
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        data = None
+    names = data.get("parts") if isinstance(data, dict) and data.get("format") == SELECTION_FORMAT else None
+    if not isinstance(names, list) or not all(isinstance(n, str) and _PART_NAME.fullmatch(n) for n in names):
+        raise ValueError(f"{path}: expected {{\"format\": {SELECTION_FORMAT}, \"parts\": [\"part-<h16>\", ...]}}, "
+                         "found something else; delete it to read every part of the folder, or re-run the build")
+    return tuple(sorted(set(names)))
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlParts:
+    """The Parquet parts of a crawl's PAGES and LINKS data sets, sorted by name."""
+
+    crawl_dir: str
+    pages: tuple[str, ...]
+    links: tuple[str, ...]
+    selected: bool  # named by CRAWL.json rather than found in the folders
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return self.pages + self.links
+
+
+def crawl_parts(crawl_dir: str) -> CrawlParts:
+    """The parts that belong to the crawl in ``crawl_dir`` (see the module docstring).
+
+    Raises FileNotFoundError when a part ``CRAWL.json`` names is missing, or when the folder
+    holds no part at all."""
+    selection = read_selection(crawl_dir)
+    if selection is None:
+        pages, links = parts(join(crawl_dir, "pages")), parts(join(crawl_dir, "links"))
+    else:
+        pages = [join(crawl_dir, "pages", f"{name}.parquet") for name in selection]
+        links = [join(crawl_dir, "links", f"{name}.parquet") for name in selection]
+        for url in pages + links:
+            fs, path = filesystem(url)
+            if not fs.exists(path):
+                raise FileNotFoundError(
+                    f"{join(crawl_dir, SELECTION_FILE)} names {part_of(url)}, but {url} is missing; "
+                    "re-run the build (or `simweb ingest` of the crawl's WARC files) to write it again"
+                )
+    if not pages and not links:
+        raise FileNotFoundError(
+            f"no ingested crawl at {crawl_dir}: expected {join(crawl_dir, 'pages')}/part-*.parquet and "
+            f"{join(crawl_dir, 'links')}/part-*.parquet as written by `simweb ingest WARC... --out DIR`; "
+            "pass that DIR"
+        )
+    return CrawlParts(crawl_dir, tuple(pages), tuple(links), selection is not None)
+
+
+def part_of(url: str) -> str:
+    """The name (``part-<h16>``) of the part a pages or links file belongs to."""
+    return url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".parquet")
+
+
+def crawl_of(data_set: str) -> str:
+    """The crawl folder holding a ``pages`` or ``links`` data set folder: a stage given the data
+    set reads it as part of its crawl (the selection and the duplicate-copy rule apply)."""
+    return data_set.rstrip("/").rsplit("/", 1)[0] if "/" in data_set.rstrip("/") else "."
+
+
+def crawl_identity(crawl_dir: str) -> dict[str, Any]:
+    """What a stage reading the crawl is keyed by: the content of the parts that belong to it.
+
+    A crawl folder that is itself a cached stage output (the dedup stage's) is named by its
+    stage key, unless a selection narrows it."""
+    found = crawl_parts(crawl_dir)
+    manifest = None if found.selected else read_manifest(crawl_dir)
+    if manifest and manifest.get("stage") and manifest.get("key"):
+        return {"crawl": f"{manifest['stage']}:{manifest['key']}"}
+    return {"pages": file_identities(found.pages), "links": file_identities(found.links)}
+
+
+def count_page_rows(crawl_dir: str) -> int:
+    """Page rows of the crawl's parts, duplicate copies included (the measure of its growth:
+    a re-crawled URL counts again), read from the Parquet footers only."""
+    total = 0
+    for url in crawl_parts(crawl_dir).pages:
+        fs, path = filesystem(url)
+        with fs.open(path, "rb") as f:
+            try:
+                total += pq.ParquetFile(f).metadata.num_rows
+            except pa.ArrowInvalid as err:
+                raise DamagedPart(url, err) from None
+    return int(total)
+
+
+# ---------------------------------------------------------------------------------------------
+# One part
+
+
+def _check_schema(table: pa.Table, expected: pa.Schema, url: str) -> None:
+    for name in table.column_names:
+        want = expected.field(name).type
+        got = table.schema.field(name).type
+        if not got.equals(want):
+            raise ValueError(
+                f"{url}: column {name!r}: expected {want}, found {got}; "
+                "this part was not written by simweb's ingest stage — re-run `simweb ingest`"
+            )
+
+
+def read_part(url: str, expected: pa.Schema, columns: Sequence[str]) -> pa.Table:
+    """``columns`` of one part, checked against ``expected`` (simweb.tasks.schemas). Raises
+    ValueError naming the part, what is missing or mistyped, and the fix."""
+    columns = list(columns)
+    fs, path = filesystem(url)
+    with fs.open(path, "rb") as f:
+        try:
+            schema = pq.read_schema(f)
+        except pa.ArrowInvalid as err:
+            raise DamagedPart(url, err) from None
+        missing = [c for c in columns if c not in schema.names]
+        if missing:
+            raise ValueError(
+                f"{url}: expected columns {', '.join(missing)} (schema simweb.tasks.schemas), found "
+                f"{', '.join(schema.names)}; re-run `simweb ingest` with this version of simweb"
+            )
+        f.seek(0)
+        try:
+            table = pq.read_table(f, columns=columns)
+        except pa.ArrowInvalid as err:
+            raise DamagedPart(url, err) from None
+    _check_schema(table, expected, url)
+    return table
+
+
+class DamagedPart(ValueError):
+    """A part of the crawl folder that cannot be read as the Parquet file the ingest wrote."""
+
+    def __init__(self, url: str, err: Exception) -> None:
+        reason = " ".join(str(err).split())[:200]
+        super().__init__(
+            f"{url} is damaged: it cannot be read as Parquet ({reason}); run `simweb verify --repair` on the "
+            "index folder, then the build again: it reads that WARC file anew"
+        )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DuplicateCopies:
+    """Per part name, the URL ids whose kept copy lies in another part."""
+
+    by_part: dict[str, np.ndarray]
+
+    def of(self, url: str) -> np.ndarray:
+        """The URL ids a pages part, or the source ids a links part, loses to other parts."""
+        return self.by_part.get(part_of(url), np.zeros(0, np.uint64))
+
+
+def duplicate_copies(page_parts: Sequence[str]) -> DuplicateCopies:
+    """Which copies of a URL crawled in several parts are dropped: all but the first by
+    (source_file, record_offset). Repeats within the winning part are left to the Corpus
+    (first row wins); the ingest writes none."""
+    frames = []
+    for i, url in enumerate(page_parts):
+        frame = read_part(url, schemas.PAGES, ["url_id", "source_file", "record_offset"]).to_pandas()
+        frame["part"] = i
+        frames.append(frame)
+    if not frames:
+        return DuplicateCopies({})
+    every = pd.concat(frames, ignore_index=True)
+    dup = every[every.duplicated("url_id", keep=False)]
+    if dup.empty:
+        return DuplicateCopies({})
+    dup = dup.sort_values(["url_id", "source_file", "record_offset", "part"])
+    winners = dup.drop_duplicates("url_id", keep="first")[["url_id", "part"]].rename(columns={"part": "winner"})
+    dup = dup.merge(winners, on="url_id")
+    losers = dup[dup["part"] != dup["winner"]]
+    return DuplicateCopies({part_of(page_parts[int(i)]): np.unique(group["url_id"].to_numpy(np.uint64))
+                            for i, group in losers.groupby("part")})
+
+
+def _without(table: pa.Table, column: str, ids: np.ndarray) -> tuple[pa.Table, int]:
+    """``table`` without the rows whose ``column`` is among ``ids``; and how many they were."""
+    keep = ~np.isin(table.column(column).to_numpy(), ids)
+    return table.filter(pa.array(keep)), int((~keep).sum())
+
+
+def read_pages(url: str, columns: Sequence[str], skip_ids: np.ndarray | None = None) -> tuple[pa.Table, int]:
+    """A pages part without the pages of ``skip_ids``; and how many rows were skipped."""
+    if skip_ids is None or not skip_ids.size:
+        return read_part(url, schemas.PAGES, columns), 0
+    table = read_part(url, schemas.PAGES, list(dict.fromkeys([*columns, "url_id"])))
+    table, skipped = _without(table, "url_id", skip_ids)
+    return table.select(list(columns)), skipped
+
+
+def read_links(url: str, skip_sources: np.ndarray | None = None, columns: Sequence[str] = tuple(LINK_COLUMNS),
+               *, context_words: bool = True) -> tuple[pa.Table, int]:
+    """A links part without the links read from the pages of ``skip_sources``; and how many were
+    skipped. With ``context_words`` the anchor and context word lists are added from the pages
+    part of the same name (simweb.tasks.contexts)."""
+    if skip_sources is None or not skip_sources.size:
+        table, skipped = read_part(url, schemas.LINKS, columns), 0
+    else:
+        table = read_part(url, schemas.LINKS, list(dict.fromkeys([*columns, "source_id"])))
+        table, skipped = _without(table, "source_id", skip_sources)
+        table = table.select(list(columns))
+    if context_words:
+        pages = read_part(pages_part_of(url), schemas.PAGES, ["url_id", "words"])
+        table = with_context_words(table, pages, where=url)
+    return table, skipped
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole crawl
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Tables:
+    pages: pa.Table | None
+    links: pa.Table | None
+    counts: dict[str, int]
+
+
+def _empty(schema: pa.Schema, columns: Sequence[str]) -> pa.Table:
+    return pa.table({c: pa.array([], schema.field(c).type) for c in columns})
+
+
+def _excluded(urls: pa.ChunkedArray | pa.Array, exclude: Callable[[str], bool]) -> np.ndarray:
+    """True where a URL is to be left out (``exclude`` asked once per distinct URL)."""
+    if exclude is _keep_all or len(urls) == 0:
+        return np.zeros(len(urls), dtype=bool)
+    flagged = [u for u in pc.unique(urls).to_pylist() if exclude(u)]
+    if not flagged:
+        return np.zeros(len(urls), dtype=bool)
+    return pc.is_in(urls, value_set=pa.array(flagged, pa.string())).to_numpy(zero_copy_only=False)
+
+
+def _read_crawl(crawl_dir: str, page_columns: Sequence[str] | None, link_columns: Sequence[str] | None, *,
+                context_words: bool = False, exclude: Callable[[str], bool] = _keep_all) -> _Tables:
+    """The crawl's pages and links (None: that data set is not read) without duplicate copies,
+    nor the pages ``exclude`` names and their out-links; with counts of what was read and left out."""
+    found = crawl_parts(crawl_dir)
+    copies = duplicate_copies(found.pages)
+    counts = dict.fromkeys(("pages", "duplicate_copies", "excluded_pages", "links", "links_of_duplicate_copies",
+                            "links_from_excluded_pages"), 0)
+    pages = links = None
+    if page_columns is not None:
+        columns = list(dict.fromkeys([*page_columns, "url"]))
+        tables = []
+        for url in found.pages:
+            table, skipped = read_pages(url, columns, copies.of(url))
+            counts["pages"] += table.num_rows + skipped
+            counts["duplicate_copies"] += skipped
+            tables.append(table)
+        pages = pa.concat_tables(tables).combine_chunks() if tables else _empty(schemas.PAGES, columns)
+        dropped = _excluded(pages.column("url"), exclude)
+        counts["excluded_pages"] = int(dropped.sum())
+        pages = pages.filter(pa.array(~dropped)).select(list(page_columns))
+    if link_columns is not None:
+        columns = list(dict.fromkeys([*link_columns, "source_url", "source_id"]))
+        tables = []
+        for url in found.links:
+            table, skipped = read_links(url, copies.of(url), columns, context_words=context_words)
+            counts["links"] += table.num_rows + skipped
+            counts["links_of_duplicate_copies"] += skipped
+            tables.append(table)
+        if not tables:
+            empty = _empty(schemas.LINKS, columns)
+            tables = [with_context_words(empty, _empty(schemas.PAGES, ["url_id", "words"])) if context_words else empty]
+        links = pa.concat_tables(tables).combine_chunks()
+        dropped = _excluded(links.column("source_url"), exclude)
+        counts["links_from_excluded_pages"] = int(dropped.sum())
+        links = links.filter(pa.array(~dropped))
+        links = links.select(list(dict.fromkeys([*link_columns, *(CONTEXT_COLUMNS if context_words else ())])))
+    return _Tables(pages, links, counts)
+
+
+def flat_lists(column: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """A list<string> column as (its values, their offsets from 0)."""
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if len(array) == 0:
+        return pa.array([], pa.string()), np.zeros(1, dtype=np.int64)
+    lengths = pc.fill_null(pc.list_value_length(array), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    offsets = np.zeros(len(array) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return pc.list_flatten(array).cast(pa.string()), offsets
+
+
+def corpus_from_tables(pages: pa.Table | None, links: pa.Table | None) -> Corpus:
+    """A :class:`Corpus` of PAGES and LINKS tables (either may be None); words interned by Arrow
+    in order of first appearance. ``links`` holds the context word lists too (:func:`read_links`)."""
+    if pages is None:
+        pages = schemas.PAGES.empty_table()
+    if links is None:
+        links = with_context_words(schemas.LINKS.empty_table(), schemas.PAGES.empty_table())
+    flats = [flat_lists(pages.column(c)) for c in ("title_words", "words")]
+    flats += [flat_lists(links.column(c)) for c in CONTEXT_COLUMNS]
+    encoded = pc.dictionary_encode(pa.concat_arrays([values for values, _ in flats]))
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    lists, start = [], 0
+    for values, offsets in flats:
+        lists.append(WordLists(codes[start:start + len(values)], offsets))
+        start += len(values)
+
+    def ints(table: pa.Table, name: str, dtype) -> np.ndarray:
+        return table.column(name).to_numpy().astype(dtype)
+
+    page_columns = PageColumns(
+        url=pages.column("url").to_pylist(), url_id=ints(pages, "url_id", np.uint64),
+        title_words=lists[0], words=lists[1],
+    )
+    link_columns = LinkColumns(
+        source_url=links.column("source_url").to_pylist(), source_id=ints(links, "source_id", np.uint64),
+        target_url=links.column("target_url").to_pylist(), target_id=ints(links, "target_id", np.uint64),
+        anchor_words=lists[2], left_words=lists[3], right_words=lists[4],
+        syntactic_left=ints(links, "syntactic_left", np.int64), syntactic_right=ints(links, "syntactic_right", np.int64),
+        topical_left=ints(links, "topical_left", np.int64), topical_right=ints(links, "topical_right", np.int64),
+    )
+    return Corpus(encoded.dictionary.to_pylist(), page_columns, link_columns)
+
+
+def load_corpus(crawl_dir: str, exclude: Callable[[str], bool] = _keep_all) -> Corpus:
+    """The whole crawl in memory as a :class:`Corpus`, for sweeping strategies (Section 5):
+    duplicate copies dropped, and the pages ``exclude`` names with their out-links."""
+    tables = _read_crawl(crawl_dir, PAGE_COLUMNS, LINK_COLUMNS, context_words=True, exclude=exclude)
+    return corpus_from_tables(tables.pages, tables.links)
+
+
+def link_targets(crawl_dir: str, exclude: Callable[[str], bool] = _keep_all) -> tuple[frozenset[str], dict[str, int]]:
+    """The URLs some page of the crawl links to (self-links aside; without the out-links of the
+    pages ``exclude`` names), and the counts of what was read and left out (``linked_urls``
+    among them)."""
+    tables = _read_crawl(crawl_dir, ["url"], EDGE_COLUMNS, exclude=exclude)
+    links = tables.links
+    not_self = pc.not_equal(links.column("source_id"), links.column("target_id"))
+    linked = frozenset(pc.unique(links.column("target_url").filter(not_self)).to_pylist())
+    return linked, {**tables.counts, "linked_urls": len(linked)}
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CrawlGraph:
+    """A crawl's link graph (ENS Section 3.1), the URL of each of its nodes, and the counts of
+    the links read, left out and merged."""
+
+    graph: LinkGraph
+    urls: dict[int, str]
+    counts: dict[str, int]
+
+
+def load_link_graph(crawl_dir: str, exclude: Callable[[str], bool] = _keep_all) -> CrawlGraph:
+    """The graph of the crawl's links: every page that links or is linked to is a node; self-links
+    and repeated links are counted out by ``LinkGraph.from_edges``; duplicate copies' links and
+    the out-links of the pages ``exclude`` names are left out."""
+    tables = _read_crawl(crawl_dir, None, EDGE_COLUMNS, exclude=exclude)
+    links = tables.links
+    graph = LinkGraph.from_edges(links.column("source_id").to_numpy(), links.column("target_id").to_numpy())
+    urls: dict[int, str] = {}
+    for ids, names in ((links.column("source_id"), links.column("source_url")),
+                       (links.column("target_id"), links.column("target_url"))):
+        named = pa.table({"id": ids, "url": names}).group_by("id").aggregate([("url", "min")])
+        urls.update(zip(named.column("id").to_pylist(), named.column("url_min").to_pylist()))
+    counts = {k: v for k, v in tables.counts.items() if k.startswith("links")}
+    counts.update(self_links=graph.stats.self_loops, repeated_links=graph.stats.duplicate_edges,
+                  nodes=graph.n_nodes, edges=graph.n_edges)
+    return CrawlGraph(graph, urls, counts)
+
+
+def content_tfidf(crawl_dir: str, url_ids: np.ndarray,
+                  exclude: Callable[[str], bool] = _keep_all) -> tuple[sp.csr_matrix, np.ndarray]:
+    """TF-IDF vectors of the crawl's page contents (ENS Section 4.2: the cosine of TF-IDF vectors
+    judges a top-N list, Δ(A, N)) and the row of each of ``url_ids``; a URL that was not crawled
+    gets the all-zero last row (cosine 0 with everything). Document frequencies are those of
+    every page but the ones ``exclude`` names."""
+    pages = _read_crawl(crawl_dir, ["url", "url_id", "words"], None, exclude=exclude).pages
+    ids = pages.column("url_id").to_numpy()
+    _, first = np.unique(ids, return_index=True)  # repeats within a part: the first row
+    first = np.sort(first)
+    pages, ids = pages.take(pa.array(first)), ids[first]
+    vectors = tfidf_vectors(pages.column("words").to_pylist())
+    vectors = sp.vstack([vectors, sp.csr_matrix((1, vectors.shape[1]))]).tocsr()
+    rows = np.full(url_ids.size, ids.size, dtype=np.int64)
+    if ids.size:
+        order = np.argsort(ids, kind="stable")
+        pos = np.minimum(np.searchsorted(ids[order], url_ids), ids.size - 1)
+        hit = ids[order][pos] == url_ids
+        rows[hit] = order[pos[hit]]
+    return vectors, rows
+
+
+def unique_pages(crawl_dir: str, columns: Sequence[str] = tuple(PAGE_COLUMNS)) -> tuple[pa.Table, int]:
+    """``columns`` of each URL's page, once (its kept copy; the first row of a repeat within a
+    part), in part order; and how many page rows were left out as copies."""
+    tables = _read_crawl(crawl_dir, list(dict.fromkeys([*columns, "url_id"])), None)
+    pages = tables.pages
+    _, first = np.unique(pages.column("url_id").to_numpy(), return_index=True)
+    kept = pages.take(pa.array(np.sort(first))).select(list(columns))
+    return kept, tables.counts["pages"] - kept.num_rows
+
+
+def _wanted(url_ids: Iterable[int] | np.ndarray | None) -> pa.Array | None:
+    return None if url_ids is None else pa.array(np.unique(np.asarray(url_ids, dtype=np.uint64)), pa.uint64())
+
+
+def _iter_parts(crawl_dir: str, data_set: str, columns: Sequence[str], key: str,
+                url_ids: Iterable[int] | np.ndarray | None) -> Iterator[pa.Table]:
+    """Each part of ``data_set`` without duplicate copies, its rows with ``key`` among ``url_ids``."""
+    found = crawl_parts(crawl_dir)
+    copies = duplicate_copies(found.pages)
+    wanted = _wanted(url_ids)
+    for url in (found.pages if data_set == "pages" else found.links):
+        if data_set == "pages":
+            table, _ = read_pages(url, columns, copies.of(url))
+        else:
+            table, _ = read_links(url, copies.of(url), columns, context_words=False)
+        if wanted is not None:
+            table = table.filter(pc.is_in(table.column(key), value_set=wanted))
+        yield table
+
+
+def pages_of(crawl_dir: str, url_ids: Iterable[int] | np.ndarray, columns: Sequence[str]) -> pa.Table:
+    """``columns`` of the pages of ``url_ids`` the crawl holds, each once, part by part."""
+    columns = list(dict.fromkeys(["url_id", *columns]))
+    tables = list(_iter_parts(crawl_dir, "pages", columns, "url_id", url_ids))
+    pages = pa.concat_tables(tables) if tables else _empty(schemas.PAGES, columns)
+    _, first = np.unique(pages.column("url_id").to_numpy(), return_index=True)
+    return pages.take(pa.array(np.sort(first)))
+
+
+def page_titles(crawl_dir: str, url_ids: Iterable[int] | np.ndarray | None = None) -> pa.Table:
+    """(url_id, title) of the crawl's pages (those of ``url_ids`` when given): the index's titles."""
+    tables = list(_iter_parts(crawl_dir, "pages", ["url_id", "title"], "url_id", url_ids))
+    pages = pa.concat_tables(tables) if tables else _empty(schemas.PAGES, ["url_id", "title"])
+    first = pages.group_by("url_id", use_threads=False).aggregate([("title", "first")])
+    return pa.table({"url_id": first.column("url_id"), "title": first.column("title_first")})
+
+
+def in_degrees(crawl_dir: str, url_ids: Iterable[int] | np.ndarray | None = None) -> pa.Table:
+    """(url_id, in_degree): the number of distinct other pages linking to each URL (to those of
+    ``url_ids`` when given), the in-degree the index filters I by (Section 7.1)."""
+    tables = list(_iter_parts(crawl_dir, "links", ["source_id", "target_id"], "target_id", url_ids))
+    links = pa.concat_tables(tables) if tables else _empty(schemas.LINKS, ["source_id", "target_id"])
+    links = links.filter(pc.not_equal(links.column("source_id"), links.column("target_id")))
+    pairs = links.group_by(["target_id", "source_id"]).aggregate([])
+    counts = pairs.group_by("target_id").aggregate([("source_id", "count")])
+    return pa.table({"url_id": counts.column("target_id"),
+                     "in_degree": pc.cast(counts.column("source_id_count"), pa.int32())})

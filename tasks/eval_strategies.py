@@ -1,0 +1,240 @@
+"""Stage ``eval-strategy`` of the evaluation: each strategy's Γ pair counts on the sample (paper Sections 2–5).
+
+For a small group of strategies (one Prefect task), what they read from the crawl is built once
+(:class:`EvaluationInputs`, by simweb.tasks.crawl, without the directory's own pages): the bag
+corpus for bag strategies, the link graph for link strategies (ENS Sections 3–4), the TF-IDF
+vectors of the sample's contents for Δ. Then per strategy, cached under ``work`` by
+simweb.tasks.stagecache (same crawl, sample and strategy → reused):
+
+* the weighted bags of the sample and their exact similarity of every pair (Section 4), or the
+  link measure between every two sampled pages of the graph;
+* the per-source concordant/discordant counts behind every Γ and the intra-cluster
+  orthogonality (simweb.core.gamma), and each query's precision, recall, F, average precision
+  and Δ at 10 (simweb.core.retrieval_metrics);
+* for the strategy the index is built with, the index's agreement with exact similarity
+  (simweb.core.index_agreement, Section 6.2).
+
+Writes ``counts.npz`` per strategy (and ``index_counts.npz`` for the index's strategy); the
+stage's stats hold the point values and timings.
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from simweb.core.bags import Corpus
+from simweb.core.gamma import GAMMA_MEASURES, ORTHOGONALITY, PairCounts, gammas, orthogonality, pair_counts
+from simweb.core.grids import AnyStrategy, LinkStrategy
+from simweb.core.index_agreement import INDEX_STRATEGY, index_agreement
+from simweb.core.linkgraph import ExtendedSimRankParams, SimRankParams, pagerank
+from simweb.core.linkmeasures import link_similarity
+from simweb.core.retrieval_metrics import RETRIEVAL_KEYS, RETRIEVAL_MEASURES, RETRIEVAL_N, retrieval_values
+from simweb.core.similarity import EmbeddedSimilarity, exact_pairs
+from simweb.core.simrank import simrank_plan
+from simweb.core.strategy import Strategy
+from simweb.tasks.crawl import CrawlGraph, content_tfidf, crawl_parts, load_corpus, load_link_graph
+from simweb.tasks.eval_sample import LoadedSample, load_sample
+from simweb.tasks.logs import run_logger
+from simweb.tasks.stagecache import StageOutput, file_identities, run_stage
+from simweb.tasks.storage import filesystem, join, write_bytes_atomic
+
+__all__ = ["STAGE_STRATEGY", "EvaluationInputs", "StrategyCounts", "evaluate_group", "load_strategy_output"]
+
+STAGE_STRATEGY = "eval-strategy"
+LOGGER = "simweb.evaluate"
+
+
+class EvaluationInputs:
+    """What a group of strategies reads from the crawl, each built on first use and kept: the
+    bag corpus, the link graph and the TF-IDF vectors of the sample's page contents, all
+    without the pages ``exclude`` names and their links (the directory's own, Section 5)."""
+
+    def __init__(self, crawl: str, url_ids: np.ndarray, exclude: Callable[[str], bool]) -> None:
+        self.crawl = crawl
+        self._url_ids = url_ids
+        self._exclude = exclude
+        self._corpus: Corpus | None = None
+        self._graph: tuple[CrawlGraph, dict] | None = None
+        self._vectors: tuple[sp.csr_matrix, np.ndarray] | None = None
+
+    def corpus(self) -> Corpus:
+        if self._corpus is None:
+            t0 = time.perf_counter()
+            self._corpus = load_corpus(self.crawl, self._exclude)
+            run_logger(LOGGER).info("evaluate: bag corpus of %s built in %.1f s", self.crawl, time.perf_counter() - t0)
+        return self._corpus
+
+    def graph(self) -> tuple[CrawlGraph, dict]:
+        """The link graph, and its counts with the seconds it took."""
+        if self._graph is None:
+            t0 = time.perf_counter()
+            loaded = load_link_graph(self.crawl, self._exclude)
+            counts = {**loaded.counts, "seconds_graph": round(time.perf_counter() - t0, 4)}
+            self._graph = (loaded, counts)
+            run_logger(LOGGER).info("evaluate: link graph of %s (%d pages, %d links) built in %.1f s", self.crawl,
+                                    loaded.graph.n_nodes, loaded.graph.n_edges, counts["seconds_graph"])
+        return self._graph
+
+    def vectors(self) -> tuple[sp.csr_matrix, np.ndarray]:
+        """TF-IDF rows of the crawl's contents and the row of each sampled URL (simweb.tasks.crawl.content_tfidf)."""
+        if self._vectors is None:
+            self._vectors = content_tfidf(self.crawl, self._url_ids, self._exclude)
+        return self._vectors
+
+
+def evaluate_group(crawl: str, sample: StageOutput, strategies: Sequence[AnyStrategy], work: str) -> list[StageOutput]:
+    """Stage ``eval-strategy`` for a group of strategies (see the module docstring): each
+    strategy's counts computed, or reused from an earlier run with the same crawl, sample and
+    strategy."""
+    deduplicated = [s.label for s in strategies if isinstance(s, Strategy) and s.dedup]
+    if deduplicated:
+        raise ValueError(
+            f"{', '.join(deduplicated)}: dedup is an option of the index build (it removes pages before "
+            "indexing), while the evaluation judges the bags of every sampled page; evaluate the strategy "
+            "without 'dedup'"
+        )
+    loaded = load_sample(sample.path)
+    crawl_identity = file_identities(crawl_parts(crawl).files)
+    inputs = EvaluationInputs(crawl, loaded.url_ids, loaded.directory_pages().is_directory_page)
+    log = run_logger(LOGGER)
+    outputs = []
+    for strategy in strategies:
+        def compute(tmp: str, strategy: AnyStrategy = strategy) -> dict:
+            if isinstance(strategy, LinkStrategy):
+                return _evaluate_link(inputs.graph(), inputs.vectors(), loaded, strategy, tmp)
+            return _evaluate_bags(inputs.corpus(), inputs.vectors(), loaded, strategy, tmp)
+
+        outputs.append(run_stage(work, STAGE_STRATEGY, {"crawl": crawl_identity, "sample": sample},
+                                 {"strategy": strategy.to_dict(), "retrieval_n": RETRIEVAL_N}, compute, log=log))
+    return outputs
+
+
+def _evaluate_bags(corpus: Corpus, vectors, sample: LoadedSample, strategy: Strategy, out: str) -> dict:
+    """A bag strategy on the sample: its weighted bags, their exact similarity (Section 4)."""
+    n = len(sample.urls)
+    t0 = time.perf_counter()
+    bags = corpus.bags(strategy, targets=sample.url_ids.tolist())
+    present = np.flatnonzero(np.isin(sample.url_ids, bags.url_ids))
+    t1 = time.perf_counter()
+    inner = exact_pairs(bags, strategy.metric, ids=sample.url_ids[present].tolist()) if present.size else np.zeros((0, 0))
+    similarity = EmbeddedSimilarity(n, present, inner)
+    t2 = time.perf_counter()
+    weighting = bags.weighting.to_dict() if bags.weighting is not None else {}
+    index = None
+    stats = _count_and_save(similarity, vectors, sample, strategy, present, out)
+    if strategy == INDEX_STRATEGY and present.size > 1:
+        agreement = index_agreement(bags, sample.url_ids[present], inner, present, sample.codes, n)
+        _save_arrays(join(out, "index_counts.npz"), concordant=agreement.counts.concordant,
+                     discordant=agreement.counts.discordant)
+        index = {**agreement.stats, "gamma_exact": {k: stats["values"][k] for k in GAMMA_MEASURES}}
+    stats.update(index=index, weighting=weighting, seconds_bags=round(t1 - t0, 4),
+                 seconds_similarity=round(t2 - t1, 4))
+    stats["seconds"] = round(stats["seconds_bags"] + stats["seconds_similarity"] + stats["seconds_gamma"], 4)
+    return stats
+
+
+def _evaluate_link(graph_and_counts: tuple[CrawlGraph, dict], vectors, sample: LoadedSample,
+                   strategy: LinkStrategy, out: str) -> dict:
+    """A link measure on the sample: each sampled page that is a node of the link graph against
+    every other (pages outside the graph are similar to nothing, as pages without a bag are).
+    The measures run on the whole graph with the sample as queries and candidates, which bounds
+    SimRank-type memory by the sample (``simweb.core.linkgraph``: exact iteration when the graph fits
+    the measure's ``max_bytes``, its linear form or block bounds beyond)."""
+    loaded, graph_counts = graph_and_counts
+    graph = loaded.graph
+    n = len(sample.urls)
+    t0 = time.perf_counter()
+    present = np.flatnonzero(graph.contains(sample.url_ids))
+    nodes = graph.indices(sample.url_ids[present])
+    params = strategy.params()
+    plan = None
+    if isinstance(params, (SimRankParams, ExtendedSimRankParams)) and nodes.size:
+        # Which computation fits max_bytes on this graph: exact, linear form, or block lower bounds.
+        chosen = simrank_plan(graph, nodes, nodes, params)
+        plan = {"method": chosen.method, "exact": bool(chosen.exact), "rows": int(chosen.rows.size),
+                "cols": int(chosen.cols.size), "bytes_estimate": int(chosen.bytes_estimate)}
+    if strategy.measure == "pagerank":
+        rank = pagerank(graph, params)[nodes]
+        inner = np.broadcast_to(rank, (nodes.size, nodes.size))
+    else:
+        inner = link_similarity(graph, params, nodes, nodes) if nodes.size else np.zeros((0, 0))
+    t1 = time.perf_counter()
+    similarity = EmbeddedSimilarity(n, present, np.asarray(inner))
+    stats = _count_and_save(similarity, vectors, sample, strategy, present, out)
+    stats.update(index=None, weighting={}, params=_params_dict(params), graph=graph_counts, simrank_plan=plan,
+                 seconds_similarity=round(t1 - t0, 4))
+    stats["seconds"] = round(stats["seconds_similarity"] + stats["seconds_gamma"], 4)
+    return stats
+
+
+def _params_dict(params) -> dict:
+    return {f.name: (_params_dict(getattr(params, f.name)) if dataclasses.is_dataclass(getattr(params, f.name))
+                     else getattr(params, f.name)) for f in dataclasses.fields(params)}
+
+
+def _save_arrays(url: str, **arrays: np.ndarray) -> None:
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    write_bytes_atomic(buffer.getvalue(), url)
+
+
+def _count_and_save(similarity: EmbeddedSimilarity, vectors, sample: LoadedSample, strategy: AnyStrategy,
+                    present: np.ndarray, out: str) -> dict:
+    """Γ pair counts, the retrieval measures and the showcase rows of one strategy, saved as
+    ``counts.npz``; returns the stage's stats (point values and timings)."""
+    n = len(sample.urls)
+    t0 = time.perf_counter()
+    counts = pair_counts(similarity, sample.codes)
+    t1 = time.perf_counter()
+    retrieval = retrieval_values(similarity, sample.codes, *vectors)
+    t2 = time.perf_counter()
+    showcase = np.asarray(sample.info.get("showcase", []), dtype=np.int64)
+    _save_arrays(join(out, "counts.npz"), types=np.asarray(counts.types), concordant=counts.concordant,
+                 discordant=counts.discordant, orthogonal=counts.orthogonal, same_class=counts.same_class,
+                 showcase=showcase, showcase_rows=similarity.take(showcase),
+                 **{f"retrieval_{k}": v for k, v in retrieval.items()})
+    values = {**gammas(counts), ORTHOGONALITY: orthogonality(counts)}
+    for name, key in zip(RETRIEVAL_MEASURES, RETRIEVAL_KEYS):
+        v = retrieval[key]
+        values[name] = float(v.mean()) if v.size else math.nan
+    return {
+        "strategy": strategy.to_dict(),
+        "label": strategy.label,
+        "spec": strategy.spec(),
+        "with_bag": int(present.size),
+        "sample": n,
+        "seconds_gamma": round(t1 - t0, 4),
+        "seconds_retrieval": round(t2 - t1, 4),
+        "values": {k: (None if math.isnan(v) else v) for k, v in values.items()},
+    }
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class StrategyCounts:
+    """What the stage saved for one strategy: its pair counts, the similarity rows of the
+    showcase sources, and the per-query retrieval values (simweb.core.retrieval_metrics.retrieval_values)."""
+
+    counts: PairCounts
+    showcase: np.ndarray
+    showcase_rows: np.ndarray
+    retrieval: dict[str, np.ndarray]
+
+
+def load_strategy_output(output_path: str) -> StrategyCounts:
+    """The ``counts.npz`` of one strategy's stage output."""
+    fs, path = filesystem(join(output_path, "counts.npz"))
+    with fs.open(path, "rb") as f:
+        data = np.load(io.BytesIO(f.read()))
+        types = tuple(tuple(int(x) for x in t) for t in data["types"])
+        n = data["concordant"].shape[0]
+        counts = PairCounts(np.arange(n), types, data["concordant"], data["discordant"],
+                            data["orthogonal"], data["same_class"])
+        retrieval = {k[len("retrieval_"):]: data[k] for k in data.files if k.startswith("retrieval_")}
+        return StrategyCounts(counts, data["showcase"], data["showcase_rows"], retrieval)

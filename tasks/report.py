@@ -1,0 +1,540 @@
+"""The evaluation's report: bootstrap intervals, tables, figures and the pages (paper Sections 2–5).
+
+From the sample stage's output and each strategy's counts (tasks/eval_sample.py,
+tasks/eval_strategies.py) :func:`write_report` computes every measure's cluster-bootstrap
+interval (simweb.core.gamma, simweb.core.retrieval_metrics), compares strategies and checks the
+paper's findings (simweb.core.findings), draws the figures (tasks/report_figures.py) and writes
+into the report folder:
+
+    measures.parquet      strategy, measure, value, bootstrap interval, pair counts (MEASURES_SCHEMA)
+    differences.parquet   per figure, each strategy minus the figure's best (DIFFERENCES_SCHEMA)
+    figures/              the paper's Figures 3–9 for this crawl, PNG and SVG
+    summary.md            the report in Markdown
+    report.html           the same, self-contained (figures embedded)
+    summary.json          the sibling-Γ of every strategy, the findings, the index's agreement
+
+The pages are rendered from one :class:`ReportContext`.
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime as _dt
+import html
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from simweb.core.findings import (
+    Finding,
+    StrategyResult,
+    as_optional,
+    best_first,
+    figure_differences,
+    paper_findings,
+)
+from simweb.core.gamma import DISTANCE_NAMES, GAMMA_MEASURES, ORTHOGONALITY, PAIR_COUNT_MEASURES, SIBLING_GAMMA
+from simweb.core.gamma import bootstrap, source_gamma
+from simweb.core.grids import FIGURE_MEASURE, AnyStrategy, LinkStrategy, figure_label
+from simweb.core.retrieval_metrics import RETRIEVAL_MEASURES, RETRIEVAL_N, retrieval_estimates
+from simweb.core.strategy import Metric, Strategy
+from simweb.tasks.eval_sample import LoadedSample, load_sample
+from simweb.tasks.eval_strategies import load_strategy_output
+from simweb.tasks.report_figures import AXIS_LABELS, FigureFiles, draw_figures
+from simweb.tasks.stagecache import StageOutput
+from simweb.tasks.storage import filesystem, join, write_bytes_atomic, write_parquet_atomic
+
+__all__ = ["DIFFERENCES_TABLE", "MEASURES_TABLE", "ReportContext", "write_report"]
+
+COVERAGE = "coverage"  # fraction of the sample with a non-empty bag under the strategy
+# Ranks shown in the Figure 2-style listing (the paper's own choice).
+LISTING_RANKS = (1, 2, 5, 10, 20, 50, 100)
+
+# Names of the data sets a report folder holds.
+MEASURES_TABLE = "measures.parquet"
+DIFFERENCES_TABLE = "differences.parquet"
+
+MEASURES_SCHEMA = pa.schema(
+    [
+        pa.field("strategy", pa.string(), nullable=False),  # Strategy.label
+        pa.field("spec", pa.string(), nullable=False),  # .spec(), readable by simweb.core.grids.parse_strategy
+        pa.field("measure", pa.string(), nullable=False),
+        pa.field("value", pa.float64()),
+        pa.field("low", pa.float64()),  # bootstrap percentile interval
+        pa.field("high", pa.float64()),
+        pa.field("se", pa.float64()),  # bootstrap standard error
+        pa.field("concordant", pa.int64()),  # pairs behind a Γ (null for other measures)
+        pa.field("discordant", pa.int64()),
+        pa.field("seconds", pa.float64()),  # bags + similarity + counting for this strategy
+    ]
+)
+
+DIFFERENCES_SCHEMA = pa.schema(
+    [
+        pa.field("figure", pa.string(), nullable=False),
+        pa.field("strategy", pa.string(), nullable=False),
+        pa.field("baseline", pa.string(), nullable=False),
+        pa.field("measure", pa.string(), nullable=False),
+        pa.field("value", pa.float64()),  # measure(strategy) − measure(baseline)
+        pa.field("low", pa.float64()),  # paired bootstrap interval
+        pa.field("high", pa.float64()),
+    ]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """A document at one rank of a source's listing."""
+
+    rank: int
+    similarity: float
+    url: str
+    category: str
+    distance: str  # familial distance from the source (Section 2.1)
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """A source's documents at the ranks of LISTING_RANKS under one strategy (paper Figure 2)."""
+
+    strategy: str
+    gamma: float | None  # Γ of this source alone
+    ranks: tuple[Ranked, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceListings:
+    url: str
+    category: str
+    listings: tuple[Listing, ...]  # the best strategy's, then the worst's
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ReportContext:
+    """Everything the Markdown and HTML pages show."""
+
+    title: str
+    generated: str
+    sample: dict  # sample.json of the sample stage
+    figures: dict[str, tuple[AnyStrategy, ...]]
+    results: dict[AnyStrategy, StrategyResult]
+    figure_files: dict[str, FigureFiles]
+    listings: list[SourceListings]
+    findings: list[Finding]
+    index: dict | None  # the index's agreement with exact similarity (simweb.core.index_agreement)
+    n_resamples: int
+    seed: int
+
+
+def write_report(
+    out: str,
+    sample: StageOutput,
+    figures: dict[str, tuple[AnyStrategy, ...]],
+    results: dict[AnyStrategy, StageOutput],
+    *,
+    seed: int = 0,
+    n_resamples: int = 1000,
+    title: str = "",
+) -> dict:
+    """Bootstrap intervals, tables, figures and the HTML/Markdown report in ``out``.
+
+    Returns a summary: paths of the report files and each strategy's sibling-Γ with its interval.
+    """
+    loaded = load_sample(sample.path)
+    groups = loaded.codes[:, -1]  # resample whole classes: their sources share the ground truth
+    by_strategy: dict[AnyStrategy, StrategyResult] = {}
+    for strategy, output in results.items():
+        saved = load_strategy_output(output.path)
+        estimates = bootstrap(saved.counts, groups, n_resamples=n_resamples, seed=seed)
+        estimates.update(retrieval_estimates(saved.retrieval, groups, n_resamples=n_resamples, seed=seed))
+        by_strategy[strategy] = StrategyResult(strategy, saved.counts, estimates, output.stats, saved.showcase,
+                                               saved.showcase_rows)
+
+    fs, out_path = filesystem(out)
+    fs.makedirs(out_path, exist_ok=True)
+    write_parquet_atomic(_measures_table(by_strategy), join(out, MEASURES_TABLE))
+    differences = figure_differences(figures, by_strategy, groups, n_resamples=n_resamples, seed=seed)
+    write_parquet_atomic(pa.Table.from_pylist([dataclasses.asdict(d) for d in differences], schema=DIFFERENCES_SCHEMA),
+                         join(out, DIFFERENCES_TABLE))
+
+    figure_files = draw_figures(out, figures, by_strategy)
+    jaccard = [r for r in by_strategy.values()
+               if isinstance(r.strategy, Strategy) and r.strategy.metric is Metric.JACCARD]
+    ranked = best_first({r.strategy: r for r in jaccard})
+    best, worst = (ranked[0], ranked[-1]) if ranked else (None, None)
+    findings = paper_findings(figures, by_strategy, groups, n_resamples=n_resamples, seed=seed)
+    index = next((r.stats.get("index") for r in by_strategy.values() if r.stats.get("index")), None)
+    context = ReportContext(
+        title=title or "simweb evaluation report",
+        generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        sample=loaded.info,
+        figures=figures,
+        results=by_strategy,
+        figure_files=figure_files,
+        listings=_listings(loaded, best, worst) if best is not None else [],
+        findings=findings,
+        index=index,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+    write_bytes_atomic(markdown_page(context).encode(), join(out, "summary.md"))
+    write_bytes_atomic(html_page(context).encode(), join(out, "report.html"))
+    summary = {
+        "report": join(out, "report.html"),
+        "summary": join(out, "summary.md"),
+        "measures": join(out, MEASURES_TABLE),
+        "sample": loaded.info.get("description_lines", []),
+        "sibling_gamma": [
+            {"strategy": r.strategy.label, **dataclasses.asdict(r.estimates[SIBLING_GAMMA]),
+             "seconds": r.stats.get("seconds"),
+             "retrieval": {m: dataclasses.asdict(r.estimates[m]) for m in RETRIEVAL_MEASURES if m in r.estimates}}
+            for r in best_first(by_strategy)
+        ],
+        "best": best.strategy.label if best else None,
+        "worst": worst.strategy.label if worst else None,
+        "findings": [f.to_dict() for f in findings],
+        "index": index,
+    }
+    write_bytes_atomic(json.dumps(summary, indent=1, default=_json_default).encode(), join(out, "summary.json"))
+    return summary
+
+
+def _json_default(value):
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    raise TypeError(f"cannot write {type(value).__name__} to JSON")
+
+
+def _measures_table(results: Mapping[AnyStrategy, StrategyResult]) -> pa.Table:
+    rows = []
+    for strategy, result in results.items():
+        seconds = result.stats.get("seconds")
+        for measure in (*PAIR_COUNT_MEASURES, *RETRIEVAL_MEASURES):
+            if measure not in result.estimates:
+                continue
+            est = result.estimates[measure]
+            if measure in GAMMA_MEASURES:
+                c, d = result.counts.per_source(measure)
+                c, d = int(c.sum()), int(d.sum())
+            else:
+                c = d = None
+            rows.append({"strategy": strategy.label, "spec": strategy.spec(), "measure": measure,
+                         "value": as_optional(est.value), "low": as_optional(est.low),
+                         "high": as_optional(est.high), "se": as_optional(est.se),
+                         "concordant": c, "discordant": d, "seconds": seconds})
+        n = result.stats.get("sample") or 0
+        coverage = (result.stats.get("with_bag", 0) / n) if n else None
+        rows.append({"strategy": strategy.label, "spec": strategy.spec(), "measure": COVERAGE,
+                     "value": coverage, "low": None, "high": None, "se": None,
+                     "concordant": None, "discordant": None, "seconds": seconds})
+    return pa.Table.from_pylist(rows, schema=MEASURES_SCHEMA)
+
+
+def _listings(sample: LoadedSample, best: StrategyResult, worst: StrategyResult) -> list[SourceListings]:
+    """For each showcase source, the documents at ranks 1, 2, 5, … under the best and the worst
+    strategy with their similarity and category (paper Figure 2)."""
+    out = []
+    codes = sample.codes
+    for position, source in enumerate(best.showcase.tolist()):
+        listings = []
+        for result in (best, worst):
+            row = result.showcase_rows[position].copy()
+            order = [i for i in np.argsort(-row, kind="stable").tolist() if i != source]
+            ranks = []
+            for rank in LISTING_RANKS:
+                if rank <= len(order):
+                    doc = order[rank - 1]
+                    distance = int(codes.shape[1] - (codes[doc] == codes[source]).sum())
+                    ranks.append(Ranked(rank, float(row[doc]), sample.urls[doc], "/" + "/".join(sample.classes[doc]),
+                                        DISTANCE_NAMES[distance]))
+            gamma = as_optional(float(source_gamma(result.counts)[source]))
+            listings.append(Listing(result.strategy.label, gamma, tuple(ranks)))
+        out.append(SourceListings(sample.urls[source], "/" + "/".join(sample.classes[source]), tuple(listings)))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Markdown and HTML
+
+
+def _fmt(value, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:.{digits}f}"
+
+
+def _interval(est) -> str:
+    if math.isnan(est.value):
+        return "n/a"
+    if math.isnan(est.low):
+        return f"{est.value:.3f}"
+    return f"{est.value:.3f} [{est.low:.3f}, {est.high:.3f}]"
+
+
+@dataclass(frozen=True, slots=True)
+class Heading:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Bullets:
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    files: FigureFiles
+
+
+@dataclass(frozen=True, slots=True)
+class SourceHeading:
+    """The source document of a Figure 2-style listing."""
+
+    url: str
+    category: str
+
+
+@dataclass(frozen=True, slots=True)
+class Paragraph:
+    text: str
+
+
+#: What a report page is made of, rendered as Markdown or HTML.
+Block = Heading | Bullets | Table | Figure | SourceHeading | Paragraph
+
+
+def _strategy_rows(context: ReportContext) -> Table:
+    headers = ["strategy", "sibling-Γ [95% CI]", "cousin-Γ", "unrelated-Γ", "Γ", "orthogonality",
+               *(f"{m}@{RETRIEVAL_N}" for m in ("P", "R", "F", "AP", "Δ")), "with bag", "seconds"]
+    rows = []
+    for r in best_first(context.results):
+        n = r.stats.get("sample") or 0
+        rows.append([
+            r.strategy.label,
+            _interval(r.estimates[SIBLING_GAMMA]),
+            _interval(r.estimates["cousin_gamma"]),
+            _interval(r.estimates["unrelated_gamma"]),
+            _interval(r.estimates["gamma"]),
+            _interval(r.estimates[ORTHOGONALITY]),
+            *(_fmt(r.estimates[m].value) if m in r.estimates else "n/a" for m in RETRIEVAL_MEASURES),
+            f"{r.stats.get('with_bag', 0)}/{n}",
+            _fmt(r.stats.get("seconds"), 2),
+        ])
+    return Table(headers, rows)
+
+
+def _figure_rows(context: ReportContext, figure: str) -> Table:
+    measure = FIGURE_MEASURE.get(figure, SIBLING_GAMMA)
+    rows = []
+    for s in dict.fromkeys(context.figures[figure]):
+        r = context.results.get(s)
+        if r is not None:
+            rows.append([figure_label(figure, s), _interval(r.estimates[measure]), s.label])
+    return Table(["setting", AXIS_LABELS.get(measure, measure) + " [95% CI]", "strategy"], rows)
+
+
+RETRIEVAL_TITLE = f"Top-{RETRIEVAL_N} results against the directory classes (lecture measures; Δ of the ENS paper)"
+
+
+def _retrieval_rows(context: ReportContext) -> Table:
+    rows = []
+    for r in best_first(context.results):
+        if any(m in r.estimates for m in RETRIEVAL_MEASURES):
+            rows.append([r.strategy.label, *(_interval(r.estimates[m]) if m in r.estimates else "n/a"
+                                             for m in RETRIEVAL_MEASURES)])
+    headers = ["strategy", *(f"{m}@{RETRIEVAL_N} [95% CI]" for m in ("precision", "recall", "F",
+                                                                    "average precision", "Δ"))]
+    return Table(headers, rows)
+
+
+def _finding_rows(context: ReportContext) -> Table:
+    rows = []
+    for f in context.findings:
+        ci = "n/a" if f.low is None else f"{_fmt(f.advantage)} [{_fmt(f.low)}, {_fmt(f.high)}]"
+        rows.append([f.claim, f.verdict, f.detail, ci])
+    return Table(["paper's finding (Section 5)", "on this crawl", "measured", "advantage [95% CI]"], rows)
+
+
+def _listing_rows(listing: Listing) -> Table:
+    rows = [[str(r.rank), f"{r.similarity:.3f}", r.category, r.distance, r.url] for r in listing.ranks]
+    return Table(["rank", "sim", "category", "familial distance", "url"], rows)
+
+
+def _index_rows(context: ReportContext) -> Table:
+    index = context.index
+    rows = []
+    for measure in GAMMA_MEASURES:
+        rows.append([measure.replace("_", "-").replace("gamma", "Γ"), _fmt(index["gamma_exact"].get(measure)),
+                     _fmt(index["gamma_estimate"].get(measure))])
+    return Table(["measure", "exact Jaccard", f"min-hash estimate (m = {index['m']})"], rows)
+
+
+def _index_lines(context: ReportContext) -> list[str]:
+    index = context.index
+    return [
+        f"Strategy {index['strategy']}, m = {index['m']} ICWS min-hash signatures per bag, α = {index['alpha']}.",
+        f"PROCESSQUERY at α: recall {_fmt(index['recall'])} ({index['hits']:,} of {index['relevant_pairs']:,} pairs "
+        f"with exact Jaccard ≥ α found), precision {_fmt(index['precision'])} ({index['retrieved_pairs']:,} pairs "
+        f"retrieved); mean absolute error of the estimates {_fmt(index['mean_abs_error'], 4)}.",
+    ]
+
+
+def _method_lines(context: ReportContext) -> list[str]:
+    params = context.sample.get("params", {})
+    lines = [
+        "Ground truth: the directory collapsed to depth 3; familial distance same / sibling / cousin / "
+        "unrelated (Section 2.1). Every sampled document is a source; Γ sums concordant and discordant "
+        "pairs over all sources, similarity ties excluded (Section 2.3).",
+        f"Sample: seed {params.get('seed')}, {params.get('n_pairs')} pairs of sibling third-level classes "
+        f"requested, at least {params.get('min_pages')} linked-to URLs per class"
+        + (f", at most {params['max_pages_per_class']} per class" if params.get("max_pages_per_class") else "")
+        + ".",
+        "Similarity: exact bag Jaccard (or cosine where named) on every pair of the sample; a document "
+        "without a bag under a strategy (e.g. a page that was linked to but not crawled, for contents) is "
+        "similar to nothing, so its same-class pairs count as orthogonal and its comparisons are ties.",
+        f"Intervals: 95% percentile bootstrap over the sampled classes ({context.n_resamples} resamples, "
+        f"seed {context.seed}); differences use a paired bootstrap (the same resampled classes for both).",
+        f"Top-{RETRIEVAL_N} measures: every sampled page is a query, the rest of the sample its candidates; its "
+        f"top {RETRIEVAL_N} are the most similar candidates with a positive similarity (ties to the earlier "
+        f"sample page). Precision, recall, F and interpolated average precision (lecture notes) count the other "
+        f"pages of the query's class as relevant, precision dividing by {RETRIEVAL_N}; Δ (ENS Section 4.2) "
+        f"averages the TF-IDF cosine of the query's page contents with each result's, divided by {RETRIEVAL_N} "
+        "(a page that was not crawled has no contents: cosine 0).",
+    ]
+    if any(isinstance(s, LinkStrategy) for s in context.results):
+        lines.append(
+            "Link measures (ENS Sections 3.2–3.4, Table 1 parameters: ECBC α = 0.5; SimRank and extended "
+            "SimRank γ = 0.8, 10 iterations; PageSim r = 3, d = 0.5; extended PageSim r = 3, d = 0.6; PageRank "
+            "teleport 0.1) on the crawl's link graph without the directory's own pages' links; a sampled page "
+            "no kept link touches is similar to nothing. PageRank is a query-independent baseline: every "
+            "query ranks the candidates by their PageRank.")
+    return lines
+
+
+def _sample_lines(context: ReportContext) -> list[str]:
+    info = context.sample
+    lines = list(info.get("description_lines", []))
+    crawl = info.get("crawl_counts", {})
+    d = info.get("directory_counts", {})
+    lines.append(
+        f"crawl: {crawl.get('pages', 0):,} pages, {crawl.get('links', 0):,} links "
+        f"({crawl.get('links_from_directory_pages', 0):,} from the directory's own pages, dropped); "
+        f"{crawl.get('linked_urls', 0):,} distinct URLs linked to"
+    )
+    lines.append(
+        f"directory: {d.get('listings', 0):,} listings; {d.get('urls', 0):,} linked-to URLs classified into "
+        f"{d.get('classes', 0):,} classes; ignored: {d.get('above_depth', 0):,} above depth 3, "
+        f"{d.get('soft_link', 0):,} soft links, {d.get('directory_page', 0):,} directory pages, "
+        f"{d.get('conflicting_class', 0):,} URLs in two classes, {d.get('bad_url', 0):,} bad URLs, "
+        f"{d.get('not_kept', 0):,} not linked to by the crawl"
+    )
+    return lines
+
+
+def report_blocks(context: ReportContext) -> list[Block]:
+    """The body of the report, in order, for either page."""
+    blocks: list[Block] = [Heading("Sample"), Bullets(tuple(_sample_lines(context))),
+                           Heading("Method"), Bullets(tuple(_method_lines(context))),
+                           Heading("Strategies, best sibling-Γ first"), _strategy_rows(context)]
+    retrieval = _retrieval_rows(context)
+    if retrieval.rows:
+        blocks += [Heading(RETRIEVAL_TITLE), retrieval]
+    if context.findings:
+        blocks += [Heading("The paper's findings on this crawl"), _finding_rows(context)]
+    for figure, files in context.figure_files.items():
+        blocks += [Heading(files.title), Figure(files)]
+        if figure in context.figures:
+            blocks.append(_figure_rows(context, figure))
+    if context.index:
+        blocks += [Heading("The min-hash index against exact similarity (Section 6)"),
+                   Bullets(tuple(_index_lines(context))), _index_rows(context)]
+    if context.listings:
+        blocks.append(Heading("Ranked listings (as in the paper's Figure 2): best and worst strategy"))
+        for entry in context.listings:
+            blocks.append(SourceHeading(entry.url, entry.category))
+            for listing in entry.listings:
+                blocks += [Paragraph(f"{listing.strategy}: Γ for this source = {_fmt(listing.gamma, 2)}"),
+                           _listing_rows(listing)]
+    return blocks
+
+
+def _md_row(cells: list[str]) -> str:
+    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+
+def _markdown(block: Block) -> str:
+    match block:
+        case Heading(text):
+            return f"## {text}\n"
+        case Bullets(lines):
+            return "".join(f"- {line}\n" for line in lines)
+        case Table(headers, rows):
+            lines = [_md_row(headers), "|" + "---|" * len(headers), *map(_md_row, rows)]
+            return "\n".join(lines) + "\n"
+        case Figure(files):
+            return f"![{files.title}]({files.png})\n"
+        case SourceHeading(url, category):
+            return f"Source {url} ({category})\n"
+        case Paragraph(text):
+            return f"{text}\n"
+    raise TypeError(f"no Markdown for {type(block).__name__}")
+
+
+def markdown_page(context: ReportContext) -> str:
+    """The report as Markdown (summary.md): blocks separated by a blank line."""
+    head = [f"# {context.title}\n", f"Generated {context.generated}.\n"]
+    return "\n".join(head + [_markdown(block) for block in report_blocks(context)])
+
+
+def _html(block: Block) -> str:
+    h = html.escape
+    match block:
+        case Heading(text):
+            return f"<h2>{h(text, quote=False)}</h2>"
+        case Bullets(lines):
+            return "<ul>" + "".join(f"<li>{h(line)}</li>" for line in lines) + "</ul>"
+        case Table(headers, rows):
+            head = "".join(f"<th>{h(c)}</th>" for c in headers)
+            body = "".join("<tr>" + "".join(f"<td>{h(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+            return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n"
+        case Figure(files):
+            data = base64.b64encode(files.svg_bytes).decode("ascii")
+            return f"<img alt=\"{h(files.title)}\" src=\"data:image/svg+xml;base64,{data}\">"
+        case SourceHeading(url, category):
+            return f"<h3>Source {h(url)} <small>({h(category)})</small></h3>"
+        case Paragraph(text):
+            return f"<p>{h(text)}</p>"
+    raise TypeError(f"no HTML for {type(block).__name__}")
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:0.8em 0;font-size:0.88em}
+th,td{border:1px solid #ccc;padding:0.25em 0.55em;text-align:left;vertical-align:top}
+th{background:#f2f2f2} img{max-width:100%;border:1px solid #eee} h2{margin-top:1.6em;border-bottom:1px solid #ddd}
+.note{color:#555;font-size:0.9em}
+"""
+
+
+def html_page(context: ReportContext) -> str:
+    """The report as one self-contained HTML page (report.html): every figure embedded as SVG."""
+    h = html.escape
+    head = (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{h(context.title)}</title>"
+            f"<style>{_CSS}</style></head><body>"
+            f"<h1>{h(context.title)}</h1><p class=\"note\">Generated {h(context.generated)}. "
+            "Self-contained: every figure is embedded.</p>")
+    return head + "".join(_html(block) for block in report_blocks(context)) + "</body></html>\n"

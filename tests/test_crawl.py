@@ -1,0 +1,307 @@
+"""The one reader of a crawl folder (simweb.tasks.crawl): duplicate copies and the crawl selection.
+
+WARC files are written with warcio and ingested; every stage that reads a crawl must see the
+same pages and links — the bags stage, the evaluation's corpus, the link graph, the index's
+titles and in-degrees, the near-duplicate report and the incremental update.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from simweb.core.bags import LINK_PREFIX
+from simweb.core.strategy import Strategy
+from simweb.core.urls import url_id
+from simweb.tasks import schemas
+from simweb.core.weighting import Weighting
+from simweb.tasks.bags import DF_FILE, DfSnapshot, build_bags_stage, read_bags
+from simweb.tasks.crawl import (
+    SELECTION_FILE,
+    count_page_rows,
+    crawl_identity,
+    crawl_parts,
+    duplicate_copies,
+    in_degrees,
+    link_targets,
+    load_corpus,
+    load_link_graph,
+    page_titles,
+    read_selection,
+    unique_pages,
+    write_selection,
+)
+from simweb.tasks.dedup import find_duplicates
+from simweb.tasks.eval_strategies import EvaluationInputs
+from simweb.tasks.incremental import touched_bags
+from simweb.tasks.ingest import ingest_files, part_name
+from simweb.tasks.storage import file_digest, join, write_parquet_atomic
+
+STRATEGIES = ("anchor:8+content+links,nostem,dist", "links", "content,stem")
+
+
+def U(name: str) -> str:
+    return f"http://{name}.example/"
+
+
+def I(name: str) -> int:
+    return url_id(U(name))
+
+
+def page(title: str, words: str, links: dict[str, str]) -> bytes:
+    anchors = " ".join(f'<a href="{U(t)}">{text}</a>' for t, text in links.items())
+    return f"<html><head><title>{title}</title></head><body><p>{words} {anchors} closing words</p></body></html>".encode()
+
+
+def write_warc(path: Path, pages: dict[str, bytes]) -> Path:
+    with open(path, "wb") as f:
+        writer = WARCWriter(f, gzip=True)
+        for name, body in pages.items():
+            headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
+            writer.write_record(writer.create_warc_record(U(name), "response", payload=io.BytesIO(body),
+                                                          http_headers=headers))
+    return path
+
+
+def assert_same_bags(stage, memory, tol=1e-6) -> None:
+    """The bags stage stores float32 weights; the in-memory corpus float64."""
+    a, b = stage.to_dicts(), memory.to_dicts()
+    assert set(a) == set(b)
+    for u, (url, bag) in b.items():
+        assert a[u][0] == url
+        assert a[u][1] == pytest.approx(bag, rel=tol, abs=tol)
+
+
+# -- A page crawled in two WARC files -------------------------------------------------------------
+
+HUB_KEPT = page("hub kept", "kept copy words", {"t1": "first target", "t2": "second target"})
+HUB_LATER = page("hub later", "later copy words", {"t3": "zqxonlyinthecopy", "t1": "copy anchor"})
+
+
+@pytest.fixture(scope="module")
+def twice(tmp_path_factory) -> dict:
+    """The hub page in two WARC files. The file whose name sorts first (its copy is kept) is the
+    one whose part sorts last, so keeping "the first part's copy" would keep the wrong one."""
+    root = tmp_path_factory.mktemp("twice")
+    one = write_warc(root / "one.warc.gz", {"hub": HUB_KEPT, "t1": page("t1", "target one", {}),
+                                            "t2": page("t2", "target two", {"t1": "sibling"})})
+    two = write_warc(root / "two.warc.gz", {"hub": HUB_LATER, "t3": page("t3", "target three", {"hub": "back"})})
+    by_part = sorted([one, two], key=lambda p: part_name(file_digest(str(p))))
+    later_part, kept_part = by_part  # the copy in the part that sorts last is to be kept
+    os.rename(kept_part, root / "a.warc.gz")
+    os.rename(later_part, root / "b.warc.gz")
+    crawl = root / "crawl"
+    stats = ingest_files([str(root / "a.warc.gz"), str(root / "b.warc.gz")], str(crawl))
+    assert stats.pages_written == 5
+    return {"crawl": str(crawl), "kept_words": "kept" if kept_part == one else "later"}
+
+
+def test_the_copy_kept_is_the_first_by_source_file_not_by_part(twice):
+    found = crawl_parts(twice["crawl"])
+    copies = duplicate_copies(found.pages)
+    # The copy dropped is in the part that sorts first.
+    assert copies.of(found.pages[0]).tolist() == [I("hub")]
+    assert copies.of(found.pages[1]).size == 0
+    pages, repeated = unique_pages(twice["crawl"], ["url", "words"])
+    assert repeated == 1 and pages.num_rows == 4
+    [hub_words] = [w for u, w in zip(pages.column("url").to_pylist(), pages.column("words").to_pylist())
+                   if u == U("hub")]
+    assert twice["kept_words"] in hub_words
+
+
+def test_bags_stage_evaluation_corpus_and_link_graph_agree(twice, tmp_path):
+    crawl = twice["crawl"]
+    evaluation = EvaluationInputs(crawl, np.zeros(0, np.uint64), exclude=lambda url: False)
+    corpus = evaluation.corpus()
+    for spec in STRATEGIES:
+        stage = build_bags_stage(crawl, Strategy.parse(spec), str(tmp_path / "work"), scheduler="sync")
+        assert_same_bags(read_bags(stage.path), corpus.bags(Strategy.parse(spec)))
+    # The link-id terms of the bags are exactly the graph's in-links.
+    links = read_bags(build_bags_stage(crawl, Strategy.parse("links"), str(tmp_path / "work"),
+                                       scheduler="sync").path).to_dicts()
+    graph, _ = evaluation.graph()
+    in_links = {}
+    for node in range(graph.graph.n_nodes):
+        sources = graph.graph.in_links[node].indices
+        if sources.size:
+            in_links[int(graph.graph.ids[node])] = {LINK_PREFIX + graph.urls[int(graph.graph.ids[s])] for s in sources}
+    assert {u: set(bag) for u, (_, bag) in links.items()} == in_links
+    # Only one copy of the hub's links counts: the kept copy's.
+    hub_targets = set(in_links) - {I("hub")}
+    expected = {I("t1"), I("t2")} if twice["kept_words"] == "kept" else {I("t3"), I("t1")}
+    assert {t for t in hub_targets if LINK_PREFIX + U("hub") in in_links[t]} == expected
+    assert graph.counts["links_of_duplicate_copies"] == 2
+
+
+def test_sampling_dedup_titles_and_in_degrees_see_one_copy(twice):
+    crawl = twice["crawl"]
+    linked, counts = link_targets(crawl)
+    only_in_copy = I("t3") if twice["kept_words"] == "kept" else I("t2")
+    assert {url_id(u) for u in linked} == {I(n) for n in ("t1", "t2", "t3", "hub")} - {only_in_copy}
+    assert counts["duplicate_copies"] == 1 and counts["links_of_duplicate_copies"] == 2
+    titles = dict(zip(*(page_titles(crawl).column(c).to_pylist() for c in ("url_id", "title"))))
+    assert titles[I("hub")] == ("hub kept" if twice["kept_words"] == "kept" else "hub later")
+    degree = dict(zip(*(in_degrees(crawl).column(c).to_pylist() for c in ("url_id", "in_degree"))))
+    assert only_in_copy not in degree
+    report = find_duplicates(crawl)
+    assert report.counts["pages"] == 4 and report.counts["repeated_urls"] == 1
+    assert count_page_rows(crawl) == 5  # the measure of growth counts every row
+
+
+# -- The crawl selection --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory) -> dict:
+    """Parts of three WARC files in one crawl folder; a copy of the folder holding two of them."""
+    root = tmp_path_factory.mktemp("pool")
+    files = {
+        "x": {"x1": page("x one", "alpha words", {"x2": "x link", "y1": "cross"}), "x2": page("x two", "beta", {})},
+        "y": {"y1": page("y one", "gamma words", {"x1": "back"}), "y2": page("y two", "delta", {"y1": "y link"})},
+        "z": {"z1": page("z one", "epsilon words", {"x1": "from z", "z2": "z link"}), "z2": page("z two", "zeta", {})},
+    }
+    crawl, two = root / "crawl", root / "two"
+    parts = {}
+    for name, pages in files.items():
+        path = write_warc(root / f"{name}.warc.gz", pages)
+        ingest_files([str(path)], str(crawl))
+        parts[name] = part_name(file_digest(str(path)))
+        if name != "z":
+            ingest_files([str(path)], str(two))
+    return {"crawl": str(crawl), "two": str(two), "parts": parts}
+
+
+def test_a_selection_limits_every_reader_to_its_parts(pool, tmp_path):
+    crawl = str(tmp_path / "crawl")
+    shutil.copytree(pool["crawl"], crawl)
+    assert len(crawl_parts(crawl).pages) == 3 and read_selection(crawl) is None
+    write_selection(crawl, [pool["parts"]["y"], pool["parts"]["x"]])
+    assert read_selection(crawl) == tuple(sorted([pool["parts"]["x"], pool["parts"]["y"]]))
+    assert json.loads((Path(crawl) / SELECTION_FILE).read_text())["format"] == 1
+    pages = {U(n) for n in ("x1", "x2", "y1", "y2")}
+    found = crawl_parts(crawl)
+    assert found.selected and len(found.pages) == len(found.links) == 2
+    # The evaluation's corpus, the bags stage and the reference of two files alone.
+    evaluation = EvaluationInputs(crawl, np.array([I("x1"), I("z1")], np.uint64), exclude=lambda url: False)
+    assert set(evaluation.corpus().urls) == pages
+    for spec in STRATEGIES:
+        strategy = Strategy.parse(spec)
+        stage = build_bags_stage(crawl, strategy, str(tmp_path / "work"), scheduler="sync")
+        assert_same_bags(read_bags(stage.path), load_corpus(pool["two"]).bags(strategy))
+        assert stage.stats["pages"] == 4 and stage.stats["links"] == 4
+    # Links: the sample's linked URLs, the link graph (the evaluation's and related --measure's),
+    # in-degrees; pages: titles, the evaluation's TF-IDF, dedup.
+    linked, counts = link_targets(crawl)
+    assert linked == {U(n) for n in ("x1", "x2", "y1")} and counts["pages"] == 4
+    for graph in (load_link_graph(crawl), evaluation.graph()[0]):
+        assert set(graph.urls.values()) == pages and graph.graph.n_edges == 4
+    assert {url_id(u) for u in pages} >= set(in_degrees(crawl).column("url_id").to_pylist())
+    assert set(page_titles(crawl).column("url_id").to_pylist()) == {url_id(u) for u in pages}
+    vectors, rows = evaluation.vectors()
+    assert vectors.shape[0] == 5 and rows.tolist()[1] == 4  # z1 is not in the crawl: the zero row
+    assert find_duplicates(crawl).counts["pages"] == 4
+    assert count_page_rows(crawl) == 4
+    # An incremental update rebuilds touched bags from the selected parts only.
+    stage = build_bags_stage(crawl, Strategy(), str(tmp_path / "work"), scheduler="sync")
+    snapshot = DfSnapshot(join(stage.path, DF_FILE), Weighting.from_dict(stage.stats["weighting"]))
+    every = np.array([I(n) for n in ("x1", "x2", "y1", "y2", "z1", "z2")], np.uint64)
+    (tmp_path / "delta").mkdir()
+    touched_bags(crawl, Strategy(), every, snapshot, str(tmp_path / "delta"))
+    rebuilt = pq.read_table(tmp_path / "delta" / "part-00000.parquet").column("url").to_pylist()
+    assert set(rebuilt) == set(read_bags(stage.path).urls) <= pages
+
+
+def test_the_bags_key_follows_the_selected_parts_only(pool, tmp_path):
+    crawl = str(tmp_path / "crawl")
+    shutil.copytree(pool["crawl"], crawl)
+    write_selection(crawl, [pool["parts"]["x"], pool["parts"]["y"]])
+    strategy = Strategy.parse("anchor:8")
+    selected = build_bags_stage(crawl, strategy, str(tmp_path / "work"), scheduler="sync")
+    # The folder holding only those two parts has the same identity: the work is reused.
+    assert crawl_identity(crawl) == crawl_identity(pool["two"])
+    assert build_bags_stage(pool["two"], strategy, str(tmp_path / "work"), scheduler="sync").reused
+    # Another selection, or none, is another crawl.
+    write_selection(crawl, [pool["parts"]["x"], pool["parts"]["z"]])
+    other = build_bags_stage(crawl, strategy, str(tmp_path / "work"), scheduler="sync")
+    assert not other.reused and other.path != selected.path
+    os.remove(Path(crawl) / SELECTION_FILE)
+    assert crawl_identity(crawl) == crawl_identity(pool["crawl"]) != crawl_identity(pool["two"])
+
+
+def test_a_missing_or_bad_selection_says_what_to_do(pool, tmp_path):
+    crawl = tmp_path / "crawl"
+    shutil.copytree(pool["crawl"], crawl)
+    write_selection(str(crawl), [pool["parts"]["x"], "part-00000000000000ff"])
+    with pytest.raises(FileNotFoundError, match=r"names part-00000000000000ff, but .*missing; re-run the build"):
+        crawl_parts(str(crawl))
+    with pytest.raises(FileNotFoundError, match="part-00000000000000ff"):
+        load_corpus(str(crawl))
+    with pytest.raises(ValueError, match="part-<16 hex digits>"):
+        write_selection(str(crawl), ["pages/part-x.parquet"])
+    (crawl / SELECTION_FILE).write_text('{"parts": "all"}')
+    with pytest.raises(ValueError, match="expected .*format.*delete it to read every part"):
+        crawl_parts(str(crawl))
+    write_selection(str(crawl), [])
+    with pytest.raises(FileNotFoundError, match="no ingested crawl"):
+        crawl_parts(str(crawl))
+
+
+# -- Property: exactly one copy of each URL survives, the first by (source_file, offset) ---------
+
+copies_st = st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3), st.sampled_from(["a.warc", "b.warc", "c.warc"]),
+                               st.integers(0, 50)), min_size=1, max_size=25)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=copies_st)
+def test_duplicate_copies_keep_one_copy_the_first_by_source_and_offset(tmp_path_factory, rows):
+    """rows: (url, part, source_file, record_offset); within a part a URL appears once (as the ingest writes)."""
+    folder = tmp_path_factory.mktemp("copies")
+    by_part: dict[int, dict[int, tuple[str, int]]] = {}
+    for url, part, source, offset in rows:
+        by_part.setdefault(part, {}).setdefault(url, (source, offset))
+    files = []
+    for part, pages in sorted(by_part.items()):
+        table = pa.table({
+            "url_id": pa.array([url_id(U(f"u{u}")) for u in pages], pa.uint64()),
+            "source_file": [s for s, _ in pages.values()],
+            "record_offset": pa.array([o for _, o in pages.values()], pa.int64()),
+        })
+        files.append(write_parquet_atomic(table, str(folder / f"part-{part:016x}.parquet")))
+    copies = duplicate_copies(files)
+    kept: dict[int, list[tuple[str, int, int]]] = {}
+    for part, pages in sorted(by_part.items()):
+        dropped = set(copies.of(files[sorted(by_part).index(part)]).tolist())
+        for u, (source, offset) in pages.items():
+            if url_id(U(f"u{u}")) not in dropped:
+                kept.setdefault(u, []).append((source, offset, part))
+    every = {u: [(s, o, p) for p, pages in by_part.items() for v, (s, o) in pages.items() if v == u]
+             for u in {u for pages in by_part.values() for u in pages}}
+    assert set(kept) == set(every)
+    for u, survivors in kept.items():
+        assert len(survivors) == 1
+        assert survivors[0][:2] == min(every[u])[:2]
+
+
+def test_parts_of_another_schema_are_refused_with_the_fix(pool, tmp_path):
+    crawl = tmp_path / "crawl"
+    shutil.copytree(pool["two"], crawl)
+    part = sorted((crawl / "pages").glob("*.parquet"))[0]
+    table = pq.read_table(part)
+    table = table.set_column(table.schema.get_field_index("record_offset"), "record_offset",
+                             table.column("record_offset").cast(pa.int32()))
+    pq.write_table(table, part)
+    with pytest.raises(ValueError, match="record_offset.*expected int64, found int32.*re-run `simweb ingest`"):
+        load_corpus(str(crawl))
+    assert schemas.PAGES.field("record_offset").type == pa.int64()
