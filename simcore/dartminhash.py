@@ -59,18 +59,22 @@ m = 80, weights below 8.8·10^12 and total weights above about 2^-50; a bag outs
 to rescale it or to use ICWS.
 
 Why DartMinHash. Measured on this machine (``python -m benchmarks.signatures --crawl …``, one
-pinned core, CPU time, m = 80, 5 rounds): on 100-term bags weighted as the bags stage weighs them
-(distance × NMDF, normalised), ICWS signs 16,100–17,000 bags/s, this sampler in C 81,000–86,000
-(about 5× ICWS, and 1.7× the same code looping over each cell's 0–3 darts, whose loop exits
-mispredict), its numpy twin 8,200–9,100; on the 10,064 real DebDocs bags (131 terms on average)
-14,100–14,400, 82,000–84,000 and 8,000–8,800. BagMinHash (Ertl, KDD 2018) is exact too, with
-O(n + m log² m) work, but when it draws a point depends on the running maximum over the m
-positions that every earlier point updates, so it is one sequential loop per bag: a bit-identical
-numpy reference (and fallback where no compiler is at hand) would take one Python step per point,
-hundreds per bag, far slower than ICWS. A dart depends only on (term, weight, T), so the twin
-below is whole-array numpy at about ICWS's speed, and the C code is a plain loop. Christiani also
-measures DartMinHash faster than BagMinHash, most at small bags and large m. ProbMinHash (Ertl
-2020) estimates the *probability* Jaccard, another measure: not an option.
+pinned core, CPU time, m = 80, 4 runs of 3–5 rounds): on 100-term bags weighted as the bags stage
+weighs them (distance × NMDF, normalised), ICWS signs 15,400–17,000 bags/s, this sampler in C
+77,000–86,000 (4.8–5.2× ICWS in the same rounds; 1.7× the same C looping over each cell's 0–3
+darts, whose loop exits mispredict), its numpy twin 7,800–9,100; on the 10,064 real DebDocs bags
+(131 terms on average) 13,000–14,400, 73,000–84,000 (5.5–6.0×) and 7,300–8,800. Against exact
+similarity (``python -m benchmarks.index_agreement``, α = 0.15, 40 seeds each) the index agrees
+as well as with ICWS: DebDocs recall 0.943 vs 0.943, precision 0.821 vs 0.828 (difference
+−0.007 ± 0.011), mean absolute error 0.0156 vs 0.0156; the WARC fixtures 0.934 / 0.890 / 0.0024
+for both. BagMinHash (Ertl, KDD 2018) is exact too, with O(n + m log² m) work, but when it draws
+a point depends on the running maximum over the m positions that every earlier point updates, so
+it is one sequential loop per bag: a bit-identical numpy reference (and fallback where no
+compiler is at hand) would take one Python step per point, hundreds per bag, far slower than
+ICWS. A dart depends only on (term, weight, T), so the twin below is whole-array numpy at about
+half ICWS's speed, and the C code is a plain loop. Christiani also measures DartMinHash faster
+than BagMinHash, most at small bags and large m. ProbMinHash (Ertl 2020) estimates the
+*probability* Jaccard, another measure: not an option.
 
 Scale. The measure is not scale-invariant and neither is the sampler: a bag against the same bag
 with every weight doubled has weighted Jaccard 1/2 and is estimated so; two bags both doubled keep
