@@ -15,8 +15,10 @@ the paper notes that "related pages" were often mere mirrored copies). The CLI (
 """
 from __future__ import annotations
 
+import copy
 import math
 import os
+import threading
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -30,6 +32,12 @@ __all__ = ["Index", "Related", "UnknownURL", "open_index"]
 
 DEFAULT_TOP = 10
 DEFAULT_ALPHA = 0.15  # Section 6.2: ODP categories are at least 0.15-similar within.
+SHOWN_CHARS = 200  # a URL quoted in a message is cut to this many characters
+
+
+def shown(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` as a message quotes it: whole when short, else its first ``limit`` characters and "…"."""
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 class UnknownURL(LookupError):
@@ -41,7 +49,7 @@ class UnknownURL(LookupError):
         self.reason = reason
 
     def __str__(self) -> str:
-        return f"unknown URL {self.url!r}: {self.reason}"
+        return f"unknown URL {shown(self.url)!r}: {self.reason}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,26 +79,74 @@ class Index:
     """A published related-pages index, memory-mapped (see tasks/index_store.py for the layout).
 
     An instance answers from the version it opened; :meth:`refresh` switches to the version
-    published since, atomically for the queries that follow.
+    published since, atomically for the queries that follow. ``verify`` checks every file of a
+    version against the SHA-256 its manifest records before answering from it (without it, only
+    their sizes are checked).
     """
 
     def __init__(self, path: str | os.PathLike[str], *, verify: bool = False,
                  crawl: str | os.PathLike[str] | None = None) -> None:
         self.path = os.fspath(path)
         self._verify = verify
-        self._v = store.open_version(self.path, verify=verify)
+        self._v = self._open(self.path)
+        self._refreshing = threading.Lock()
+        self._failed: tuple[tuple[str, Any], Exception] | None = None
         self.crawl = os.fspath(crawl) if crawl is not None else os.path.join(self.path, "crawl")
         """The ingested crawl the index was built from (default ``INDEX/crawl``, where ``simweb
         build`` keeps it); ``dedup`` reads its pages' words."""
 
     # ----------------------------------------------------------------- basics
 
+    def _open(self, path: str) -> store.IndexVersion:
+        # Verified outside open_version's retries, which are for versions pruned while opening.
+        v = store.open_version(path)
+        if self._verify:
+            v.verify()
+        return v
+
     def refresh(self) -> bool:
-        """Open the published version if it changed since this index was opened; True if it did."""
-        if store.resolve(self.path) == self._v.path:
-            return False
-        self._v = store.open_version(self.path, verify=self._verify)
-        return True
+        """Switch to the version published since this index was opened; True if it switched.
+
+        It switches only to a complete version that opens (and verifies, when opened with
+        ``verify``). When ``CURRENT`` is missing, dangling or unreadable, or names an incomplete
+        or damaged version, the error is raised (FileNotFoundError, IndexFormatError) and this
+        index goes on answering from the version it has. A version that failed is not opened
+        again until its manifest changes, so a damaged one is not re-read at every call.
+        """
+        with self._refreshing:
+            target = store.resolve(self.path)
+            if target == self._v.path:
+                return False
+            attempt = (target, _stamp(os.path.join(target, store.MANIFEST)))
+            if self._failed is not None and self._failed[0] == attempt:
+                raise self._failed[1].with_traceback(None)
+            try:
+                self._v = self._open(target)
+            except Exception as e:
+                self._failed = (attempt, e)
+                raise
+            self._failed = None
+            return True
+
+    def snapshot(self) -> Index:
+        """This index fixed at the version it answers from now: a later :meth:`refresh` of this
+        index leaves the snapshot's answers as they are (one request, one version)."""
+        return copy.copy(self)
+
+    @property
+    def version(self) -> str:
+        """The name of the version this index answers from."""
+        return os.path.basename(self._v.path)
+
+    def published(self) -> str | None:
+        """The version ``CURRENT`` names now, None when there is no readable ``CURRENT``; an
+        index opened from a version folder names that version."""
+        if os.path.isfile(os.path.join(self.path, store.MANIFEST)):
+            return self.version
+        try:
+            return store.current_name(self.path) or None
+        except (OSError, store.IndexFormatError):
+            return None
 
     def __len__(self) -> int:
         return self._v.n_docs
@@ -241,6 +297,15 @@ class Index:
         return sorted(bag.items(), key=lambda tw: (-tw[1], tw[0]))[:k]
 
 
+def _stamp(path: str) -> tuple[int, int, int] | None:
+    """What tells one writing of a file from the next: inode, size, modification time."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def _jaccard():
     """Exact bag Jaccard Σmin/Σmax (Section 4), from simweb.core.similarity."""
     from simweb.core.similarity import jaccard
@@ -251,5 +316,7 @@ def _jaccard():
 def open_index(path: str | os.PathLike[str], *, verify: bool = False,
                crawl: str | os.PathLike[str] | None = None) -> Index:
     """Open a published index folder (or one version folder) for queries; ``verify`` checks
-    SHA-256s; ``crawl`` is the ingested crawl it was built from when not ``INDEX/crawl``."""
+    every file against the SHA-256 its manifest records (raises IndexFormatError naming the
+    file, the digest expected and the one found); ``crawl`` is the ingested crawl it was built
+    from when not ``INDEX/crawl``."""
     return Index(path, verify=verify, crawl=crawl)

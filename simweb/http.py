@@ -1,50 +1,62 @@
 """The HTTP API and page: related pages and a bag's top terms over HTTP (paper Figures 13–14).
 
     GET  /                       HTML page: type or click a URL, see its related pages and top terms
-    GET  /api/related?url=…      {"query": …, "results": [{rank, url, similarity, title, category, …}]}
-    POST /api/related            {"urls": [...], "top": 10, "alpha": 0.15, "rerank": false, "dedup": false}: a batch
+    GET  /api/related?url=…      the answer, schema simweb.related/1 (simweb/answers.py): {"schema", "query",
+                                 "measure", "version", …, "results": [{rank, url, title, category, score, …}]}
+    GET  /api/related?url=…&measure=cocitation   the same by a link measure of the crawl (INDEX/crawl)
+    POST /api/related            {"urls": [...], "top": 10, "alpha": 0.15, "rerank": false, "dedup": false}:
+                                 a batch, {"answers": [one simweb.related/1 document per URL]}
     GET  /api/terms?url=…&k=10   the heaviest terms of the page's bag
-    GET  /api/info               what the index holds
-    GET  /docs, /openapi.json    the OpenAPI documentation
+    GET  /api/info               what the index holds, the version served, what CURRENT names now
+    GET  /docs, /redoc           the OpenAPI documentation (Swagger UI, ReDoc), every file served from here
+    GET  /openapi.json           the OpenAPI description
 
-Results come from :class:`simweb.api.Index`, the same code the Python API and the CLI use. An
-unknown URL is a 404 and a bad parameter a 422, each with a message saying what was expected.
+Results come from :class:`simweb.api.Index`, the same code the Python API and the CLI use.
+
 Before each request the app checks whether a newer index version was published and switches to
-it; a request is answered from one version only.
+it when that version is complete and opens (and verifies, under ``serve --verify``); a request
+is answered from one version only. When ``CURRENT`` is missing, dangling, unreadable or names an
+incomplete or damaged version, the server goes on answering from the version it has, as before,
+logs the cause once (not at every request) and says so in ``/api/info`` under ``current``.
+
+Status codes, the same on every endpoint and whatever ``CURRENT`` says:
+
+    200  the answer
+    404  the URL is not a page of the index (the message quotes at most 200 of its characters),
+         or no such endpoint
+    405  a method the endpoint does not take
+    409  dedup or a link measure asked for, but the crawl is not at INDEX/crawl (serve --crawl)
+    413  a request body over MAX_BODY (64 KiB), refused before the rest of it is read
+    414  a request target (path and query) over MAX_TARGET (8 KiB)
+    422  a bad parameter: out of range, not a number, a missing url, a malformed body
+    503  never: the server starts only once it has opened a version, and keeps one from then on
 """
 from __future__ import annotations
 
 import html
-from typing import Any
+import logging
+import os
+import threading
+from typing import Any, Literal
 from urllib.parse import quote
 
 from fastapi import Body, FastAPI, HTTPException, Query
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, Field
 
-from simweb.api import DEFAULT_ALPHA, DEFAULT_TOP, Index, Related, UnknownURL, open_index
+from simweb.answers import RelatedAnswer, index_answer, measure_answer
+from simweb.api import DEFAULT_ALPHA, DEFAULT_TOP, Index, Related, UnknownURL, open_index, shown
+from simweb.commands.related import RELATED_MEASURES
 
 MAX_TOP = 1000
 MAX_BATCH = 1000
+MAX_BODY = 64 * 1024  # bytes: a batch of 1000 URLs of ~60 characters fits
+MAX_TARGET = 8 * 1024  # bytes of path and query: an escaped URL of a few thousand characters fits
 
-
-class RelatedPage(BaseModel):
-    rank: int
-    url: str
-    similarity: float = Field(description="estimated bag Jaccard: the fraction of the m min-hash positions shared")
-    title: str | None
-    category: str | None
-    doc_id: int
-    exact: float | None = Field(None, description="exact weighted Jaccard Σmin/Σmax, when re-ranked")
-
-
-class RelatedAnswer(BaseModel):
-    query: str
-    top: int
-    alpha: float
-    rerank: bool
-    dedup: bool = False
-    results: list[RelatedPage]
+log = logging.getLogger(__name__)
 
 
 class BatchRequest(BaseModel):
@@ -65,25 +77,181 @@ class TermsAnswer(BaseModel):
     terms: list[Term]
 
 
-def _answer(url: str, top: int, alpha: float, rerank: bool, dedup: bool, results: list[Related]) -> dict[str, Any]:
-    return {"query": url, "top": top, "alpha": alpha, "rerank": rerank, "dedup": dedup,
-            "results": [r.to_dict() for r in results]}
+class BatchAnswer(BaseModel):
+    answers: list[RelatedAnswer]
+
+
+class _LinkGraph:
+    """The crawl's link graph for link-measure answers: read at the first one, read again when
+    the crawl changes (a part written or removed, a new selection), kept otherwise."""
+
+    def __init__(self, crawl: str) -> None:
+        self.crawl = crawl
+        self._lock = threading.Lock()
+        self._stamp: list[tuple[str, int, int]] | None = None
+        self._graph = None
+
+    def __call__(self):
+        from simweb.tasks.crawl import load_link_graph
+
+        if not os.path.isdir(os.path.join(self.crawl, "links")):
+            raise FileNotFoundError(f"a link measure needs the crawl the index was built from, expected its links "
+                                    f"at {self.crawl}/links; serve with --crawl DIR (the folder written by "
+                                    "`simweb ingest`)")
+        with self._lock:
+            stamp = self._files()
+            if stamp != self._stamp:
+                self._graph, self._stamp = load_link_graph(self.crawl), stamp
+            return self._graph
+
+    def _files(self) -> list[tuple[str, int, int]]:
+        """Name, size and modification time of every file of the crawl folder and its data sets."""
+        found = []
+        for folder in (self.crawl, os.path.join(self.crawl, "pages"), os.path.join(self.crawl, "links")):
+            if os.path.isdir(folder):
+                found += [(e.path, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(folder) if e.is_file()]
+        return sorted(found)
+
+
+class _Live:
+    """The index a server answers from: refreshed before each request, kept when that fails.
+
+    A failed refresh is logged when its cause first appears (or changes), not at every request;
+    its message, with paths relative to the index folder, is what ``/api/info`` shows.
+    """
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+        self.root = os.path.abspath(index.path)
+        self.problem: str | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> Index:
+        # One request refreshes at a time; the others answer from the open version meanwhile
+        # rather than wait (opening a version under --verify reads all of it).
+        if self._lock.acquire(blocking=False):
+            try:
+                self._refresh()
+            finally:
+                self._lock.release()
+        return self.index.snapshot()
+
+    def _refresh(self) -> None:
+        try:
+            switched = self.index.refresh()
+        except Exception as e:  # whatever went wrong with the new version, the open one answers
+            problem = self._relative(str(e))
+            if problem != self.problem:
+                log.warning("still serving version %s: %s", self.index.version, problem)
+            self.problem = problem
+        else:
+            if switched or self.problem is not None:
+                log.info("serving version %s", self.index.version)
+            self.problem = None
+
+    def _relative(self, message: str) -> str:
+        # Paths in /api/info are relative to the index folder: no path of the machine leaves it.
+        return message.replace(self.root + os.sep, "").replace(self.root, os.path.basename(self.root))
+
+    def info(self, index: Index) -> dict[str, Any]:
+        """``index.info()`` with the folder's name for its path and what ``CURRENT`` names now."""
+        published = index.published()
+        return {
+            **index.info(),
+            "path": os.path.basename(self.root),
+            "current": {"version": published, "served": published == index.version, "problem": self.problem},
+        }
+
+
+class _RequestLimits:
+    """Refuses a request target over MAX_TARGET bytes (414) and a body over MAX_BODY bytes (413).
+
+    A declared Content-Length is judged before any of the body is read; a chunked body is
+    counted as it arrives and refused at the chunk that crosses the limit, so an oversized body
+    is never read whole. A refusal closes the connection (the rest of the body is not read).
+    """
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        target = len(scope.get("raw_path") or scope["path"].encode()) + len(scope.get("query_string") or b"")
+        if target > MAX_TARGET:
+            return await _refuse(send, 414, f"request target: expected at most {MAX_TARGET} bytes of path and "
+                                 f"query, got {target}; send long URLs in the body of POST /api/related")
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
+            return await _refuse(send, 413, f"request body: expected at most {MAX_BODY} bytes, "
+                                 f"Content-Length says {int(declared)}; split the batch")
+        received, too_large, responded = 0, False, False
+
+        async def counted():
+            nonlocal received, too_large
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > MAX_BODY:
+                    too_large = True
+                    raise _BodyTooLarge
+            return message
+
+        async def guarded(message) -> None:
+            nonlocal responded
+            if too_large and not responded:
+                return  # the app's answer to a cut-off body; the 413 below replaces it
+            responded = responded or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counted, guarded)
+        except Exception:
+            if not too_large:
+                raise
+        if too_large and not responded:
+            await _refuse(send, 413, f"request body: expected at most {MAX_BODY} bytes, got more; split the batch")
+
+
+class _BodyTooLarge(Exception):
+    """Raised into the app when a request body crosses MAX_BODY."""
+
+
+async def _refuse(send, status: int, detail: str) -> None:
+    body = JSONResponse({"detail": detail}).body
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+    """FastAPI's 422 detail with the offending input quoted as text of at most 200 characters."""
+    errors = jsonable_encoder(exc.errors())
+    for error in errors:
+        given = error.pop("input", None)
+        if isinstance(given, (str, int, float, bool)):
+            error["input"] = shown(str(given))
+    return errors
 
 
 def create_app(index: Index | str) -> FastAPI:
     """The FastAPI application serving ``index`` (an open Index or an index folder)."""
     idx = index if isinstance(index, Index) else open_index(index)
-    app = FastAPI(
+    # The documentation pages take Swagger UI and ReDoc from the fastapi-offline package, served
+    # here, so that they work without a network; nor does Swagger UI send the spec to a validator.
+    app = FastAPIOffline(
         title="simweb related pages",
         description="Pages related to a URL by the bag Jaccard of their anchor-window bags, via a min-hash index "
         "(Haveliwala, Gionis, Klein, Indyk, WWW 2002).",
         version="1",
+        static_url="/docs-files",
+        swagger_ui_parameters={"validatorUrl": None},
     )
     app.state.index = idx
-
-    def current() -> Index:
-        idx.refresh()
-        return idx
+    app.add_middleware(_RequestLimits)
+    current = _Live(idx)
+    link_graph = _LinkGraph(idx.crawl)
 
     def unknown(e: UnknownURL) -> HTTPException:
         return HTTPException(status_code=404, detail=str(e))
@@ -95,23 +263,47 @@ def create_app(index: Index | str) -> FastAPI:
         alpha: float = Query(DEFAULT_ALPHA, ge=0.0, le=1.0, description="least estimated similarity"),
         rerank: bool = Query(False, description="re-rank the best candidates by exact weighted Jaccard"),
         dedup: bool = Query(False, description="leave out near-duplicates of the query page and of earlier results"),
+        measure: Literal[RELATED_MEASURES] | None = Query(  # type: ignore[valid-type]
+            None, description="answer by this link measure of the crawl instead of the index (ENS paper Table 1)"),
     ) -> dict[str, Any]:
+        index_now = current()
         try:
-            return _answer(url, top, alpha, rerank, dedup, current().related(url, top, alpha, rerank, dedup))
+            if measure is not None:
+                return _by_link_measure(index_now, url, measure, top, rerank, dedup)
+            found = index_now.related(url, top, alpha, rerank, dedup)
         except UnknownURL as e:
             raise unknown(e) from None
         except FileNotFoundError as e:
             raise HTTPException(status_code=409, detail=str(e)) from None
+        return index_answer(url, found, version=index_now.version, top=top, alpha=alpha, rerank=rerank, dedup=dedup)
 
-    @app.post("/api/related", summary="Pages related to each of many URLs, in one batch")
-    def related_batch(req: BatchRequest = Body(...)) -> dict[str, Any]:
+    def _by_link_measure(index_now: Index, url: str, measure: str, top: int, rerank: bool, dedup: bool):
+        from simweb.core.urls import normalize_url
+        from simweb.tasks.link_related import NotInGraph, related_by_link
+
+        if rerank or dedup:
+            raise HTTPException(status_code=422, detail="rerank and dedup apply to the index's answers, not to a "
+                                                        "link measure; leave them out or leave out measure")
+        if normalize_url(url.strip()) is None:
+            raise unknown(UnknownURL(url, "not an absolute http or https URL"))
         try:
-            found = current().related_many(req.urls, req.top, req.alpha, req.rerank, req.dedup)
+            found = related_by_link(link_graph(), url, measure, top=top)
+        except NotInGraph:
+            raise unknown(UnknownURL(url, "no link of the crawl touches it; link measures know only the pages "
+                                          "that link or are linked to")) from None
+        return measure_answer(url, found, measure=measure, top=top, index=index_now)
+
+    @app.post("/api/related", response_model=BatchAnswer, summary="Pages related to each of many URLs, in one batch")
+    def related_batch(req: BatchRequest = Body(...)) -> dict[str, Any]:
+        index_now = current()
+        try:
+            found = index_now.related_many(req.urls, req.top, req.alpha, req.rerank, req.dedup)
         except UnknownURL as e:
             raise unknown(e) from None
         except FileNotFoundError as e:
             raise HTTPException(status_code=409, detail=str(e)) from None
-        return {"answers": [_answer(u, req.top, req.alpha, req.rerank, req.dedup, found[u]) for u in req.urls]}
+        return {"answers": [index_answer(u, found[u], version=index_now.version, top=req.top, alpha=req.alpha,
+                                         rerank=req.rerank, dedup=req.dedup) for u in req.urls]}
 
     @app.get("/api/terms", response_model=TermsAnswer, summary="The heaviest terms of a page's bag (Figure 14)")
     def terms(
@@ -124,9 +316,9 @@ def create_app(index: Index | str) -> FastAPI:
             raise unknown(e) from None
         return {"url": url, "terms": [{"term": t, "weight": w} for t, w in found]}
 
-    @app.get("/api/info", summary="What the index holds")
+    @app.get("/api/info", summary="What the index holds, the version served and what CURRENT names")
     def info() -> dict[str, Any]:
-        return current().info()
+        return current.info(current())
 
     @app.get("/", response_class=HTMLResponse, summary="The related-pages page")
     def page(
@@ -153,7 +345,11 @@ def create_app(index: Index | str) -> FastAPI:
 
     @app.exception_handler(ValueError)
     def bad_value(_request, exc: ValueError) -> JSONResponse:
-        return JSONResponse(status_code=422, content={"detail": str(exc)})
+        return JSONResponse(status_code=422, content={"detail": shown(str(exc), 500)})
+
+    @app.exception_handler(RequestValidationError)
+    def bad_request(_request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse(status_code=422, content={"detail": _validation_errors(exc)})
 
     return app
 

@@ -160,12 +160,25 @@ def resolve(index: str) -> str:
             f"no index at {index}: expected {MANIFEST} or a {CURRENT} file there; "
             "build one with `simweb build CRAWL --out INDEX`"
         )
-    with open(current) as f:
-        name = f.read().strip()
+    name = current_name(path)
     version = os.path.join(path, VERSIONS, name)
     if not name or "/" in name or not os.path.isfile(os.path.join(version, MANIFEST)):
         raise IndexFormatError(f"{current} names version {name!r}, which is missing or incomplete under {path}/{VERSIONS}")
     return version
+
+
+def current_name(index: str) -> str:
+    """The version name the ``CURRENT`` file of ``index`` holds (raises FileNotFoundError when
+    there is none, IndexFormatError when it cannot be read as a name)."""
+    current = os.path.join(local_dir(index), CURRENT)
+    try:
+        with open(current, "rb") as f:
+            return f.read(4096).decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise IndexFormatError(f"{current} is unreadable: expected a version name in UTF-8, found other bytes; "
+                               "re-publish the index") from None
+    except IsADirectoryError:
+        raise IndexFormatError(f"{current} is a folder, expected a file naming a version; re-publish the index") from None
 
 
 def publish(version: str, index: str, *, name: str | None = None, keep: int = KEEP_VERSIONS) -> str:
@@ -257,8 +270,8 @@ def damage(version: str, *, digests: bool = False) -> list[str]:
             problems.append(f"{name} is missing")
         elif os.path.getsize(path) != meta["bytes"]:
             problems.append(f"{name}: expected {meta['bytes']} bytes, found {os.path.getsize(path)}")
-        elif digests and sha256(path) != meta["sha256"]:
-            problems.append(f"{name}: its content differs from the SHA-256 in {MANIFEST}")
+        elif digests and (found := sha256(path)) != meta["sha256"]:
+            problems.append(f"{name}: expected SHA-256 {meta['sha256']} (in {MANIFEST}), found {found}")
     return problems
 
 

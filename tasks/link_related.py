@@ -23,6 +23,10 @@ from simweb.tasks.crawl import CrawlGraph, load_link_graph
 RELATED_MEASURES = ("cocitation", "coupling", "ecbc", "simrank", "extended_simrank", "pagesim", "extended_pagesim")
 
 
+class NotInGraph(ValueError):
+    """The page is neither the source nor the target of any link of the crawl."""
+
+
 @dataclass(frozen=True, slots=True)
 class LinkRelated:
     rank: int
@@ -37,8 +41,8 @@ def related_by_link(crawl: str | CrawlGraph, url: str, measure: str, top: int = 
     """The ``top`` pages most similar to ``url`` under the link measure ``measure`` (a name of
     ``RELATED_MEASURES``) with the ENS paper's Table 1 parameters, best first.
 
-    Raises ValueError when the measure is unknown, ``top`` is below 1 or no link of the crawl
-    touches the page."""
+    Raises ValueError when the measure is unknown or ``top`` is below 1, NotInGraph (a
+    ValueError) when no link of the crawl touches the page."""
     if measure not in RELATED_MEASURES:
         raise ValueError(f"expected a link measure among {', '.join(RELATED_MEASURES)}, got {measure!r}")
     if top < 1:
@@ -49,7 +53,7 @@ def related_by_link(crawl: str | CrawlGraph, url: str, measure: str, top: int = 
     loaded = load_link_graph(crawl) if isinstance(crawl, str) else crawl
     wanted = np.array([url_id(normalised)], dtype=np.uint64)
     if not loaded.graph.contains(wanted)[0]:
-        raise ValueError(
+        raise NotInGraph(
             f"no link of the crawl touches {normalised}: link measures know only pages that link or are "
             f"linked to ({loaded.graph.n_nodes:,} in this crawl); check the address"
         )

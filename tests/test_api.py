@@ -110,3 +110,87 @@ def test_refresh_switches_to_a_newly_published_version(tmp_path):
     assert idx.refresh() is False
     index_store.publish(index_store.resolve(root), root, name="v-next")
     assert idx.refresh() is True and idx.info()["version"] == "v-next" != before
+
+
+def test_a_version_pruned_while_open_keeps_answering_from_its_unlinked_files(tmp_path):
+    import os
+    import shutil
+
+    from conftest import build_small_index
+    from simweb.tasks import index_store
+
+    root = build_small_index(tmp_path / "a")
+    reference = simweb.open_index(shutil.copytree(tmp_path / "a" / "version", tmp_path / "ref"))
+    shutil.rmtree(tmp_path / "a" / "version")  # the published files now have no other link
+    idx = simweb.open_index(root)
+    served = index_store.resolve(root)
+    for name in ("v-next", "v-last"):  # two publishes: the version idx holds is pruned
+        index_store.publish(str(tmp_path / "ref"), root, name=name)
+    assert not os.path.exists(served)
+    with open("/proc/self/maps") as f:
+        assert f"{served}/H.u32 (deleted)" in f.read()
+    fds = {os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd") if fd.isdigit()
+           if os.path.islink(f"/proc/self/fd/{fd}")}
+    assert f"{served}/bags.parquet (deleted)" in fds
+    # No bag was read before the prune: re-ranking and top terms read them from the open handle.
+    assert idx.related(JAVA1, rerank=True) == reference.related(JAVA1, rerank=True)
+    assert idx.top_terms(JAVA1, k=5) == reference.top_terms(JAVA1, k=5)
+    assert idx.document(JAVA1) == reference.document(JAVA1)
+    assert idx.info()["version"] == os.path.basename(served)
+
+
+def _version_copy(small_index: str, folder, damage) -> str:
+    """A copy of the small index's live version in ``folder`` (files of its own), with
+    ``damage(path of H.u32)`` done to it."""
+    import shutil
+
+    from simweb.tasks import index_store
+
+    version = shutil.copytree(index_store.resolve(small_index), folder)
+    damage(version / index_store.H_FILE)
+    return str(version)
+
+
+def _same_size_overwrite(path) -> None:
+    with open(path, "r+b") as f:
+        f.seek(4 * 80 * 5)
+        f.write(bytes(4 * 80))  # document 5's signatures, zeroed
+
+
+def test_open_index_with_verify_names_the_damaged_file_the_digests_and_the_fix(small_index, tmp_path):
+    import json
+
+    from simweb.tasks import index_store
+
+    version = _version_copy(small_index, tmp_path / "v", _same_size_overwrite)
+    assert len(simweb.open_index(version)) == 48  # the sizes are right: only a digest tells
+    with pytest.raises(index_store.IndexFormatError) as err:
+        simweb.open_index(version, verify=True)
+    expected = json.load(open(f"{version}/index.json"))["files"]["H.u32"]["sha256"]
+    found = index_store.sha256(f"{version}/H.u32")
+    message = str(err.value)
+    assert message.startswith(f"{version} is damaged: H.u32: ") and "\n" not in message
+    assert f"expected SHA-256 {expected}" in message and f"found {found}" in message
+    assert "rebuild the index" in message
+
+
+def test_refresh_with_verify_keeps_the_open_version_when_the_new_one_is_damaged(small_index, tmp_path, monkeypatch):
+    import os
+
+    from simweb.tasks import index_store
+
+    root = str(tmp_path / "idx")
+    index_store.publish(_version_copy(small_index, tmp_path / "good", lambda h: None), root, name="v-good")
+    idx = simweb.open_index(root, verify=True)
+    want = idx.related(JAVA1)
+    index_store.publish(_version_copy(small_index, tmp_path / "bad", lambda h: None), root, name="v-bad")
+    _same_size_overwrite(os.path.join(root, "versions", "v-bad", "H.u32"))  # publish copies: the copy only
+    with pytest.raises(index_store.IndexFormatError, match="v-bad is damaged: H.u32"):
+        idx.refresh()
+    hashed = []
+    monkeypatch.setattr(index_store, "sha256", lambda path, *a: hashed.append(path) or "0")
+    with pytest.raises(index_store.IndexFormatError, match="v-bad is damaged: H.u32"):
+        idx.refresh()  # remembered: the damaged version is not read again at every refresh
+    assert hashed == []
+    assert idx.version == "v-good" and idx.related(JAVA1) == want
+    assert simweb.open_index(root).version == "v-bad"  # without verify the sizes pass

@@ -39,3 +39,21 @@ def test_page_shows_related_pages_in_chromium(small_index, tmp_path):
         assert r.url in dom and r.title in dom
     assert '<ol id="terms">' in dom
     assert dom.index(expected[0].url) < dom.index(expected[-1].url)  # in rank order
+
+
+def test_the_api_documentation_renders_without_a_network(small_index, tmp_path):
+    # Chromium's proxy points at a closed port: any file the page wanted from elsewhere fails.
+    proc, base = start_server(small_index)
+    try:
+        out = subprocess.run(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--disable-dev-shm-usage", "--proxy-server=http://127.0.0.1:9",
+             "--virtual-time-budget=10000", f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", f"{base}/docs"],
+            capture_output=True, text=True, timeout=120,
+        )
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert 'class="swagger-ui' in out.stdout and "/api/related" in out.stdout  # the operations are listed

@@ -55,5 +55,5 @@ def test_the_wheel_holds_only_simweb(tmp_path):
     assert tops == {"simweb", next(t for t in tops if t.endswith(".dist-info"))}, sorted(tops)
     for module in ("simweb/core/bags.py", "simweb/tasks/ingest.py", "simweb/flows/build_index.py",
                    "simweb/deployments/definitions.py", "simweb/core/data/stoplist.txt",
-                   "simweb/corpora/debdocs.py"):
+                   "simweb/corpora/debdocs.py", "simweb/schemas/related-1.json"):
         assert module in names

@@ -1,12 +1,14 @@
 """`simweb related URL --index INDEX`: the pages related to a URL (paper Figure 13).
 
 Prints rank, similarity, URL, title and category (when the index was built with a directory),
-or with --json the same JSON document as the HTTP API's GET /api/related. --dedup leaves out
-results that nearly duplicate the query page or an earlier result (mirrored copies).
+or with --json the same JSON document as the HTTP API's GET /api/related: schema
+"simweb.related/1", documented in simweb/answers.py, JSON Schema in simweb/schemas/related-1.json.
+--dedup leaves out results that nearly duplicate the query page or an earlier result (mirrored copies).
 
 With --measure M the answer comes from a link measure of the crawl's link graph instead of the
 index (co-citation, bibliographic coupling, ECBC, SimRank, extended SimRank, PageSim, extended
-PageSim; ENS paper Table 1 parameters): it needs the ingested crawl (INDEX/crawl, or --crawl).
+PageSim; ENS paper Table 1 parameters): it needs the ingested crawl (INDEX/crawl, or --crawl);
+titles and categories come from the index when --index is given.
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ def register(subparsers) -> None:
                    help="leave out near-duplicates of the query page and of earlier results")
     p.add_argument("--measure", choices=RELATED_MEASURES, metavar="M",
                    help=f"answer by a link measure instead of the index: {', '.join(RELATED_MEASURES)}")
-    p.add_argument("--json", action="store_true", help="print JSON (the HTTP API's format)")
+    p.add_argument("--json", action="store_true", help="print JSON (schema simweb.related/1, as the HTTP API)")
     p.set_defaults(func=run)
 
 
@@ -50,6 +52,10 @@ def run(args: argparse.Namespace) -> int:
         print("simweb related: give --index INDEX (or, with --measure, --crawl DIR)", file=sys.stderr)
         return 2
     if args.measure is not None:
+        if args.rerank or args.dedup:
+            print("simweb related: --rerank and --dedup apply to the index's answers, not to --measure; "
+                  "leave them out or leave out --measure", file=sys.stderr)
+            return 2
         return _by_link_measure(args)
     try:
         index = open_index(args.index, crawl=args.crawl)
@@ -61,8 +67,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"simweb related: {e}", file=sys.stderr)
         return 2
     if args.json:
-        doc = {"query": args.url, "top": args.top, "alpha": args.alpha, "rerank": args.rerank,
-               "dedup": args.dedup, "results": [r.to_dict() for r in results]}
+        from simweb.answers import index_answer
+
+        doc = index_answer(args.url, results, version=index.version, top=args.top, alpha=args.alpha,
+                           rerank=args.rerank, dedup=args.dedup)
         print(json.dumps(doc, indent=1, ensure_ascii=False))
         return 0
     if not results:
@@ -72,17 +80,23 @@ def run(args: argparse.Namespace) -> int:
     head = f"{'rank':>4}  {'sim':>5}  " + (f"{'exact':>5}  " if exact else "") + "url / title / category"
     print(head)
     for r in results:
-        line = f"{r.rank:>4}  {r.similarity:5.3f}  " + (f"{r.exact:5.3f}  " if exact else "") + r.url
-        print(line)
-        extra = "  ".join(x for x in (r.title, f"[{r.category}]" if r.category else None) if x)
-        if extra:
-            print(" " * (len(line) - len(r.url)) + extra)
+        _print_row(f"{r.rank:>4}  {r.similarity:5.3f}  " + (f"{r.exact:5.3f}  " if exact else ""), r.url,
+                   r.title, r.category)
     return 0
+
+
+def _print_row(head: str, url: str, title: str | None, category: str | None) -> None:
+    """One result: its numbers and URL, then its title and [category] under the URL."""
+    print(head + url)
+    extra = "  ".join(x for x in (title, f"[{category}]" if category else None) if x)
+    if extra:
+        print(" " * len(head) + extra)
 
 
 def _by_link_measure(args: argparse.Namespace) -> int:
     import os
 
+    from simweb.api import open_index
     from simweb.tasks.link_related import related_by_link
 
     crawl = args.crawl or os.path.join(args.index, "crawl")
@@ -91,12 +105,15 @@ def _by_link_measure(args: argparse.Namespace) -> int:
               "built from (give --crawl DIR, the folder written by `simweb ingest`)", file=sys.stderr)
         return 2
     try:
+        index = open_index(args.index, crawl=crawl) if args.index is not None else None  # titles, categories
         results = related_by_link(crawl, args.url, args.measure, top=args.top)
-    except ValueError as e:
+    except (ValueError, FileNotFoundError) as e:
         print(f"simweb related: {e}", file=sys.stderr)
         return 2
     if args.json:
-        doc = {"query": args.url, "top": args.top, "measure": args.measure, "results": [r.to_dict() for r in results]}
+        from simweb.answers import measure_answer
+
+        doc = measure_answer(args.url, results, measure=args.measure, top=args.top, index=index)
         print(json.dumps(doc, indent=1, ensure_ascii=False))
         return 0
     if not results:
@@ -104,5 +121,6 @@ def _by_link_measure(args: argparse.Namespace) -> int:
         return 0
     print(f"{'rank':>4}  {'score':>8}  url   ({args.measure})")
     for r in results:
-        print(f"{r.rank:>4}  {r.score:8.4f}  {r.url}")
+        row = index.document(r.url) if index is not None and r.url in index else {}
+        _print_row(f"{r.rank:>4}  {r.score:8.4f}  ", r.url, row.get("title"), row.get("category"))
     return 0

@@ -2,10 +2,17 @@
 
 Binds 127.0.0.1 by default (this machine only); pass --host 0.0.0.0 to serve a network. The
 page is at http://HOST:PORT/, the OpenAPI documentation at /docs.
+
+Before serving, the version's files are checked against the sizes its index.json records;
+with --verify, against their SHA-256s too (reads the whole index once, and each version
+published while serving before switching to it). A damaged index is refused with a one-line
+message naming the file. The server keeps answering from the version it has while CURRENT is
+missing or names a version it cannot open, and says why once on standard error.
 """
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 
@@ -19,22 +26,38 @@ def register(subparsers) -> None:
     p.add_argument("--index", required=True, metavar="INDEX", help="the index folder (simweb build --out)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    p.add_argument("--crawl", metavar="DIR",
+                   help="the ingested crawl the index was built from (default INDEX/crawl), for dedup and link measures")
+    p.add_argument("--verify", action="store_true",
+                   help="check every file of the index against its SHA-256 before serving it")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from simweb.api import open_index
     from simweb.http import create_app
 
     if not 0 < args.port < 65536:
         print(f"simweb serve: --port: expected 1..65535, got {args.port}", file=sys.stderr)
         return 2
     try:
-        app = create_app(args.index)
-    except (ValueError, FileNotFoundError) as e:
+        app = create_app(open_index(args.index, verify=args.verify, crawl=args.crawl))
+    except (ValueError, OSError) as e:
         print(f"simweb serve: {e}", file=sys.stderr)
         return 2
+    _log_to_stderr()
     print(f"simweb: serving {args.index} on http://{args.host}:{args.port}/ (API docs at /docs)", file=sys.stderr)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
+
+
+def _log_to_stderr() -> None:
+    """The server's own messages (version switches, a CURRENT it cannot follow), one line each."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("simweb serve: %(message)s"))
+    logger = logging.getLogger("simweb.http")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
