@@ -58,6 +58,7 @@ from simweb.core.splitmix import GOLDEN, fmix64, fmix64_inplace, seed_key
 
 __all__ = [
     "ALGORITHMS",
+    "INDEX_ALGORITHM",
     "EMPTY",
     "HASH_FAMILIES",
     "MinHashParams",
@@ -71,6 +72,8 @@ __all__ = [
 ]
 
 ALGORITHMS = ("icws", "oph", "dart")
+#: The weighted sampler an index is signed with unless told otherwise (simweb.core.dartminhash).
+INDEX_ALGORITHM = "dart"
 HASH_FAMILIES = ("mmh3", "identity")
 # The signature row of a bag with no positive weight: such a bag is similar to nothing; the
 # index keeps it out of I, so the value never takes part in a comparison.

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from prefect import task
 
-from simweb.core.minhash import EMPTY, MinHashParams, sign, term_hashes
+from simweb.core.minhash import EMPTY, INDEX_ALGORITHM, MinHashParams, sign, term_hashes
 from simweb.core.query import buckets_from_pairs
 from simweb.tasks import index_store as store
 from simweb.tasks.crawl import crawl_of, in_degrees, page_titles
@@ -57,7 +57,7 @@ class IndexParams:
 
     m: int = 80
     seed: int = 1
-    algorithm: str = "dart"
+    algorithm: str = INDEX_ALGORITHM
     min_in_degree: int | None = 3
 
     def minhash(self) -> MinHashParams:
