@@ -17,7 +17,7 @@ from simweb.core.strategy import Strategy
 from simweb.flows.chain import BuildSummary, index_chain, ingest_stage
 from simweb.flows.cluster import dashboard_link, dask_task_runner
 from simweb.tasks.crawl import write_selection
-from simweb.tasks.ingest import list_warc_files
+from simweb.tasks.ingest import list_archive_files, nothing_ingested
 from simweb.tasks.layout import IndexLock, check_writable, crawl_folder, sweep_debris
 from simweb.tasks.ledger import crawl_selection
 from simweb.tasks.signatures import IndexParams
@@ -44,8 +44,8 @@ def build_index(
 ) -> BuildSummary:
     """Build the related-pages index of a crawl (paper Section 6, Figure 10) into ``out``.
 
-    ``crawl`` is a WARC file, a folder of them, a glob, or a list of those (WARC only, not
-    ARC). ``strategy`` is how pages are described (Sections 3–4; the default is the paper's
+    ``crawl`` is a WARC or ARC file, a folder of them, a glob, or a list of those.
+    ``strategy`` is how pages are described (Sections 3–4; the default is the paper's
     Section 7 choice); ``m`` and ``seed`` make the min-hash signatures; documents with
     in-degree ≤ ``min_in_degree`` stay out of I (Section 7.1; None keeps all). ``directory``
     (ODP RDF or url<TAB>category) adds categories to results. ``until`` stops after a stage.
@@ -60,7 +60,7 @@ def build_index(
     are left out unless ``keep_earlier``.
     """
     log = get_run_logger()
-    files = list_warc_files(crawl)
+    files = list_archive_files(crawl)
     crawl_dir = crawl_out or crawl_folder(out)
     for folder in {out, crawl_dir}:
         check_writable(folder)
@@ -74,6 +74,8 @@ def build_index(
         # 1. Ingest (Section 6.1 scans the repository): WARC files -> pages + link contexts.
         ingested = ingest_stage(runner, files, crawl_dir, io_retries)
         log.info("%s", ingested.summary())
+        if not ingested.usable and not keep_earlier:  # no file gave a page: stop here, publish nothing
+            return nothing_ingested(ingested)
         # 2. The crawl is the files named (and those the inbox added), nothing left by earlier builds.
         write_selection(crawl_dir, crawl_selection(crawl_dir, ingested.parts, keep_earlier=keep_earlier))
         if until == "ingest":

@@ -1,4 +1,4 @@
-"""The ingest stage: one WARC file in, its HTML pages and their link contexts out.
+"""The ingest stage: one WARC or ARC file in, its HTML pages and their link contexts out.
 
 Paper Section 6.1 generates bags by scanning the Web repository; Section 3.1 builds them
 from page content and from the anchor windows of pages linking in. This stage does the scan
@@ -6,7 +6,7 @@ once and keeps what every strategy needs (page words; anchors with the word offs
 anchor text and context in the page's words, and their SYNTACTIC/TOPICAL region lengths), so a
 strategy sweep never re-reads WARC files.
 
-For a WARC file with SHA-256 ``h`` (first 16 hex digits ``h16``) it writes::
+For an archive file (WARC or ARC, plain or gzipped) with SHA-256 ``h`` (first 16 hex digits ``h16``) it writes::
 
     DIR/pages/part-<h16>.parquet   one row per HTML page   (schema simweb.tasks.schemas.PAGES)
     DIR/links/part-<h16>.parquet   one row per anchor      (schema simweb.tasks.schemas.LINKS)
@@ -20,12 +20,14 @@ Which records become pages:
 
 - ``response`` records with an HTTP status 200–299 and ``resource`` records (status 200);
   ``request``, ``metadata``, ``warcinfo``, ``revisit``, ``conversion`` and ``continuation``
-  records are skipped and counted by type. ARC files are not read (WARC only): a file
-  whose records are not WARC records is reported as a file error.
+  records are skipped and counted by type. ARC (v1) files are read like WARC files, their
+  records converted as warcio's ``arc2warc`` does: the version block is a ``warcinfo``
+  record, every other record a ``response`` (:mod:`simweb.tasks.archives`).
 - HTML by Content-Type (``text/html``, ``application/xhtml+xml``); when the type is missing or
   generic (``application/octet-stream`` and the like) the payload is sniffed.
 - The payload is de-chunked (``Transfer-Encoding: chunked``) and decoded (``Content-Encoding``
-  gzip, x-gzip, deflate; br when the ``brotli`` package is installed), then turned into text
+  gzip, x-gzip, deflate; br when the ``brotli`` package is installed; :mod:`simweb.tasks.payloads`),
+  then turned into text
   by :func:`simweb.core.charset.decode_html`.
 - The WARC-Target-URI is normalised with :func:`simweb.core.urls.normalize_url`; a record without
   one, or with one that is not an http(s) URL, is skipped and counted.
@@ -35,9 +37,11 @@ Which records become pages:
 
 Bad input, three tiers (STYLE.md habit 8): a record that cannot become a page is skipped
 and counted by reason (:data:`SKIP_REASONS`); a damaged file (truncated, corrupt framing,
-gzipped as a whole) keeps the pages read before the damage and is logged and counted in
-``file_errors``; an ``OSError`` (the file cannot be read at all) propagates, so the Prefect
-task can retry it.
+bytes inserted, gzipped as a whole or in members that split records) is read on past the
+damage — a record whose payload was read in full is kept, reading resumes at the next record
+that parses (:mod:`simweb.tasks.archives`) — and is logged and listed in ``file_errors``
+with where it is damaged, the bytes skipped and the records recovered; an ``OSError`` (the
+file cannot be read at all) propagates, so the Prefect task can retry it.
 """
 from __future__ import annotations
 
@@ -49,7 +53,6 @@ import random
 import re
 import time
 import uuid
-import zlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -61,9 +64,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from warcio.archiveiterator import ArchiveIterator
+from prefect.states import Failed, State
 from warcio.bufferedreaders import ChunkedDataReader
-from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeadersParser
 
 from simweb.core.charset import charset_from_content_type, decode_html, looks_like_html
@@ -71,14 +73,18 @@ from simweb.core.html import parse_page
 from simweb.core.records import ANCHOR_FIELDS, ParsedPage
 from simweb.core.urls import normalize_url, url_id
 from simweb.tasks import schemas
+from simweb.tasks.archives import ARCHIVE_SUFFIXES, FORMATS, ArchiveRecords, RecordEnd
 from simweb.tasks.logs import run_logger
+from simweb.tasks.payloads import (ENCODING_ERROR, TOO_LARGE, UNSUPPORTED_ENCODING, EncodingError,
+                                   decode_content_encoding, encoded_payload_ends)
 from simweb.tasks.storage import TMP_PREFIX, file_digest, filesystem, join, local_path, write_bytes_atomic
 
 logger = logging.getLogger("simweb.ingest")
 
 # Bumped whenever what a part holds changes (schema, parsing, filtering), so that parts
 # written by an older simweb are re-ingested instead of being taken as finished.
-INGEST_FORMAT = 2
+# 3: ARC files; damaged files read on past the damage.
+INGEST_FORMAT = 3
 
 # Pages buffered before a row group is written: bounds memory on multi-GB WARC files.
 PAGES_PER_ROW_GROUP = 2_000
@@ -101,10 +107,7 @@ INVALID_URI = "invalid target URI"
 NOT_HTML = "not HTML"
 BAD_STATUS = "invalid HTTP status"
 EMPTY = "empty body"
-TRUNCATED = "truncated record"
-TOO_LARGE = "payload too large"
-UNSUPPORTED_ENCODING = "unsupported content-encoding"
-ENCODING_ERROR = "content-encoding error"
+TRUNCATED = "truncated record"  # not read whole, or its payload cut by a short Content-Length
 DUPLICATE = "duplicate URL"
 PARSE_ERROR = "parse error"
 SKIP_REASONS = (
@@ -112,23 +115,18 @@ SKIP_REASONS = (
     TRUNCATED, TOO_LARGE, UNSUPPORTED_ENCODING, ENCODING_ERROR, EMPTY, DUPLICATE, PARSE_ERROR,
 )
 
-_RECOMPRESS_HINT = (
-    "the file is gzipped as a whole instead of record by record, so its records cannot be "
-    "read one at a time; it is likely still valid and can be fixed by running: "
-    "warcio recompress {path} {fixed}"
-)
-
-
 # ---------------------------------------------------------------------------------------
 # Stats
 
 
 @dataclass(frozen=True, slots=True)
 class FileError:
-    """A WARC file that was damaged or unreadable, and why."""
+    """An archive file that was damaged or unreadable, and why; ``damage`` lists where a damaged
+    file was skipped, as (offset, bytes skipped) — see :class:`simweb.tasks.archives.Gap`."""
 
     path: str
     reason: str
+    damage: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,19 +134,27 @@ class IngestStats:
     """What the ingest stage did; ``+`` sums two of them (associative and commutative).
 
     ``files_read`` counts files read in this run, ``files_unchanged`` files skipped because
-    the same content was already ingested into the output folder. ``skipped`` maps a reason
-    (see :data:`SKIP_REASONS`) to the number of records skipped for it; ``links_skipped``
-    the same for links of written pages that were not kept (``simweb.core.html`` reasons, such
-    as a ``mailto:`` target). ``file_errors`` lists the damaged or unreadable files; a
-    damaged file's records before the damage are counted in the other fields. ``parts``
-    names the parts (``part-<h16>``) this run wrote or found unchanged: the identity of the
-    stage's output for the stages after it.
+    the same content was already ingested into the output folder (their ``pages_unchanged``
+    pages and their ``file_errors`` are those of that ingest); ``files_by_format`` counts
+    both kinds by format ("warc", "arc"; "unknown" for a file in which no record was found).
+    ``skipped`` maps a reason (see :data:`SKIP_REASONS`) to the number of records skipped for
+    it; ``links_skipped`` the same for links of written pages that were not kept
+    (``simweb.core.html`` reasons, such as a ``mailto:`` target). ``file_errors`` lists the
+    damaged or unreadable files; a damaged file's records are counted in the other fields,
+    ``records_recovered`` those read after its first damage, ``bytes_skipped`` the bytes
+    between the damage and the next record that parses. ``parts`` names the parts
+    (``part-<h16>``) this run wrote or found unchanged: the identity of the stage's output for
+    the stages after it.
     """
 
     files_read: int = 0
     files_unchanged: int = 0
+    files_by_format: Mapping[str, int] = field(default_factory=dict)
     records_read: int = 0
+    records_recovered: int = 0
+    bytes_skipped: int = 0
     pages_written: int = 0
+    pages_unchanged: int = 0
     links_written: int = 0
     skipped: Mapping[str, int] = field(default_factory=dict)
     links_skipped: Mapping[str, int] = field(default_factory=dict)
@@ -161,18 +167,27 @@ class IngestStats:
         return IngestStats(
             files_read=self.files_read + other.files_read,
             files_unchanged=self.files_unchanged + other.files_unchanged,
+            files_by_format=_add_counts(self.files_by_format, other.files_by_format),
             records_read=self.records_read + other.records_read,
+            records_recovered=self.records_recovered + other.records_recovered,
+            bytes_skipped=self.bytes_skipped + other.bytes_skipped,
             pages_written=self.pages_written + other.pages_written,
+            pages_unchanged=self.pages_unchanged + other.pages_unchanged,
             links_written=self.links_written + other.links_written,
             skipped=_add_counts(self.skipped, other.skipped),
             links_skipped=_add_counts(self.links_skipped, other.links_skipped),
-            file_errors=tuple(sorted(self.file_errors + other.file_errors, key=lambda e: (e.path, e.reason))),
+            file_errors=tuple(sorted(self.file_errors + other.file_errors, key=lambda e: (e.path, e.reason, e.damage))),
             parts=tuple(sorted(set(self.parts) | set(other.parts))),
         )
 
     @property
     def records_skipped(self) -> int:
         return sum(self.skipped.values())
+
+    @property
+    def usable(self) -> bool:
+        """Whether the crawl gave any page (in this run or an earlier one): something to index."""
+        return self.pages_written + self.pages_unchanged > 0
 
     @classmethod
     def total(cls, stats: Iterable[IngestStats]) -> IngestStats:
@@ -183,24 +198,31 @@ class IngestStats:
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        data["file_errors"] = [dataclasses.asdict(e) for e in self.file_errors]
+        data["file_errors"] = [{"path": e.path, "reason": e.reason, "damage": [list(d) for d in e.damage]}
+                               for e in self.file_errors]
         data["parts"] = list(self.parts)
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> IngestStats:
         values = dict(data)
-        values["skipped"] = {str(k): int(v) for k, v in data["skipped"].items()}
-        values["links_skipped"] = {str(k): int(v) for k, v in data["links_skipped"].items()}
-        values["file_errors"] = tuple(FileError(**e) for e in data["file_errors"])
+        for name in ("files_by_format", "skipped", "links_skipped"):
+            values[name] = {str(k): int(v) for k, v in data.get(name, {}).items()}
+        values["file_errors"] = tuple(
+            FileError(e["path"], e["reason"], tuple((int(o), int(n)) for o, n in e.get("damage", ())))
+            for e in data["file_errors"])
         values["parts"] = tuple(data["parts"])
         return cls(**values)
 
     def summary(self) -> str:
-        """A few lines for people: records read, pages and links written, skips, file errors."""
-        files = f"{self.files_read} WARC file{'s' if self.files_read != 1 else ''} read"
+        """A few lines for people: files by format, records read, pages and links written, skips,
+        file errors with what was recovered from them."""
+        files = f"{self.files_read} file{'s' if self.files_read != 1 else ''} read"
         if self.files_unchanged:
             files += f", {self.files_unchanged} unchanged since an earlier ingest (skipped)"
+        if self.files_by_format:
+            files += "; " + ", ".join(f"{n} {fmt.upper() if fmt in FORMATS else fmt}"
+                                      for fmt, n in _by_count(self.files_by_format))
         rows = [
             ("records read", self.records_read, 2),
             ("pages written", self.pages_written, 2),
@@ -212,6 +234,8 @@ class IngestStats:
             rows.append(("links not kept", sum(self.links_skipped.values()), 2))
             rows.extend((reason, n, 4) for reason, n in _by_count(self.links_skipped))
         rows.append(("file errors", len(self.file_errors), 2))
+        rows.append(("records recovered", self.records_recovered, 4))
+        rows.append(("bytes skipped", self.bytes_skipped, 4))
         width = max(indent + len(label) for label, _, indent in rows) + 2
         lines = [f"ingest: {files}"]
         lines += [f"{' ' * indent}{label:<{width - indent}}{n:>10,}" for label, n, indent in rows]
@@ -230,80 +254,7 @@ def _by_count(counts: Mapping[str, int]) -> list[tuple[str, int]]:
 
 
 # ---------------------------------------------------------------------------------------
-# Payloads
-
-
-class _EncodingError(ValueError):
-    def __init__(self, reason: str, detail: str):
-        super().__init__(detail)
-        self.reason = reason
-
-
-def _brotli():
-    try:
-        import brotli  # optional: only pages served with Content-Encoding: br need it
-    except ImportError:
-        return None
-    return brotli
-
-
-def supported_content_encodings() -> frozenset[str]:
-    """Content-Encoding values this installation decodes."""
-    codings = {"identity", "gzip", "x-gzip", "deflate"}
-    if _brotli() is not None:
-        codings.add("br")
-    return frozenset(codings)
-
-
-def _inflate(data: bytes, wbits: int) -> bytes:
-    """zlib/gzip decompression, capped at MAX_PAYLOAD_BYTES, across concatenated gzip members."""
-    out: list[bytes] = []
-    size = 0
-    while data:
-        d = zlib.decompressobj(wbits)
-        chunk = d.decompress(data, MAX_PAYLOAD_BYTES + 1 - size)
-        out.append(chunk)
-        size += len(chunk)
-        if d.unconsumed_tail or size > MAX_PAYLOAD_BYTES:
-            raise _EncodingError(TOO_LARGE, f"decodes to more than {MAX_PAYLOAD_BYTES:,} bytes")
-        if not d.eof:
-            break  # a truncated stream: keep what it held (crawlers cut long payloads)
-        data = d.unused_data
-    return b"".join(out)
-
-
-def decode_content_encoding(body: bytes, content_encoding: str) -> bytes:
-    """The payload with its Content-Encoding undone (RFC 9110 Section 8.4), innermost last.
-
-    A payload that does not even start like the compressed format it claims but looks like
-    HTML is taken as already decoded (some crawlers store decoded payloads and keep the
-    header). Raises ``_EncodingError`` for unsupported or corrupt encodings.
-    """
-    codings = [c.strip().lower() for c in content_encoding.split(",")]
-    for coding in reversed([c for c in codings if c and c != "identity"]):
-        try:
-            if coding in ("gzip", "x-gzip"):
-                body = _inflate(body, 32 + zlib.MAX_WBITS)  # gzip or zlib header, detected
-            elif coding == "deflate":
-                try:
-                    body = _inflate(body, zlib.MAX_WBITS)  # RFC: zlib-wrapped deflate
-                except zlib.error:
-                    body = _inflate(body, -zlib.MAX_WBITS)  # what many servers send: raw deflate
-            elif coding == "br" and (brotli := _brotli()) is not None:
-                body = brotli.decompress(body)
-            else:
-                raise _EncodingError(UNSUPPORTED_ENCODING, f"Content-Encoding {coding!r} is not supported")
-        except zlib.error as exc:
-            if looks_like_html(body):
-                continue
-            raise _EncodingError(ENCODING_ERROR, f"{coding}: {exc}") from exc
-        except _EncodingError:
-            raise
-        except Exception as exc:  # brotli.error and friends
-            if looks_like_html(body):
-                continue
-            raise _EncodingError(ENCODING_ERROR, f"{coding}: {exc}") from exc
-    return body
+# Records
 
 
 def _media_type(content_type: str | None) -> str:
@@ -449,38 +400,37 @@ def _arrow(values: list, type_: pa.DataType) -> pa.Array:
 
 
 _HTTP_PARSER = StatusAndHeadersParser(["HTTP/1.0", "HTTP/1.1"], verify=False)
-
-
-class _QuietArchiveIterator(ArchiveIterator):
-    # warcio prints a warning to stderr when a record is longer than its Content-Length;
-    # we count and report that ourselves (the record is skipped as truncated).
-    INC_RECORD = ""
+# Damaged places listed per file in its FileError (the totals count them all).
+MAX_DAMAGE_LISTED = 100
 
 
 def part_name(digest: str) -> str:
     return f"part-{digest[:16]}"
 
 
-def _already_ingested(out_dir: str, part: str) -> bool:
-    """Whether ``part`` is finished in ``out_dir``: its stats file (written last) is of this
-    format and its pages and links parts have the sizes it records (a damaged part is
-    ingested again)."""
+def _earlier_ingest(out_dir: str, part: str) -> IngestStats | None:
+    """The stats of the finished ingest of ``part`` into ``out_dir``; None if there is none: its
+    stats file (written last) is missing or of another format, or its pages and links parts
+    do not have the sizes it records (a damaged part is ingested again)."""
     fs, stats_path = filesystem(join(out_dir, "stats", f"{part}.json"))
     try:
         with fs.open(stats_path, "rb") as f:
             saved = json.loads(f.read())
     except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
-        return False
+        return None
     if not isinstance(saved, dict) or saved.get("format") != INGEST_FORMAT or not isinstance(saved.get("files"), dict):
-        return False
+        return None
     for rel in (f"pages/{part}.parquet", f"links/{part}.parquet"):
         dfs, p = filesystem(join(out_dir, rel))
         try:
             if int(dfs.size(p)) != saved["files"].get(rel, {}).get("bytes"):
-                return False
+                return None
         except (FileNotFoundError, OSError):
-            return False
-    return True
+            return None
+    try:
+        return IngestStats.from_dict(saved["stats"])
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _part_files(out_dir: str, part: str) -> dict[str, dict[str, Any]]:
@@ -493,7 +443,8 @@ def _part_files(out_dir: str, part: str) -> dict[str, dict[str, Any]]:
 
 
 def ingest_warc(path: str, out_dir: str) -> IngestStats:
-    """Ingest one WARC file (local path or fsspec URL) into ``out_dir``; see the module docstring.
+    """Ingest one archive file — WARC or ARC, plain or gzipped, local path or fsspec URL — into
+    ``out_dir``; see the module docstring.
 
     Returns this file's :class:`IngestStats`. Raises ``OSError`` only when the file cannot be
     read at all (missing, unreadable, I/O failure), which is worth retrying; a damaged file is
@@ -502,24 +453,31 @@ def ingest_warc(path: str, out_dir: str) -> IngestStats:
     source = local_path(path) or path
     digest = file_digest(path)
     part = part_name(digest)
-    if _already_ingested(out_dir, part):
-        return IngestStats(files_unchanged=1, parts=(part,))
+    earlier = _earlier_ingest(out_dir, part)
+    if earlier is not None:
+        return IngestStats(
+            files_unchanged=1, files_by_format=earlier.files_by_format, pages_unchanged=earlier.pages_written,
+            file_errors=tuple(FileError(source, e.reason, e.damage) for e in earlier.file_errors), parts=(part,),
+        )
 
     parts = _Parts(out_dir, part)
     try:
-        counts = _read_warc(path, source, parts)
+        counts = _read_archive(path, source, parts)
         parts.publish()
     except BaseException:
         parts.discard()
         raise
     stats = IngestStats(
         files_read=1,
+        files_by_format={counts.format: 1},
         records_read=counts.records,
+        records_recovered=counts.recovered,
+        bytes_skipped=sum(skipped for _, skipped in counts.damage),
         pages_written=parts.pages.rows,
         links_written=parts.links.rows,
         skipped=dict(sorted(counts.skipped.items())),
         links_skipped=dict(sorted(counts.links_skipped.items())),
-        file_errors=(FileError(source, counts.error),) if counts.error else (),
+        file_errors=(FileError(source, counts.error, counts.damage[:MAX_DAMAGE_LISTED]),) if counts.error else (),
         parts=(part,),
     )
     record = {"format": INGEST_FORMAT, "source": source, "sha256": digest, "stats": stats.to_dict(),
@@ -531,47 +489,26 @@ def ingest_warc(path: str, out_dir: str) -> IngestStats:
 
 @dataclass
 class _Counts:
+    format: str = "unknown"
     records: int = 0
+    recovered: int = 0
     skipped: Counter = field(default_factory=Counter)
     links_skipped: Counter = field(default_factory=Counter)
+    damage: tuple[tuple[int, int], ...] = ()
     error: str | None = None
 
 
-def _read_warc(path: str, source: str, parts: _Parts) -> _Counts:
-    """Stream the records of one WARC file into its parts."""
+def _read_archive(path: str, source: str, parts: _Parts) -> _Counts:
+    """Stream the records of one WARC or ARC file into its parts, reading on past damage."""
     counts = _Counts()
     skipped = counts.skipped
     seen: set[str] = set()
     fs, fs_path = filesystem(path)
     with fs.open(fs_path, "rb") as raw:
-        it = _QuietArchiveIterator(raw)
-        records = iter(it)
-        last_truncated_at: int | None = None
-        truncated = 0
-        while True:
-            offset = it.offset
-            try:
-                record = next(records)
-            except StopIteration:
-                break
-            except OSError:
-                raise
-            except Exception as exc:  # warcio's ArchiveLoadFailed, zlib.error, bad headers, ...
-                counts.error = _describe_failure(exc, source, offset)
-                return counts
-            offset = it.offset
-            if record.format != "warc":
-                counts.error = (
-                    f"not a WARC file: the record at offset {offset} is not a WARC record "
-                    "(simweb reads WARC files only, not ARC files)"
-                )
-                return counts
+        records = ArchiveRecords(raw)
+        for offset, record in records:
             counts.records += 1
-            last_truncated_at = None
-            reason, page = _page_of(record, it)
-            if reason == TRUNCATED:
-                last_truncated_at = offset
-                truncated += 1
+            reason, page = _page_of(record, records)
             if reason is None:
                 url = page[0]
                 if url in seen:
@@ -581,44 +518,27 @@ def _read_warc(path: str, source: str, parts: _Parts) -> _Counts:
                     reason = _add_page(page, offset, source, parts, counts.links_skipped)
             if reason is not None:
                 skipped[reason] += 1
-        if last_truncated_at is not None:
-            counts.error = (
-                f"the file ends inside the record at offset {last_truncated_at} (truncated); "
-                "the records before it were kept"
-            )
-        elif it.err_count or truncated:
-            counts.error = (
-                f"{max(it.err_count, truncated)} record(s) do not end where their Content-Length "
-                "says (corrupt framing or a cut payload); they were skipped, the other records were kept"
-            )
+        counts.format = records.format or "unknown"
+        counts.recovered = records.recovered
+        counts.damage = tuple((gap.offset, gap.skipped) for gap in records.gaps)
+        counts.error = records.damage(source)
     return counts
 
 
-def _describe_failure(exc: Exception, source: str, offset: int) -> str:
-    text = " ".join(str(exc).split())
-    if isinstance(exc, ArchiveLoadFailed) and "non-chunked gzip" in text:
-        base = source[:-8] if source.endswith(".warc.gz") else source
-        return _RECOMPRESS_HINT.format(path=source, fixed=f"{base}.recompressed.warc.gz")
-    return (
-        f"cannot read the record at offset {offset}: {type(exc).__name__}: {text}; "
-        "the records before it were kept"
-    )
-
-
-def _page_of(record, it: ArchiveIterator):
+def _page_of(record, records: ArchiveRecords):
     """(skip reason, None) or (None, (url, status, content type, charset label, body))."""
     rec_type = record.rec_type
     if rec_type not in PAGE_RECORD_TYPES:
-        it.read_to_end()
+        records.finish()
         return f"{rec_type or 'untyped'} record", None
 
     uri = record.rec_headers.get_header("WARC-Target-URI")
     if not uri or not uri.strip("<> "):
-        it.read_to_end()
+        records.finish()
         return NO_URI, None
     url = normalize_url(uri.strip().strip("<>"))
     if url is None:
-        it.read_to_end()
+        records.finish()
         return INVALID_URI, None
 
     http = record.http_headers
@@ -628,16 +548,16 @@ def _page_of(record, it: ArchiveIterator):
         try:
             http = _HTTP_PARSER.parse(record.raw_stream)
         except Exception:
-            it.read_to_end()
+            records.finish()
             return BAD_STATUS, None
     if http is not None:
         try:
             status = int(http.get_statuscode())
         except (TypeError, ValueError):
-            it.read_to_end()
+            records.finish()
             return BAD_STATUS, None
         if not 200 <= status <= 299:
-            it.read_to_end()
+            records.finish()
             return _status_reason(status), None
         content_type = http.get_header("Content-Type")
     else:
@@ -645,7 +565,7 @@ def _page_of(record, it: ArchiveIterator):
         content_type = record.rec_headers.get_header("Content-Type")
     media_type = _media_type(content_type)
     if media_type not in HTML_TYPES and media_type not in GENERIC_TYPES:
-        it.read_to_end()
+        records.finish()
         return NOT_HTML, None
 
     # The payload: de-chunked here, decoded below (we decode Content-Encoding ourselves so that
@@ -653,25 +573,25 @@ def _page_of(record, it: ArchiveIterator):
     stream = record.raw_stream
     if http is not None and "chunked" in (http.get_header("Transfer-Encoding") or "").lower():
         stream = ChunkedDataReader(stream)
-    errors_before = it.err_count
     try:
         body = stream.read(MAX_PAYLOAD_BYTES + 1)
-        too_large = len(body) > MAX_PAYLOAD_BYTES
-        it.read_to_end()
     except OSError:
         raise
-    except Exception:  # a corrupt compressed WARC member: the record cannot be read whole
+    except Exception:  # a corrupt compressed member: the record cannot be read whole
+        records.finish()
         return TRUNCATED, None
-    if getattr(record.raw_stream, "limit", 0) > 0 or it.err_count > errors_before:
+    end = records.finish()
+    if end is RecordEnd.CUT:
         return TRUNCATED, None
-    if too_large:
+    if len(body) > MAX_PAYLOAD_BYTES:
         return TOO_LARGE, None
-
     encoding = http.get_header("Content-Encoding") if http is not None else None
+    if end is RecordEnd.UNFRAMED and not (encoding and encoded_payload_ends(body, encoding, MAX_PAYLOAD_BYTES)):
+        return TRUNCATED, None  # a short Content-Length cut the payload, or may have: nothing tells
     if encoding:
         try:
-            body = decode_content_encoding(body, encoding)
-        except _EncodingError as exc:
+            body = decode_content_encoding(body, encoding, MAX_PAYLOAD_BYTES)
+        except EncodingError as exc:
             return exc.reason, None
     if not body.strip():
         return EMPTY, None
@@ -699,21 +619,18 @@ def _add_page(page, offset: int, source: str, parts: _Parts, links_skipped: Coun
 # Many files, in-process (tests, benchmarks, `simweb ingest --no-prefect`)
 
 
-WARC_SUFFIXES = (".warc", ".warc.gz")
-ARC_SUFFIXES = (".arc", ".arc.gz")
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
 
-def list_warc_files(crawl: str | Iterable[str]) -> list[str]:
-    """The WARC files of a crawl: a file, a folder (searched recursively), a glob, or a list of them.
+def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
+    """The archive files of a crawl: a file, a folder (searched recursively), a glob, or a list of them.
 
-    Folders and globs contribute files named ``*.warc`` or ``*.warc.gz``; a file named
-    explicitly is taken whatever its name. ARC files are not supported. Raises
+    Folders and globs contribute files named ``*.warc``, ``*.warc.gz``, ``*.arc`` or
+    ``*.arc.gz``; a file named explicitly is taken whatever its name. Raises
     ``FileNotFoundError`` when nothing matches, naming what was looked for.
     """
     items = [crawl] if isinstance(crawl, str) else list(crawl)
     found: list[str] = []
-    arcs = 0
     for item in items:
         fs, path = filesystem(item)
         protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
@@ -726,22 +643,19 @@ def list_warc_files(crawl: str | Iterable[str]) -> list[str]:
             found.append(prefix + path if prefix else os.path.abspath(path))
             continue
         else:
-            raise FileNotFoundError(f"{item}: no such file or folder; expected a WARC file, a folder of them or a glob")
+            raise FileNotFoundError(
+                f"{item}: no such file or folder; expected a WARC or ARC file, a folder of them or a glob")
         for p in sorted(candidates):
-            name = p.rsplit("/", 1)[-1].lower()
-            if name.endswith(WARC_SUFFIXES):
+            if p.rsplit("/", 1)[-1].lower().endswith(ARCHIVE_SUFFIXES):
                 found.append(prefix + p if prefix else os.path.abspath(p))
-            elif name.endswith(ARC_SUFFIXES):
-                arcs += 1
     unique = list(dict.fromkeys(found))
     if not unique:
-        hint = f" ({arcs} ARC files were found: simweb reads WARC only)" if arcs else ""
-        raise FileNotFoundError(f"no WARC files (*.warc, *.warc.gz) in {', '.join(items)}{hint}")
+        raise FileNotFoundError(f"no WARC or ARC files (*.warc, *.warc.gz, *.arc, *.arc.gz) in {', '.join(items)}")
     return unique
 
 
 def ingest_files(files: Iterable[str], out_dir: str) -> IngestStats:
-    """Ingest WARC files one after another in this process (no Prefect, no Dask).
+    """Ingest archive files one after another in this process (no Prefect, no Dask).
 
     A file that cannot be read at all is reported in ``file_errors`` and skipped.
     """
@@ -758,6 +672,25 @@ def unreadable(path: str, exc: BaseException | str) -> IngestStats:
     """The stats of a file that could not be read at all."""
     reason = exc if isinstance(exc, str) else f"could not be read: {type(exc).__name__}: {exc}"
     return IngestStats(file_errors=(FileError(local_path(path) or path, reason),))
+
+
+class NothingIngested(Exception):
+    """No file of a crawl gave a page: there is nothing to build an index from."""
+
+    def __init__(self, stats: IngestStats):
+        self.stats = stats
+        super().__init__(
+            f"nothing usable was read: the crawl's files gave no HTML page ({len(stats.file_errors)} "
+            "damaged or unreadable, listed in the file errors); stopped before the bags stage, no index published"
+        )
+
+
+def nothing_ingested(stats: IngestStats) -> State:
+    """What a flow returns when its crawl gave no page: a Failed state whose result is
+    :class:`NothingIngested`, so that the run fails with a one-line message (no traceback in
+    its log) and a caller of the flow gets the exception."""
+    exc = NothingIngested(stats)
+    return Failed(message=str(exc), data=exc)
 
 
 # ---------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simweb.tasks.crawl import read_selection
-from simweb.tasks.ingest import WARC_SUFFIXES, part_name
+from simweb.tasks.ingest import ARCHIVE_SUFFIXES, part_name
 from simweb.tasks.storage import file_digest, filesystem, join, write_bytes_atomic
 
 LEDGER = "_ingested.json"
@@ -49,7 +49,7 @@ class InboxScan:
     duplicates: tuple[InboxFile, ...]  # same bytes as another file of this scan
     given_up: tuple[InboxFile, ...]  # failed MAX_ATTEMPTS times; retried once the bytes change
     unsettled: tuple[str, ...]  # modified too recently: probably still being copied in
-    ignored: tuple[str, ...] = ()  # not named *.warc / *.warc.gz (hidden files are not listed)
+    ignored: tuple[str, ...] = ()  # not named *.warc(.gz) / *.arc(.gz) (hidden files are not listed)
 
     def summary(self) -> dict[str, int]:
         return {
@@ -96,8 +96,8 @@ def scan_inbox(inbox: str, crawl: str, *, settle_seconds: float = 60.0) -> Inbox
     fs, inbox_p = filesystem(inbox)
     if not fs.isdir(inbox_p):
         raise FileNotFoundError(
-            f"inbox {inbox}: expected a folder of WARC files, found nothing there; create it and drop "
-            f"*.warc / *.warc.gz files into it"
+            f"inbox {inbox}: expected a folder of WARC or ARC files, found nothing there; create it and drop "
+            f"*.warc / *.warc.gz / *.arc / *.arc.gz files into it"
         )
     ledger = read_ledger(crawl)
     in_crawl = set(read_selection(crawl) or ())
@@ -109,7 +109,7 @@ def scan_inbox(inbox: str, crawl: str, *, settle_seconds: float = 60.0) -> Inbox
         if info.get("type") != "file" or name.startswith("."):
             continue
         url = join(inbox, name)
-        if not name.lower().endswith(WARC_SUFFIXES):
+        if not name.lower().endswith(ARCHIVE_SUFFIXES):
             ignored.append(url)
             continue
         try:

@@ -144,14 +144,14 @@ def build_in_process():
               directory: str | None = None) -> str:
         from simweb.core.strategy import Strategy
         from simweb.flows.chain import bags_stage, invert_stage, publish_index, signatures_stage
-        from simweb.tasks.ingest import ingest_files, list_warc_files
+        from simweb.tasks.ingest import ingest_files, list_archive_files
         from simweb.tasks.layout import crawl_folder
         from simweb.tasks.signatures import IndexParams
 
         out = str(out)
         crawl = [str(c) for c in crawl] if isinstance(crawl, (list, tuple)) else str(crawl)
         params = IndexParams(m=m, seed=seed, min_in_degree=min_in_degree)
-        ingest_files(list_warc_files(crawl), crawl_folder(out))
+        ingest_files(list_archive_files(crawl), crawl_folder(out))
         bags = bags_stage(None, crawl_folder(out), strategy or Strategy(), out)
         signed = signatures_stage(None, bags, crawl_folder(out), params, out, directory)
         return publish_index(invert_stage(None, signed, params, out), out)

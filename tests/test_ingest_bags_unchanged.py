@@ -53,7 +53,9 @@ def crawl(warc_dir, tmp_path_factory) -> str:
     out = tmp_path_factory.mktemp("crawl")
     warcs = sorted(warc_dir.glob("*.warc.gz")) + sorted(warc_dir.glob("*.warc"))
     stats = ingest_files([str(p) for p in warcs], str(out))
-    assert (stats.pages_written, stats.links_written) == (47, 4341)
+    # example-trunc.warc gives http://example.com/ again (its gzip body decodes completely): a
+    # duplicate across files, dropped by the readers (the first file's page is kept).
+    assert (stats.pages_written, stats.links_written) == (48, 4342)
     return str(out)
 
 

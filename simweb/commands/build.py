@@ -5,9 +5,11 @@
     simweb build crawl/ --out index --directory directory.tsv --min-in-degree 0
 
 ingest → bags → signatures → invert → publish, as Prefect tasks on a Dask cluster (a local
-one sized to this machine, or the scheduler at --dask-address). Finished stages are reused:
-re-running a finished build does no work, a changed strategy re-runs from the bags stage, and
-a build that failed resumes at the stage that failed. Query the result with `simweb related`.
+one sized to this machine, or the scheduler at --dask-address). The crawl is WARC and ARC
+files, plain or gzipped; damaged files are read on past the damage and listed in the
+summary. Finished stages are reused: re-running a finished build does no work, a changed
+strategy re-runs from the bags stage, and a build that failed resumes at the stage that
+failed. Query the result with `simweb related`.
 """
 from __future__ import annotations
 
@@ -16,15 +18,18 @@ import json
 import os
 import sys
 
+from simweb.commands import EXIT_STATUS_HELP, ingest_exit_status
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "build",
         help="build the related-pages index of a crawl (ingest, bags, signatures, invert)",
         description=__doc__,
+        epilog=EXIT_STATUS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("crawl", nargs="+", metavar="CRAWL", help="WARC files, folders of them, or globs")
+    p.add_argument("crawl", nargs="+", metavar="CRAWL", help="WARC or ARC files, folders of them, or globs")
     p.add_argument("--out", required=True, metavar="INDEX", help="the index folder")
     p.add_argument("--strategy", default=None, metavar="SPEC",
                    help="how pages are described, e.g. 'anchor:32+content,stem,dist,nmdf' (the default)")
@@ -68,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     from simweb.flows.build_index import build_index
+    from simweb.flows.chain import BuildSummary
+    from simweb.tasks.ingest import NothingIngested
 
     try:
         built = build_index(
@@ -80,10 +87,15 @@ def run(args: argparse.Namespace) -> int:
     except FileNotFoundError as e:
         print(f"simweb build: {e}", file=sys.stderr)
         return 2
+    except NothingIngested as e:
+        nothing = BuildSummary(ingest=e.stats)
+        print(json.dumps(nothing.to_dict(), indent=1) if args.json else nothing.summary())
+        print(f"simweb build: {e}", file=sys.stderr)
+        return ingest_exit_status(e.stats, keep_earlier=args.add)
     if args.json:
         print(json.dumps(built.to_dict(), indent=1, default=str))
     else:
         print(built.summary())
         if built.index:
             print(f"query it: simweb related URL --index {args.out}")
-    return 0
+    return ingest_exit_status(built.ingest, keep_earlier=args.add)

@@ -1,14 +1,16 @@
-"""`simweb ingest WARC... --out DIR`: read WARC files into the pages and links data sets.
+"""`simweb ingest ARCHIVE... --out DIR`: read WARC and ARC files into the pages and links data sets.
 
     simweb ingest crawl/*.warc.gz --out data
     simweb ingest crawl/ --out data --dask-address tcp://scheduler:8786
-    simweb ingest one.warc.gz --out data --no-prefect
+    simweb ingest one.arc.gz --out data --no-prefect
 
 Writes DIR/pages/ (one row per HTML page) and DIR/links/ (one row per anchor with its
-context words), one Parquet part per WARC file, and prints what was read, written and
-skipped. A WARC file whose content was ingested into DIR before is skipped. By default the
-files are ingested by the build-index flow's ingest stage: a Prefect task per shard of
-files (about equal bytes, a few per worker) on a Dask cluster (a local one sized to this machine, or the scheduler at --dask-address);
+context words), one Parquet part per archive file (WARC or ARC, plain or gzipped), and
+prints what was read, written and skipped. A damaged file is read on past the damage; the
+summary lists where, the bytes skipped and the records recovered. A file whose content was
+ingested into DIR before is skipped. By default the files are ingested by the build-index
+flow's ingest stage: a Prefect task per shard of files (about equal bytes, a few per worker)
+on a Dask cluster (a local one sized to this machine, or the scheduler at --dask-address);
 --no-prefect ingests them one after another in this process.
 """
 from __future__ import annotations
@@ -17,17 +19,21 @@ import argparse
 import os
 import sys
 
+from simweb.commands import EXIT_NOTHING_READ, EXIT_STATUS_HELP, ingest_exit_status
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "ingest",
-        help="read WARC files into the pages and links data sets",
+        help="read WARC and ARC files into the pages and links data sets",
         description=__doc__,
+        epilog=EXIT_STATUS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "warc", nargs="+", metavar="WARC",
-        help="a WARC file (.warc or .warc.gz), a folder of them (searched recursively) or a glob",
+        "warc", nargs="+", metavar="ARCHIVE",
+        help="a WARC or ARC file (.warc, .warc.gz, .arc, .arc.gz), a folder of them (searched "
+             "recursively) or a glob",
     )
     parser.add_argument("--out", required=True, metavar="DIR", help="output folder (local path or fsspec URL)")
     parser.add_argument(
@@ -60,7 +66,7 @@ def run(args) -> int:
         return 2
 
     from simweb.commands.inputs import output_problem
-    from simweb.tasks.ingest import ingest_files, list_warc_files
+    from simweb.tasks.ingest import NothingIngested, ingest_files, list_archive_files
 
     problem = output_problem(args.out)
     if problem:
@@ -68,7 +74,7 @@ def run(args) -> int:
         return 2
 
     try:
-        files = list_warc_files(args.warc)
+        files = list_archive_files(args.warc)
     except FileNotFoundError as exc:
         print(f"simweb ingest: {exc}", file=sys.stderr)
         return 2
@@ -81,15 +87,21 @@ def run(args) -> int:
         with IndexLock(args.out, "simweb ingest", on_wait=lambda message: print(message, file=sys.stderr)):
             sweep_debris(args.out, args.out)
             stats = ingest_files(files, args.out)
-            write_selection(args.out, crawl_selection(args.out, stats.parts, keep_earlier=args.add))
+            if stats.usable or args.add:  # as the flow: a crawl that gave nothing changes nothing
+                write_selection(args.out, crawl_selection(args.out, stats.parts, keep_earlier=args.add))
     else:
         # The temporary Prefect server can take a while to start on a busy machine.
         os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
         from simweb.flows.build_index import build_index
 
-        built = build_index(files, args.out, until="ingest", crawl_out=args.out,
-                            dask_address=args.dask_address, n_workers=args.workers, keep_earlier=args.add)
-        print(built.ingest.summary())
-        return 0
+        try:
+            stats = build_index(files, args.out, until="ingest", crawl_out=args.out, dask_address=args.dask_address,
+                                n_workers=args.workers, keep_earlier=args.add).ingest
+        except NothingIngested as exc:
+            stats = exc.stats
     print(stats.summary())
-    return 0
+    status = ingest_exit_status(stats, keep_earlier=args.add)
+    if status == EXIT_NOTHING_READ:
+        print(f"simweb ingest: nothing usable was read: no file gave a page ({len(stats.file_errors)} "
+              "damaged or unreadable, listed above)", file=sys.stderr)
+    return status
