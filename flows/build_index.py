@@ -3,23 +3,27 @@
 The flow body is the stage sequence; the stages themselves, shared with the ingest-new-crawl
 flow, are in simweb.flows.chain, and the Dask cluster they run on in simweb.flows.cluster.
 
-Run it from the command line (``simweb ingest WARC... --out DIR``), from Python, or from a
+Run it from the command line (``simweb build CRAWL --out DIR``), from Python, or from a
 Prefect deployment; every script that calls it needs the ``if __name__ == "__main__":`` guard,
 because the Dask workers start new Python processes that import the caller's main module.
+Called as a plain function, ``build_index.fn(...)``, the same body runs in this process
+without a Prefect server or a Dask cluster (what ``simweb build`` does for small crawls):
+the same stages, the same outputs.
 """
 from __future__ import annotations
 
 from typing import Literal
 
-from prefect import flow, get_run_logger
+from prefect import flow
 
 from simweb.core.strategy import Strategy
-from simweb.flows.chain import BuildSummary, index_chain, ingest_stage
-from simweb.flows.cluster import dashboard_link, dask_task_runner
+from simweb.flows.chain import BuildSummary, index_chain, ingest_sentence, ingest_stage
+from simweb.flows.cluster import stage_runner
 from simweb.tasks.crawl import write_selection
 from simweb.tasks.ingest import list_warc_files
 from simweb.tasks.layout import IndexLock, check_writable, crawl_folder, sweep_debris
 from simweb.tasks.ledger import crawl_selection
+from simweb.tasks.logs import run_logger
 from simweb.tasks.signatures import IndexParams
 
 
@@ -59,21 +63,20 @@ def build_index(
     files an ingest-new-crawl inbox added; pages of files named by earlier builds into ``out``
     are left out unless ``keep_earlier``.
     """
-    log = get_run_logger()
+    log = run_logger("simweb.build")
     files = list_warc_files(crawl)
     crawl_dir = crawl_out or crawl_folder(out)
     for folder in {out, crawl_dir}:
         check_writable(folder)
     params = IndexParams(m=m, seed=seed, min_in_degree=min_in_degree)
-    log.info("build-index: %d WARC file(s) from %s into %s, strategy %s", len(files), crawl, out, strategy.label)
+    log.info("build-index: %d WARC file(s) into %s, strategy %s", len(files), out, strategy.label)
     with IndexLock(out, "build-index", wait=lock_wait_seconds, on_wait=log.info), \
-            dask_task_runner(dask_address, n_workers) as runner:
-        log.info("Dask dashboard: %s", dashboard_link(runner) or "not served")
+            stage_runner(dask_address, n_workers) as runner:
         for path in sweep_debris(out, crawl_dir):
             log.info("removed %s, left by a run that was killed", path)
         # 1. Ingest (Section 6.1 scans the repository): WARC files -> pages + link contexts.
         ingested = ingest_stage(runner, files, crawl_dir, io_retries)
-        log.info("%s", ingested.summary())
+        log.info("ingest: %s", ingest_sentence(ingested))
         # 2. The crawl is the files named (and those the inbox added), nothing left by earlier builds.
         write_selection(crawl_dir, crawl_selection(crawl_dir, ingested.parts, keep_earlier=keep_earlier))
         if until == "ingest":
@@ -81,5 +84,5 @@ def build_index(
         # 3. Bags, signatures, invert and publish (Sections 6.1–6.2, 7.1): simweb.flows.chain.
         chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions, until, verify)
     summary = BuildSummary(ingest=ingested, stages=chain.records(), index=chain.index)
-    log.info("%s", summary.summary())
+    log.info("%s", summary.sentence())
     return summary

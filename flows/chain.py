@@ -27,7 +27,8 @@ from simweb.tasks.ingest import IngestStats, ingest_shard, plan_shards, unreadab
 from simweb.tasks.layout import stages_folder
 from simweb.tasks.signatures import IndexParams, invert, signatures
 from simweb.tasks.crawl import crawl_identity
-from simweb.tasks.stagecache import StageOutput, file_identities, run_stage
+from simweb.tasks.progress import track
+from simweb.tasks.stagecache import StageOutput, brief_stats, file_identities, run_stage
 from simweb.tasks.storage import join
 
 STAGE_DEDUP = "dedup"
@@ -53,15 +54,36 @@ class BuildSummary:
         return {"ingest": self.ingest.to_dict(), "stages": self.stages, "index": self.index}
 
     def summary(self) -> str:
+        """The table a person reads at the end of a build: the ingest's counts, each stage, the index."""
         lines = [self.ingest.summary()]
         for name, info in self.stages.items():
             how = "reused" if info.get("reused") else "computed"
-            stats = info.get("stats", {})
-            brief = ", ".join(f"{k} {v}" for k, v in stats.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
-            lines.append(f"stage {name}: {how}; {brief}")
+            lines.append(f"stage {name}: {how}; {brief_stats(info.get('stats', {}))}")
         if self.index:
             lines.append(f"index published at {self.index}")
         return "\n".join(line for line in lines if line)
+
+    def sentence(self) -> str:
+        """The build in one sentence, for a run's log (the table is :meth:`summary`)."""
+        return f"build-index: {ingest_sentence(self.ingest)}; {stages_sentence(self.stages)}" + (
+            f"; index published at {self.index}" if self.index else "; no index published")
+
+
+def ingest_sentence(stats: IngestStats) -> str:
+    """An ingest's counts in one phrase: files, pages, links, records skipped and file errors."""
+    files = f"{stats.files_read:,} file{'s' if stats.files_read != 1 else ''} read"
+    if stats.files_unchanged:
+        files += f" ({stats.files_unchanged:,} unchanged since an earlier ingest)"
+    errors = len(stats.file_errors)
+    return (f"{files}, {stats.pages_written:,} pages and {stats.links_written:,} links written, "
+            f"{stats.records_skipped:,} records skipped, {errors:,} file error{'s' if errors != 1 else ''}")
+
+
+def stages_sentence(stages: dict[str, dict[str, Any]]) -> str:
+    """Which stages were computed and which reused, in order."""
+    if not stages:
+        return "no stage after the ingest"
+    return ", ".join(f"{name} {'reused' if info.get('reused') else 'computed'}" for name, info in stages.items())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -74,7 +96,11 @@ def ingest_stage(runner, files: list[str], out: str, io_retries: int = 3) -> Ing
 
     A file that cannot be read (after ``io_retries`` retries of transient I/O errors) is
     reported in the stats' ``file_errors`` and skipped; the other files are not affected.
+    Without a runner the files are ingested here, one after another.
     """
+    if runner is None:
+        return IngestStats.total(ingest_shard.fn([path], out, io_retries)
+                                 for path in track(files, "ingest", "files"))
     shards = plan_shards(files, SHARDS_PER_SLOT * worker_slots(runner))
     futures = runner.map(ingest_shard, {"paths": shards, "out": unmapped(out), "io_retries": unmapped(io_retries)})
     show_progress(futures, "ingest", f"shards of {len(files)} WARC file(s)")

@@ -93,8 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     # Progress comes from the flows' logs; Dask's own start-up chatter stays out of the way.
     os.environ.setdefault("DASK_DISTRIBUTED__LOGGING__DISTRIBUTED", "warning")
     args = build_parser().parse_args(argv)
-    if args.command in FLOW_COMMANDS:
-        tie_temporary_server_to_this_process()
+    if args.command in FLOW_COMMANDS and args.command != "build" and not getattr(args, "no_prefect", False):
+        tie_temporary_server_to_this_process()  # `simweb build` ties it when it runs through Prefect
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

@@ -40,6 +40,7 @@ from pathlib import PurePath
 from typing import Any, NamedTuple
 
 from simweb.tasks.logs import run_logger
+from simweb.tasks.progress import dask_progress
 from simweb.tasks.storage import file_digest, filesystem, join, local_path
 
 MANIFEST = "_SUCCESS.json"
@@ -215,7 +216,8 @@ def run_stage(
     t0 = time.perf_counter()
     log.info("stage %s: computing %s", stage, key[:12])
     try:
-        stats = dict(compute(tmp) or {})
+        with dask_progress(stage):
+            stats = dict(compute(tmp) or {})
         seconds = time.perf_counter() - t0
         files = inventory(tmp)
         manifest = {
@@ -240,7 +242,7 @@ def run_stage(
         log.info("stage %s: %s was published by a concurrent run meanwhile; using that", stage, key[:12])
         found = read_manifest(final) or {}
         return StageOutput(final, dict(found.get("stats") or stats), True)
-    log.info("stage %s: computed %s in %.1f s: %s", stage, key[:12], seconds, _brief(stats))
+    log.info("stage %s: computed %s in %.1f s: %s", stage, key[:12], seconds, brief_stats(stats))
     return StageOutput(final, stats, False)
 
 
@@ -471,5 +473,9 @@ def _library_version() -> str:
         return "unknown"
 
 
-def _brief(stats: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in stats.items()) or "no stats"
+def brief_stats(stats: Mapping[str, Any]) -> str:
+    """A stage's stats as one readable phrase: its counts ("47 pages, 4,341 links"); nested
+    records (a strategy, a weighting) and timings are left to the manifest."""
+    counts = [f"{value:,} {name.replace('_', ' ')}" for name, value in stats.items()
+              if isinstance(value, int) and not isinstance(value, bool) and name != "seconds"]
+    return ", ".join(counts) or "no counts"

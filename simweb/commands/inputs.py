@@ -60,3 +60,39 @@ def output_problem(path: str, option: str = "--out") -> str | None:
     except OutputNotWritable as err:
         return f"{option} {err}"
     return None
+
+
+#: fsspec protocols that need an optional extra, and the extra that installs them.
+REMOTE_EXTRAS = {"s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3"), "http": ("aiohttp", "http"), "https": ("aiohttp", "http")}
+
+
+def remote_problem(url: str) -> str | None:
+    """Why a remote ``url`` (s3://, http(s)://) cannot be read here — the package that reads it is
+    not installed — or None."""
+    import importlib.util
+
+    protocol = url.split("://", 1)[0].lower() if "://" in url else ""
+    if protocol not in REMOTE_EXTRAS:
+        return None
+    module, extra = REMOTE_EXTRAS[protocol]
+    if importlib.util.find_spec(module) is None:
+        return (f"{url}: reading {protocol}:// URLs needs the '{module}' package, which is not installed; "
+                f"install simweb's {extra} extra: pip install 'simweb[{extra}]'")
+    return None
+
+
+def crawl_problem(items: list[str]) -> tuple[list[str], str | None]:
+    """The WARC files that ``items`` (files, folders, globs, URLs) name, or the one-line reason
+    there are none (nothing there, an empty folder, a remote URL whose reader is not installed)."""
+    for item in items:
+        problem = remote_problem(item)
+        if problem:
+            return [], problem
+    from simweb.tasks.ingest import list_warc_files
+
+    try:
+        return list_warc_files(items), None
+    except (FileNotFoundError, NotADirectoryError, PermissionError) as err:
+        return [], str(err)
+    except ImportError as err:  # an fsspec protocol whose package is missing, not one named above
+        return [], f"{', '.join(items)}: {err}"
