@@ -20,6 +20,7 @@ import contextvars
 import functools
 import logging
 import os
+import shutil
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -67,8 +68,10 @@ class Steps:
             from tqdm.contrib.logging import logging_redirect_tqdm
 
             self._redirect.enter_context(logging_redirect_tqdm(_console_loggers()))
+            width, height = shutil.get_terminal_size((100, 24))  # a pty of no size yet: 100 × 24
             self._bar = tqdm(total=self.total, desc=step, unit=unit, file=sys.stderr, leave=False,
-                             dynamic_ncols=True, bar_format=_BAR_FORMAT, mininterval=0.2)
+                             ncols=min(width, 100) if width >= 40 else 100, nrows=max(height, 24),
+                             bar_format=_BAR_FORMAT, mininterval=0.2)
 
     def advance(self, n: int = 1) -> None:
         self.done = min(self.total, self.done + n)
@@ -89,13 +92,14 @@ class Steps:
 
 
 def _console_loggers() -> list[logging.Logger]:
-    """The loggers whose console handlers must write above a bar: the root logger (Prefect's
-    console handler is there), and any simweb logger given a console handler of its own."""
-    loggers = [logging.getLogger()]
-    for name, logger in list(logging.Logger.manager.loggerDict.items()):
-        if isinstance(logger, logging.Logger) and logger.handlers and name.split(".")[0] in ("simweb", "prefect"):
-            loggers.append(logger)
-    return loggers
+    """The loggers with a handler writing to the terminal (Prefect's console handler on the root
+    logger, for one): while a bar is drawn, their lines are written above it."""
+    consoles = (sys.stdout, sys.stderr)
+    loggers = [logging.getLogger()] + [
+        logger for logger in list(logging.Logger.manager.loggerDict.values()) if isinstance(logger, logging.Logger)]
+    return [logger for logger in loggers
+            if any(isinstance(h, logging.StreamHandler) and getattr(h, "stream", None) in consoles
+                   for h in logger.handlers)]
 
 
 @contextlib.contextmanager
