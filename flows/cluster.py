@@ -56,16 +56,18 @@ def dask_task_runner(dask_address: str | None = None, n_workers: int | None = No
     if n_workers is not None and n_workers < 1:
         raise ValueError(f"n_workers: expected at least 1 worker, got {n_workers}")
     workers = n_workers or available_cores()
-    # Everything listens on this machine only; the dashboard on a free port (8787 may be taken by
-    # another run's cluster, and Dask would warn about it).
-    local_only = {"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}
+    # The dashboard listens on this machine only, on a free port (8787 may be taken by another
+    # run's cluster, and Dask would warn about it).
+    dashboard = {"dashboard_address": "127.0.0.1:0"}
     if workers == 1:
         # One worker thread in this process: the same parallelism as a worker process, without
-        # starting one and importing Prefect and the stage modules into it.
+        # starting one and importing Prefect and the stage modules into it. (Its scheduler and
+        # worker talk in memory: no socket to bind.)
         return DaskTaskRunner(cluster_kwargs={"n_workers": 1, "threads_per_worker": 1, "processes": False,
-                                              **local_only})
+                                              **dashboard})
     cluster_kwargs = {
-        **local_only,
+        **dashboard,
+        "host": "127.0.0.1",  # the scheduler and the workers listen on this machine only
         "n_workers": workers,
         "threads_per_worker": 1,
         "processes": True,
@@ -120,6 +122,25 @@ def stage_runner(dask_address: str | None = None, n_workers: int | None = None) 
     with dask_task_runner(dask_address, n_workers) as runner:
         run_logger("simweb.cluster").info("Dask dashboard: %s", dashboard_link(runner) or "not served")
         yield runner
+
+
+class _Done:
+    """The result of a task function called in this process, shaped like a Prefect future."""
+
+    def __init__(self, value: Any):
+        self._value = value
+
+    def result(self, raise_on_failure: bool = True) -> Any:
+        return self._value
+
+
+def run_task(runner, task, parameters: dict[str, Any]):
+    """Submit the Prefect ``task`` with ``parameters`` to ``runner``; without a runner (a flow's
+    body called in one process), call its function here at once. Either way ``.result()``
+    gives its return value."""
+    if runner is None:
+        return _Done(task.fn(**parameters))
+    return runner.submit(task, parameters=parameters)
 
 
 def _prefect_api_url() -> str | None:

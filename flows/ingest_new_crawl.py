@@ -21,11 +21,11 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import flow
 
 from simweb.core.strategy import Strategy
-from simweb.flows.chain import index_chain, ingest_stage
-from simweb.flows.cluster import dashboard_link, dask_task_runner
+from simweb.flows.chain import index_chain, ingest_sentence, ingest_stage
+from simweb.flows.cluster import stage_runner
 from simweb.tasks import incremental
 from simweb.tasks.incremental import DEFAULT_MAX_GROWTH
 from simweb.tasks.ingest import IngestStats, part_name
@@ -82,8 +82,9 @@ def ingest_new_crawl(
     beyond which an update re-weighs every bag instead of only the touched ones. When another
     run (a build) writes into ``out``, this run waits at most ``lock_wait_seconds`` (None: as
     long as it takes; default 0: it does nothing and leaves the inbox to the next run).
+    Called as ``ingest_new_crawl.fn(...)`` the same body runs in this process without Prefect or Dask.
     """
-    log = get_run_logger()
+    log = run_logger("simweb.ingest_new_crawl")
     crawl_dir = crawl_out or crawl_folder(out)
     with ExitStack() as held:
         try:
@@ -101,8 +102,7 @@ def ingest_new_crawl(
         # 2. Keep the live index's strategy and min-hash parameters (unless told otherwise).
         strategy, params = incremental.index_parameters(
             out, follow_index, strategy, IndexParams(m=m, seed=seed, min_in_degree=min_in_degree), log)
-        with dask_task_runner(dask_address, n_workers) as runner:
-            log.info("Dask dashboard: %s", dashboard_link(runner) or "not served")
+        with stage_runner(dask_address, n_workers) as runner:
             # 3. Ingest the new files into the crawl folder (shards of files, each file retried on I/O errors).
             ingested = ingest_stage(runner, [f.url for f in scan.new], crawl_dir, io_retries) if scan.new else IngestStats()
             # 4. Record each file in the ledger, ingested or failed (rewritten atomically).
@@ -125,7 +125,7 @@ def ingest_new_crawl(
         index=index,
         stages=stages,
     )
-    log.info("%s\nstages: %s\nindex published at %s", ingested.summary(),
+    log.info("ingest-new-crawl: %s; %s; index published at %s", ingest_sentence(ingested),
              ", ".join(f"{s} {'reused' if r else 'computed'}" for s, r in stages.items()), index)
     for name, reason in report.failed.items():
         log.warning("%s not ingested: %s", name, reason)

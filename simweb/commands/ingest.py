@@ -6,16 +6,18 @@
 
 Writes DIR/pages/ (one row per HTML page) and DIR/links/ (one row per anchor with its
 context words), one Parquet part per WARC file, and prints what was read, written and
-skipped. A WARC file whose content was ingested into DIR before is skipped. By default the
-files are ingested by the build-index flow's ingest stage: a Prefect task per shard of
-files (about equal bytes, a few per worker) on a Dask cluster (a local one sized to this machine, or the scheduler at --dask-address);
---no-prefect ingests them one after another in this process.
+skipped. A WARC file whose content was ingested into DIR before is skipped. The files are
+ingested by the build-index flow's ingest stage: for a small crawl (under 256 MB) one after
+another in this process, otherwise as a Prefect task per shard of files (about equal bytes, a
+few per worker) on a Dask cluster (a local one sized to this machine, or the scheduler at
+--dask-address); --prefect and --no-prefect force either way.
 """
 from __future__ import annotations
 
 import argparse
-import os
 import sys
+
+from simweb.commands.runmode import add_mode_options
 
 
 def register(subparsers) -> None:
@@ -38,10 +40,7 @@ def register(subparsers) -> None:
         "--workers", type=int, default=None, metavar="N",
         help="worker processes of the local Dask cluster (default: one per available core)",
     )
-    parser.add_argument(
-        "--no-prefect", action="store_true",
-        help="ingest in this process, one file after another, without Prefect or Dask",
-    )
+    add_mode_options(parser, "build-index")
     parser.add_argument(
         "--add", action="store_true",
         help="add these files to the crawl already in DIR (by default DIR's crawl becomes exactly these files; "
@@ -51,6 +50,11 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from simweb.commands.runmode import choose_mode, crawl_size, human_size, mode_conflict, run_flow
+
+    if mode_conflict(args):
+        print(f"simweb ingest: {mode_conflict(args)}", file=sys.stderr)
+        return 2
     if args.dask_address and args.workers is not None:
         print("simweb ingest: --workers sizes a local cluster; it cannot be combined with --dask-address",
               file=sys.stderr)
@@ -59,37 +63,26 @@ def run(args) -> int:
         print(f"simweb ingest: --workers: expected at least 1, got {args.workers}", file=sys.stderr)
         return 2
 
-    from simweb.commands.inputs import output_problem
-    from simweb.tasks.ingest import ingest_files, list_warc_files
+    from simweb.commands.inputs import crawl_paths_problem, crawl_problem, output_problem
 
-    problem = output_problem(args.out)
+    problem = output_problem(args.out) or crawl_paths_problem(args.warc)
     if problem:
         print(f"simweb ingest: {problem}", file=sys.stderr)
         return 2
-
-    try:
-        files = list_warc_files(args.warc)
-    except FileNotFoundError as exc:
-        print(f"simweb ingest: {exc}", file=sys.stderr)
+    print(f"simweb ingest: {' '.join(args.warc)} → {args.out}", file=sys.stderr, flush=True)
+    files, problem = crawl_problem(args.warc)
+    if problem:
+        print(f"simweb ingest: {problem}", file=sys.stderr)
         return 2
+    size = crawl_size(files)
+    in_process, why = choose_mode(args, size, "build-index")
+    print(f"{len(files)} WARC file{'s' if len(files) != 1 else ''}"
+          + (f", {human_size(size)}" if size is not None else "") + f": {why}", file=sys.stderr, flush=True)
+    params = {} if in_process else {"dask_address": args.dask_address, "n_workers": args.workers}
+    from simweb.flows.build_index import build_index
 
-    if args.no_prefect:
-        from simweb.tasks.crawl import write_selection
-        from simweb.tasks.layout import IndexLock, sweep_debris
-        from simweb.tasks.ledger import crawl_selection
-
-        with IndexLock(args.out, "simweb ingest", on_wait=lambda message: print(message, file=sys.stderr)):
-            sweep_debris(args.out, args.out)
-            stats = ingest_files(files, args.out)
-            write_selection(args.out, crawl_selection(args.out, stats.parts, keep_earlier=args.add))
-    else:
-        # The temporary Prefect server can take a while to start on a busy machine.
-        os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-        from simweb.flows.build_index import build_index
-
-        built = build_index(files, args.out, until="ingest", crawl_out=args.out,
-                            dask_address=args.dask_address, n_workers=args.workers, keep_earlier=args.add)
-        print(built.ingest.summary())
-        return 0
-    print(stats.summary())
+    # The build-index flow's ingest stage alone, into DIR itself (no index folder around it).
+    built = run_flow(build_index, in_process, files, args.out, until="ingest", crawl_out=args.out,
+                     keep_earlier=args.add, **params)
+    print(built.ingest.summary())
     return 0

@@ -81,13 +81,35 @@ def remote_problem(url: str) -> str | None:
     return None
 
 
+def crawl_paths_problem(items: list[str]) -> str | None:
+    """Why ``items`` (WARC files, folders, globs, URLs) cannot name a crawl, found without reading
+    anything (no heavy import): a local path that is not there, an empty folder, a glob matching
+    nothing, a remote URL whose reader is not installed; or None."""
+    import glob
+
+    for item in items:
+        if "://" in item:
+            problem = remote_problem(item)
+            if problem:
+                return problem
+            continue
+        if any(c in item for c in "*?["):
+            if not glob.glob(item, recursive=True):
+                return f"{item}: no file matches; expected a glob naming WARC files (*.warc, *.warc.gz)"
+        elif not os.path.exists(item):
+            return f"{item}: no such file or folder; expected a WARC file (.warc, .warc.gz), a folder of them or a glob"
+        elif os.path.isdir(item) and not any(names for _, _, names in os.walk(item)):
+            return f"{item} is an empty folder; expected WARC files (.warc, .warc.gz) in it"
+    return None
+
+
 def crawl_problem(items: list[str]) -> tuple[list[str], str | None]:
     """The WARC files that ``items`` (files, folders, globs, URLs) name, or the one-line reason
-    there are none (nothing there, an empty folder, a remote URL whose reader is not installed)."""
-    for item in items:
-        problem = remote_problem(item)
-        if problem:
-            return [], problem
+    there are none (nothing there, an empty folder, no WARC file among them, a remote URL whose
+    reader is not installed)."""
+    problem = crawl_paths_problem(items)
+    if problem:
+        return [], problem
     from simweb.tasks.ingest import list_warc_files
 
     try:
