@@ -17,6 +17,7 @@ def places(tmp_path, warc_dir):
     (tmp_path / "a-file").write_text("not a folder")
     (tmp_path / "empty.tsv").write_text("")
     (tmp_path / "no-tabs.tsv").write_text("http://a.example/ Top/A/B/C\n")
+    (tmp_path / "empty-folder").mkdir()
     return {"tmp": tmp_path, "warc": str(warc_dir / "example.warc.gz")}
 
 
@@ -41,8 +42,24 @@ def _run(argv, capsys) -> tuple[int, str]:
     ("ingest out is a file", ["ingest", "{warc}", "--out", "{tmp}/a-file"], "is a file"),
     ("contradictory strategy", ["build", "{warc}", "--out", "{tmp}/i", "--strategy", "anchor,stem,nostem"],
      "contradict each other"),
+    ("missing WARC", ["build", "{tmp}/gone.warc.gz", "--out", "{tmp}/i"],
+     "gone.warc.gz: no such file or folder; expected a WARC file"),
+    ("empty crawl folder", ["build", "{tmp}/empty-folder", "--out", "{tmp}/i"],
+     "empty-folder is an empty folder; expected WARC files"),
+    ("glob matching nothing", ["ingest", "{tmp}/*.warc.gz", "--out", "{tmp}/i"], "no file matches"),
+    ("no-prefect with a cluster", ["build", "{warc}", "--out", "{tmp}/i", "--no-prefect", "--workers", "2"],
+     "--no-prefect runs in this process; it cannot be combined with --workers"),
+    ("s3 without s3fs", ["build", "s3://bucket/crawl/", "--out", "{tmp}/i"],
+     r"reading s3:// URLs needs the 's3fs' package.*pip install 'simweb\[s3\]'"),
+    ("https without aiohttp", ["ingest", "https://example.org/crawl.warc.gz", "--out", "{tmp}/i"],
+     r"needs the 'aiohttp' package.*pip install 'simweb\[http\]'"),
 ])
-def test_refused_before_anything_starts(case, argv, expected, places, capsys):
+def test_refused_before_anything_starts(case, argv, expected, places, capsys, monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec  # the extras' packages missing, wherever the test runs
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name in ("s3fs", "aiohttp") else find_spec(name, *a))
     argv = [a.format(tmp=places["tmp"], warc=places["warc"]) for a in argv]
     code, err = _run(argv, capsys)
     assert code == 2, case
