@@ -190,6 +190,10 @@ class Index:
             raise UnknownURL(url, "not an absolute http or https URL")
         doc = v.doc_of(url_id(norm))
         if doc is None:
+            other = _other_scheme(norm)
+            if other is not None and v.doc_of(url_id(other)) is not None:
+                raise UnknownURL(url, f"not in this index, but {other} is: the crawl has the page under "
+                                      f"{other.split(':', 1)[0]}; ask for {other}")
             raise UnknownURL(url, f"not among the {v.n_docs} pages of this index; check the address or rebuild the index with a crawl that links to it")
         return doc
 
@@ -292,9 +296,20 @@ class Index:
         """The ``k`` heaviest terms of the page's bag (Figure 14), heaviest first, ties by term."""
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k: expected a number of terms ≥ 1, got {k!r}")
+        return sorted(self.bag(url).items(), key=lambda tw: (-tw[1], tw[0]))[:k]
+
+    def bag(self, url: str) -> dict[str, float]:
+        """The page's weighted bag as the index stores it: term → weight (Section 6.1)."""
         v = self._v
-        bag = v.bag(self._doc(v, url))
-        return sorted(bag.items(), key=lambda tw: (-tw[1], tw[0]))[:k]
+        return v.bag(self._doc(v, url))
+
+
+def _other_scheme(url: str) -> str | None:
+    """``url`` with http and https swapped (the form a user may have meant), or None."""
+    for a, b in (("http://", "https://"), ("https://", "http://")):
+        if url.startswith(a):
+            return b + url[len(a):]
+    return None
 
 
 def _stamp(path: str) -> tuple[int, int, int] | None:

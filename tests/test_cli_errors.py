@@ -65,3 +65,25 @@ def test_refused_before_anything_starts(case, argv, expected, places, capsys, mo
     assert code == 2, case
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert __import__("re").search(expected, err), err
+
+
+def test_similarity_reads_the_bags_of_an_index_folder(small_index, capsys):
+    """`simweb similarity --bags INDEX` compares the bags the index holds (not only a bags folder)."""
+    from simweb.api import open_index
+    from simweb.core.similarity import jaccard
+
+    a, b = "http://java1.example.com/", "http://java2.example.com/"
+    assert main(["similarity", a, b, "--bags", small_index]) == 0
+    out = capsys.readouterr().out
+    index = open_index(small_index)
+    assert out.splitlines()[0] == f"jaccard {jaccard(index.bag(a), index.bag(b)):.4f}"
+    assert main(["similarity", a, "http://nowhere.example.com/", "--bags", small_index]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "not among the" in err
+
+
+def test_related_for_the_other_scheme_suggests_the_form_the_index_has(small_index, capsys):
+    code = main(["related", "https://java1.example.com/", "--index", small_index])
+    err = capsys.readouterr().err
+    assert code != 0 and len(err.strip().splitlines()) == 1
+    assert "but http://java1.example.com/ is" in err and "ask for http://java1.example.com/" in err

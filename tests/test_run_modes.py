@@ -118,7 +118,8 @@ def test_a_prefect_build_is_quiet_and_listens_on_loopback_only(warc_dir, tmp_pat
     the Dask dashboard included; its output has no Dask chatter and the summary once."""
     import psutil
 
-    env = {**os.environ, "SIMWEB_PROGRESS": "log", "PREFECT_HOME": str(tmp_path / "prefect-home")}
+    env = {**os.environ, "SIMWEB_PROGRESS": "log", "PREFECT_HOME": str(tmp_path / "prefect-home"),
+           "PREFECT_LOGGING_LEVEL": "INFO"}  # the tests' default is WARNING: see every line a user sees
     proc = subprocess.Popen(SIMWEB + ["build", str(warc_dir), "--out", str(tmp_path / "index"), "--prefect",
                                       "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, cwd=REPO, env=env)
