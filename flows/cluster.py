@@ -94,7 +94,10 @@ _NOISY_DASK_LOGGERS = ("distributed.shuffle._scheduler_plugin", "distributed.nan
 
 
 def quiet_dask_logging() -> None:
-    """Keep Dask's routine chatter out of a run's log (see :class:`_DaskNoise`); idempotent."""
+    """Keep Dask's routine chatter out of a run's log (see :class:`_DaskNoise`); idempotent.
+    prefect-dask's own lines (the cluster class, the dashboard address) say less than the
+    flow's "Dask dashboard: …" line, and are dropped too."""
+    logging.getLogger("prefect.task_runner.dask").setLevel(logging.WARNING)
     for name in _NOISY_DASK_LOGGERS:
         logger = logging.getLogger(name)
         if not any(isinstance(f, _DaskNoise) for f in logger.filters):
