@@ -39,6 +39,7 @@ def evaluate_strategies(
     max_pages_per_class: int | None = None,
     directory_pages: str | None = None,
     directory_format: Literal["auto", "rdf", "tsv"] = "auto",
+    depth: int = 3,
     work: str | None = None,
     n_resamples: int = 1000,
     group_size: int = 4,
@@ -53,7 +54,8 @@ def evaluate_strategies(
     log = run_logger("simweb.evaluate")
     work = work or join(out, "_work")
     params = SampleParams(seed=seed, n_pairs=n_pairs, min_pages=min_pages,
-                          max_pages_per_class=max_pages_per_class, directory_format=directory_format)
+                          max_pages_per_class=max_pages_per_class, directory_format=directory_format,
+                          depth=depth)
     strategies = grid_strategies(strategy_grid(grid))
     with stage_runner(dask_address, n_workers) as runner:
         # In one process, one group: the bag corpus is built once for every strategy.

@@ -24,7 +24,7 @@ from simweb.core.gamma import class_codes, gammas, pair_counts
 from simweb.core.grids import figure_label, strategy_grid
 from simweb.core.strategy import Source, Strategy, Window
 from simweb.tasks.crawl import load_corpus
-from simweb.tasks.eval_sample import SampleParams, load_sample, prepare_sample
+from simweb.tasks.eval_sample import EmptySample, SampleParams, load_sample, prepare_sample
 from simweb.tasks.eval_strategies import evaluate_group
 from simweb.tasks.evaluate import run_evaluation, strategy_groups
 from simweb.tasks.ingest import ingest_files
@@ -307,10 +307,10 @@ def test_grids_and_labels():
 def test_missing_crawl_and_empty_sample_say_what_to_do(tmp_path, synthetic):
     with pytest.raises(FileNotFoundError, match="simweb ingest"):
         prepare_sample(str(tmp_path / "nowhere"), synthetic["tsv"], str(tmp_path / "w"))
-    shallow = tmp_path / "shallow.tsv"
-    shallow.write_text("".join(f"{u}\tTop/{c[0]}/{c[1]}\n" for u, c in synthetic["targets"]))
-    with pytest.raises(ValueError, match="no pair of sibling classes"):
-        prepare_sample(synthetic["crawl"], str(shallow), str(tmp_path / "w2"))
+    elsewhere = tmp_path / "elsewhere.tsv"  # a directory of pages the crawl does not link to
+    elsewhere.write_text("".join(f"http://other{i}.example/\tTop/a/b/c{i % 2}\n" for i in range(8)))
+    with pytest.raises(EmptySample, match="no pair of sibling classes.*check that the directory and the crawl"):
+        prepare_sample(synthetic["crawl"], str(elsewhere), str(tmp_path / "w2"))
 
 
 def test_command_line_without_prefect(synthetic, tmp_path, capsys):

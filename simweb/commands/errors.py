@@ -17,11 +17,12 @@ def user_input_errors() -> tuple[type[BaseException], ...]:
     """simweb's exception classes that mean "what you gave is not what was expected"."""
     from simweb.core.directory import DirectoryFormatError
     from simweb.core.strategy import StrategyError
+    from simweb.tasks.eval_sample import EmptySample
     from simweb.tasks.index_store import IndexFormatError
     from simweb.tasks.layout import OutputNotWritable
 
     return (FileNotFoundError, NotADirectoryError, OutputNotWritable, DirectoryFormatError, StrategyError,
-            IndexFormatError)
+            IndexFormatError, EmptySample)
 
 
 class OneLineUserErrors(logging.Filter):

@@ -45,6 +45,9 @@ def register(subparsers) -> None:
     parser.add_argument("--directory-pages", default=None,
                         help="the directory's own pages, one URL a line, kept out of the data "
                         "(default: directory_pages.txt beside FILE if there is one)")
+    parser.add_argument("--depth", type=int, default=3, metavar="N",
+                        help="collapse the directory's categories at this depth below Top (default 3, the "
+                             "paper's); a shallower directory is taken at its own depth, and the summary says so")
     parser.add_argument("--format", dest="directory_format", choices=("auto", "rdf", "tsv"), default="auto",
                         help="directory file format (default: sniffed)")
     parser.add_argument("--work", default=None, help="stage cache folder (default REPORT/_work)")
@@ -71,6 +74,10 @@ def run(args: argparse.Namespace) -> int:
     if mode_conflict(args):
         print(f"simweb evaluate: {mode_conflict(args)}", file=sys.stderr)
         return 2
+    if args.depth < 2:
+        print(f"simweb evaluate: --depth: expected at least 2 levels (sibling classes need a parent), got "
+              f"{args.depth}", file=sys.stderr)
+        return 2
 
     problem = ((f"--crawl {args.crawl} does not exist" if "://" not in args.crawl and not os.path.exists(args.crawl)
                 else None) or directory_problem(args.directory) or output_problem(args.out))
@@ -91,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
             evaluate_strategies, in_process,
             crawl=args.crawl, directory=args.directory, out=args.out, grid=args.grid, seed=args.seed,
             n_pairs=args.pairs, min_pages=args.min_pages, max_pages_per_class=args.max_pages_per_class,
-            directory_pages=directory_pages, directory_format=args.directory_format, work=args.work,
+            directory_pages=directory_pages, directory_format=args.directory_format, depth=args.depth, work=args.work,
             n_resamples=args.resamples, group_size=args.group_size, **params,
         )
     except user_input_errors() as err:
