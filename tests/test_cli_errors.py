@@ -87,3 +87,43 @@ def test_related_for_the_other_scheme_suggests_the_form_the_index_has(small_inde
     err = capsys.readouterr().err
     assert code != 0 and len(err.strip().splitlines()) == 1
     assert "but http://java1.example.com/ is" in err and "ask for http://java1.example.com/" in err
+
+
+def test_a_user_error_inside_a_prefect_task_is_logged_in_one_line(prefect_harness, tmp_path, caplog):
+    """Under Prefect, a user-input error raised inside a task (here: a directory naming no page of
+    the crawl) is logged by the task and the flow without a traceback, and not retried."""
+    import logging
+
+    from simweb.commands.errors import install_one_line_user_errors
+    from simweb.flows.evaluate_strategies import evaluate_strategies
+    from simweb.tasks.eval_sample import EmptySample
+    from test_evaluate import build_synthetic_crawl
+
+    made = build_synthetic_crawl(tmp_path / "crawl")
+    elsewhere = tmp_path / "elsewhere.tsv"
+    elsewhere.write_text("".join(f"http://other{i}.example/\tTop/a/b/c{i % 2}\n" for i in range(8)))
+    install_one_line_user_errors()
+
+    class Keep(logging.Handler):  # on the run loggers themselves: Prefect configures the root's handlers
+        def __init__(self):
+            super().__init__(logging.DEBUG)
+            self.lines: list[str] = []
+
+        def emit(self, record):
+            self.lines.append(logging.Formatter("%(levelname)s %(message)s").format(record))
+
+    keep = Keep()
+    loggers = [logging.getLogger(n) for n in ("prefect.task_runs", "prefect.flow_runs")]
+    for logger in loggers:
+        logger.addHandler(keep)
+    try:
+        with pytest.raises(EmptySample):
+            evaluate_strategies(crawl=made["crawl"], directory=str(elsewhere), out=str(tmp_path / "r"), n_workers=1)
+    finally:
+        for logger in loggers:
+            logger.removeHandler(keep)
+    errors = [line for line in keep.lines if line.startswith("ERROR")]
+    assert errors, f"Prefect logged no error: the check saw nothing ({keep.lines})"
+    for line in errors:
+        assert "Traceback" not in line and len(line.splitlines()) == 1, line
+    assert not [line for line in keep.lines if "Retrying" in line or "retry" in line.lower()]
