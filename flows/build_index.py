@@ -18,7 +18,7 @@ from prefect import flow
 
 from simweb.core.strategy import Strategy
 from simweb.flows.chain import BuildSummary, index_chain, ingest_sentence, ingest_stage
-from simweb.flows.cluster import stage_runner
+from simweb.flows.cluster import publish_markdown, stage_runner
 from simweb.tasks.crawl import write_selection
 from simweb.tasks.ingest import list_warc_files
 from simweb.tasks.layout import IndexLock, check_writable, crawl_folder, sweep_debris
@@ -48,20 +48,28 @@ def build_index(
 ) -> BuildSummary:
     """Build the related-pages index of a crawl (paper Section 6, Figure 10) into ``out``.
 
-    ``crawl`` is a WARC file, a folder of them, a glob, or a list of those (WARC only, not
-    ARC). ``strategy`` is how pages are described (Sections 3–4; the default is the paper's
-    Section 7 choice); ``m`` and ``seed`` make the min-hash signatures; documents with
-    in-degree ≤ ``min_in_degree`` stay out of I (Section 7.1; None keeps all). ``directory``
-    (ODP RDF or url<TAB>category) adds categories to results. ``until`` stops after a stage.
-    The ingest output goes to ``crawl_out`` (default ``out/crawl``). ``dask_address`` names an
-    existing Dask scheduler; without it a local cluster of ``n_workers`` processes (default:
-    one per core) runs for the flow. ``io_retries`` is how often a task retries a file it
-    could not read. Finished stages are reused; a failed run resumes at the failed stage.
-    Another run writing into ``out`` is waited for, at most ``lock_wait_seconds`` (None: as
-    long as it takes). What is reused is checked by size, and with ``verify`` by content
-    (SHA-256); whatever is damaged is computed again. The crawl is the files named, with the
-    files an ingest-new-crawl inbox added; pages of files named by earlier builds into ``out``
-    are left out unless ``keep_earlier``.
+    Finished stages are reused; a failed run resumes at the failed stage. Another run writing
+    into ``out`` is waited for. What is reused is checked by size (and with ``verify`` by
+    content); whatever is damaged is computed again. The run publishes a markdown artifact
+    with its summary and where the index was published.
+
+    Args:
+        crawl: The crawl: a WARC file, a folder of them (searched recursively), a glob, or a list of those.
+        out: The index folder: the published index (versions/, CURRENT, current), its stage cache and its crawl.
+        strategy: How pages are described (paper Sections 3–4): sources, window, stemming, weighting; the default is the paper's Section 7 choice.
+        m: Min-hash signatures per page (Section 6.2); more is more accurate and slower.
+        seed: Seed of the min-hash functions; two indexes compare only with the same seed and m.
+        min_in_degree: Pages with at most this many inlinks stay queryable but are not returned as results (Section 7.1); empty keeps every page.
+        directory: A topic directory (Open Directory RDF dump or url<TAB>category file) whose categories results show.
+        until: Stop after this stage: ingest, bags or index (the whole build).
+        crawl_out: Where the ingested pages and links go (default: OUT/crawl). Point several indexes at one to ingest once.
+        dask_address: The address of an existing Dask scheduler (tcp://host:8786); empty starts a local cluster.
+        n_workers: Worker processes of the local Dask cluster (default: one per core; 1 runs one worker thread in the flow's process).
+        partitions: Partitions of the bags stage's merge (default: from the crawl's size).
+        io_retries: How often a WARC file that could not be read (a transient I/O error) is tried again.
+        lock_wait_seconds: How long to wait for another run writing into OUT (empty: as long as it takes).
+        verify: Check every reused stage output and the live index by content (SHA-256), not only by size.
+        keep_earlier: Keep the pages of files that earlier builds into OUT named (by default the crawl is exactly the files named, with those an ingest-new-crawl inbox added).
     """
     log = run_logger("simweb.build")
     files = list_warc_files(crawl)
@@ -85,4 +93,6 @@ def build_index(
         chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions, until, verify)
     summary = BuildSummary(ingest=ingested, stages=chain.records(), index=chain.index)
     log.info("%s", summary.sentence())
+    # The run page's Artifacts tab: the summary, and where the index was published.
+    publish_markdown("build-index-summary", summary.markdown(out), f"build-index into {out}")
     return summary

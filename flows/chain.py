@@ -63,6 +63,12 @@ class BuildSummary:
             lines.append(f"index published at {self.index}")
         return "\n".join(line for line in lines if line)
 
+    def markdown(self, out: str) -> str:
+        """The summary as a markdown page (a flow run's artifact): where the index is, then the table."""
+        where = (f"The index is published at `{self.index}`; queries open it through `{out}` "
+                 f"(`simweb related URL --index {out}`)." if self.index else "No index was published.")
+        return f"# build-index\n\n{where}\n\n```\n{self.summary()}\n```\n"
+
     def sentence(self) -> str:
         """The build in one sentence, for a run's log (the table is :meth:`summary`)."""
         return f"build-index: {ingest_sentence(self.ingest)}; {stages_sentence(self.stages)}" + (

@@ -146,6 +146,16 @@ def run_task(runner, task, parameters: dict[str, Any]):
     return runner.submit(task, parameters=parameters)
 
 
+def publish_markdown(key: str, markdown: str, description: str) -> None:
+    """A markdown artifact of the current flow run (the run page's Artifacts tab), when there is
+    one; a flow body called in this process has no run to attach it to, and publishes nothing."""
+    if not in_flow_run():
+        return
+    from prefect.artifacts import create_markdown_artifact
+
+    create_markdown_artifact(markdown=markdown, key=key, description=description)
+
+
 def _prefect_api_url() -> str | None:
     """The URL of the Prefect API the current flow run reports to, if any."""
     context = FlowRunContext.get()

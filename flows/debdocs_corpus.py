@@ -73,7 +73,9 @@ def write_summary(
 def debdocs_corpus(out: str, cache: str | None = None) -> dict:
     """Build DIR=``out``: warc/*.warc.gz, directory.rdf/.tsv, directory_pages.txt, MANIFEST.json, SUMMARY.json.
 
-    ``cache`` is the folder holding the downloaded .deb files (default ~/.cache/simweb/debs).
+    Args:
+        out: The folder the DebDocs crawl, its topic directory and its MANIFEST.json (package versions) go into.
+        cache: The folder holding the downloaded .deb files (default ~/.cache/simweb/debs); a cached package is reused.
     """
     # Fetch the documentation packages with apt-get into the cache (a cached .deb is reused).
     debs = fetch_package.map(list(DEBDOCS.packages), cache=unmapped(cache)).result()

@@ -20,7 +20,7 @@ from typing import Literal
 from prefect import flow
 
 from simweb.core.grids import grid_strategies, strategy_grid
-from simweb.flows.cluster import run_task, stage_runner
+from simweb.flows.cluster import publish_markdown, run_task, stage_runner
 from simweb.tasks.eval_sample import SampleParams
 from simweb.tasks.logs import run_logger
 from simweb.tasks.evaluate import report_task, sample_task, strategy_groups, strategy_task
@@ -47,10 +47,28 @@ def evaluate_strategies(
     n_workers: int | None = None,
     title: str = "",
 ) -> dict:
-    """Evaluate a grid of strategies on ``crawl`` (an ingest output folder) against ``directory``
-    (an Open Directory RDF dump or a ``url<TAB>category`` TSV, optionally compressed) and write
-    the report into ``out``. ``directory_pages`` lists the directory's own pages (one URL a
-    line) to keep out of the data; an RDF dump's own hosts are always kept out."""
+    """Evaluate a grid of strategies on ``crawl`` against ``directory`` (paper Sections 2 and 5)
+    and write the report into ``out``. An RDF dump's own hosts are always kept out of the data.
+
+    Args:
+        crawl: An ingested crawl folder (OUT/crawl of build-index, or the output of `simweb ingest`).
+        directory: The topic directory: an Open Directory RDF dump or a url<TAB>Top/category/path file, optionally .gz or .bz2.
+        out: The report folder: report.html, summary.md, measures.parquet, figures/.
+        grid: Which strategies: paper (Figures 3–9 and Jaccard vs cosine), quick, links (the link measures) or full.
+        seed: Seed of the sample and of the bootstrap.
+        n_pairs: Pairs of sibling classes to sample (the paper's 300).
+        min_pages: Linked-to URLs a class needs to be sampled.
+        max_pages_per_class: A cap on the URLs per sampled class, to bound the all-pairs cost (empty: none).
+        directory_pages: A file listing the directory's own pages, one URL a line, kept out of the data (footnote 8).
+        directory_format: The directory file's format: auto (sniffed), rdf or tsv.
+        depth: The depth below Top the directory's categories are collapsed at (the paper's 3); a shallower directory is taken at its own depth.
+        work: The stage cache folder (default: OUT/_work).
+        n_resamples: Bootstrap resamples for the intervals.
+        group_size: Strategies per task (each task builds the bag corpus once).
+        dask_address: The address of an existing Dask scheduler; empty starts a local cluster.
+        n_workers: Worker processes of the local Dask cluster (default: one per core).
+        title: A title for the report.
+    """
     log = run_logger("simweb.evaluate")
     work = work or join(out, "_work")
     params = SampleParams(seed=seed, n_pairs=n_pairs, min_pages=min_pages,
@@ -73,4 +91,9 @@ def evaluate_strategies(
     # 3. Bootstrap intervals, the measures table, Figures 3–9 (and the link-measure figure) and the report.
     summary = report_task(out, sample, grid, outputs, groups, seed, n_resamples, title)
     log.info("evaluate-strategies: report at %s", summary["report"])
+    best = "\n".join(f"| {r['strategy']} | {r['value']:.3f} |" for r in summary.get("sibling_gamma", [])[:10]
+                     if isinstance(r.get("value"), float))
+    publish_markdown("evaluate-strategies-summary", f"# evaluate-strategies\n\nThe report is at `{summary['report']}`."
+                     "\n\n" + "\n".join(summary.get("sample", [])) + "\n\n| strategy | sibling-Γ |\n| --- | --- |\n"
+                     + best + "\n", f"evaluate-strategies of {crawl}")
     return summary

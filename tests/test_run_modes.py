@@ -53,6 +53,27 @@ def test_in_process_and_prefect_builds_give_the_same_index(prefect_harness, warc
     assert plain.ingest == flowed.ingest
     assert index_diff(index_store.resolve(str(tmp_path / "plain")), index_store.resolve(str(tmp_path / "flowed"))) == []
     assert [s["reused"] for s in plain.stages.values()] == [False] * 3
+    # The Prefect run published its summary as a markdown artifact, saying where the index is.
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        (artifact,) = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["build-index-summary"])),
+                                            limit=1)
+    assert f"published at `{flowed.index}`" in artifact.data and "records read" in artifact.data
+
+
+def test_every_flow_parameter_has_a_description_in_the_ui_form():
+    """Prefect 3 draws the Run form's help from the flow docstring's Args section."""
+    from prefect.utilities.callables import parameter_schema
+
+    from simweb.deployments import definitions
+
+    for spec in definitions.SPECS:
+        flow = definitions.load_flow(spec)
+        properties = parameter_schema(flow).model_dump()["properties"]
+        missing = [name for name, field in properties.items() if not (field.get("description") or "").strip()]
+        assert not missing, f"{spec.name}: no description for {missing}"
 
 
 def test_a_flow_body_called_as_a_function_refuses_a_cluster(tmp_path, warc_dir):
