@@ -63,9 +63,11 @@ def write_summary(
     out: str,
     corpus: DocsCorpus,
 ) -> dict:
-    """``docsites.build_summary``; the summary also goes to the flow run's log."""
+    """``docsites.build_summary``; the flow run's log says it in one sentence (SUMMARY.json has it all)."""
     summary = docsites.build_summary(debs, surveys, directory, warcs, out, corpus)
-    get_run_logger().info("%s corpus in %s:\n%s", corpus.title, out, docsites.format_summary(summary))
+    get_run_logger().info("%s corpus in %s: %s pages, %s links, %s classes at depth %s (the rest in SUMMARY.json)",
+                          corpus.title, out, f"{summary['pages']:,}", f"{summary['links']:,}", summary["classes"],
+                          summary["class_depth"])
     return summary
 
 
