@@ -24,6 +24,7 @@ from importlib import resources
 
 __all__ = [
     "STEMMED_STOPWORDS",
+    "surface_forms",
     "STOPWORDS",
     "WORD_RE",
     "Stemming",
@@ -189,6 +190,17 @@ def terms(words: Iterable[str], stemming: Stemming) -> list[str]:
     if stemming is Stemming.STEM:
         return [s for s in map(porter_stem, words) if s not in stopped]
     return [w for w in words if porter_stem(w) not in stopped]
+
+
+def surface_forms(words: Iterable[str]) -> dict[str, str]:
+    """For each Porter stem of ``words``, the word people would read for it: the most frequent
+    word of the page with that stem (ties: the shorter, then the first alphabetically). Bag terms
+    under STEM are stems ("queri"); shown as "queries" they read as words (Figure 14)."""
+    counts: dict[str, dict[str, int]] = {}
+    for word in words:
+        forms = counts.setdefault(porter_stem(word), {})
+        forms[word] = forms.get(word, 0) + 1
+    return {stem: min(forms, key=lambda w: (-forms[w], len(w), w)) for stem, forms in counts.items()}
 
 
 def never_stop(word: str) -> bool:
