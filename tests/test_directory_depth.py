@@ -103,3 +103,4 @@ def test_depth_option_collapses_a_deeper_directory_higher(synthetic, tmp_path, c
                  "--out", str(tmp_path / "r1"), "--depth", "1"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "--depth: expected at least 2 levels" in err
+
