@@ -18,6 +18,7 @@ def places(tmp_path, warc_dir):
     (tmp_path / "empty.tsv").write_text("")
     (tmp_path / "no-tabs.tsv").write_text("http://a.example/ Top/A/B/C\n")
     (tmp_path / "empty-folder").mkdir()
+    (tmp_path / "notes.txt").write_text("these are my notes, not a crawl\n")
     return {"tmp": tmp_path, "warc": str(warc_dir / "example.warc.gz")}
 
 
@@ -47,6 +48,8 @@ def _run(argv, capsys) -> tuple[int, str]:
     ("empty crawl folder", ["build", "{tmp}/empty-folder", "--out", "{tmp}/i"],
      "empty-folder is an empty folder; expected WARC files"),
     ("glob matching nothing", ["ingest", "{tmp}/*.warc.gz", "--out", "{tmp}/i"], "no file matches"),
+    ("ingest of a text file", ["ingest", "{tmp}/notes.txt", "--out", "{tmp}/i"],
+     'notes.txt is not a WARC file: it starts with "these are my not", not "WARC/"'),
     ("no-prefect with a cluster", ["build", "{warc}", "--out", "{tmp}/i", "--no-prefect", "--workers", "2"],
      "--no-prefect runs in this process; it cannot be combined with --workers"),
     ("s3 without s3fs", ["build", "s3://bucket/crawl/", "--out", "{tmp}/i"],

@@ -81,6 +81,30 @@ def remote_problem(url: str) -> str | None:
     return None
 
 
+#: Names a crawl's archive files have; a file named otherwise is looked into before it is read.
+ARCHIVE_SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz")
+
+
+def not_an_archive(path: str) -> str | None:
+    """Why the local file ``path``, named without an archive suffix, is not a WARC (or ARC) file —
+    its first bytes are neither "WARC/" nor "filedesc://", plain or gzipped — or None."""
+    import gzip
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+        if head[:2] == b"\x1f\x8b":
+            with gzip.open(path, "rb") as f:
+                head = f.read(64)
+    except (OSError, EOFError):
+        return None  # unreadable or cut: the ingest reports it, with the file's other errors
+    if head.lstrip().startswith((b"WARC/", b"filedesc://")):
+        return None
+    shown = head.lstrip()[:16].decode("latin-1").encode("unicode_escape").decode("ascii")
+    return (f"{path} is not a WARC file: it starts with \"{shown}\", not \"WARC/\"; expected a WARC file "
+            "(.warc, .warc.gz), a folder of them or a glob")
+
+
 def crawl_paths_problem(items: list[str]) -> str | None:
     """Why ``items`` (WARC files, folders, globs, URLs) cannot name a crawl, found without reading
     anything (no heavy import): a local path that is not there, an empty folder, a glob matching
@@ -100,6 +124,11 @@ def crawl_paths_problem(items: list[str]) -> str | None:
             return f"{item}: no such file or folder; expected a WARC file (.warc, .warc.gz), a folder of them or a glob"
         elif os.path.isdir(item) and not any(names for _, _, names in os.walk(item)):
             return f"{item} is an empty folder; expected WARC files (.warc, .warc.gz) in it"
+        elif os.path.isfile(item) and not item.lower().endswith(ARCHIVE_SUFFIXES):
+            # A file named explicitly is read whatever its name: not when it is no archive at all.
+            problem = not_an_archive(item)
+            if problem:
+                return problem
     return None
 
 
