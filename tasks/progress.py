@@ -30,8 +30,8 @@ from simweb.tasks.logs import run_logger
 
 T = TypeVar("T")
 
-#: Steps shorter than this many units are not worth a line per tenth when logged.
-MIN_LOGGED_TOTAL = 10
+#: A step of one unit has no way to go: its own log line says when it is done.
+MIN_LOGGED_TOTAL = 2
 #: Nor are steps that have not yet taken this many seconds: a log line per tenth of a step that
 #: is over in a blink would only bury the stage's own line.
 LOG_AFTER_SECONDS = 2.0
