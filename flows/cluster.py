@@ -146,6 +146,12 @@ def run_task(runner, task, parameters: dict[str, Any]):
     return runner.submit(task, parameters=parameters)
 
 
+def call_task(task, **parameters: Any) -> Any:
+    """Call the Prefect ``task``: as a task run inside a flow run, as its plain function outside
+    one (a flow's body called in this process must not start Prefect's temporary server)."""
+    return task(**parameters) if in_flow_run() else task.fn(**parameters)
+
+
 def publish_markdown(key: str, markdown: str, description: str) -> None:
     """A markdown artifact of the current flow run (the run page's Artifacts tab), when there is
     one; a flow body called in this process has no run to attach it to, and publishes nothing."""

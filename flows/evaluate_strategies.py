@@ -20,7 +20,7 @@ from typing import Literal
 from prefect import flow
 
 from simweb.core.grids import grid_strategies, strategy_grid
-from simweb.flows.cluster import publish_markdown, run_task, stage_runner
+from simweb.flows.cluster import call_task, publish_markdown, run_task, stage_runner
 from simweb.tasks.eval_sample import SampleParams
 from simweb.tasks.logs import run_logger
 from simweb.tasks.evaluate import report_task, sample_task, strategy_groups, strategy_task
@@ -89,7 +89,8 @@ def evaluate_strategies(
                                                     "work": work}) for group in groups]
         outputs = [future.result() for future in futures]
     # 3. Bootstrap intervals, the measures table, Figures 3–9 (and the link-measure figure) and the report.
-    summary = report_task(out, sample, grid, outputs, groups, seed, n_resamples, title)
+    summary = call_task(report_task, out=out, sample=sample, grid=grid, outputs=outputs, groups=groups, seed=seed,
+                        n_resamples=n_resamples, title=title)
     log.info("evaluate-strategies: report at %s", summary["report"])
     best = "\n".join(f"| {r['strategy']} | {r['value']:.3f} |" for r in summary.get("sibling_gamma", [])[:10]
                      if isinstance(r.get("value"), float))

@@ -165,3 +165,18 @@ def test_a_prefect_build_is_quiet_and_listens_on_loopback_only(warc_dir, tmp_pat
     assert {ip for ip, _ in listening} <= {"127.0.0.1", "::1"}, listening
     assert "Dask dashboard: http://127.0.0.1:" in output
     _check_quiet(output)
+
+
+def test_a_small_evaluation_starts_no_prefect_server(tmp_path):
+    """`simweb evaluate` on a small crawl runs the flow's body in this process, every task
+    called as a function: Prefect's temporary server is never started."""
+    from test_evaluate import build_synthetic_crawl
+
+    made = build_synthetic_crawl(tmp_path / "crawl")
+    env = {**os.environ, "SIMWEB_PROGRESS": "log", "PREFECT_LOGGING_LEVEL": "INFO"}
+    done = subprocess.run(SIMWEB + ["evaluate", "--crawl", made["crawl"], "--directory", made["tsv"],
+                                    "--out", str(tmp_path / "report"), "--grid", "quick", "--resamples", "50"],
+                          capture_output=True, text=True, cwd=REPO, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "small (under" in done.stderr and "Starting temporary server" not in done.stderr + done.stdout
+    assert (tmp_path / "report" / "report.html").is_file()
