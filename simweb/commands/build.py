@@ -4,7 +4,7 @@
     simweb build crawl/*.warc.gz --out index --strategy "anchor:32+content,stem,dist,nmdf"
     simweb build crawl/ --out index --directory directory.tsv --min-in-degree 0
 
-ingest → bags → signatures → invert → publish. A small crawl (WARC files of under 256 MB in
+ingest → bags → signatures → invert → publish. A small crawl (WARC files of under 64 MB in
 all) is built in this process, without a Prefect server or a Dask cluster, which take longer
 to start than such a crawl takes to build; a larger one runs as the build-index Prefect flow
 on a Dask cluster (a local one sized to this machine, or the scheduler at --dask-address).

@@ -7,7 +7,7 @@
 Writes DIR/pages/ (one row per HTML page) and DIR/links/ (one row per anchor with its
 context words), one Parquet part per WARC file, and prints what was read, written and
 skipped. A WARC file whose content was ingested into DIR before is skipped. The files are
-ingested by the build-index flow's ingest stage: for a small crawl (under 256 MB) one after
+ingested by the build-index flow's ingest stage: for a small crawl (under 64 MB) one after
 another in this process, otherwise as a Prefect task per shard of files (about equal bytes, a
 few per worker) on a Dask cluster (a local one sized to this machine, or the scheduler at
 --dask-address); --prefect and --no-prefect force either way.

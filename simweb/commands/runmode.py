@@ -14,10 +14,11 @@ import os
 
 #: Input smaller than this (the WARC files' bytes; an ingested crawl folder's bytes for an
 #: evaluation) runs in this process by default. Measured on 2 shared cores
-#: (``python -m benchmarks.first_build``): DebDocs, 16 MB of WARC files, builds in about 30 s in
-#: one process against about 60 s through Prefect with two workers; the ingest, the stage that
-#: parallelises best, reads about 3 MB/s per core, so past a few hundred MB the cluster wins.
-SMALL_INPUT_BYTES = 256 * 2**20
+#: (``python -m benchmarks.first_build``): 47 pages (0.4 MB) build in 6–10 s in one process
+#: against 42–50 s through Prefect; DebDocs (16 MB) in 29–40 s against 35–65 s. In one process a
+#: build costs about 2 s per MB; through Prefect 30–40 s of start-up plus, with two workers, about
+#: two thirds of that per MB: the two meet between 50 and 100 MB.
+SMALL_INPUT_BYTES = 64 * 2**20
 
 
 def add_mode_options(parser: argparse.ArgumentParser, flow: str) -> None:
