@@ -42,7 +42,7 @@ from simweb.core.strategy import Strategy
 from simweb.tasks.crawl import CrawlGraph, content_tfidf, crawl_parts, load_corpus, load_link_graph
 from simweb.tasks.eval_sample import LoadedSample, load_sample
 from simweb.tasks.logs import run_logger
-from simweb.tasks.progress import track
+from simweb.tasks.progress import reporter, track
 from simweb.tasks.stagecache import StageOutput, file_identities, run_stage
 from simweb.tasks.storage import filesystem, join, write_bytes_atomic
 
@@ -166,7 +166,8 @@ def _evaluate_link(graph_and_counts: tuple[CrawlGraph, dict], vectors, sample: L
         rank = pagerank(graph, params)[nodes]
         inner = np.broadcast_to(rank, (nodes.size, nodes.size))
     else:
-        inner = link_similarity(graph, params, nodes, nodes) if nodes.size else np.zeros((0, 0))
+        with reporter(strategy.label, "steps", run_logger(LOGGER)) as report:
+            inner = link_similarity(graph, params, nodes, nodes, progress=report) if nodes.size else np.zeros((0, 0))
     t1 = time.perf_counter()
     similarity = EmbeddedSimilarity(n, present, np.asarray(inner))
     stats = _count_and_save(similarity, vectors, sample, strategy, present, out)

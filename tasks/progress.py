@@ -1,7 +1,8 @@
 """Progress of a long step: a bar on a terminal, a log line every tenth of the way elsewhere.
 
 Every long step of simweb (the ingest's files, a stage's Dask graph, the strategies of an
-evaluation, the iterations of SimRank and PageSim) reports through :func:`progress`. Where
+evaluation, the iterations of SimRank and PageSim, through :func:`reporter`) reports through
+:func:`progress`. Where
 standard error is a terminal (the command line) it draws a tqdm bar there, and log lines
 printed meanwhile are written above the bar instead of through it; elsewhere (a deployment
 run followed in the Prefect UI, a test, a pipe) it logs ``"<step>: 3/10 <units> done"`` every
@@ -23,7 +24,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from simweb.tasks.logs import run_logger
@@ -121,6 +122,28 @@ def track(items: Iterable[T], step: str, unit: str, total: int | None = None, lo
         for item in items:
             yield item
             steps.advance()
+
+
+@contextlib.contextmanager
+def reporter(step: str, unit: str, log: Any = None) -> Iterator[Callable[[int, int], None]]:
+    """``report(done, total)`` for code that counts its own steps (simweb.core's iterative
+    measures take it as ``progress``): the first call opens a :func:`progress` of ``total``."""
+    state: dict[str, Steps] = {}
+
+    def report(done: int, total: int) -> None:
+        steps = state.get("steps")
+        if steps is None or steps.total != total:
+            if steps is not None:
+                steps.close()
+            steps = state["steps"] = Steps(step, total, unit, log)
+        if done > steps.done:
+            steps.advance(done - steps.done)
+
+    try:
+        yield report
+    finally:
+        if "steps" in state:
+            state["steps"].close()
 
 
 # ------------------------------------------------------------------ Dask's local schedulers

@@ -60,3 +60,24 @@ def test_the_mode_follows_the_terminal_unless_told(monkeypatch):
     assert progress.mode() == "off"
     monkeypatch.delenv("SIMWEB_PROGRESS")
     assert progress.mode() == "log"  # pytest captures standard error: not a terminal
+
+
+def test_simrank_and_pagesim_report_each_step(lines, monkeypatch):
+    """The iterative link measures call progress(done, total) after each step; the reporter
+    turns the calls into the step's progress."""
+    from simweb.core.linkgraph import LinkGraph, PageSimParams, SimRankParams
+    from simweb.core.linkmeasures import link_similarity
+
+    said, logger = lines
+    monkeypatch.setattr(progress, "LOG_AFTER_SECONDS", 0.0)
+    edges = [(0, 1), (1, 2), (2, 0), (0, 3), (3, 1), (2, 3)]
+    graph = LinkGraph.from_edges([a for a, _ in edges], [b for _, b in edges])
+    calls = []
+    link_similarity(graph, SimRankParams(iterations=4), progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    pages = []
+    link_similarity(graph, PageSimParams(), progress=lambda done, total: pages.append((done, total)))
+    assert pages and pages[-1][0] == pages[-1][1]
+    with progress.reporter("SimRank", "steps", log=logger) as report:
+        link_similarity(graph, SimRankParams(iterations=4), progress=report)
+    assert said[-1] == "SimRank: 4/4 steps done"
