@@ -180,3 +180,22 @@ def test_a_small_evaluation_starts_no_prefect_server(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "small (under" in done.stderr and "Starting temporary server" not in done.stderr + done.stdout
     assert (tmp_path / "report" / "report.html").is_file()
+
+
+def test_ingest_new_crawl_runs_in_process_as_a_function(warc_dir, tmp_path):
+    """ingest-new-crawl's body called as a function: a file dropped into the inbox joins the
+    index built in this process, with no Prefect run and no Dask cluster."""
+    import shutil
+
+    from simweb.api import open_index
+    from simweb.flows.build_index import build_index
+    from simweb.flows.ingest_new_crawl import ingest_new_crawl
+
+    out = tmp_path / "index"
+    build_index.fn([str(warc_dir / "warcfile.warc.gz")], str(out), min_in_degree=0)
+    assert "http://www.iana.org/" not in open_index(str(out))
+    (tmp_path / "inbox").mkdir()
+    shutil.copy(warc_dir / "example-iana.org-chunked.warc", tmp_path / "inbox" / "iana.warc")
+    report = ingest_new_crawl.fn(str(tmp_path / "inbox"), str(out), settle_seconds=0)
+    assert report.ingested == ["iana.warc"] and report.index
+    assert "http://www.iana.org/" in open_index(str(out))
