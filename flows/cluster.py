@@ -74,9 +74,14 @@ def dask_task_runner(dask_address: str | None = None, n_workers: int | None = No
         # Each worker imports the stage modules as it starts, not inside its first tasks.
         "preload": [WORKER_PRELOAD],
     }
+    # The workers' task-run lines go to the Prefect API (the UI and the flow's log show them);
+    # on the terminal they share with the flow, only their warnings: their INFO lines would be
+    # printed through the flow's progress bar, which the workers cannot see.
+    env = {"PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING"}
     api_url = _prefect_api_url()
     if api_url:
-        cluster_kwargs["env"] = {"PREFECT_API_URL": api_url}
+        env["PREFECT_API_URL"] = api_url
+    cluster_kwargs["env"] = env
     return DaskTaskRunner(cluster_kwargs=cluster_kwargs)
 
 
