@@ -31,6 +31,26 @@ import numpy as np
 SAME, SIBLING, COUSIN, UNRELATED = 0, 1, 2, 3
 DISTANCE_NAMES = ("same", "sibling", "cousin", "unrelated")
 
+
+def distance_names(depth: int) -> tuple[str, ...]:
+    """The name of each familial distance 0..``depth`` in a directory collapsed at ``depth``: 0 is
+    the same class, 1 a sibling, 2 a cousin, and ``depth`` unrelated (no common class below the
+    root). At the paper's depth 3 these are :data:`DISTANCE_NAMES`; at depth 2 there are no
+    cousins (distance 2 is unrelated); deeper, distances 3 .. depth−1 are "k levels apart"."""
+    if depth < 1:
+        raise ValueError(f"depth: expected at least 1 level, got {depth}")
+    names = [{0: "same", 1: "sibling", 2: "cousin"}.get(k, f"{k} levels apart") for k in range(depth)]
+    return (*names, "unrelated") if depth > 1 else ("same", "unrelated")
+
+
+def partial_distance(level: int, depth: int) -> int | None:
+    """The familial distance a partial Γ (SIBLING, COUSIN or UNRELATED) compares with the same
+    class in a directory collapsed at ``depth``; None where the directory has no such pairs
+    (cousins at depth 2). UNRELATED is always ``depth``."""
+    if level == UNRELATED:
+        return depth
+    return level if level < depth else None
+
 # Measure names as they appear in result tables.
 GAMMA = "gamma"
 PARTIAL_GAMMAS = {SIBLING: "sibling_gamma", COUSIN: "cousin_gamma", UNRELATED: "unrelated_gamma"}
@@ -106,12 +126,15 @@ class PairCounts:
     same_class: np.ndarray
 
     def measure_columns(self, measure: str) -> list[int]:
-        """The pair types a Γ measure sums: all of them for Γ, (0, b) for a partial Γ."""
+        """The pair types a Γ measure sums: all of them for Γ, (0, b) for a partial Γ, with b the
+        distance the partial Γ means at this depth (:func:`partial_distance`)."""
         if measure == GAMMA:
             return list(range(len(self.types)))
+        depth = max((b for _, b in self.types), default=0)
         for level, name in PARTIAL_GAMMAS.items():
             if name == measure:
-                return [t for t, (a, b) in enumerate(self.types) if a == SAME and b == level]
+                target = partial_distance(level, depth)
+                return [t for t, (a, b) in enumerate(self.types) if a == SAME and b == target]
         raise ValueError(f"unknown measure {measure!r}: expected one of {GAMMA_MEASURES}")
 
     def per_source(self, measure: str) -> tuple[np.ndarray, np.ndarray]:

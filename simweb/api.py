@@ -190,6 +190,10 @@ class Index:
             raise UnknownURL(url, "not an absolute http or https URL")
         doc = v.doc_of(url_id(norm))
         if doc is None:
+            other = _other_scheme(norm)
+            if other is not None and v.doc_of(url_id(other)) is not None:
+                raise UnknownURL(url, f"not in this index, but {other} is: the crawl has the page under "
+                                      f"{other.split(':', 1)[0]}; ask for {other}")
             raise UnknownURL(url, f"not among the {v.n_docs} pages of this index; check the address or rebuild the index with a crawl that links to it")
         return doc
 
@@ -292,9 +296,78 @@ class Index:
         """The ``k`` heaviest terms of the page's bag (Figure 14), heaviest first, ties by term."""
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k: expected a number of terms ≥ 1, got {k!r}")
+        return sorted(self.bag(url).items(), key=lambda tw: (-tw[1], tw[0]))[:k]
+
+    def readable_terms(self, url: str, k: int = 10) -> list[tuple[str, str, float]]:
+        """:meth:`top_terms` with each term's readable form: (term, word, weight), the word being the
+        page's most frequent word with that stem (the term itself for unstemmed terms, link ids,
+        or when the index's crawl, :attr:`crawl`, is not at hand)."""
+        top = self.top_terms(url, k)
+        words = self._page_words(url)
+        if not words:
+            return [(t, t, w) for t, w in top]
+        from simweb.core.text import surface_forms
+
+        forms = surface_forms(words)
+        return [(t, forms.get(t, t), w) for t, w in top]
+
+    def _page_words(self, url: str) -> list[str]:
+        if not os.path.isdir(os.path.join(self.crawl, "pages")):
+            return []
+        from simweb.core.urls import normalize_url, url_id
+        from simweb.tasks.crawl import page_words
+
+        normal = normalize_url(url.strip())
+        try:
+            return page_words(self.crawl, url_id(normal)) if normal else []
+        except (OSError, ValueError):  # a crawl folder changing under us: show the terms as they are
+            return []
+
+    def find(self, text: str, limit: int = 20) -> list[dict[str, Any]]:
+        """Pages whose title or URL holds every word of ``text`` (case-insensitive): url, title,
+        category, indexed, at most ``limit``; those matched by their title first, then shorter URLs."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        words = [w for w in text.casefold().split() if w]
+        if not words or limit < 1:
+            return []
         v = self._v
-        bag = v.bag(self._doc(v, url))
-        return sorted(bag.items(), key=lambda tw: (-tw[1], tw[0]))[:k]
+        haystack = v._cache.get("find_text")
+        if haystack is None:
+            docs = v.docs
+            titles = pc.utf8_lower(pc.fill_null(docs.column("title"), ""))
+            urls = pc.utf8_lower(docs.column("url"))
+            haystack = v._cache["find_text"] = (titles, urls)
+        titles, urls = haystack
+        in_title = in_any = None
+        for word in words:
+            t = pc.match_substring(titles, word)
+            either = pc.or_(t, pc.match_substring(urls, word))
+            in_title = t if in_title is None else pc.and_(in_title, t)
+            in_any = either if in_any is None else pc.and_(in_any, either)
+        hits = np.flatnonzero(np.asarray(in_any.to_numpy(zero_copy_only=False), dtype=bool))
+        if hits.size == 0:
+            return []
+        by_title = np.asarray(in_title.to_numpy(zero_copy_only=False), dtype=bool)[hits]
+        lengths = np.asarray(pc.utf8_length(urls.take(pa.array(hits))).to_numpy(zero_copy_only=False))
+        order = hits[np.lexsort((hits, lengths, ~by_title))][:limit]
+        rows = v.doc_rows(order)
+        return [{"url": r["url"], "title": r.get("title"), "category": r.get("category"),
+                 "indexed": bool(r.get("indexed"))} for r in rows]
+
+    def bag(self, url: str) -> dict[str, float]:
+        """The page's weighted bag as the index stores it: term → weight (Section 6.1)."""
+        v = self._v
+        return v.bag(self._doc(v, url))
+
+
+def _other_scheme(url: str) -> str | None:
+    """``url`` with http and https swapped (the form a user may have meant), or None."""
+    for a, b in (("http://", "https://"), ("https://", "http://")):
+        if url.startswith(a):
+            return b + url[len(a):]
+    return None
 
 
 def _stamp(path: str) -> tuple[int, int, int] | None:

@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: Commands that may run a Prefect flow, and with it Prefect's temporary API server.
 FLOW_COMMANDS = frozenset({"build", "ingest", "evaluate", "demo", "corpus"})
+#: Those that tie it themselves when they run a flow through Prefect (simweb.commands.runmode.run_flow),
+#: and import none of Prefect's server when they run it in this process.
+RUN_FLOW_COMMANDS = frozenset({"build", "ingest", "evaluate", "demo"})
 
 
 def tie_temporary_server_to_this_process() -> None:
@@ -93,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     # Progress comes from the flows' logs; Dask's own start-up chatter stays out of the way.
     os.environ.setdefault("DASK_DISTRIBUTED__LOGGING__DISTRIBUTED", "warning")
     args = build_parser().parse_args(argv)
-    if args.command in FLOW_COMMANDS:
+    if args.command in FLOW_COMMANDS - RUN_FLOW_COMMANDS and not getattr(args, "no_prefect", False):
         tie_temporary_server_to_this_process()
     try:
         return int(args.func(args) or 0)

@@ -322,7 +322,7 @@ def create_app(index: Index | str) -> FastAPI:
 
     @app.get("/", response_class=HTMLResponse, summary="The related-pages page")
     def page(
-        url: str | None = Query(None, description="the page's URL"),
+        url: str | None = Query(None, description="the page's URL, or words of its title or URL to find it by"),
         top: int = Query(DEFAULT_TOP, ge=1, le=MAX_TOP),
         alpha: float = Query(DEFAULT_ALPHA, ge=0.0, le=1.0),
         rerank: bool = Query(False),
@@ -330,10 +330,12 @@ def create_app(index: Index | str) -> FastAPI:
     ) -> HTMLResponse:
         index_now = current()
         body, status = "", 200
-        if url:
+        if url and not _is_address(url):
+            body = _found_html(url, index_now.find(url, FOUND_LIMIT), top, alpha, rerank, dedup)
+        elif url:
             try:
                 results = index_now.related(url, top, alpha, rerank, dedup)
-                terms_found = index_now.top_terms(url, 10)
+                terms_found = index_now.readable_terms(url, 10)
                 doc = index_now.document(url)
                 body = _results_html(url, doc, results, terms_found, top, alpha, rerank, dedup)
             except UnknownURL as e:
@@ -363,6 +365,28 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}.error{color:#a00}.met
 """
 
 
+#: Pages listed when the page is looked for by words.
+FOUND_LIMIT = 20
+
+
+def _is_address(text: str) -> bool:
+    """Whether the search box holds a page's address (then: its related pages) rather than words."""
+    return text.strip().lower().startswith(("http://", "https://"))
+
+
+def _found_html(text: str, found: list[dict[str, Any]], top: int, alpha: float, rerank: bool, dedup: bool) -> str:
+    if not found:
+        return (f'<p id="found">No page of this index has all of “{html.escape(text)}” in its title or URL. '
+                "Type other words, or a page's full address (http://…).</p>")
+    items = "".join(
+        f'<li class="found"><a href="{html.escape(_link(f["url"], top, alpha, rerank, dedup))}">'
+        f'{html.escape(f["title"] or f["url"])}</a><br><span class="meta">{html.escape(f["url"])}'
+        f'{" — " + html.escape(f["category"]) if f.get("category") else ""}</span></li>' for f in found)
+    more = f" (the first {FOUND_LIMIT})" if len(found) >= FOUND_LIMIT else ""
+    return (f'<h2>Pages matching “{html.escape(text)}”{more}</h2><p class="meta">Pick one to see its related '
+            f'pages.</p><ol id="found">{items}</ol>')
+
+
 def _link(url: str, top: int, alpha: float, rerank: bool, dedup: bool = False) -> str:
     return (f"/?url={quote(url, safe='')}&top={top}&alpha={alpha}" + ("&rerank=true" if rerank else "")
             + ("&dedup=true" if dedup else ""))
@@ -377,19 +401,29 @@ def _page_html(url: str, top: int, alpha: float, rerank: bool, body: str, info: 
 <meta name="viewport" content="width=device-width,initial-scale=1"><style>{_STYLE}</style></head>
 <body><h1>Related pages</h1>
 <form method="get" action="/">
-<input name="url" type="url" placeholder="http://www.example.com/" value="{html.escape(url)}" aria-label="URL" required>
+<input name="url" type="search" placeholder="a page's address, or words of its title or URL" value="{html.escape(url)}"
+ aria-label="a page's address, or words of its title or URL" required style="min-width:24rem">
 <label>top <input name="top" type="number" min="1" max="{MAX_TOP}" value="{top}" style="width:4rem"></label>
 <label>α <input name="alpha" type="number" min="0" max="1" step="0.01" value="{alpha}" style="width:4.5rem"></label>
 <label><input name="rerank" type="checkbox" value="true"{checked}> exact re-rank</label>
 <label><input name="dedup" type="checkbox" value="true"{dedup_checked}> hide near-duplicates</label>
 <button type="submit">Find</button></form>
 {body}
-<p class="meta">{info['documents']} pages, {info['indexed_documents']} indexed, m = {info['minhash']['m']}
-({info['minhash']['algorithm']}). JSON API: <a href="/docs">/docs</a>.</p>
+<p class="meta" id="about">{info['documents']:,} pages, {info['indexed_documents']:,} indexed:
+every page of the crawl and every page it links to has a bag and can be asked about; the
+{info['indexed_documents']:,} {_indexed_rule(info.get('min_in_degree'))} can be returned as related pages
+(paper Section 7.1). Signatures: m = {info['minhash']['m']} ({info['minhash']['algorithm']}).
+JSON API: <a href="/docs">/docs</a>.</p>
 </body></html>"""
 
 
-def _results_html(url: str, doc: dict[str, Any], results: list[Related], terms: list[tuple[str, float]],
+def _indexed_rule(min_in_degree: int | None) -> str:
+    if min_in_degree is None:
+        return "with a non-empty bag"
+    return f"linked to by more than {min_in_degree} page{'s' if min_in_degree != 1 else ''}"
+
+
+def _results_html(url: str, doc: dict[str, Any], results: list[Related], terms: list[tuple[str, str, float]],
                   top: int, alpha: float, rerank: bool, dedup: bool = False) -> str:
     title = html.escape(doc.get("title") or "")
     rows = []
@@ -406,7 +440,9 @@ def _results_html(url: str, doc: dict[str, Any], results: list[Related], terms: 
         f"<tbody>{''.join(rows)}</tbody></table>"
         if rows else f'<p id="related">No page is {alpha}-similar to this one in the index.</p>'
     )
-    term_items = "".join(f"<li>{html.escape(t)} <span class=\"meta\">{w:.4f}</span></li>" for t, w in terms)
+    term_items = "".join(
+        f"<li>{html.escape(word)} <span class=\"meta\">{w:.4f}"
+        + (f" (term {html.escape(t)})" if word != t else "") + "</span></li>" for t, word, w in terms)
     return (
         f'<h2 id="query">{title or html.escape(url)}</h2><p class="meta">{html.escape(doc["url"])}</p>'
         f"<h3>Related pages</h3>{table}"

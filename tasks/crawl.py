@@ -574,3 +574,21 @@ def in_degrees(crawl_dir: str, url_ids: Iterable[int] | np.ndarray | None = None
     counts = pairs.group_by("target_id").aggregate([("source_id", "count")])
     return pa.table({"url_id": counts.column("target_id"),
                      "in_degree": pc.cast(counts.column("source_id_count"), pa.int32())})
+
+
+def page_words(crawl_dir: str, url_id: int) -> list[str]:
+    """The words of one page of the crawl (empty when it holds no such page), read cheaply: the
+    url_id column of each pages part, then only the row group holding the page."""
+    import pyarrow.parquet as pq
+
+    for part in crawl_parts(crawl_dir).pages:
+        fs, path = filesystem(part)
+        with fs.open(path, "rb") as f:
+            parquet = pq.ParquetFile(f)
+            for group in range(parquet.num_row_groups):
+                ids = parquet.read_row_group(group, columns=["url_id"]).column("url_id").to_numpy()
+                rows = np.flatnonzero(ids == np.uint64(url_id))
+                if rows.size:
+                    words = parquet.read_row_group(group, columns=["words"]).column("words")
+                    return [str(w) for w in words[int(rows[0])].as_py() or []]
+    return []

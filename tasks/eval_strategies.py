@@ -42,6 +42,7 @@ from simweb.core.strategy import Strategy
 from simweb.tasks.crawl import CrawlGraph, content_tfidf, crawl_parts, load_corpus, load_link_graph
 from simweb.tasks.eval_sample import LoadedSample, load_sample
 from simweb.tasks.logs import run_logger
+from simweb.tasks.progress import reporter, track
 from simweb.tasks.stagecache import StageOutput, file_identities, run_stage
 from simweb.tasks.storage import filesystem, join, write_bytes_atomic
 
@@ -105,14 +106,15 @@ def evaluate_group(crawl: str, sample: StageOutput, strategies: Sequence[AnyStra
     inputs = EvaluationInputs(crawl, loaded.url_ids, loaded.directory_pages().is_directory_page)
     log = run_logger(LOGGER)
     outputs = []
-    for strategy in strategies:
+    for strategy in track(strategies, "evaluate", "strategies", log=log):
         def compute(tmp: str, strategy: AnyStrategy = strategy) -> dict:
             if isinstance(strategy, LinkStrategy):
                 return _evaluate_link(inputs.graph(), inputs.vectors(), loaded, strategy, tmp)
             return _evaluate_bags(inputs.corpus(), inputs.vectors(), loaded, strategy, tmp)
 
         outputs.append(run_stage(work, STAGE_STRATEGY, {"crawl": crawl_identity, "sample": sample},
-                                 {"strategy": strategy.to_dict(), "retrieval_n": RETRIEVAL_N}, compute, log=log))
+                                 {"strategy": strategy.to_dict(), "retrieval_n": RETRIEVAL_N}, compute, log=log,
+                                 label=strategy.label))
     return outputs
 
 
@@ -164,7 +166,8 @@ def _evaluate_link(graph_and_counts: tuple[CrawlGraph, dict], vectors, sample: L
         rank = pagerank(graph, params)[nodes]
         inner = np.broadcast_to(rank, (nodes.size, nodes.size))
     else:
-        inner = link_similarity(graph, params, nodes, nodes) if nodes.size else np.zeros((0, 0))
+        with reporter(strategy.label, "steps", run_logger(LOGGER)) as report:
+            inner = link_similarity(graph, params, nodes, nodes, progress=report) if nodes.size else np.zeros((0, 0))
     t1 = time.perf_counter()
     similarity = EmbeddedSimilarity(n, present, np.asarray(inner))
     stats = _count_and_save(similarity, vectors, sample, strategy, present, out)

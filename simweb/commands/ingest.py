@@ -1,4 +1,4 @@
-"""`simweb ingest ARCHIVE... --out DIR`: read WARC and ARC files into the pages and links data sets.
+"""`simweb ingest WARC... --out DIR`: read WARC files into the pages and links data sets.
 
     simweb ingest crawl/*.warc.gz --out data
     simweb ingest crawl/ --out data --dask-address tcp://scheduler:8786
@@ -8,18 +8,19 @@ Writes DIR/pages/ (one row per HTML page) and DIR/links/ (one row per anchor wit
 context words), one Parquet part per archive file (WARC or ARC, plain or gzipped), and
 prints what was read, written and skipped. A damaged file is read on past the damage; the
 summary lists where, the bytes skipped and the records recovered. A file whose content was
-ingested into DIR before is skipped. By default the files are ingested by the build-index
-flow's ingest stage: a Prefect task per shard of files (about equal bytes, a few per worker)
-on a Dask cluster (a local one sized to this machine, or the scheduler at --dask-address);
---no-prefect ingests them one after another in this process.
+ingested into DIR before is skipped. The files are ingested by the build-index flow's ingest
+stage: for a small crawl (under 64 MB) one after another in this process, otherwise as a
+Prefect task per shard of files (about equal bytes, a few per worker) on a Dask cluster (a
+local one sized to this machine, or the scheduler at --dask-address); --prefect and
+--no-prefect force either way.
 """
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from simweb.commands import EXIT_NOTHING_READ, EXIT_STATUS_HELP, ingest_exit_status
+from simweb.commands.runmode import add_mode_options
 
 
 def register(subparsers) -> None:
@@ -44,10 +45,7 @@ def register(subparsers) -> None:
         "--workers", type=int, default=None, metavar="N",
         help="worker processes of the local Dask cluster (default: one per available core)",
     )
-    parser.add_argument(
-        "--no-prefect", action="store_true",
-        help="ingest in this process, one file after another, without Prefect or Dask",
-    )
+    add_mode_options(parser, "build-index")
     parser.add_argument(
         "--add", action="store_true",
         help="add these files to the crawl already in DIR (by default DIR's crawl becomes exactly these files; "
@@ -57,6 +55,11 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from simweb.commands.runmode import choose_mode, crawl_size, human_size, mode_conflict, run_flow
+
+    if mode_conflict(args):
+        print(f"simweb ingest: {mode_conflict(args)}", file=sys.stderr)
+        return 2
     if args.dask_address and args.workers is not None:
         print("simweb ingest: --workers sizes a local cluster; it cannot be combined with --dask-address",
               file=sys.stderr)
@@ -65,40 +68,32 @@ def run(args) -> int:
         print(f"simweb ingest: --workers: expected at least 1, got {args.workers}", file=sys.stderr)
         return 2
 
-    from simweb.commands.inputs import output_problem
-    from simweb.tasks.ingest import NothingIngested, ingest_files, list_archive_files
+    from simweb.commands.inputs import crawl_paths_problem, crawl_problem, output_problem
 
-    problem = output_problem(args.out)
+    problem = output_problem(args.out) or crawl_paths_problem(args.warc)
     if problem:
         print(f"simweb ingest: {problem}", file=sys.stderr)
         return 2
+    print(f"simweb ingest: {' '.join(args.warc)} → {args.out}", file=sys.stderr, flush=True)
+    files, problem = crawl_problem(args.warc)
+    if problem:
+        print(f"simweb ingest: {problem}", file=sys.stderr)
+        return 2
+    size = crawl_size(files)
+    in_process, why = choose_mode(args, size, "build-index")
+    print(f"{len(files)} archive file{'s' if len(files) != 1 else ''}"
+          + (f", {human_size(size)}" if size is not None else "") + f": {why}", file=sys.stderr, flush=True)
+    params = {} if in_process else {"dask_address": args.dask_address, "n_workers": args.workers}
+    from simweb.flows.build_index import build_index
+
+    # The build-index flow's ingest stage alone, into DIR itself (no index folder around it).
+    from simweb.tasks.ingest import NothingIngested
 
     try:
-        files = list_archive_files(args.warc)
-    except FileNotFoundError as exc:
-        print(f"simweb ingest: {exc}", file=sys.stderr)
-        return 2
-
-    if args.no_prefect:
-        from simweb.tasks.crawl import write_selection
-        from simweb.tasks.layout import IndexLock, sweep_debris
-        from simweb.tasks.ledger import crawl_selection
-
-        with IndexLock(args.out, "simweb ingest", on_wait=lambda message: print(message, file=sys.stderr)):
-            sweep_debris(args.out, args.out)
-            stats = ingest_files(files, args.out)
-            if stats.usable or args.add:  # as the flow: a crawl that gave nothing changes nothing
-                write_selection(args.out, crawl_selection(args.out, stats.parts, keep_earlier=args.add))
-    else:
-        # The temporary Prefect server can take a while to start on a busy machine.
-        os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-        from simweb.flows.build_index import build_index
-
-        try:
-            stats = build_index(files, args.out, until="ingest", crawl_out=args.out, dask_address=args.dask_address,
-                                n_workers=args.workers, keep_earlier=args.add).ingest
-        except NothingIngested as exc:
-            stats = exc.stats
+        stats = run_flow(build_index, in_process, files, args.out, until="ingest", crawl_out=args.out,
+                         keep_earlier=args.add, **params).ingest
+    except NothingIngested as exc:
+        stats = exc.stats
     print(stats.summary())
     status = ingest_exit_status(stats, keep_earlier=args.add)
     if status == EXIT_NOTHING_READ:

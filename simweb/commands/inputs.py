@@ -60,3 +60,90 @@ def output_problem(path: str, option: str = "--out") -> str | None:
     except OutputNotWritable as err:
         return f"{option} {err}"
     return None
+
+
+#: fsspec protocols that need an optional extra, and the extra that installs them.
+REMOTE_EXTRAS = {"s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3"), "http": ("aiohttp", "http"), "https": ("aiohttp", "http")}
+
+
+def remote_problem(url: str) -> str | None:
+    """Why a remote ``url`` (s3://, http(s)://) cannot be read here — the package that reads it is
+    not installed — or None."""
+    import importlib.util
+
+    protocol = url.split("://", 1)[0].lower() if "://" in url else ""
+    if protocol not in REMOTE_EXTRAS:
+        return None
+    module, extra = REMOTE_EXTRAS[protocol]
+    if importlib.util.find_spec(module) is None:
+        return (f"{url}: reading {protocol}:// URLs needs the '{module}' package, which is not installed; "
+                f"install simweb's {extra} extra: pip install 'simweb[{extra}]'")
+    return None
+
+
+#: Names a crawl's archive files have; a file named otherwise is looked into before it is read.
+ARCHIVE_SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz")
+
+
+def not_an_archive(path: str) -> str | None:
+    """Why the local file ``path``, named without an archive suffix, is not a WARC (or ARC) file —
+    its first bytes are neither "WARC/" nor "filedesc://", plain or gzipped — or None."""
+    import gzip
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+        if head[:2] == b"\x1f\x8b":
+            with gzip.open(path, "rb") as f:
+                head = f.read(64)
+    except (OSError, EOFError):
+        return None  # unreadable or cut: the ingest reports it, with the file's other errors
+    if head.lstrip().startswith((b"WARC/", b"filedesc://")):
+        return None
+    shown = head.lstrip()[:16].decode("latin-1").encode("unicode_escape").decode("ascii")
+    return (f"{path} is not a WARC file: it starts with \"{shown}\", not \"WARC/\" (nor an ARC file's "
+            "\"filedesc://\"); expected a WARC or ARC file, plain or gzipped, a folder of them or a glob")
+
+
+def crawl_paths_problem(items: list[str]) -> str | None:
+    """Why ``items`` (WARC or ARC files, folders, globs, URLs) cannot name a crawl, found without reading
+    anything (no heavy import): a local path that is not there, an empty folder, a glob matching
+    nothing, a remote URL whose reader is not installed; or None."""
+    import glob
+
+    for item in items:
+        if "://" in item:
+            problem = remote_problem(item)
+            if problem:
+                return problem
+            continue
+        if any(c in item for c in "*?["):
+            if not glob.glob(item, recursive=True):
+                return f"{item}: no file matches; expected a glob naming WARC or ARC files (*.warc.gz, *.arc.gz, …)"
+        elif not os.path.exists(item):
+            return f"{item}: no such file or folder; expected a WARC or ARC file (.warc, .warc.gz, .arc, .arc.gz), a folder of them or a glob"
+        elif os.path.isdir(item) and not any(names for _, _, names in os.walk(item)):
+            return f"{item} is an empty folder; expected WARC or ARC files (.warc.gz, .arc.gz, …) in it"
+        elif os.path.isfile(item) and not item.lower().endswith(ARCHIVE_SUFFIXES):
+            # A file named explicitly is read whatever its name: not when it is no archive at all.
+            problem = not_an_archive(item)
+            if problem:
+                return problem
+    return None
+
+
+def crawl_problem(items: list[str]) -> tuple[list[str], str | None]:
+    """The WARC and ARC files that ``items`` (files, folders, globs, URLs) name, or the one-line reason
+    there are none (nothing there, an empty folder, no archive file among them, a remote URL whose
+    reader is not installed)."""
+    problem = crawl_paths_problem(items)
+    if problem:
+        return [], problem
+    from simweb.tasks.ingest import list_archive_files
+
+    try:
+        return list_archive_files(items), None
+    except (FileNotFoundError, NotADirectoryError, PermissionError) as err:
+        return [], str(err)
+    except ImportError as err:  # an fsspec protocol whose package is missing, not one named above
+        return [], f"{', '.join(items)}: {err}"
