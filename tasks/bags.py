@@ -3,27 +3,34 @@
 Three cached sub-stages (simweb.tasks.stagecache: outputs keyed by inputs and parameters, published
 whole with a manifest), so a second strategy reuses what it shares with the first:
 
-    OUT/bag-fragments/<key>/part-*.parquet   (url_id, url, term, weight)       FRAGMENTS
+    OUT/bag-fragments/<key>/part-{pages,links}-<part>.parquet   (url_id, url, term, weight)   FRAGMENTS
         key: the content digests of the crawl's parts (those CRAWL.json selects, if it exists;
         simweb.tasks.crawl) + Strategy.fragment_params()
-        One Dask task per pages part and per links part (which also reads the words of the
-        pages part of the same name: anchors are word offsets into them, simweb.tasks.contexts):
-        simweb.core.bags.Corpus builds the part's fragments (content + title per page; anchor
-        window + link id per inlink)
-        and adds up equal (URL, term) pairs within the part — fragments merge associatively,
-        so combining early is exact and shrinks the shuffle.
+        One Dask task per pages part and per links part, each reading its part slice by slice
+        (simweb.tasks.crawl.page_slices / link_slices; a links slice comes with the words of
+        its source pages, into which its anchors are word offsets, simweb.tasks.contexts):
+        simweb.core.bags.Corpus builds the slice's fragments (content + title per page; anchor
+        window + link id per inlink) and adds up equal (URL, term) pairs within the slice —
+        fragments merge associatively, so combining early is exact and shrinks the merge.
+        Each slice is written sorted by URL id, in row groups of FRAGMENT_ROW_GROUP rows.
     OUT/bag-merge/<key>/part-*.parquet       (url_id, url, term, tf)           MERGED
+    OUT/bag-merge/<key>/_terms/counts-*.parquet   (term, df) per partition
         key: the fragments (not P: partitioning changes how the work is cut, not the bags)
-        A Dask DataFrame shuffle by URL id into P partitions (out of core: Dask's disk
-        shuffle locally, p2p on a distributed cluster), then simweb.core.bags.merge_entries per
-        partition: one row per (URL, term), sorted by URL id then term.
+        Partition i of P holds the URLs of the i-th of P equal ranges of URL ids
+        (:func:`url_ranges`); its task reads from every fragment file the row groups of that
+        range (their URL id statistics say which) and merges them (:func:`merge_fragments`):
+        one row per (URL, term), sorted by URL id then term, and how many URLs each term
+        occurs in. No shuffle of Python objects; the partitions in order are sorted by URL id.
     OUT/bags/<key>/part-*.parquet            simweb.tasks.schemas.BAGS
     OUT/bags/<key>/_terms/df.parquet         (term, df) over the whole collection
         key: the merged bags + the frequency weighting and normalisation
-        df = number of merged bags holding the term, a global reduction (value counts of the
-        term column); NMDF's μ, σ are fitted to it when the strategy leaves them unset
+        df = number of merged bags holding the term: the partitions' term counts added up
+        (:func:`sum_counts`); NMDF's μ, σ are fitted to it when the strategy leaves them unset
         (recorded in the manifest's stats); then per partition: tf × factor(df), normalised
         to the strategy's constant sum (simweb.core.weighting).
+
+Memory is bounded by :class:`PartSize` (``part_mb``), never by the crawl: a task holds a slice
+of a part, a merge partition, or a partition and the collection's DF table.
 
 The crawl is read by simweb.tasks.crawl, which also decides which copy of a page crawled in
 two WARC files counts: the first by (source_file, record_offset); the other copies' pages and
@@ -37,12 +44,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
@@ -55,45 +61,51 @@ from simweb.core.strategy import Strategy
 from simweb.core.weighting import Weighting, normalise_rows
 from simweb.tasks import schemas
 from simweb.tasks.crawl import (
-    PAGE_COLUMNS,
     corpus_from_tables,
     crawl_identity,
     crawl_parts,
     duplicate_copies,
     flat_lists,
+    link_slices,
+    page_slices,
     part_of,
-    read_links,
-    read_pages,
 )
 from simweb.tasks.stagecache import MANIFEST, StageOutput, file_identities, published, read_manifest, run_stage
-from simweb.tasks.storage import filesystem, join, parts, write_parquet_atomic
+from simweb.tasks.storage import filesystem, join, parquet_writer_atomic, parts, write_parquet_atomic
 
 __all__ = [
     "DF_FILE",
+    "PART_MB",
     "FRAGMENTS",
     "MERGED",
     "DfSnapshot",
+    "PartSize",
     "bags_task",
     "build_bags_stage",
     "find_bags",
     "fragments",
-    "merge_partition",
+    "fragments_of_links_part",
+    "fragments_of_pages_part",
+    "merge_fragments",
+    "merge_range",
     "read_bags",
+    "sum_counts",
+    "url_ranges",
     "weigh_part",
     "write_merged",
 ]
 
-# Bumped when fragments, merged bags or weighted bags change meaning, so old outputs are not reused.
-BAGS_FORMAT = 1
+# Bumped when fragments, merged bags or weighted bags change meaning or layout, so old outputs
+# are not reused (2: merge partitions by URL id range, with their term counts).
+BAGS_FORMAT = 2
 STAGE_FRAGMENTS, STAGE_MERGE, STAGE_BAGS = "bag-fragments", "bag-merge", "bags"
 # Under "_" so that Parquet readers of the folder (which skip "_" and "." names) see only BAGS parts.
 DF_FILE = "_terms/df.parquet"
 SNAPSHOT_DF_FILE = "_terms/df-snapshot.parquet"  # the frozen df a bags folder was weighted with
-# Auto partitioning: about this many bytes of fragment Parquet per merge partition.
-PARTITION_BYTES = 64 << 20
-#: Up to this many bytes of fragments the merge shuffles with plain Dask tasks, above with
-#: Dask's default (the P2P shuffle on a distributed cluster).
-TASK_SHUFFLE_BYTES = 256 << 20
+COUNTS_FILE = "_terms/counts-{:05d}.parquet"  # a merge partition's (term, df)
+#: Rows per row group of a fragments file: the URL id statistics of a row group let a merge
+#: partition skip what is not in its range, so row groups are kept small next to a partition.
+FRAGMENT_ROW_GROUP = 16_384
 
 FRAGMENTS = pa.schema([
     pa.field("url_id", pa.uint64(), nullable=False),
@@ -112,68 +124,193 @@ DF = pa.schema([pa.field("term", pa.string(), nullable=False), pa.field("df", pa
 
 
 # ---------------------------------------------------------------------------------------------
+# How much a task holds at once
+
+
+#: The default working memory of one task of the bags stage, in megabytes (:class:`PartSize`).
+PART_MB = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class PartSize:
+    """How much of the crawl one task of the bags stage holds at once: ``part_mb`` megabytes of
+    working memory, turned into rows per slice by what a row costs (measured on the scale
+    corpus, W = 32, STEM, peak RSS above the worker's start over rows in the slice; the costs
+    are upper ends, heavier windows and longer pages than the corpus's averages included).
+
+    The default, 1024 MB, keeps every worker process under 2 GiB (its Python, Prefect and Dask
+    take about 0.4 GB), so four worker processes fit in 8 GB. A task never holds a whole part
+    (a WARC file's pages or links), a whole merge shuffle or the whole crawl.
+    """
+
+    part_mb: int = PART_MB
+
+    #: Bytes of working memory per link of a fragments slice: its source pages' words, its
+    #: window positions and their terms, the summed fragment rows (~100 context words a link).
+    LINK_BYTES = 8_000
+    #: Bytes per page of a content fragments slice (pages of ~3,000 words).
+    PAGE_BYTES = 250_000
+    #: Bytes per fragment row of a merge partition: the row read, its term encoded, sorted and summed.
+    FRAGMENT_ROW_BYTES = 120
+
+    def __post_init__(self) -> None:
+        if isinstance(self.part_mb, bool) or not isinstance(self.part_mb, int) or self.part_mb < 16:
+            raise ValueError(f"part_mb: expected megabytes of working memory per task, at least 16, got {self.part_mb!r}")
+
+    @property
+    def link_rows(self) -> int:
+        return max(256, (self.part_mb << 20) // self.LINK_BYTES)
+
+    @property
+    def page_rows(self) -> int:
+        return max(16, (self.part_mb << 20) // self.PAGE_BYTES)
+
+    @property
+    def fragment_rows(self) -> int:
+        return max(4096, (self.part_mb << 20) // self.FRAGMENT_ROW_BYTES)
+
+
+# ---------------------------------------------------------------------------------------------
 # Sub-stage 1: fragments
 
 
-def fragments(pages: pa.Table | None, links: pa.Table | None, strategy: Strategy) -> tuple[pa.Table, CorpusStats]:
-    """The FRAGMENTS of PAGES and LINKS tables (simweb.tasks.crawl.read_pages / read_links) under
-    ``strategy``, pre-merged per (URL, term), and the corpus's counts (duplicates, self-links)."""
-    corpus = corpus_from_tables(pages, links)
+def fragments(pages: pa.Table | None, links: pa.Table | None, strategy: Strategy, sources: pa.Table | None = None,
+              where: str = "links") -> tuple[pa.Table, CorpusStats]:
+    """The FRAGMENTS of PAGES and LINKS tables (one slice of a part, simweb.tasks.crawl) under
+    ``strategy``, pre-merged per (URL, term) and sorted by URL id, and the corpus's counts
+    (duplicates, self-links). ``sources`` holds the links' source pages (url_id, words) when
+    they are not among ``pages``."""
+    corpus = corpus_from_tables(pages, links, sources, where)
     merged = corpus.merged(strategy)
     rows, cols, weights = merged.entries()
+    if rows.size == 0:
+        return FRAGMENTS.empty_table(), corpus.stats
     vocab = merged.vocabulary
     used, inverse = np.unique(cols, return_inverse=True)
     terms = pa.array([vocab[c] for c in used.tolist()], pa.string())
-    urls = pa.array(list(merged.urls), pa.string())
     table = pa.table({
         "url_id": pa.array(merged.url_ids[rows], pa.uint64()),
-        "url": urls.take(pa.array(rows)) if rows.size else pa.array([], pa.string()),
-        "term": terms.take(pa.array(inverse.astype(np.int64))) if cols.size else pa.array([], pa.string()),
+        "url": _urls(merged.url_ids, pages, links).take(pa.array(rows)),
+        "term": terms.take(pa.array(inverse.astype(np.int64))),
         "weight": pa.array(weights, pa.float64()),
     }, schema=FRAGMENTS)
     return table, corpus.stats
 
 
-def fragments_of_pages_part(url: str, strategy: Strategy, skip_ids: np.ndarray, out: str) -> dict[str, int]:
-    """Content and title fragments of one pages part, pre-merged per (URL, term), written to ``out``."""
-    table, skipped = read_pages(url, PAGE_COLUMNS, skip_ids)
-    table_out, stats = fragments(table, None, strategy)
-    write_parquet_atomic(table_out, out)
-    return {"pages": table.num_rows + skipped, "duplicate_pages": stats.duplicate_pages + skipped,
-            "fragment_rows": table_out.num_rows}
+def _urls(url_ids: np.ndarray, pages: pa.Table | None, links: pa.Table | None) -> pa.Array:
+    """The URL of each of ``url_ids`` (a crawled page or a link target), by a hash look-up."""
+    ids = [t.column(c) for t, c in ((pages, "url_id"), (links, "target_id")) if t is not None]
+    urls = [t.column(c) for t, c in ((pages, "url"), (links, "target_url")) if t is not None]
+    ids = pa.chunked_array([c for col in ids for c in col.chunks], pa.uint64())
+    urls = pa.chunked_array([c for col in urls for c in col.chunks], pa.string())
+    return urls.take(pc.index_in(pa.array(url_ids, pa.uint64()), value_set=ids)).combine_chunks()
 
 
-def fragments_of_links_part(url: str, strategy: Strategy, skip_sources: np.ndarray, out: str) -> dict[str, int]:
-    """Anchor-window and link-id fragments of one links part, pre-merged per (URL, term), written to ``out``."""
-    table, skipped = read_links(url, skip_sources)
-    table_out, stats = fragments(None, table, strategy)
-    write_parquet_atomic(table_out, out)
-    return {"links": table.num_rows + skipped, "links_of_duplicate_pages": skipped,
-            "self_links": stats.self_links, "fragment_rows": table_out.num_rows}
+def fragments_of_pages_part(url: str, strategy: Strategy, skip_ids: np.ndarray, out: str,
+                            size: PartSize = PartSize()) -> dict[str, int]:
+    """Content and title fragments of one pages part, slice by slice (at most
+    ``size.page_rows`` pages at once), pre-merged per (URL, term) within a slice, to ``out``."""
+    columns = ["url", "url_id", "title_words", *(["words"] if strategy.uses_content else [])]
+    stats = {"pages": 0, "duplicate_pages": 0, "fragment_rows": 0, "slices": 0}
+    seen = np.zeros(0, np.uint64)  # a URL repeated within the part keeps its first page
+    with parquet_writer_atomic(out, FRAGMENTS) as writer:
+        for table, skipped in page_slices(url, columns, skip_ids, size.page_rows):
+            ids = table.column("url_id").to_numpy()
+            again = np.isin(ids, seen)
+            table, seen = table.filter(pa.array(~again)), np.concatenate([seen, ids[~again]])
+            piece, piece_stats = fragments(table, None, strategy)
+            writer.write_table(piece, row_group_size=FRAGMENT_ROW_GROUP)
+            stats["pages"] += table.num_rows + skipped + int(again.sum())
+            stats["duplicate_pages"] += piece_stats.duplicate_pages + skipped + int(again.sum())
+            stats["fragment_rows"] += piece.num_rows
+            stats["slices"] += 1
+    return stats
+
+
+def fragments_of_links_part(url: str, strategy: Strategy, skip_sources: np.ndarray, out: str,
+                            size: PartSize = PartSize()) -> dict[str, int]:
+    """Anchor-window and link-id fragments of one links part, slice by slice (at most
+    ``size.link_rows`` links and the row groups of source pages they point into),
+    pre-merged per (URL, term) within a slice, to ``out``."""
+    stats = {"links": 0, "links_of_duplicate_pages": 0, "self_links": 0, "fragment_rows": 0, "slices": 0}
+    with parquet_writer_atomic(out, FRAGMENTS) as writer:
+        for piece in link_slices(url, skip_sources, size.link_rows, sources=strategy.uses_anchor):
+            table, piece_stats = fragments(None, piece.links, strategy, piece.sources, where=url)
+            writer.write_table(table, row_group_size=FRAGMENT_ROW_GROUP)
+            stats["links"] += piece.links.num_rows + piece.skipped
+            stats["links_of_duplicate_pages"] += piece.skipped
+            stats["self_links"] += piece_stats.self_links
+            stats["fragment_rows"] += table.num_rows
+            stats["slices"] += 1
+    return stats
 
 
 # ---------------------------------------------------------------------------------------------
-# Sub-stage 2: merge (shuffle by URL id)
+# Sub-stage 2: merge (by URL id range)
 
 
-def merge_partition(frame: pd.DataFrame) -> pd.DataFrame:
-    """Merge the fragment rows of one shuffle partition: one row per (URL, term), sorted (Section 6.1)."""
-    if frame.empty:
-        return pd.DataFrame({"url_id": pd.Series([], dtype="uint64"), "url": pd.Series([], dtype=object),
-                             "term": pd.Series([], dtype=object), "tf": pd.Series([], dtype="float64")})
-    codes, terms = pd.factorize(frame["term"].to_numpy(dtype=object), sort=True)
-    url_ids = frame["url_id"].to_numpy(dtype=np.uint64)
-    u, t, w = merge_entries(url_ids, codes, frame["weight"].to_numpy(dtype=np.float64))
-    url_of = pd.Series(frame["url"].to_numpy(dtype=object), index=url_ids)
-    url_of = url_of[~url_of.index.duplicated()]
-    return pd.DataFrame({"url_id": u, "url": url_of.reindex(u).to_numpy(dtype=object),
-                         "term": np.asarray(terms, dtype=object)[t], "tf": w})
+def url_ranges(partitions: int) -> list[tuple[int, int]]:
+    """``partitions`` ranges of URL ids, [low, high] inclusive, covering 0 … 2^64 − 1 in order.
+
+    URL ids are hashes of URLs (simweb.core.urls.url_id), spread evenly over the 64-bit range,
+    so equal ranges take equal shares of the URLs; and since the ranges are in order, the
+    merged partitions, read one after the other, are sorted by URL id whatever their number.
+    """
+    cuts = [(i << 64) // partitions for i in range(partitions + 1)]
+    return [(cuts[i], cuts[i + 1] - 1) for i in range(partitions)]
 
 
-def write_merged(frame: pd.DataFrame, out: str) -> int:
+def merge_fragments(table: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """Merge fragment rows (FRAGMENTS): one row per (URL, term), sorted by URL id then term
+    (Section 6.1); and how many URLs each term occurs in (term, df) — the partition's share
+    of the document frequencies.
+
+    Columnar: the terms are dictionary-encoded once by Arrow and their order taken from the
+    sorted dictionary, the sums are simweb.core.bags.merge_entries over integer codes; no
+    Python object per row or per term. (Before: pandas factorised the term strings as Python
+    objects, 31 s for the 4.9 million fragment rows of the 10k scale crawl.)
+    """
+    if table.num_rows == 0:
+        return MERGED.empty_table(), DF.empty_table()
+    url_ids = table.column("url_id").to_numpy().astype(np.uint64)
+    encoded = pc.dictionary_encode(table.column("term")).combine_chunks()
+    dictionary = encoded.dictionary
+    order = pc.sort_indices(dictionary).to_numpy().astype(np.int64)  # term rank → dictionary index
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size)
+    codes = rank[encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)]
+    u, t, w = merge_entries(url_ids, codes, table.column("weight").to_numpy().astype(np.float64))
+    # Each URL's URL string from its first row, as it came.
+    ids, first = np.unique(url_ids, return_index=True)
+    url_row = first[np.searchsorted(ids, u)]
+    merged = pa.table({
+        "url_id": pa.array(u, pa.uint64()),
+        "url": table.column("url").take(pa.array(url_row)).combine_chunks(),
+        "term": dictionary.take(pa.array(order[t])),
+        "tf": pa.array(w, pa.float64()),
+    }, schema=MERGED)
+    present, df = np.unique(t, return_counts=True)
+    counts = pa.table({"term": dictionary.take(pa.array(order[present])), "df": pa.array(df, pa.int64())}, schema=DF)
+    return merged, counts
+
+
+def merge_range(fragment_files: Sequence[str], low: int, high: int, out: str, counts_out: str) -> int:
+    """Merge the fragments of the URLs with ``low`` ≤ url_id ≤ ``high`` from every fragment file
+    (read in name order; row groups outside the range are skipped by their statistics) into a
+    MERGED part at ``out`` and its term counts (DF) at ``counts_out``; returns the rows merged."""
+    fs, _ = filesystem(fragment_files[0])
+    dataset = ds.dataset([filesystem(f)[1] for f in fragment_files], format="parquet", filesystem=fs,
+                         schema=FRAGMENTS)
+    in_range = (pc.field("url_id") >= pa.scalar(low, pa.uint64())) & (pc.field("url_id") <= pa.scalar(high, pa.uint64()))
+    merged, counts = merge_fragments(dataset.to_table(filter=in_range, use_threads=False))
+    write_parquet_atomic(merged, out)
+    write_parquet_atomic(counts, counts_out)
+    return merged.num_rows
+
+
+def write_merged(table: pa.Table, out: str) -> int:
     """Write one merge partition (MERGED) to ``out``; returns its rows."""
-    table = pa.Table.from_pandas(frame, schema=MERGED, preserve_index=False)
-    write_parquet_atomic(table, out)
+    write_parquet_atomic(table.cast(MERGED), out)
     return table.num_rows
 
 
@@ -205,26 +342,33 @@ class DfSnapshot:
         return pa.concat_tables([frozen, extra]).sort_by("term")
 
 
-def _count_terms(url: str) -> pd.Series:
-    return pq.read_table(url, columns=["term"]).column("term").to_pandas().value_counts()
+def sum_counts(count_files: Sequence[str], group: int = 8) -> pa.Table:
+    """The DF table of the collection (sorted by term) from the merge partitions' term counts:
+    each term's counts added, ``group`` files at a time into a running total, so memory holds
+    the collection's vocabulary once and a few partitions' counts."""
+    total = DF.empty_table()
+    for i in range(0, len(count_files), group):
+        tables = [total, *(pq.read_table(f).cast(DF) for f in count_files[i:i + group])]
+        summed = pa.concat_tables(tables).group_by("term", use_threads=False).aggregate([("df", "sum")])
+        total = pa.table({"term": summed.column("term"), "df": summed.column("df_sum")}, schema=DF)
+    return total.sort_by("term")
 
 
 def weigh_part(url: str, df_path: str, weighting: Weighting, out: str) -> dict[str, int]:
     """Frequency-weight and normalise the merged bags of one partition into a BAGS part (Sections 5.2, 6.1)."""
     merged = pq.read_table(url)
-    df_table = pq.read_table(df_path)
     if merged.num_rows == 0:
         write_parquet_atomic(schemas.BAGS.empty_table(), out)
         return {"bags": 0, "entries": 0, "empty_bags": 0}
-    # df of each row's term, by a hash join on the term.
-    df_of = pd.Series(df_table.column("df").to_numpy(), index=df_table.column("term").to_pandas())
-    terms = merged.column("term").to_pandas()
-    df = df_of.reindex(terms.to_numpy()).to_numpy()
-    if np.isnan(df.astype(np.float64)).any():
+    df_table = pq.read_table(df_path)
+    # df of each row's term, by a hash look-up of the term in the DF table.
+    at = pc.index_in(merged.column("term"), value_set=df_table.column("term"))
+    if at.null_count:
         raise ValueError(f"{url}: a term has no document frequency in {df_path}; the bags stage output is damaged — delete it and re-run")
+    df = df_table.column("df").take(at).to_numpy().astype(np.float64)
     url_ids = merged.column("url_id").to_numpy()
     tf = merged.column("tf").to_numpy()
-    weights = tf * weighting.factors(df.astype(np.float64))
+    weights = tf * weighting.factors(df)
     starts = np.flatnonzero(np.concatenate(([True], url_ids[1:] != url_ids[:-1])))
     keep_entry = weights > 0
     # Entries whose weight fell to 0 leave the bag; rebuild the row pointers over the rest.
@@ -233,9 +377,9 @@ def weigh_part(url: str, df_path: str, weighting: Weighting, out: str) -> dict[s
     data, sums = normalise_rows(indptr, weights[keep_entry], weighting.normalise_to)
     nonempty = sums > 0
     lengths = np.diff(indptr)
-    term_arr = merged.column("term").filter(pa.array(keep_entry))
+    term_arr = merged.column("term").filter(pa.array(keep_entry)).combine_chunks()
     list_offsets = pa.array(indptr.astype(np.int32))
-    terms_list = pa.ListArray.from_arrays(list_offsets, term_arr.combine_chunks() if isinstance(term_arr, pa.ChunkedArray) else term_arr)
+    terms_list = pa.ListArray.from_arrays(list_offsets, term_arr)
     weights_list = pa.ListArray.from_arrays(list_offsets, pa.array(data.astype(np.float32), pa.float32()))
     table = pa.table({
         "url_id": pa.array(url_ids[starts], pa.uint64()),
@@ -271,40 +415,43 @@ def _compute(collections: list, scheduler: Any) -> list:
 
 def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: int | None = None, *,
                      scheduler: Any = None, df_snapshot: DfSnapshot | None = None,
-                     verify: bool = False) -> StageOutput:
+                     verify: bool = False, part_mb: int = PART_MB) -> StageOutput:
     """Build (or reuse) the weighted bags of the crawl in ``crawl_dir`` under ``strategy`` (Section 6.1).
 
     ``crawl_dir`` holds the ingest output (``pages/`` and ``links/`` parts). Results go under
     ``out_dir`` (see the module docstring); the returned :class:`StageOutput` names the BAGS
     folder, its stats (pages, links, duplicates and self-links skipped, bags, entries,
     vocabulary, fitted NMDF μ and σ, seconds per sub-stage) and whether it was reused.
-    ``partitions`` is the number of merge partitions P (default: about one per 64 MiB of
-    fragments). ``scheduler`` is passed to ``dask.compute`` (a distributed Client, "threads",
+    ``part_mb`` bounds the working memory of each task (:class:`PartSize`): parts are read in
+    slices, and the merge is cut into as many partitions P as that takes, unless ``partitions``
+    names P. ``scheduler`` is passed to ``dask.compute`` (a distributed Client, "threads",
     "processes", "sync"); by default the current Dask client or Dask's local scheduler.
     ``df_snapshot`` weighs with a frozen df and weighting (an incremental index's epoch, see
     tasks/incremental.py) instead of the collection's own: terms it does not know count df 1.
     ``verify`` checks reused sub-stage outputs by content, not only by size (stagecache.damage).
+    Neither ``part_mb`` nor ``partitions`` is part of a sub-stage's key: they cut the work, the
+    bags are the same.
     """
     import dask
-    import dask.dataframe as dd
 
     if not isinstance(strategy, Strategy):
         strategy = Strategy.from_dict(strategy) if isinstance(strategy, dict) else Strategy.parse(str(strategy))
     if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
         raise ValueError(f"partitions: expected a positive number of merge partitions, got {partitions!r}")
+    size = PartSize(part_mb)
     crawl = crawl_parts(crawl_dir)
     inputs = crawl_identity(crawl_dir)
 
-    # 1. Fragments: one task per ingest part.
+    # 1. Fragments: one task per ingest part, each reading its part slice by slice.
     def fragments(tmp: str) -> dict[str, Any]:
         t0 = time.perf_counter()
         copies = duplicate_copies(crawl.pages)
-        work = [dask.delayed(fragments_of_pages_part)(u, strategy, copies.of(u), join(tmp, f"part-pages-{part_of(u)}.parquet"))
+        work = [dask.delayed(fragments_of_pages_part)(u, strategy, copies.of(u), join(tmp, f"part-pages-{part_of(u)}.parquet"), size)
                 for u in crawl.pages]
-        work += [dask.delayed(fragments_of_links_part)(u, strategy, copies.of(u), join(tmp, f"part-links-{part_of(u)}.parquet"))
+        work += [dask.delayed(fragments_of_links_part)(u, strategy, copies.of(u), join(tmp, f"part-links-{part_of(u)}.parquet"), size)
                  for u in crawl.links]
         stats: dict[str, Any] = {"pages": 0, "duplicate_pages": 0, "links": 0, "links_of_duplicate_pages": 0,
-                                 "self_links": 0, "fragment_rows": 0}
+                                 "self_links": 0, "fragment_rows": 0, "slices": 0}
         for part_stats in _compute(work, scheduler):
             for k, v in part_stats.items():
                 stats[k] += v
@@ -315,25 +462,20 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
 
     frag = run_stage(out_dir, STAGE_FRAGMENTS, inputs,
                      {"format": BAGS_FORMAT, "strategy": strategy.fragment_params()}, fragments, verify=verify)
-    p = partitions or max(1, math.ceil(int(frag.stats.get("fragment_bytes", 0)) / PARTITION_BYTES))
+    p = partitions or max(1, math.ceil(int(frag.stats.get("fragment_rows", 0)) / size.fragment_rows))
 
-    # 2. Merge: shuffle the fragments by URL id into P partitions, sum equal (URL, term) pairs.
+    # 2. Merge: per range of URL ids, the fragments of its URLs from every file, equal (URL, term) pairs summed.
     def merge(tmp: str) -> dict[str, Any]:
         t0 = time.perf_counter()
         frag_parts = parts(frag.path)
-        meta = pd.DataFrame({"url_id": pd.Series([], dtype="uint64"), "url": pd.Series([], dtype=object),
-                             "term": pd.Series([], dtype=object), "tf": pd.Series([], dtype="float64")})
         if frag.stats.get("fragment_rows", 0) == 0 or not frag_parts:
-            written = [write_merged(meta, join(tmp, "part-00000.parquet"))]
+            write_merged(MERGED.empty_table(), join(tmp, "part-00000.parquet"))
+            write_parquet_atomic(DF.empty_table(), join(tmp, COUNTS_FILE.format(0)))
+            written = [0]
         else:
-            ddf = dd.read_parquet(frag_parts, columns=["url_id", "url", "term", "weight"])
-            # A small crawl's fragments are shuffled as plain tasks: the distributed P2P shuffle
-            # costs seconds of set-up that only pay off for large volumes.
-            small = int(frag.stats.get("fragment_bytes", 0)) <= TASK_SHUFFLE_BYTES
-            shuffled = ddf.shuffle(on="url_id", npartitions=p, method="tasks" if small else None)
-            merged = shuffled.map_partitions(merge_partition, meta=meta)
-            writes = [dask.delayed(write_merged)(part, join(tmp, f"part-{i:05d}.parquet"))
-                      for i, part in enumerate(merged.to_delayed())]
+            writes = [dask.delayed(merge_range)(frag_parts, low, high, join(tmp, f"part-{i:05d}.parquet"),
+                                                join(tmp, COUNTS_FILE.format(i)))
+                      for i, (low, high) in enumerate(url_ranges(p))]
             written = _compute(writes, scheduler)
         return {"partitions": len(written), "rows": int(sum(written)), "seconds": round(time.perf_counter() - t0, 3)}
 
@@ -344,14 +486,10 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
     def weigh(tmp: str) -> dict[str, Any]:
         t0 = time.perf_counter()
         merged_parts = parts(merged_out.path)
-        counts = _compute([dask.delayed(_count_terms)(u) for u in merged_parts], scheduler)
-        df = pd.concat(counts).groupby(level=0).sum() if counts else pd.Series([], dtype="int64")
-        df = df[df > 0].sort_index()
-        df_table = pa.table({"term": pa.array(df.index.to_numpy(dtype=object), pa.string()),
-                             "df": pa.array(df.to_numpy(np.int64), pa.int64())}, schema=DF)
+        df_table = sum_counts([join(merged_out.path, COUNTS_FILE.format(i)) for i in range(len(merged_parts))])
         df_path = join(tmp, DF_FILE)
         write_parquet_atomic(df_table, df_path)
-        df_values = df.to_numpy(np.int64)
+        df_values = df_table.column("df").to_numpy()
         weighting = Weighting.resolve(strategy, df_values)
         if df_snapshot is not None:
             df_path = join(tmp, SNAPSHOT_DF_FILE)
@@ -385,14 +523,14 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
 
 @task(name="bags", cache_policy=NO_CACHE)
 def bags_task(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: int | None = None,
-              in_task: bool = False, verify: bool = False) -> StageOutput:
+              in_task: bool = False, verify: bool = False, part_mb: int = PART_MB) -> StageOutput:
     """Prefect task of :func:`build_bags_stage` (deterministic compute: no retries; its outputs are cached).
 
     Its parts run on the worker's cluster, or with ``in_task`` one after another in the task
     itself (a cluster of one worker thread gains nothing from scheduling them).
     """
     return build_bags_stage(crawl_dir, strategy, out_dir, partitions, scheduler="sync" if in_task else None,
-                            verify=verify)
+                            verify=verify, part_mb=part_mb)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -460,8 +598,8 @@ def read_bags(bags_dir: str, url_ids: Iterable[int] | None = None) -> BagMatrix:
     fs_df, p_df = filesystem(df_path)
     if fs_df.exists(p_df) and vocabulary:
         df_table = pq.read_table(p_df, filesystem=fs_df)
-        lookup = pd.Series(df_table.column("df").to_numpy(), index=df_table.column("term").to_pandas())
-        df = lookup.reindex(list(vocabulary)).fillna(0).to_numpy(np.int64)
+        at = pc.index_in(encoded.dictionary, value_set=df_table.column("term"))
+        df = pc.fill_null(df_table.column("df").take(at), 0).to_numpy().astype(np.int64)
     weighting = None
     if "weighting" in stats:
         w = stats["weighting"]

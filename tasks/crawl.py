@@ -21,7 +21,8 @@ Every reader here applies that rule, so the bags stage, the evaluation, the link
 signatures' titles and in-degrees and the near-duplicate report agree on what a crawl contains.
 
 What it gives: the parts (:func:`crawl_parts`), one part read with its schema checked
-(:func:`read_part`, :func:`read_pages`, :func:`read_links`), the in-memory
+(:func:`read_part`, :func:`read_pages`, :func:`read_links`), one part slice by slice
+(:func:`page_slices`, :func:`link_slices`: memory bounded by a slice, not by the part), the in-memory
 :class:`simweb.core.bags.Corpus` (:func:`load_corpus`), the URLs linked to (:func:`link_targets`),
 the link graph with its nodes' URLs (:func:`load_link_graph`), the TF-IDF vectors of a sample's
 contents (:func:`content_tfidf`), each URL's page once (:func:`unique_pages`), titles and
@@ -48,7 +49,7 @@ from simweb.core.bags import Corpus, LinkColumns, PageColumns, WordLists
 from simweb.core.linkgraph import LinkGraph
 from simweb.core.retrieval_metrics import tfidf_vectors
 from simweb.tasks import schemas
-from simweb.tasks.contexts import CONTEXT_COLUMNS, pages_part_of, with_context_words
+from simweb.tasks.contexts import pages_part_of, source_rows
 from simweb.tasks.stagecache import file_identities, read_manifest
 from simweb.tasks.storage import filesystem, join, parts, write_bytes_atomic
 
@@ -60,6 +61,7 @@ __all__ = [
     "CrawlParts",
     "DamagedPart",
     "DuplicateCopies",
+    "LinkSlice",
     "add_to_selection",
     "content_tfidf",
     "corpus_from_tables",
@@ -70,9 +72,11 @@ __all__ = [
     "duplicate_copies",
     "flat_lists",
     "in_degrees",
+    "link_slices",
     "link_targets",
     "load_corpus",
     "load_link_graph",
+    "page_slices",
     "page_titles",
     "pages_of",
     "part_of",
@@ -287,25 +291,47 @@ class DuplicateCopies:
 
 def duplicate_copies(page_parts: Sequence[str]) -> DuplicateCopies:
     """Which copies of a URL crawled in several parts are dropped: all but the first by
-    (source_file, record_offset). Repeats within the winning part are left to the Corpus
-    (first row wins); the ingest writes none."""
-    frames = []
+    (source_file, record_offset), then by part. Repeats within the winning part are left to the
+    Corpus (first row wins); the ingest writes none.
+
+    Columnar and light: the URL ids of every part (8 bytes a page) find the URLs crawled more
+    than once, and only those rows' source files and offsets are read and compared. (Before: a
+    pandas frame of url_id, source_file and offset of every page, ~150 bytes a page.)
+    """
+    ids, part = [], []
     for i, url in enumerate(page_parts):
-        frame = read_part(url, schemas.PAGES, ["url_id", "source_file", "record_offset"]).to_pandas()
-        frame["part"] = i
-        frames.append(frame)
-    if not frames:
+        _parquet_file(url, schemas.PAGES, ["url_id", "source_file", "record_offset"])  # the footer's schema
+        column = read_part(url, schemas.PAGES, ["url_id"]).column("url_id").to_numpy()
+        ids.append(column.astype(np.uint64))
+        part.append(np.full(column.size, i, dtype=np.int32))
+    if not ids:
         return DuplicateCopies({})
-    every = pd.concat(frames, ignore_index=True)
-    dup = every[every.duplicated("url_id", keep=False)]
-    if dup.empty:
+    every = np.concatenate(ids)
+    order = np.argsort(every, kind="stable")
+    same = every[order][1:] == every[order][:-1]
+    repeated = np.zeros(every.size, dtype=bool)
+    repeated[1:] |= same
+    repeated[:-1] |= same
+    if not repeated.any():
         return DuplicateCopies({})
-    dup = dup.sort_values(["url_id", "source_file", "record_offset", "part"])
-    winners = dup.drop_duplicates("url_id", keep="first")[["url_id", "part"]].rename(columns={"part": "winner"})
-    dup = dup.merge(winners, on="url_id")
-    losers = dup[dup["part"] != dup["winner"]]
-    return DuplicateCopies({part_of(page_parts[int(i)]): np.unique(group["url_id"].to_numpy(np.uint64))
-                            for i, group in losers.groupby("part")})
+    rows = np.sort(order[repeated])  # rows of the URLs crawled more than once, in part order
+    starts = np.concatenate(([0], np.cumsum([a.size for a in ids])))
+    row_part = np.concatenate(part)[rows]
+    files, offsets = [], []
+    for i in np.unique(row_part).tolist():
+        local = rows[row_part == i] - starts[i]
+        table = read_part(page_parts[i], schemas.PAGES, ["source_file", "record_offset"]).take(pa.array(local))
+        files.append(table.column("source_file"))
+        offsets.append(table.column("record_offset").to_numpy())
+    file_rank = pc.rank(pa.chunked_array(files, pa.string()), sort_keys="ascending", tiebreaker="dense").to_numpy()
+    offset = np.concatenate(offsets)
+    url = every[rows]
+    best = np.lexsort((row_part, offset, file_rank, url))
+    first = np.concatenate(([True], url[best][1:] != url[best][:-1]))
+    losers = best[~first]
+    loser_part, loser_url = row_part[losers], url[losers]
+    return DuplicateCopies({part_of(page_parts[int(i)]): np.unique(loser_url[loser_part == i])
+                            for i in np.unique(loser_part).tolist()})
 
 
 def _without(table: pa.Table, column: str, ids: np.ndarray) -> tuple[pa.Table, int]:
@@ -323,21 +349,125 @@ def read_pages(url: str, columns: Sequence[str], skip_ids: np.ndarray | None = N
     return table.select(list(columns)), skipped
 
 
-def read_links(url: str, skip_sources: np.ndarray | None = None, columns: Sequence[str] = tuple(LINK_COLUMNS),
-               *, context_words: bool = True) -> tuple[pa.Table, int]:
+def read_links(url: str, skip_sources: np.ndarray | None = None,
+               columns: Sequence[str] = tuple(LINK_COLUMNS)) -> tuple[pa.Table, int]:
     """A links part without the links read from the pages of ``skip_sources``; and how many were
-    skipped. With ``context_words`` the anchor and context word lists are added from the pages
-    part of the same name (simweb.tasks.contexts)."""
+    skipped."""
     if skip_sources is None or not skip_sources.size:
-        table, skipped = read_part(url, schemas.LINKS, columns), 0
-    else:
-        table = read_part(url, schemas.LINKS, list(dict.fromkeys([*columns, "source_id"])))
-        table, skipped = _without(table, "source_id", skip_sources)
-        table = table.select(list(columns))
-    if context_words:
-        pages = read_part(pages_part_of(url), schemas.PAGES, ["url_id", "words"])
-        table = with_context_words(table, pages, where=url)
-    return table, skipped
+        return read_part(url, schemas.LINKS, columns), 0
+    table = read_part(url, schemas.LINKS, list(dict.fromkeys([*columns, "source_id"])))
+    table, skipped = _without(table, "source_id", skip_sources)
+    return table.select(list(columns)), skipped
+
+
+# ---------------------------------------------------------------------------------------------
+# One part, slice by slice
+
+
+def _parquet_file(url: str, expected: pa.Schema, columns: Sequence[str]) -> pq.ParquetFile:
+    """An open Parquet part whose schema holds ``columns`` as ``expected`` types them."""
+    fs, path = filesystem(url)
+    try:
+        part = pq.ParquetFile(fs.open(path, "rb"))
+    except pa.ArrowInvalid as err:
+        raise DamagedPart(url, err) from None
+    schema = part.schema_arrow
+    missing = [c for c in columns if c not in schema.names]
+    if missing:
+        raise ValueError(
+            f"{url}: expected columns {', '.join(missing)} (schema simweb.tasks.schemas), found "
+            f"{', '.join(schema.names)}; re-run `simweb ingest` with this version of simweb"
+        )
+    _check_schema(pa.schema([schema.field(c) for c in columns]).empty_table(), expected, url)
+    return part
+
+
+def _batches(part: pq.ParquetFile, url: str, columns: Sequence[str], rows: int) -> Iterator[pa.Table]:
+    try:
+        for batch in part.iter_batches(batch_size=max(1, rows), columns=list(columns)):
+            yield pa.Table.from_batches([batch])
+    except pa.ArrowInvalid as err:
+        raise DamagedPart(url, err) from None
+
+
+def page_slices(url: str, columns: Sequence[str], skip_ids: np.ndarray | None,
+                rows: int) -> Iterator[tuple[pa.Table, int]]:
+    """A pages part in slices of at most ``rows`` pages, without the pages of ``skip_ids``; with
+    how many rows each slice skipped. The part is never read whole."""
+    columns = list(dict.fromkeys(columns))
+    read = list(dict.fromkeys([*columns, "url_id"]))
+    for table in _batches(_parquet_file(url, schemas.PAGES, read), url, read, rows):
+        skipped = 0
+        if skip_ids is not None and skip_ids.size:
+            table, skipped = _without(table, "url_id", skip_ids)
+        yield table.select(columns), skipped
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LinkSlice:
+    """Up to a slice's worth of a links part's rows, the (url_id, words) of their source pages
+    (None when not asked for) and how many rows of the slice were skipped as links of
+    duplicate copies."""
+
+    links: pa.Table
+    sources: pa.Table | None
+    skipped: int
+
+
+def link_slices(url: str, skip_sources: np.ndarray | None, rows: int, *,
+                columns: Sequence[str] = tuple(LINK_COLUMNS), sources: bool = True) -> Iterator[LinkSlice]:
+    """A links part in slices of at most ``rows`` links, without the links of the pages of
+    ``skip_sources``, each with the words of its links' source pages when ``sources``.
+
+    The source pages are read from the pages part of the same name by row group, as a slice
+    needs them (the ingest writes a page's links in the order of its pages, so consecutive
+    slices share a row group or two): memory holds a slice and the row groups it points into,
+    never the part.
+    """
+    columns = list(dict.fromkeys([*columns, "source_id"]))
+    pages: _SourcePages | None = _SourcePages(pages_part_of(url), url) if sources else None
+    for table in _batches(_parquet_file(url, schemas.LINKS, columns), url, columns, rows):
+        skipped = 0
+        if skip_sources is not None and skip_sources.size:
+            table, skipped = _without(table, "source_id", skip_sources)
+        yield LinkSlice(table, pages.of(table.column("source_id")) if pages is not None else None, skipped)
+
+
+class _SourcePages:
+    """The (url_id, words) of the pages of one pages part, read by row group on demand."""
+
+    def __init__(self, url: str, links_url: str) -> None:
+        self._url = url
+        self._links_url = links_url
+        self._file = _parquet_file(url, schemas.PAGES, ["url_id", "words"])
+        self._ids = read_part(url, schemas.PAGES, ["url_id"]).column("url_id")
+        meta = self._file.metadata
+        self._starts = np.cumsum([0] + [meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
+        self._groups: dict[int, pa.Table] = {}
+
+    def of(self, source_ids: pa.ChunkedArray) -> pa.Table:
+        """(url_id, words) of the pages ``source_ids`` name, each once, in part order."""
+        found = pc.index_in(source_ids, value_set=self._ids)
+        if found.null_count:
+            raise ValueError(
+                f"{self._links_url}: {found.null_count} link(s) name a source page that is not in its pages part; "
+                "expected the pages and links parts written together by one `simweb ingest` — re-run it"
+            )
+        rows = np.unique(found.to_numpy(zero_copy_only=False)).astype(np.int64)
+        group = np.searchsorted(self._starts, rows, side="right") - 1
+        needed = np.unique(group).tolist()
+        for g in [g for g in self._groups if g not in needed]:
+            del self._groups[g]
+        tables = []
+        for g in needed:
+            if g not in self._groups:
+                try:
+                    self._groups[g] = self._file.read_row_group(g, columns=["url_id", "words"])
+                except pa.ArrowInvalid as err:
+                    raise DamagedPart(self._url, err) from None
+            local = rows[group == g] - self._starts[g]
+            tables.append(self._groups[g].take(pa.array(local)))
+        return pa.concat_tables(tables) if tables else _empty(schemas.PAGES, ["url_id", "words"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -366,7 +496,7 @@ def _excluded(urls: pa.ChunkedArray | pa.Array, exclude: Callable[[str], bool]) 
 
 
 def _read_crawl(crawl_dir: str, page_columns: Sequence[str] | None, link_columns: Sequence[str] | None, *,
-                context_words: bool = False, exclude: Callable[[str], bool] = _keep_all) -> _Tables:
+                exclude: Callable[[str], bool] = _keep_all) -> _Tables:
     """The crawl's pages and links (None: that data set is not read) without duplicate copies,
     nor the pages ``exclude`` names and their out-links; with counts of what was read and left out."""
     found = crawl_parts(crawl_dir)
@@ -390,18 +520,15 @@ def _read_crawl(crawl_dir: str, page_columns: Sequence[str] | None, link_columns
         columns = list(dict.fromkeys([*link_columns, "source_url", "source_id"]))
         tables = []
         for url in found.links:
-            table, skipped = read_links(url, copies.of(url), columns, context_words=context_words)
+            table, skipped = read_links(url, copies.of(url), columns)
             counts["links"] += table.num_rows + skipped
             counts["links_of_duplicate_copies"] += skipped
             tables.append(table)
-        if not tables:
-            empty = _empty(schemas.LINKS, columns)
-            tables = [with_context_words(empty, _empty(schemas.PAGES, ["url_id", "words"])) if context_words else empty]
-        links = pa.concat_tables(tables).combine_chunks()
+        links = pa.concat_tables(tables).combine_chunks() if tables else _empty(schemas.LINKS, columns)
         dropped = _excluded(links.column("source_url"), exclude)
         counts["links_from_excluded_pages"] = int(dropped.sum())
         links = links.filter(pa.array(~dropped))
-        links = links.select(list(dict.fromkeys([*link_columns, *(CONTEXT_COLUMNS if context_words else ())])))
+        links = links.select(list(link_columns))
     return _Tables(pages, links, counts)
 
 
@@ -416,15 +543,44 @@ def flat_lists(column: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, np.ndarray
     return pc.list_flatten(array).cast(pa.string()), offsets
 
 
-def corpus_from_tables(pages: pa.Table | None, links: pa.Table | None) -> Corpus:
+class _Strings(Sequence[str]):
+    """An Arrow string column as a sequence of str, converted item by item when read (a corpus
+    reads the URLs of its bags, not those of its every link)."""
+
+    def __init__(self, column: pa.ChunkedArray | pa.Array) -> None:
+        self._column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+    def __len__(self) -> int:
+        return len(self._column)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return self._column[i].to_pylist()
+        return self._column[i].as_py()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._column.to_pylist())
+
+
+def corpus_from_tables(pages: pa.Table | None, links: pa.Table | None, sources: pa.Table | None = None,
+                       where: str = "links") -> Corpus:
     """A :class:`Corpus` of PAGES and LINKS tables (either may be None); words interned by Arrow
-    in order of first appearance. ``links`` holds the context word lists too (:func:`read_links`)."""
-    if pages is None:
-        pages = schemas.PAGES.empty_table()
-    if links is None:
-        links = with_context_words(schemas.LINKS.empty_table(), schemas.PAGES.empty_table())
-    flats = [flat_lists(pages.column(c)) for c in ("title_words", "words")]
-    flats += [flat_lists(links.column(c)) for c in CONTEXT_COLUMNS]
+    in order of first appearance. Pages without a ``words`` column count as pages of no words
+    (a strategy without contents reads titles only).
+
+    The links' anchors and contexts are offsets into the words of their source pages:
+    ``sources`` (url_id, words; default ``pages``) must hold every link's source page, or a
+    ValueError naming ``where`` says the parts do not belong together. With neither (a strategy
+    without anchor windows reads no words), every anchor and context is empty.
+    """
+    if sources is None and pages is not None and "words" in pages.column_names and links is not None:
+        sources = pages
+    pages = pages if pages is not None else _empty(schemas.PAGES, PAGE_COLUMNS)
+    links = links if links is not None else _empty(schemas.LINKS, LINK_COLUMNS)
+    flats = [flat_lists(pages.column(c) if c in pages.column_names else pa.array([[]] * pages.num_rows, schemas.WORDS))
+             for c in ("title_words", "words")]
+    if sources is not None and sources is not pages:
+        flats.append(flat_lists(sources.column("words")))
     encoded = pc.dictionary_encode(pa.concat_arrays([values for values, _ in flats]))
     codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     lists, start = [], 0
@@ -436,13 +592,22 @@ def corpus_from_tables(pages: pa.Table | None, links: pa.Table | None) -> Corpus
         return table.column(name).to_numpy().astype(dtype)
 
     page_columns = PageColumns(
-        url=pages.column("url").to_pylist(), url_id=ints(pages, "url_id", np.uint64),
+        url=_Strings(pages.column("url")), url_id=ints(pages, "url_id", np.uint64),
         title_words=lists[0], words=lists[1],
     )
+    n = links.num_rows
+    if sources is None:
+        texts, text = WordLists(np.zeros(0, np.int64), np.zeros(2, np.int64)), np.zeros(n, np.int64)
+        offsets = [np.zeros(n, np.int64)] * 4
+    else:
+        texts = lists[-1]
+        text = source_rows(links, sources.column("url_id"), texts.lengths, where)
+        offsets = [ints(links, name, np.int64) for name in ("anchor_start", "anchor_end", "context_start", "context_end")]
     link_columns = LinkColumns(
-        source_url=links.column("source_url").to_pylist(), source_id=ints(links, "source_id", np.uint64),
-        target_url=links.column("target_url").to_pylist(), target_id=ints(links, "target_id", np.uint64),
-        anchor_words=lists[2], left_words=lists[3], right_words=lists[4],
+        source_url=_Strings(links.column("source_url")), source_id=ints(links, "source_id", np.uint64),
+        target_url=_Strings(links.column("target_url")), target_id=ints(links, "target_id", np.uint64),
+        texts=texts, text=text, anchor_start=offsets[0], anchor_end=offsets[1], context_start=offsets[2],
+        context_end=offsets[3],
         syntactic_left=ints(links, "syntactic_left", np.int64), syntactic_right=ints(links, "syntactic_right", np.int64),
         topical_left=ints(links, "topical_left", np.int64), topical_right=ints(links, "topical_right", np.int64),
     )
@@ -452,8 +617,8 @@ def corpus_from_tables(pages: pa.Table | None, links: pa.Table | None) -> Corpus
 def load_corpus(crawl_dir: str, exclude: Callable[[str], bool] = _keep_all) -> Corpus:
     """The whole crawl in memory as a :class:`Corpus`, for sweeping strategies (Section 5):
     duplicate copies dropped, and the pages ``exclude`` names with their out-links."""
-    tables = _read_crawl(crawl_dir, PAGE_COLUMNS, LINK_COLUMNS, context_words=True, exclude=exclude)
-    return corpus_from_tables(tables.pages, tables.links)
+    tables = _read_crawl(crawl_dir, PAGE_COLUMNS, LINK_COLUMNS, exclude=exclude)
+    return corpus_from_tables(tables.pages, tables.links, where=crawl_dir)
 
 
 def link_targets(crawl_dir: str, exclude: Callable[[str], bool] = _keep_all) -> tuple[frozenset[str], dict[str, int]]:
@@ -541,7 +706,7 @@ def _iter_parts(crawl_dir: str, data_set: str, columns: Sequence[str], key: str,
         if data_set == "pages":
             table, _ = read_pages(url, columns, copies.of(url))
         else:
-            table, _ = read_links(url, copies.of(url), columns, context_words=False)
+            table, _ = read_links(url, copies.of(url), columns)
         if wanted is not None:
             table = table.filter(pc.is_in(table.column(key), value_set=wanted))
         yield table
