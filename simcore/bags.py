@@ -50,7 +50,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from simweb.core.bag_reference import LINK_PREFIX, LinkRow, PageRow
-from simweb.core.strategy import Strategy, Window
+from simweb.core.strategy import MAX_WINDOW, Strategy, Window
 from simweb.core.text import Stemming, term
 from simweb.core.weighting import ANCHOR_DISTANCE_WEIGHT, Weighting, distance_weights, normalise_rows
 
@@ -443,44 +443,51 @@ class Corpus:
         return cached
 
     def _terms_of_texts(self, stemming: Stemming) -> tuple[np.ndarray, np.ndarray]:
-        """The term column of every word of the link texts (−1: stopword) and C, the number of
-        non-stopwords before each position (C[p] for p = 0 … len; it runs on across texts)."""
+        """The link texts' non-stopwords under ``stemming``: the term column of each, in text
+        order, and C, the number of non-stopwords before each text position (C[p] for
+        p = 0 … len; it runs on across texts), so that the non-stopwords at positions
+        [p, q) are entries C[p] … C[q] − 1 of the first array."""
         cached = self._text_terms.get(stemming)
         if cached is None:
             cols = self._term_map(stemming)[0][self._text_codes]
             counted = np.zeros(cols.size + 1, dtype=np.int64)
             np.cumsum(cols >= 0, out=counted[1:])
-            cached = self._text_terms[stemming] = (cols, counted)
+            cached = self._text_terms[stemming] = (cols[cols >= 0], counted)
         return cached
 
-    # -- fragments and merging ---------------------------------------------------------------------
-
-    def _window(self, side: int, strategy: Strategy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _window(self, side: int, strategy: Strategy, limit: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(link, term column, distance) of every non-stopword in one side's window (0 left, 1
-        right) under ``strategy``, link by link, nearest first (Section 3.1)."""
+        right) under ``strategy``, link by link, nearest first (Section 3.1); at most ``limit``
+        words a side (None: no limit beyond the window's).
+
+        A window is a run of the non-stopwords of its link's text: on the left the run ends
+        just before the anchor and is read backwards, on the right it starts at the anchor's
+        end, and the distance of its j-th word is j + 1. BASIC cuts the run at W words,
+        SYNTACTIC and TOPICAL at the region's end (a count of context words, stopwords included).
+        """
         cols, counted = self._terms_of_texts(strategy.stemming)
         start, end = self._anchor
         if side == 0:
-            bound = self._context[0]
-            if strategy.window is Window.BASIC:  # non-stopwords p with C[start] − C[p] ≤ W
-                first = np.searchsorted(counted, counted[start] - strategy.window_size, side="left")
+            near = counted[start]
+            far = counted[self._context[0]]
+            if strategy.window is Window.BASIC:
+                far = np.maximum(far, near - strategy.window_size)
             else:
-                first = start - self._regions[strategy.window][0]
-            first = np.maximum(bound, first)
-            link, position = _runs(start - 1, start - first, -1)
-            distance = counted[start][link] - counted[position]
+                far = np.maximum(far, counted[np.maximum(start - self._regions[strategy.window][0], self._context[0])])
+            lengths = near - far
         else:
-            bound = self._context[1]
-            if strategy.window is Window.BASIC:  # non-stopwords p with C[p + 1] − C[end] ≤ W
-                stop = np.searchsorted(counted, counted[end] + strategy.window_size, side="right") - 1
+            near = counted[end]
+            far = counted[self._context[1]]
+            if strategy.window is Window.BASIC:
+                far = np.minimum(far, near + strategy.window_size)
             else:
-                stop = end + self._regions[strategy.window][1]
-            stop = np.minimum(bound, stop)
-            link, position = _runs(end, stop - end, 1)
-            distance = counted[position + 1] - counted[end][link]
-        c = cols[position]
-        keep = c >= 0
-        return link[keep], c[keep], distance[keep]
+                far = np.minimum(far, counted[np.minimum(end + self._regions[strategy.window][1], self._context[1])])
+            lengths = far - near
+        if limit is not None:
+            lengths = np.minimum(lengths, limit)
+        link, j = _runs(np.zeros(lengths.size, dtype=np.int64), lengths, 1)
+        entry = near[link] - 1 - j if side == 0 else near[link] + j
+        return link, cols[entry], j + 1
 
     def _entries(self, strategy: Strategy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(url row, term column, weight) of every term occurrence of every fragment."""
@@ -501,26 +508,23 @@ class Corpus:
         if strategy.uses_anchor:
             w0 = ANCHOR_DISTANCE_WEIGHT if strategy.distance_weighting else 1.0
             add_lists(self._page_title, self._page_row, w0)
-            text_cols = self._terms_of_texts(strategy.stemming)[0]
-            link, position = _runs(self._anchor[0], self._anchor[1] - self._anchor[0], 1)
-            c = text_cols[position]
-            keep = c >= 0
-            rows.append(self._link_row[link[keep]])
-            cols.append(c[keep])
-            vals.append(np.full(int(keep.sum()), w0))
+            text_cols, counted = self._terms_of_texts(strategy.stemming)
+            first, last = counted[self._anchor[0]], counted[self._anchor[1]]
+            link, entry = _runs(first, last - first, 1)
+            rows.append(self._link_row[link])
+            cols.append(text_cols[entry])
+            vals.append(np.full(link.size, w0))
+            limit = table = None
+            if strategy.distance_weighting:
+                # Weights by distance, looked up (the same bits as weighing word by word); a
+                # word at distance d ≥ 31 weighs 0 and leaves the bag, so no side reads further.
+                table = distance_weights(np.arange(MAX_WINDOW + 2))
+                limit = int(np.flatnonzero(table[1:] <= 0)[0])
             for side in (0, 1):
-                link, c, distance = self._window(side, strategy)
-                if strategy.distance_weighting:
-                    # One weight per distance, looked up: the same bits as weighing every word.
-                    table = distance_weights(np.arange(int(distance.max(initial=0)) + 1))
-                    w = table[distance]
-                    positive = w > 0
-                    link, c, w = link[positive], c[positive], w[positive]
-                else:
-                    w = np.ones(link.size)
+                link, c, distance = self._window(side, strategy, limit)
                 rows.append(self._link_row[link])
                 cols.append(c)
-                vals.append(w)
+                vals.append(table[distance] if table is not None else np.ones(link.size))
         if strategy.uses_links:
             rows.append(self._link_row)
             cols.append(n_words + self._link_source)
