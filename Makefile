@@ -8,7 +8,7 @@ export DO_NOT_TRACK := 1
 
 .PHONY: venv system-deps demo test test-slow test-all bench clean
 
-$(BIN)/simweb: pyproject.toml constraints.txt setup.py simcore/_scan.c
+$(BIN)/simweb: pyproject.toml constraints.txt setup.py simcore/_scan.c simcore/_dart.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"
@@ -41,4 +41,4 @@ bench: venv
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .prefect .pytest_cache build *.egg-info simcore/_scan*.so
+	rm -rf $(VENV) .prefect .pytest_cache build *.egg-info simcore/_scan*.so simcore/_dart*.so

@@ -1,9 +1,16 @@
-"""The one compiled part of simweb: simweb.core._scan, the word and marker scan of the ingest.
+"""The compiled parts of simweb, both optional: simweb.core._scan, the word and marker scan of
+the ingest, and simweb.core._dart, the DartMinHash signatures.
 
-Everything else about the package is in pyproject.toml. The extension is optional: where no
-C compiler is at hand the install goes on, and simweb.core.html scans in Python (the same
-results; the ingest benchmark runs about a fifth slower).
+Everything else about the package is in pyproject.toml. Where no C compiler is at hand the
+install goes on and each runs in Python with the same results: simweb.core.html scans in
+Python (the ingest benchmark runs about a fifth slower) and simweb.core.dartminhash signs with
+numpy (about a tenth of the C speed). The signatures must be the same bits on every CPU, so
+_dart is compiled without contracting a*b+c into fused multiply-adds and without fast-math.
 """
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("simweb.core._scan", ["simcore/_scan.c"], optional=True)])
+setup(ext_modules=[
+    Extension("simweb.core._scan", ["simcore/_scan.c"], optional=True),
+    Extension("simweb.core._dart", ["simcore/_dart.c"], optional=True, libraries=["m"],
+              extra_compile_args=["-ffp-contract=off", "-fno-fast-math"]),
+])

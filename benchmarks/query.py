@@ -89,7 +89,7 @@ def build_index(terms, weights, folder: str) -> tuple[str, float]:
     import pyarrow as pa
 
     from simweb.tasks.schemas import BAGS
-    from simweb.tasks.signatures import invert, signatures
+    from simweb.tasks.signatures import signatures, write_index_version
     from simweb.tasks.storage import write_parquet_atomic
 
     n = len(terms)
@@ -104,7 +104,7 @@ def build_index(terms, weights, folder: str) -> tuple[str, float]:
         write_parquet_atomic(rows, f"{folder}/bags/part-{k:05d}.parquet")
     t = time.perf_counter()
     signatures(f"{folder}/bags", f"{folder}/signed")
-    invert(f"{folder}/signed", f"{folder}/index", min_in_degree=None)
+    write_index_version(f"{folder}/signed", f"{folder}/index", min_in_degree=None)
     return f"{folder}/index", time.perf_counter() - t
 
 

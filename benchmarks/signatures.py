@@ -1,6 +1,7 @@
 """Signing speed on one core: simweb vs datasketch and rensa, from the same token lists (Section 6.2).
 
     python -m benchmarks.signatures [--docs 20000] [--tokens 100] [--repeat 3]
+                                    [--weighted-bags 20000] [--crawl DIR] [--skip-sets]
 
 Every figure is measured in this run, on one pinned core (OMP/RAYON threads = 1), best of
 ``--repeat`` rounds that each run every row once (interleaved, so load from other processes
@@ -21,8 +22,15 @@ Rows:
     included): Parquet already stores the terms dictionary-encoded, so no term is hashed or
     encoded twice;
 * simweb ICWS (weighted, the index's default) from the same lists with weights 1;
-* weighted: simweb ICWS vs datasketch WeightedMinHashGenerator (sample_size = 80, dense
-  vectors over the subset's vocabulary) on a subset, with random real weights.
+* weighted: simweb ICWS and DartMinHash vs datasketch WeightedMinHashGenerator (sample_size =
+  80, dense vectors over the subset's vocabulary) on a subset, with random real weights;
+* weighted samplers, same bags, same rounds: ICWS, DartMinHash in C and its numpy twin (the
+  fallback without a compiler), each through ``sign`` as the signatures stage calls it, on
+  ``--weighted-bags`` bags of 100 terms weighted as the bags stage weights them (distance
+  log2(32/(1+d)) summed over a term's occurrences, times NMDF fitted to the collection's df,
+  normalised to 1.0), and with ``--crawl`` on the real bags of an ingested crawl (the default
+  strategy, e.g. DebDocs); every round's rate is printed, and the DartMinHash / ICWS ratio of
+  each round.
 
 Every simweb row signs with the same code (simweb.core.minhash.sign); the rows differ only in how
 the token lists reach it.
@@ -57,6 +65,95 @@ def token_lists(n_docs: int, n_tokens: int, vocab: int = 50_000, seed: int = 0) 
     ranks = rng.zipf(1.1, size=n_docs * n_tokens * 3)
     ranks = ranks[ranks <= vocab][: n_docs * n_tokens] - 1
     return [[words[i] for i in ranks[k * n_tokens:(k + 1) * n_tokens]] for k in range(n_docs)]
+
+
+def weighted_bags(n_docs: int, n_terms: int, vocab: int = 50_000, seed: int = 2):
+    """Bags of ``n_terms`` distinct Zipf(1.1) terms weighted like the bags stage's: each term
+    occurs Geometric(1/2) times at distance d (0 for anchor words, a third of them, else 1..30,
+    the window words of positive weight), tf = Σ log2(32/(1+d)), times NMDF fitted to the bags'
+    own df, normalised to 1.0.
+    Returns (codes, offsets, hashes, weights) for :func:`simweb.core.minhash.sign`."""
+    from simweb.core.minhash import term_hashes
+    from simweb.core.weighting import distance_weights, fit_nmdf, nmdf_factor, normalise_rows
+
+    rng = np.random.default_rng(seed)
+    cdf = np.cumsum(np.arange(1, vocab + 1, dtype=np.float64) ** -1.1)
+    cdf /= cdf[-1]
+    rows = []
+    for _ in range(n_docs):
+        drawn = np.unique(np.searchsorted(cdf, rng.random(6 * n_terms)))
+        rows.append(rng.permutation(drawn)[:n_terms])
+    codes = np.concatenate(rows).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum([r.size for r in rows])]).astype(np.int64)
+    occurrences = rng.geometric(0.5, codes.size)
+    d = np.where(rng.random(occurrences.sum()) < 1 / 3, 0, rng.integers(1, 31, occurrences.sum()))
+    tf = np.add.reduceat(distance_weights(d), np.concatenate([[0], np.cumsum(occurrences)[:-1]]))
+    df = np.bincount(codes, minlength=vocab)
+    weights = tf * nmdf_factor(df[codes], *fit_nmdf(df))
+    keep = weights > 0
+    row = np.repeat(np.arange(n_docs), np.diff(offsets))[keep]
+    codes, weights = codes[keep], weights[keep]
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(row, minlength=n_docs))]).astype(np.int64)
+    weights, _ = normalise_rows(offsets, weights, 1.0)
+    return codes, offsets, term_hashes([f"w{i}" for i in range(vocab)]), weights
+
+
+def crawl_bags(crawl: str):
+    """The default strategy's bags of an ingested crawl (simweb ingest … --out DIR), as sign() takes them."""
+    from simweb.core.minhash import term_hashes
+    from simweb.core.strategy import Strategy
+    from simweb.tasks.crawl import load_corpus
+
+    matrix = load_corpus(crawl).bags(Strategy())
+    csr = matrix.csr.tocsr()
+    csr.sort_indices()
+    return (csr.indices.astype(np.int64), csr.indptr.astype(np.int64), term_hashes(matrix.vocabulary),
+            csr.data.astype(np.float64))
+
+
+def compare_weighted(label: str, bags, repeat: int, numpy_share: int = 10) -> None:
+    """ICWS, DartMinHash (C) and its numpy twin on the same bags, interleaved rounds; per row every
+    round's bags per CPU second of this process (the core it is pinned to: other processes'
+    time on that core is not counted, their cache traffic is) and the best wall-clock rate, and
+    the DartMinHash / ICWS ratio of each round."""
+    from simweb.core import dartminhash
+    from simweb.core.minhash import MinHashParams, sign
+
+    codes, offsets, hashes, weights = bags
+    n = offsets.size - 1
+
+    def first(k: int):
+        return codes[:offsets[k]], offsets[:k + 1], hashes, weights[:offsets[k]]
+
+    def numpy_twin(k: int):
+        c, o, h, w = first(k)
+        out = np.empty((k, 80), np.uint32)
+        dartminhash.sign_darts_numpy(c, o, h, w, 80, 1, out)
+
+    few = max(1, n // numpy_share)
+    cases = [("ICWS (numpy)", lambda: sign(*bags, MinHashParams(algorithm="icws")), n),
+             ("DartMinHash, C", lambda: sign(*bags, MinHashParams(algorithm="dart")), n),
+             ("DartMinHash, numpy twin", lambda: numpy_twin(few), few)]
+    if dartminhash._c_sign is None:
+        cases.pop(1)
+        print("  (simweb.core._dart is not built: DartMinHash runs as its numpy twin)")
+    rates: dict[str, list[float]] = {name: [] for name, _, _ in cases}
+    wall: dict[str, float] = {name: 0.0 for name, _, _ in cases}
+    for _ in range(repeat):
+        for name, fn, count in cases:
+            cpu, clock = time.process_time(), time.perf_counter()
+            fn()
+            cpu, clock = time.process_time() - cpu, time.perf_counter() - clock
+            rates[name].append(count / cpu)
+            wall[name] = max(wall[name], count / clock)
+    print(f"{label}: {n:,} bags, {codes.size / n:.0f} terms per bag on average, m = 80; "
+          "bags per CPU second, best and every round, and the best wall-clock rate:")
+    for name, values in rates.items():
+        runs = " ".join(f"{v:,.0f}" for v in sorted(values, reverse=True))
+        print(f"  {name:<26} {max(values):>9,.0f}/s  rounds: {runs}   (wall: {wall[name]:,.0f}/s)")
+    if "DartMinHash, C" in rates:
+        ratios = [d / i for d, i in zip(rates["DartMinHash, C"], rates["ICWS (numpy)"])]
+        print(f"  DartMinHash (C) / ICWS: {min(ratios):.1f}× to {max(ratios):.1f}× over {repeat} rounds")
 
 
 def best_of(repeat: int, fn) -> float:
@@ -102,7 +199,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tokens", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--weighted-docs", type=int, default=200)
+    ap.add_argument("--weighted-bags", type=int, default=20_000)
+    ap.add_argument("--crawl", help="an ingested crawl (simweb ingest … --out DIR) whose real bags to sign too")
+    ap.add_argument("--skip-sets", action="store_true", help="only the weighted samplers")
     args = ap.parse_args(argv)
+    if args.skip_sets:
+        print(f"weighted signatures benchmark, {pin_one_core()}, {args.repeat} interleaved rounds")
+        weighted_rows(args)
+        return
 
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -179,14 +283,27 @@ def main(argv: list[str] | None = None) -> None:
         for t, w in d.items():
             dense[i, col[t]] = w
     gen = WeightedMinHashGenerator(len(vocab), sample_size=80, seed=1)
-    peer_s = ours_s = float("inf")
+    dart = MinHashParams(m=80, algorithm="dart")
+    peer_s = icws_s = dart_s = float("inf")
     for _ in range(args.repeat):
         peer_s = min(peer_s, best_of(1, lambda: [gen.minhash(v) for v in dense]))
-        ours_s = min(ours_s, best_of(1, lambda: sign_bags(wdocs, icws)))
-    peer, ours = len(wdocs) / peer_s, len(wdocs) / ours_s
+        icws_s = min(icws_s, best_of(1, lambda: sign_bags(wdocs, icws)))
+        dart_s = min(dart_s, best_of(1, lambda: sign_bags(wdocs, dart)))
+    peer = len(wdocs) / peer_s
     print(f"weighted ({len(wdocs)} bags, real weights, dim {len(vocab)}):")
     print(f"  {'datasketch WeightedMinHashGenerator (sample_size=80)':<58} {peer:>12,.0f} bags/s")
-    print(f"  {'simweb ICWS (sign_bags, dict input)':<58} {ours:>12,.0f} bags/s   {ours / peer:6.1f}× datasketch")
+    for name, secs in (("ICWS", icws_s), ("DartMinHash", dart_s)):
+        ours = len(wdocs) / secs
+        print(f"  {f'simweb {name} (sign_bags, dict input)':<58} {ours:>12,.0f} bags/s   {ours / peer:6.1f}× datasketch")
+    weighted_rows(args)
+
+
+def weighted_rows(args) -> None:
+    compare_weighted(f"weighted samplers on 100-term bags (distance × NMDF, normalised)",
+                     weighted_bags(args.weighted_bags, 100), args.repeat)
+    if args.crawl:
+        compare_weighted(f"weighted samplers on the real bags of {args.crawl} (default strategy)",
+                         crawl_bags(args.crawl), args.repeat)
 
 
 if __name__ == "__main__":

@@ -21,12 +21,12 @@ from simweb.core.strategy import Strategy
 from simweb.flows.cluster import fan_out, show_progress, worker_slots
 from simweb.tasks import index_store
 from simweb.tasks.bags import bags_task, build_bags_stage
+from simweb.tasks.crawl import crawl_identity
 from simweb.tasks.dedup import DedupParams, collapse_duplicates
 from simweb.tasks.incremental import start_epoch
 from simweb.tasks.ingest import IngestStats, ingest_shard, plan_shards, unreadable
 from simweb.tasks.layout import stages_folder
-from simweb.tasks.signatures import IndexParams, invert, signatures
-from simweb.tasks.crawl import crawl_identity
+from simweb.tasks.signatures import IndexParams, signatures, write_index_version
 from simweb.tasks.stagecache import StageOutput, file_identities, run_stage
 from simweb.tasks.storage import join
 
@@ -141,7 +141,7 @@ def invert_stage(runner, signed: StageOutput, params: IndexParams, out: str, ver
     """I: for each position j, the documents sharing each signature value (Section 6.2)."""
 
     def compute(tmp: str) -> dict[str, Any]:
-        return invert(signed.path, tmp, min_in_degree=params.min_in_degree,
+        return write_index_version(signed.path, tmp, min_in_degree=params.min_in_degree,
                       fan_out=None if runner is None else fan_out(runner))
 
     return run_stage(stages_folder(out), STAGE_INVERT, {"signed": signed},

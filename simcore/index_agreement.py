@@ -16,7 +16,7 @@ import numpy as np
 from simweb.core.bags import BagMatrix
 from simweb.core.findings import as_optional
 from simweb.core.gamma import PairCounts, gammas, pair_counts
-from simweb.core.minhash import MinHashParams, sign, term_hashes
+from simweb.core.minhash import INDEX_ALGORITHM, MinHashParams, sign, term_hashes
 from simweb.core.query import all_pairs, invert
 from simweb.core.similarity import EmbeddedSimilarity
 from simweb.core.strategy import Strategy
@@ -43,16 +43,18 @@ class IndexAgreement:
 
 
 def index_agreement(bags: BagMatrix, ids: np.ndarray, exact: np.ndarray, present: np.ndarray, codes: np.ndarray,
-                    n: int, *, m: int = INDEX_M, alpha: float = INDEX_ALPHA) -> IndexAgreement:
+                    n: int, *, m: int = INDEX_M, alpha: float = INDEX_ALPHA,
+                    algorithm: str = INDEX_ALGORITHM) -> IndexAgreement:
     """Signatures of the bags of ``ids`` (the sample's documents with a bag, rows ``present`` of
     the n-document sample whose classes are ``codes``), their estimated similarities against
-    ``exact`` (the exact similarity of the same bags), and the index's pairs at ``alpha``."""
+    ``exact`` (the exact similarity of the same bags), and the index's pairs at ``alpha``; signed
+    with the index's sampler (``algorithm``) at the index's m."""
     t0 = time.perf_counter()
     rows = bags.indices(ids.tolist())
     csr = bags.csr[rows]
     csr.sort_indices()
     signatures = sign(csr.indices.astype(np.int64), csr.indptr.astype(np.int64), term_hashes(bags.vocabulary),
-                      csr.data, MinHashParams(m=m)).values
+                      csr.data, MinHashParams(m=m, algorithm=algorithm)).values
     k = signatures.shape[0]
     estimate = np.empty((k, k))
     step = max(1, _BLOCK_CELLS // max(1, k * m))
@@ -66,7 +68,7 @@ def index_agreement(bags: BagMatrix, ids: np.ndarray, exact: np.ndarray, present
     hits = len(retrieved & relevant)
     off = ~np.eye(k, dtype=bool)
     stats = {
-        "strategy": INDEX_STRATEGY.label, "m": m, "alpha": alpha,
+        "strategy": INDEX_STRATEGY.label, "m": m, "alpha": alpha, "algorithm": algorithm,
         "relevant_pairs": len(relevant), "retrieved_pairs": len(retrieved), "hits": hits,
         "recall": hits / len(relevant) if relevant else None,
         "precision": hits / len(retrieved) if retrieved else None,

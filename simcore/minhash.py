@@ -9,13 +9,14 @@ so integer expansion would need a quantisation step that changes the measure. Ch
 * **ICWS** (Ioffe, "Improved Consistent Sampling, Weighted Minhash and L1 Sketching", ICDM
   2010) — for real weights, Pr[collision] = Σ min / Σ max *exactly*; every position is an
   independent sample, so the estimator's variance is exactly J(1−J)/m; O(n·m) work per bag
-  (n terms) but every step is an array operation. Used here, ``algorithm="icws"``.
+  (n terms) but every step is an array operation. ``algorithm="icws"``.
 * 0-bit CWS (Li 2015) drops t from the output: cheaper to store but only approximately
   unbiased — rejected, the (k, t) pair is hashed to 32 bits instead (below).
-* BagMinHash (Ertl 2018) and DartMinHash (Christiani 2020) are exact too and asymptotically
-  faster (≈ n + m log m), but both are sequential per bag (priority queues, per-bag loops);
-  in numpy their per-bag Python overhead costs more than ICWS's n·m array work at our sizes
-  (m = 80, a few hundred terms).
+* **DartMinHash** (Christiani 2020), ``algorithm="dart"``, the index's default
+  (simweb.tasks.signatures.IndexParams): exact too, with independent positions, in expected
+  O(n + m log m) work per bag — a C extension with a numpy twin giving the same bits, about
+  five times ICWS's speed (:mod:`simweb.core.dartminhash`, which also says why not BagMinHash,
+  Ertl 2018). ICWS stays as the reference its estimates are tested against.
 * P-MinHash / ProbMinHash estimate the *probability* Jaccard Σ 1/Σ max(x_i/Σx, y_i/Σy), a
   different measure: rejected.
 
@@ -28,9 +29,10 @@ bin probed is uniform over A∪B), for O(n + m) work per bag; weights are ignore
 
 Randomness. A term's 64-bit hash comes from the hash family (``"mmh3"``: MurmurHash3 x64 of
 its UTF-8 bytes; ``"identity"``: the term is a decimal integer and is its own hash, so tests
-can compute exact values). Every random number a term needs at position j is drawn from a
-splitmix64 stream seeded by ``term_hash XOR mix(seed)``: draw d of position j is output number
-``j * 8 + d`` of that stream. Signatures carry (m, seed, algorithm, hash family); comparing
+can compute exact values). Every random number ICWS needs for a term at position j is drawn
+from a splitmix64 stream (:mod:`simweb.core.splitmix`) seeded by ``term_hash XOR mix(seed)``:
+draw d of position j is output number ``j * 8 + d`` of that stream (DartMinHash's streams:
+:mod:`simweb.core.dartminhash`). Signatures carry (m, seed, algorithm, hash family); comparing
 signatures that differ in any of these raises.
 
 ICWS at position j, for term k of weight w > 0 (Ioffe 2010, Algorithm 2):
@@ -51,10 +53,12 @@ from itertools import chain
 
 import numpy as np
 
-from simweb.core import fpmath
+from simweb.core import dartminhash, fpmath
+from simweb.core.splitmix import GOLDEN, fmix64, fmix64_inplace, seed_key
 
 __all__ = [
     "ALGORITHMS",
+    "INDEX_ALGORITHM",
     "EMPTY",
     "HASH_FAMILIES",
     "MinHashParams",
@@ -67,15 +71,14 @@ __all__ = [
     "term_hashes",
 ]
 
-ALGORITHMS = ("icws", "oph")
+ALGORITHMS = ("icws", "oph", "dart")
+#: The weighted sampler an index is signed with unless told otherwise (simweb.core.dartminhash).
+INDEX_ALGORITHM = "dart"
 HASH_FAMILIES = ("mmh3", "identity")
 # The signature row of a bag with no positive weight: such a bag is similar to nothing; the
 # index keeps it out of I, so the value never takes part in a comparison.
 EMPTY = np.uint32(0xFFFFFFFF)
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
 _DRAWS_PER_POSITION = 8
 # Occurrence × position cells per ICWS block: small enough for the block's temporaries (a few
 # arrays of 4–8 bytes per cell) to stay in the CPU cache; measured best among 2^14..2^20.
@@ -90,7 +93,8 @@ class SignatureMismatch(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class MinHashParams:
-    """How signatures are made (Section 6.2): m positions, the seed, the algorithm, the term hash."""
+    """How signatures are made (Section 6.2): m positions, the seed, the algorithm (``"icws"``,
+    ``"dart"`` or ``"oph"``, module docstring), the term hash."""
 
     m: int = 80
     seed: int = 1
@@ -159,19 +163,6 @@ def estimate(a: Signatures, b: Signatures, i: int = 0, j: int = 0) -> float:
 # --------------------------------------------------------------------------- hashing
 
 
-def _fmix64(x: np.ndarray) -> np.ndarray:
-    """The splitmix64 / Stafford 13 finaliser, element-wise on uint64 (wrapping)."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * _M1
-    x = x ^ (x >> np.uint64(27))
-    x = x * _M2
-    return x ^ (x >> np.uint64(31))
-
-
-def _seed_key(seed: int) -> np.uint64:
-    return np.uint64(_fmix64(np.array([seed], dtype=np.uint64) + _GOLDEN)[0])
-
-
 def term_hashes(terms: Iterable[str | int], hash_family: str = "mmh3") -> np.ndarray:
     """64-bit hashes of distinct terms under ``hash_family`` (see the module docstring)."""
     if hash_family == "mmh3":
@@ -199,26 +190,13 @@ def term_hashes(terms: Iterable[str | int], hash_family: str = "mmh3") -> np.nda
     raise ValueError(f"hash_family: expected one of {HASH_FAMILIES}, got {hash_family!r}")
 
 
-def _fmix64_inplace(x: np.ndarray, tmp: np.ndarray) -> np.ndarray:
-    """:func:`_fmix64` computed in place in ``x`` (``tmp``: scratch of the same shape)."""
-    np.right_shift(x, np.uint64(30), out=tmp)
-    x ^= tmp
-    x *= _M1
-    np.right_shift(x, np.uint64(27), out=tmp)
-    x ^= tmp
-    x *= _M2
-    np.right_shift(x, np.uint64(31), out=tmp)
-    x ^= tmp
-    return x
-
-
 def _uniforms(state: np.ndarray, counters: np.ndarray) -> np.ndarray:
     """Uniform (0, 1) doubles: output ``counters`` of the splitmix64 streams seeded by ``state``.
 
     ``state`` has shape (V, 1), ``counters`` shape (m,); the result is V × m.
     """
-    z = state + (counters.astype(np.uint64) + np.uint64(1)) * _GOLDEN
-    _fmix64_inplace(z, np.empty_like(z))
+    z = state + (counters.astype(np.uint64) + np.uint64(1)) * GOLDEN
+    fmix64_inplace(z, np.empty_like(z))
     # 53 random bits: exact as int64, whose conversion to float is much faster than uint64's.
     z >>= np.uint64(11)
     u = z.view(np.int64).astype(np.float64)
@@ -234,7 +212,7 @@ _TABLE_BLOCK_TERMS = 1024
 def _icws_tables(hashes: np.ndarray, params: MinHashParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per (term, position) ICWS randomness as four float32 arrays V × m: 1/r, β, r, ln c + rβ − r."""
     m = params.m
-    key = _seed_key(params.seed)
+    key = seed_key(params.seed)
     base = np.arange(m, dtype=np.int64) * _DRAWS_PER_POSITION
     out = tuple(np.empty((hashes.size, m), dtype=np.float32) for _ in range(4))
     for s in range(0, hashes.size, _TABLE_BLOCK_TERMS):
@@ -262,8 +240,8 @@ def _icws_tables(hashes: np.ndarray, params: MinHashParams) -> tuple[np.ndarray,
 
 def _pair_hash(k_hash: np.ndarray, t: np.ndarray, key: np.uint64) -> np.ndarray:
     """The 32-bit signature value of ICWS samples (k, t): see the module docstring."""
-    inner = _fmix64(t.astype(np.int64).view(np.uint64) * _GOLDEN + key)
-    return (_fmix64(k_hash ^ inner) >> np.uint64(32)).astype(np.uint32)
+    inner = fmix64(t.astype(np.int64).view(np.uint64) * GOLDEN + key)
+    return (fmix64(k_hash ^ inner) >> np.uint64(32)).astype(np.uint32)
 
 
 # --------------------------------------------------------------------------- signing
@@ -323,6 +301,8 @@ def sign(
     if codes.size:
         if params.algorithm == "icws":
             _sign_icws(codes, offsets, hashes, weights, params, out)
+        elif params.algorithm == "dart":
+            dartminhash.sign_darts(codes, offsets, hashes, weights, params.m, params.seed, out)
         else:
             _sign_oph(codes, offsets, hashes, params, out)
     return Signatures(out, params)
@@ -334,7 +314,7 @@ def _sign_icws(codes, offsets, hashes, weights, params, out) -> None:
     # bags disagree about a shared (k, t); it only perturbs probabilities by ~1e-7.
     used, local = np.unique(codes, return_inverse=True)
     inv_r, beta, r, base = _icws_tables(hashes[used], params)
-    key = _seed_key(params.seed)
+    key = seed_key(params.seed)
     ln_w = np.zeros(codes.size, np.float32) if weights is None else fpmath.log(weights).astype(np.float32)
     lengths = np.diff(offsets)
     nonempty = np.flatnonzero(lengths > 0)
@@ -372,7 +352,7 @@ def _sign_icws(codes, offsets, hashes, weights, params, out) -> None:
 
 def _sign_oph(codes, offsets, hashes, params, out) -> None:
     m = params.m
-    z = _fmix64(hashes ^ _seed_key(params.seed))
+    z = fmix64(hashes ^ seed_key(params.seed))
     bins = (((z >> np.uint64(32)) * np.uint64(m)) >> np.uint64(32)).astype(np.int64)
     vals = (z & np.uint64(0xFFFFFFFF)).astype(np.uint32)
     special = bool((vals == EMPTY).any())  # a term whose value is EMPTY itself (p = 2^-32 per term)
@@ -411,10 +391,10 @@ def _probe_bins(m: int, seed: int, attempts: int) -> np.ndarray:
     table = _PROBES.get((m, seed))
     if table is None or table.shape[0] < attempts:
         rows = max(attempts, 16 if table is None else 2 * table.shape[0])
-        key = _seed_key(seed ^ 0x5EED_DE75)
+        key = seed_key(seed ^ 0x5EED_DE75)
         b = np.arange(m, dtype=np.uint64) << np.uint64(32)
         a = np.arange(1, rows + 1, dtype=np.uint64)[:, None]
-        probe = _fmix64(b + a + key)
+        probe = fmix64(b + a + key)
         table = (((probe >> np.uint64(32)) * np.uint64(m)) >> np.uint64(32)).astype(np.int64)
         if len(_PROBES) >= 64:
             _PROBES.clear()

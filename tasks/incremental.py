@@ -62,7 +62,7 @@ from simweb.tasks.crawl import (
 from simweb.tasks.directory_file import url_categories
 from simweb.tasks.layout import stages_folder
 from simweb.tasks.logs import run_logger
-from simweb.tasks.signatures import SIG_DIR, IndexParams, invert, sign_part
+from simweb.tasks.signatures import SIG_DIR, IndexParams, sign_part, write_index_version
 from simweb.tasks.stagecache import StageOutput, file_identities, lineage, output_path, published, run_stage
 from simweb.tasks.storage import join, write_bytes_atomic, write_parquet_atomic
 
@@ -330,7 +330,7 @@ def updated_version(live: str, delta_bags: str, crawl_dir: str, params, director
                    "stats": {"updated_docs": int((~appended).sum()), "new_docs": int(appended.sum())}}, f, indent=1)
     shutil.rmtree(os.path.join(signed, SIG_DIR), ignore_errors=True)
     version = os.path.join(out, "version")
-    stats = invert(signed, version, min_in_degree=params.min_in_degree)
+    stats = write_index_version(signed, version, min_in_degree=params.min_in_degree)
     return {**stats, "updated_docs": int((~appended).sum()), "new_docs": int(appended.sum())}
 
 

@@ -116,11 +116,11 @@ def write_synthetic_crawl(root: Path, *, per_topic: int = 12, seed: int = 7) -> 
 def build_small_index(root: Path, *, min_in_degree: int | None = 3, directory: str | None = None) -> str:
     """Run the signatures and invert stages on the synthetic crawl and publish to root/index."""
     from simweb.tasks import index_store
-    from simweb.tasks.signatures import invert, signatures
+    from simweb.tasks.signatures import signatures, write_index_version
 
     crawl = write_synthetic_crawl(root / "crawl")
     signatures(crawl["bags"], str(root / "signed"), pages=crawl["pages"], links=crawl["links"], directory=directory)
-    invert(str(root / "signed"), str(root / "version"), min_in_degree=min_in_degree)
+    write_index_version(str(root / "signed"), str(root / "version"), min_in_degree=min_in_degree)
     index_store.publish(str(root / "version"), str(root / "index"))
     return str(root / "index")
 
@@ -143,8 +143,8 @@ def build_in_process():
     def build(crawl, out, *, strategy=None, m: int = 80, seed: int = 1, min_in_degree: int | None = 3,
               directory: str | None = None) -> str:
         from simweb.core.strategy import Strategy
-        from simweb.tasks.ingest import ingest_files, list_warc_files
         from simweb.flows.chain import bags_stage, invert_stage, publish_index, signatures_stage
+        from simweb.tasks.ingest import ingest_files, list_warc_files
         from simweb.tasks.layout import crawl_folder
         from simweb.tasks.signatures import IndexParams
 

@@ -3,9 +3,9 @@
 numpy chooses its vector code (SSE, AVX2, AVX-512) by the CPU it runs on, and its paths for
 log and exp differ in the last bits; before simweb.core.fpmath, an AVX-512 machine built other
 bag weights than an AVX2 one. This test builds the shared fixtures' bags (in memory and by the
-bags stage), signs them and inverts them — once in this process, and once in a fresh process
-for each narrower set of numpy's dispatch targets this machine has (``NPY_DISABLE_CPU_FEATURES``)
-— and requires the outputs to be identical to the bit. On a machine with AVX-512 that is three
+bags stage), signs them (ICWS; DartMinHash in C and in its numpy twin, which must agree) and
+inverts them — once in this process, and once in a fresh process for each narrower set of
+numpy's dispatch targets this machine has (``NPY_DISABLE_CPU_FEATURES``) — and requires the outputs to be identical to the bit. On a machine with AVX-512 that is three
 builds (AVX-512, AVX2, the baseline), so the suite catches a CPU-dependent weight wherever it
 runs; ``../shared/tools/fresh-ci`` accepts the same variable to run the whole suite on a
 narrower path.
@@ -45,14 +45,36 @@ def _file_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
+def _signature_digests(matrix) -> dict[str, str]:
+    """Digests of the bags' ICWS signatures and of their DartMinHash signatures from the C
+    extension and from its numpy twin (m = 80, seed 1)."""
+    from simweb.core import dartminhash
+    from simweb.core.minhash import EMPTY, MinHashParams, sign, term_hashes
+
+    csr = matrix.csr.tocsr()
+    csr.sort_indices()
+    args = (csr.indices.astype(np.int64), csr.indptr.astype(np.int64), term_hashes(matrix.vocabulary), csr.data)
+    icws = sign(*args, MinHashParams(algorithm="icws")).values
+    digests = {"icws signatures": hashlib.sha256(icws.tobytes()).hexdigest()[:16]}
+    signers = {"numpy": dartminhash.sign_darts_numpy}
+    if dartminhash._c_sign is not None:
+        signers["C"] = dartminhash.sign_darts
+    for name, signer in signers.items():
+        values = np.full((csr.shape[0], 80), EMPTY, dtype=np.uint32)
+        signer(*args, 80, 1, values)
+        digests[f"dart signatures ({name})"] = hashlib.sha256(values.tobytes()).hexdigest()[:16]
+    return digests
+
+
 def build_and_digest(warc_dir: Path, out: Path) -> dict[str, str]:
-    """Ingest, bags (in memory and by the stage), signatures and invert; a digest of each output."""
+    """Ingest, bags (in memory and by the stage), signatures (ICWS; DartMinHash in C and numpy, and
+    by the signatures stage) and invert; a digest of each output."""
     from simweb.core.minhash import MinHashParams
     from simweb.core.strategy import Strategy
     from simweb.tasks.bags import build_bags_stage, read_bags
     from simweb.tasks.crawl import load_corpus
     from simweb.tasks.ingest import ingest_files
-    from simweb.tasks.signatures import invert, signatures
+    from simweb.tasks.signatures import signatures, write_index_version
 
     warcs = sorted(warc_dir.glob("*.warc.gz")) + sorted(warc_dir.glob("*.warc"))
     crawl = out / "crawl"
@@ -61,9 +83,11 @@ def build_and_digest(warc_dir: Path, out: Path) -> dict[str, str]:
     digests = {f"bags {spec}": _weights_digest(corpus.bags(Strategy.parse(spec))) for spec in STRATEGIES}
     staged = build_bags_stage(str(crawl), Strategy(), str(out / "stages"), scheduler="sync")
     digests["bags stage"] = _weights_digest(read_bags(staged.path))
+    digests.update(_signature_digests(read_bags(staged.path)))
     signed, version = out / "signed", out / "version"
-    signatures(staged.path, str(signed), MinHashParams(m=32), pages=str(crawl / "pages"), links=str(crawl / "links"))
-    invert(str(signed), str(version), min_in_degree=0)
+    signatures(staged.path, str(signed), MinHashParams(m=32, algorithm="dart"), pages=str(crawl / "pages"),
+               links=str(crawl / "links"))
+    write_index_version(str(signed), str(version), min_in_degree=0)
     for name in sorted(os.listdir(version)):
         if name.startswith(("H.", "I.", "urls.")):
             digests[name] = _file_digest(version / name)
@@ -87,7 +111,8 @@ def dispatch_settings() -> dict[str, str]:
 @pytest.mark.skipif(not hasattr(np, "_core"), reason="numpy < 2 has no _core dispatch table to read")
 def test_every_dispatch_path_builds_the_same_bags_signatures_and_index(warc_dir, tmp_path):
     here = build_and_digest(warc_dir, tmp_path / "default")
-    assert len(here) >= len(STRATEGIES) + 5
+    assert len(here) >= len(STRATEGIES) + 7
+    assert here.get("dart signatures (C)", here["dart signatures (numpy)"]) == here["dart signatures (numpy)"]
     for name, disabled in dispatch_settings().items():
         env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": disabled}
         out = tmp_path / name.replace(" ", "-")
