@@ -16,6 +16,7 @@ from prefect import flow, get_run_logger
 from simweb.core.strategy import Strategy
 from simweb.flows.chain import BuildSummary, index_chain, ingest_stage
 from simweb.flows.cluster import dashboard_link, dask_task_runner
+from simweb.tasks.bags import PART_MB
 from simweb.tasks.crawl import write_selection
 from simweb.tasks.ingest import list_warc_files
 from simweb.tasks.layout import IndexLock, check_writable, crawl_folder, sweep_debris
@@ -37,6 +38,7 @@ def build_index(
     dask_address: str | None = None,
     n_workers: int | None = None,
     partitions: int | None = None,
+    part_mb: int = PART_MB,
     io_retries: int = 3,
     lock_wait_seconds: float | None = None,
     verify: bool = False,
@@ -51,8 +53,10 @@ def build_index(
     (ODP RDF or url<TAB>category) adds categories to results. ``until`` stops after a stage.
     The ingest output goes to ``crawl_out`` (default ``out/crawl``). ``dask_address`` names an
     existing Dask scheduler; without it a local cluster of ``n_workers`` processes (default:
-    one per core) runs for the flow. ``io_retries`` is how often a task retries a file it
-    could not read. Finished stages are reused; a failed run resumes at the failed stage.
+    one per core) runs for the flow. ``part_mb`` is the working memory, in megabytes, each task
+    of the bags stage holds at most (simweb.tasks.bags.PartSize; the default keeps every process
+    under 2 GiB, four of them in 8 GB); ``partitions`` fixes the number of merge partitions
+    instead. ``io_retries`` is how often a task retries a file it could not read. Finished stages are reused; a failed run resumes at the failed stage.
     Another run writing into ``out`` is waited for, at most ``lock_wait_seconds`` (None: as
     long as it takes). What is reused is checked by size, and with ``verify`` by content
     (SHA-256); whatever is damaged is computed again. The crawl is the files named, with the
@@ -79,7 +83,7 @@ def build_index(
         if until == "ingest":
             return BuildSummary(ingest=ingested)
         # 3. Bags, signatures, invert and publish (Sections 6.1–6.2, 7.1): simweb.flows.chain.
-        chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions, until, verify)
+        chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions, until, verify, part_mb)
     summary = BuildSummary(ingest=ingested, stages=chain.records(), index=chain.index)
     log.info("%s", summary.summary())
     return summary

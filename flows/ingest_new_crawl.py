@@ -27,6 +27,7 @@ from simweb.core.strategy import Strategy
 from simweb.flows.chain import index_chain, ingest_stage
 from simweb.flows.cluster import dashboard_link, dask_task_runner
 from simweb.tasks import incremental
+from simweb.tasks.bags import PART_MB
 from simweb.tasks.incremental import DEFAULT_MAX_GROWTH
 from simweb.tasks.ingest import IngestStats, part_name
 from simweb.tasks.layout import IndexLock, IndexLocked, crawl_folder, sweep_debris
@@ -65,6 +66,7 @@ def ingest_new_crawl(
     dask_address: str | None = None,
     n_workers: int | None = None,
     partitions: int | None = None,
+    part_mb: int = PART_MB,
     io_retries: int = 3,
     max_growth: float = DEFAULT_MAX_GROWTH,
     lock_wait_seconds: float | None = 0.0,
@@ -79,7 +81,8 @@ def ingest_new_crawl(
     adds categories as in ``build-index``. ``dask_address`` names an existing Dask scheduler;
     without it a local cluster of ``n_workers`` processes runs, only when there is work.
     ``max_growth`` is the growth of the crawl (fraction of its pages when the df epoch began)
-    beyond which an update re-weighs every bag instead of only the touched ones. When another
+    beyond which an update re-weighs every bag instead of only the touched ones; ``part_mb``
+    bounds the working memory of each task of that re-weighing (as in ``build-index``). When another
     run (a build) writes into ``out``, this run waits at most ``lock_wait_seconds`` (None: as
     long as it takes; default 0: it does nothing and leaves the inbox to the next run).
     """
@@ -113,7 +116,7 @@ def ingest_new_crawl(
             #    the touched URLs only within a df epoch, every bag when a new epoch begins.
             new_parts = [part_name(d) for d in not_indexed(crawl_dir)]
             index, stages = refresh_index(runner, out, crawl_dir, strategy, params, directory, partitions,
-                                          new_parts, max_growth)
+                                          new_parts, max_growth, part_mb)
         # 6. Mark every ingested file as covered by the index.
         mark_indexed(crawl_dir, not_indexed(crawl_dir))
     report = IncrementalIngest(
@@ -134,7 +137,7 @@ def ingest_new_crawl(
 
 def refresh_index(runner, out: str, crawl_dir: str, strategy: Strategy, params: IndexParams,
                   directory: str | None, partitions: int | None, new_parts: list[str] | None = None,
-                  max_growth: float = DEFAULT_MAX_GROWTH) -> tuple[str, dict[str, bool]]:
+                  max_growth: float = DEFAULT_MAX_GROWTH, part_mb: int = PART_MB) -> tuple[str, dict[str, bool]]:
     """Bring the index in ``out`` up to date with the crawl folder; the live version and, per
     stage, whether it was reused.
 
@@ -154,5 +157,5 @@ def refresh_index(runner, out: str, crawl_dir: str, strategy: Strategy, params: 
                  plan.epoch.id, stats["touched"], stats.get("updated_docs", 0), stats.get("new_docs", 0))
         return index, stages
     log.info("re-weighting every bag (a new df epoch): %s", plan.full_reason)
-    chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions)
+    chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions, part_mb=part_mb)
     return chain.index, {name: output.reused for name, output in chain.stages.items()}

@@ -383,13 +383,12 @@ class Corpus:
 
         ids = np.concatenate([self._page_ids, target_id[kept]])
         self.url_ids, first_url, inverse = np.unique(ids, return_index=True, return_inverse=True)
-        self.urls: Sequence[str] = _Picked(pages.url, keep, links.target_url, kept, first_url)
+        self.urls: Sequence[str] = _Picked([(pages.url, keep), (links.target_url, kept)], first_url)
         self._page_row = inverse[: self._page_ids.size].astype(np.int64)
         self._link_row = inverse[self._page_ids.size:].astype(np.int64)
 
         self._source_ids, first_src, link_source = np.unique(source_id[kept], return_index=True, return_inverse=True)
-        self._source_urls: Sequence[str] = _Picked(links.source_url, kept[first_src], (), np.zeros(0, np.int64),
-                                                   np.arange(first_src.size))
+        self._source_urls: Sequence[str] = _Picked([(links.source_url, kept[first_src])], np.arange(first_src.size))
         self._link_source = link_source.astype(np.int64)
 
         self.stats = CorpusStats(
@@ -631,19 +630,19 @@ def _link_positions(links: LinkColumns, kept: np.ndarray) -> tuple[tuple[np.ndar
 
 
 class _Picked(Sequence[str]):
-    """Items of two sequences chosen by position: item i is ``first[first_index[k]]`` for
-    ``k = chosen[i] < len(first_index)``, else ``second[second_index[k − len(first_index)]]``.
+    """Items chosen from several sequences: ``parts`` are (sequence, index) pairs, and item i is
+    the ``chosen[i]``-th of their items taken in turn (``sequence[index[k]]`` for each part).
     The sequences are read only when an item is asked for (they may be Arrow columns)."""
 
-    def __init__(self, first: Sequence[str], first_index: np.ndarray, second: Sequence[str],
-                 second_index: np.ndarray, chosen: np.ndarray) -> None:
+    def __init__(self, parts: Sequence[tuple[Sequence[str], np.ndarray]], chosen: np.ndarray) -> None:
         chosen = np.asarray(chosen, dtype=np.int64)
-        n_first = len(first_index)
-        self._sequences = (first, second)
-        self._second = chosen >= n_first
+        ends = np.cumsum([len(index) for _, index in parts])
+        self._sequences = [sequence for sequence, _ in parts]
+        self._part = np.searchsorted(ends, chosen, side="right")
         self._index = np.empty(chosen.size, dtype=np.int64)
-        self._index[~self._second] = np.asarray(first_index, dtype=np.int64)[chosen[~self._second]]
-        self._index[self._second] = np.asarray(second_index, dtype=np.int64)[chosen[self._second] - n_first]
+        for k, (_, index) in enumerate(parts):
+            mine = self._part == k
+            self._index[mine] = np.asarray(index, dtype=np.int64)[chosen[mine] - (ends[k] - len(index))]
 
     def __len__(self) -> int:
         return self._index.size
@@ -651,11 +650,11 @@ class _Picked(Sequence[str]):
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        return self._sequences[int(self._second[i])][int(self._index[i])]
+        return self._sequences[int(self._part[i])][int(self._index[i])]
 
     def __iter__(self) -> Iterator[str]:
-        for second, index in zip(self._second.tolist(), self._index.tolist()):
-            yield self._sequences[second][index]
+        for part, index in zip(self._part.tolist(), self._index.tolist()):
+            yield self._sequences[part][index]
 
 
 def weigh_merged(merged: MergedBags, strategy: Strategy, targets: Collection[int] | None = None) -> BagMatrix:

@@ -731,11 +731,24 @@ def page_titles(crawl_dir: str, url_ids: Iterable[int] | np.ndarray | None = Non
 
 def in_degrees(crawl_dir: str, url_ids: Iterable[int] | np.ndarray | None = None) -> pa.Table:
     """(url_id, in_degree): the number of distinct other pages linking to each URL (to those of
-    ``url_ids`` when given), the in-degree the index filters I by (Section 7.1)."""
-    tables = list(_iter_parts(crawl_dir, "links", ["source_id", "target_id"], "target_id", url_ids))
-    links = pa.concat_tables(tables) if tables else _empty(schemas.LINKS, ["source_id", "target_id"])
-    links = links.filter(pc.not_equal(links.column("source_id"), links.column("target_id")))
-    pairs = links.group_by(["target_id", "source_id"]).aggregate([])
-    counts = pairs.group_by("target_id").aggregate([("source_id", "count")])
-    return pa.table({"url_id": counts.column("target_id"),
-                     "in_degree": pc.cast(counts.column("source_id_count"), pa.int32())})
+    ``url_ids`` when given), the in-degree the index filters I by (Section 7.1).
+
+    Part by part: a page's links all lie in the part of its kept copy, so the (target, source)
+    pairs of two parts never coincide and each part's counts add up. Memory holds one links
+    part's ids and a count per linked URL, not the crawl's links."""
+    total = pa.table({"url_id": pa.array([], pa.uint64()), "in_degree": pa.array([], pa.int64())})
+    pending = []
+    for links in _iter_parts(crawl_dir, "links", ["source_id", "target_id"], "target_id", url_ids):
+        links = links.filter(pc.not_equal(links.column("source_id"), links.column("target_id")))
+        pairs = links.group_by(["target_id", "source_id"], use_threads=False).aggregate([])
+        counts = pairs.group_by("target_id", use_threads=False).aggregate([("source_id", "count")])
+        pending.append(pa.table({"url_id": counts.column("target_id"), "in_degree": counts.column("source_id_count")}))
+        if len(pending) >= 8:
+            total, pending = _add_degrees([total, *pending]), []
+    total = _add_degrees([total, *pending])
+    return pa.table({"url_id": total.column("url_id"), "in_degree": pc.cast(total.column("in_degree"), pa.int32())})
+
+
+def _add_degrees(tables: list[pa.Table]) -> pa.Table:
+    summed = pa.concat_tables(tables).group_by("url_id", use_threads=False).aggregate([("in_degree", "sum")])
+    return pa.table({"url_id": summed.column("url_id"), "in_degree": summed.column("in_degree_sum")})

@@ -38,6 +38,9 @@ def register(subparsers) -> None:
     p.add_argument("--until", choices=("ingest", "bags", "index"), default="index", help="stop after this stage")
     p.add_argument("--dask-address", default=None, metavar="ADDR", help="an existing Dask scheduler")
     p.add_argument("--workers", type=int, default=None, metavar="N", help="local Dask worker processes")
+    p.add_argument("--part-mb", type=int, default=None, metavar="MB",
+                   help="working memory of each task of the bags stage, in megabytes (default 1024: every "
+                        "process stays under 2 GiB, four workers fit in 8 GB)")
     p.add_argument("--verify", action="store_true",
                    help="check every reused stage output and the live index by content (SHA-256), not only "
                         "by size, and compute again whatever is damaged")
@@ -75,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
             min_in_degree=None if args.min_in_degree < 0 else args.min_in_degree,
             directory=args.directory, until=args.until,
             dask_address=args.dask_address, n_workers=args.workers, verify=args.verify,
-            keep_earlier=args.add,
+            keep_earlier=args.add, **({"part_mb": args.part_mb} if args.part_mb is not None else {}),
         )
     except FileNotFoundError as e:
         print(f"simweb build: {e}", file=sys.stderr)
