@@ -82,6 +82,9 @@ INGEST_FORMAT = 2
 
 # Pages buffered before a row group is written: bounds memory on multi-GB WARC files.
 PAGES_PER_ROW_GROUP = 2_000
+# Links buffered before a row group is written, whatever the pages: 2,000 index pages of 15,000
+# links each would otherwise hold 30 million links (about 10 GB of Python objects) at once.
+LINKS_PER_ROW_GROUP = 100_000
 # Decoded payloads above this size are skipped: no web page needs more, and it stops a
 # "gzip bomb" from exhausting memory.
 MAX_PAYLOAD_BYTES = 16 << 20
@@ -412,7 +415,7 @@ class _Parts:
                 c[name].extend(column)
 
         self.buffered += 1
-        if self.buffered >= PAGES_PER_ROW_GROUP:
+        if self.buffered >= PAGES_PER_ROW_GROUP or len(self.links.columns["source_id"]) >= LINKS_PER_ROW_GROUP:
             self.flush()
 
     def flush(self) -> None:
