@@ -108,6 +108,8 @@ COUNTS_FILE = "_terms/counts-{:05d}.parquet"  # a merge partition's (term, df)
 FRAGMENT_ROW_GROUP = 16_384
 #: Rows per row group of a merged part, its strings decoded for writing one row group at a time.
 MERGED_ROW_GROUP = 262_144
+#: Terms per row group of a BAGS part, for the same reason.
+BAG_ROW_GROUP_ENTRIES = 1 << 20
 
 FRAGMENTS = pa.schema([
     pa.field("url_id", pa.uint64(), nullable=False),
@@ -130,30 +132,37 @@ DF = pa.schema([pa.field("term", pa.string(), nullable=False), pa.field("df", pa
 
 
 #: The default working memory of one task of the bags stage, in megabytes (:class:`PartSize`).
-PART_MB = 1024
+PART_MB = 768
 
 
 @dataclass(frozen=True, slots=True)
 class PartSize:
     """How much of the crawl one task of the bags stage holds at once: ``part_mb`` megabytes of
-    working memory, turned into rows per slice by what a row costs (measured on the scale
-    corpus, W = 32, STEM, peak RSS above the worker's start over rows in the slice; the costs
-    are upper ends, heavier windows and longer pages than the corpus's averages included).
+    working memory, turned into rows per slice or partition by what a row costs.
 
-    The default, 1024 MB, keeps every worker process under 2 GiB (its Python, Prefect and Dask
-    take about 0.4 GB), so four worker processes fit in 8 GB. A task never holds a whole part
-    (a WARC file's pages or links), a whole merge shuffle or the whole crawl.
+    The costs are the peak RSS of one task above its process's start, over its rows, measured
+    on the largest part of the 50k scale corpus (W = 32, STEM, a fresh process each): a links
+    slice 786 MiB for 134,217 links (6.0 KB a link: ~100 context words), a pages slice 704 MiB
+    for 4,294 pages (168 KB a page), a merge partition 1,043 MiB for 5.6 million fragment rows
+    (195 B a row); weighing (110 B a merged row) and signing (158 B a bag entry) a partition
+    cost less than merging it. The constants below round these up.
+
+    The default, 768 MB, keeps every process of a build under 2 GiB: a Dask worker starts at
+    about 0.3 GB, and the flow's own process, which runs the tasks itself on a cluster of one
+    worker thread, holds about 0.9 GB after the ingest — so four workers fit in 8 GB. A task
+    never holds a whole part (a WARC file's pages or links), a whole merge shuffle or the whole
+    crawl.
     """
 
     part_mb: int = PART_MB
 
     #: Bytes of working memory per link of a fragments slice: its source pages' words, its
-    #: window positions and their terms, the summed fragment rows (~100 context words a link).
+    #: window positions and their terms, the summed fragment rows.
     LINK_BYTES = 8_000
-    #: Bytes per page of a content fragments slice (pages of ~3,000 words).
+    #: Bytes per page of a content fragments slice.
     PAGE_BYTES = 250_000
     #: Bytes per fragment row of a merge partition: the row read, its term encoded, sorted and summed.
-    FRAGMENT_ROW_BYTES = 120
+    FRAGMENT_ROW_BYTES = 200
 
     def __post_init__(self) -> None:
         if isinstance(self.part_mb, bool) or not isinstance(self.part_mb, int) or self.part_mb < 16:
@@ -379,20 +388,27 @@ def sum_counts(count_files: Sequence[str], group: int = 8) -> pa.Table:
 
 
 def weigh_part(url: str, df_path: str, weighting: Weighting, out: str) -> dict[str, int]:
-    """Frequency-weight and normalise the merged bags of one partition into a BAGS part (Sections 5.2, 6.1)."""
-    merged = pq.read_table(url)
-    if merged.num_rows == 0:
+    """Frequency-weight and normalise the merged bags of one partition into a BAGS part (Sections 5.2, 6.1).
+
+    The partition's terms and URLs are read dictionary-encoded, so a term's df is looked up once
+    per distinct term, and the bags are written BAG_ROW_GROUP_ENTRIES terms at a time: a term
+    string per entry is never held for the whole partition (1.2 GB before, for the 4.4 million
+    entries of one partition of the 50k scale crawl).
+    """
+    table = _dictionaries(pq.read_table(url, read_dictionary=["url", "term"]), ("url", "term"))
+    if table.num_rows == 0:
         write_parquet_atomic(schemas.BAGS.empty_table(), out)
         return {"bags": 0, "entries": 0, "empty_bags": 0}
+    terms, urls = table.column("term").chunk(0), table.column("url").chunk(0)
     df_table = pq.read_table(df_path)
-    # df of each row's term, by a hash look-up of the term in the DF table.
-    at = pc.index_in(merged.column("term"), value_set=df_table.column("term"))
+    # df of each distinct term, by a hash look-up of the term in the DF table.
+    at = pc.index_in(terms.dictionary, value_set=df_table.column("term"))
     if at.null_count:
         raise ValueError(f"{url}: a term has no document frequency in {df_path}; the bags stage output is damaged — delete it and re-run")
-    df = df_table.column("df").take(at).to_numpy().astype(np.float64)
-    url_ids = merged.column("url_id").to_numpy()
-    tf = merged.column("tf").to_numpy()
-    weights = tf * weighting.factors(df)
+    factors = weighting.factors(df_table.column("df").take(at).to_numpy().astype(np.float64))
+    term_index = terms.indices.to_numpy(zero_copy_only=False)
+    url_ids = table.column("url_id").to_numpy()
+    weights = table.column("tf").to_numpy() * factors[term_index]
     starts = np.flatnonzero(np.concatenate(([True], url_ids[1:] != url_ids[:-1])))
     keep_entry = weights > 0
     # Entries whose weight fell to 0 leave the bag; rebuild the row pointers over the rest.
@@ -400,19 +416,29 @@ def weigh_part(url: str, df_path: str, weighting: Weighting, out: str) -> dict[s
     indptr = np.concatenate(([0], np.cumsum(counts)))
     data, sums = normalise_rows(indptr, weights[keep_entry], weighting.normalise_to)
     nonempty = sums > 0
-    lengths = np.diff(indptr)
-    term_arr = merged.column("term").filter(pa.array(keep_entry)).combine_chunks()
-    list_offsets = pa.array(indptr.astype(np.int32))
-    terms_list = pa.ListArray.from_arrays(list_offsets, term_arr)
-    weights_list = pa.ListArray.from_arrays(list_offsets, pa.array(data.astype(np.float32), pa.float32()))
-    table = pa.table({
-        "url_id": pa.array(url_ids[starts], pa.uint64()),
-        "url": merged.column("url").take(pa.array(starts)),
-        "terms": terms_list,
-        "weights": weights_list,
-    }, schema=schemas.BAGS).filter(pa.array(nonempty))
-    write_parquet_atomic(table, out)
-    return {"bags": table.num_rows, "entries": int(lengths[nonempty].sum()), "empty_bags": int((~nonempty).sum())}
+    kept_terms = term_index[keep_entry]
+    url_index = urls.indices.to_numpy(zero_copy_only=False)[starts]
+    with parquet_writer_atomic(out, schemas.BAGS) as writer:
+        for lo, hi in _row_groups(indptr, BAG_ROW_GROUP_ENTRIES):
+            rows = np.flatnonzero(nonempty[lo:hi]) + lo
+            lengths = indptr[rows + 1] - indptr[rows]
+            ends = np.cumsum(lengths)
+            entries = np.repeat(indptr[rows] - (ends - lengths), lengths) + np.arange(int(ends[-1]) if ends.size else 0)
+            offsets = pa.array(np.concatenate(([0], ends)).astype(np.int32))
+            writer.write_table(pa.table({
+                "url_id": pa.array(url_ids[starts[rows]], pa.uint64()),
+                "url": urls.dictionary.take(pa.array(url_index[rows])),
+                "terms": pa.ListArray.from_arrays(offsets, terms.dictionary.take(pa.array(kept_terms[entries]))),
+                "weights": pa.ListArray.from_arrays(offsets, pa.array(data[entries].astype(np.float32), pa.float32())),
+            }, schema=schemas.BAGS))
+    return {"bags": int(nonempty.sum()), "entries": int(np.diff(indptr)[nonempty].sum()), "empty_bags": int((~nonempty).sum())}
+
+
+def _row_groups(indptr: np.ndarray, entries: int) -> list[tuple[int, int]]:
+    """Consecutive ranges [lo, hi) of bags (rows of ``indptr``) of about ``entries`` entries each."""
+    cuts = np.searchsorted(indptr, np.arange(0, indptr[-1], max(1, entries)), side="right") - 1
+    bounds = np.unique(np.concatenate((cuts, [indptr.size - 1])))
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ def register(subparsers) -> None:
     bags.add_argument("--partitions", type=int, default=None, metavar="P",
                       help="merge partitions (default: as many as --part-mb needs)")
     bags.add_argument("--part-mb", type=int, default=None, metavar="MB",
-                      help="working memory of each task, in megabytes (default 1024)")
+                      help="working memory of each task, in megabytes (default 768)")
     bags.add_argument("--scheduler", choices=("threads", "processes", "sync"), default="threads",
                       help="Dask scheduler for the stage (default: threads)")
     bags.add_argument("--show", action="append", default=[], metavar="URL",

@@ -39,7 +39,7 @@ def register(subparsers) -> None:
     p.add_argument("--dask-address", default=None, metavar="ADDR", help="an existing Dask scheduler")
     p.add_argument("--workers", type=int, default=None, metavar="N", help="local Dask worker processes")
     p.add_argument("--part-mb", type=int, default=None, metavar="MB",
-                   help="working memory of each task of the bags stage, in megabytes (default 1024: every "
+                   help="working memory of each task of the bags stage, in megabytes (default 768: every "
                         "process stays under 2 GiB, four workers fit in 8 GB)")
     p.add_argument("--verify", action="store_true",
                    help="check every reused stage output and the live index by content (SHA-256), not only "
