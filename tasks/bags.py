@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -218,38 +218,44 @@ def _urls(url_ids: np.ndarray, pages: pa.Table | None, links: pa.Table | None) -
 
 
 def fragments_of_pages_part(url: str, strategy: Strategy, skip_ids: np.ndarray, out: str,
-                            size: PartSize = PartSize()) -> dict[str, int]:
+                            size: PartSize = PartSize(), exclude: Callable[[str], bool] | None = None) -> dict[str, int]:
     """Content and title fragments of one pages part, slice by slice (at most
-    ``size.page_rows`` pages at once), pre-merged per (URL, term) within a slice, to ``out``."""
+    ``size.page_rows`` pages at once), pre-merged per (URL, term) within a slice, to ``out``;
+    the pages ``exclude`` names are left out."""
     columns = ["url", "url_id", "title_words", *(["words"] if strategy.uses_content else [])]
-    stats = {"pages": 0, "duplicate_pages": 0, "fragment_rows": 0, "slices": 0}
+    stats = {"pages": 0, "duplicate_pages": 0, "excluded_pages": 0, "fragment_rows": 0, "slices": 0}
     seen = np.zeros(0, np.uint64)  # a URL repeated within the part keeps its first page
     with parquet_writer_atomic(out, FRAGMENTS) as writer:
-        for table, skipped in page_slices(url, columns, skip_ids, size.page_rows):
-            ids = table.column("url_id").to_numpy()
+        for piece in page_slices(url, columns, skip_ids, size.page_rows, exclude):
+            ids = piece.pages.column("url_id").to_numpy()
             again = np.isin(ids, seen)
-            table, seen = table.filter(pa.array(~again)), np.concatenate([seen, ids[~again]])
-            piece, piece_stats = fragments(table, None, strategy)
-            writer.write_table(piece, row_group_size=FRAGMENT_ROW_GROUP)
-            stats["pages"] += table.num_rows + skipped + int(again.sum())
-            stats["duplicate_pages"] += piece_stats.duplicate_pages + skipped + int(again.sum())
-            stats["fragment_rows"] += piece.num_rows
+            table, seen = piece.pages.filter(pa.array(~again)), np.concatenate([seen, ids[~again]])
+            frags, frag_stats = fragments(table, None, strategy)
+            writer.write_table(frags, row_group_size=FRAGMENT_ROW_GROUP)
+            stats["pages"] += piece.pages.num_rows + piece.skipped + piece.excluded
+            stats["duplicate_pages"] += frag_stats.duplicate_pages + piece.skipped + int(again.sum())
+            stats["excluded_pages"] += piece.excluded
+            stats["fragment_rows"] += frags.num_rows
             stats["slices"] += 1
     return stats
 
 
 def fragments_of_links_part(url: str, strategy: Strategy, skip_sources: np.ndarray, out: str,
-                            size: PartSize = PartSize()) -> dict[str, int]:
+                            size: PartSize = PartSize(), exclude: Callable[[str], bool] | None = None) -> dict[str, int]:
     """Anchor-window and link-id fragments of one links part, slice by slice (at most
     ``size.link_rows`` links and the row groups of source pages they point into),
-    pre-merged per (URL, term) within a slice, to ``out``."""
-    stats = {"links": 0, "links_of_duplicate_pages": 0, "self_links": 0, "fragment_rows": 0, "slices": 0}
+    pre-merged per (URL, term) within a slice, to ``out``; the out-links of the pages
+    ``exclude`` names are left out."""
+    stats = {"links": 0, "links_of_duplicate_pages": 0, "links_from_excluded_pages": 0, "self_links": 0,
+             "fragment_rows": 0, "slices": 0}
     with parquet_writer_atomic(out, FRAGMENTS) as writer:
-        for piece in link_slices(url, skip_sources, size.link_rows, sources=strategy.uses_anchor):
+        for piece in link_slices(url, skip_sources, size.link_rows, sources=strategy.uses_anchor,
+                                 exclude=exclude):
             table, piece_stats = fragments(None, piece.links, strategy, piece.sources, where=url)
             writer.write_table(table, row_group_size=FRAGMENT_ROW_GROUP)
-            stats["links"] += piece.links.num_rows + piece.skipped
+            stats["links"] += piece.links.num_rows + piece.skipped + piece.excluded
             stats["links_of_duplicate_pages"] += piece.skipped
+            stats["links_from_excluded_pages"] += piece.excluded
             stats["self_links"] += piece_stats.self_links
             stats["fragment_rows"] += table.num_rows
             stats["slices"] += 1
@@ -387,51 +393,88 @@ def sum_counts(count_files: Sequence[str], group: int = 8) -> pa.Table:
     return total.sort_by("term")
 
 
+#: A partition's weighted bags before storage: BAGS with double-precision weights.
+_WEIGHED = pa.schema([*(f for f in schemas.BAGS if f.name != "weights"),
+                      pa.field("weights", pa.list_(pa.float64()), nullable=False)])
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Weighed:
+    """One merge partition frequency-weighted and normalised (Sections 5.2, 6.1): bag i is
+    entries ``indptr[i]:indptr[i + 1]`` (terms ``term_index`` into ``terms``, weights ``data``)
+    of URL ``url_ids[i]`` (``url_index`` into ``urls``); ``nonempty`` marks the bags that keep
+    a positive sum."""
+
+    url_ids: np.ndarray
+    url_index: np.ndarray
+    urls: pa.Array
+    indptr: np.ndarray
+    term_index: np.ndarray
+    terms: pa.Array
+    data: np.ndarray
+    nonempty: np.ndarray
+
+    def table(self, rows: np.ndarray, weights: pa.DataType) -> pa.Table:
+        """The bags ``rows`` as a BAGS table with weights of type ``weights``."""
+        lengths = self.indptr[rows + 1] - self.indptr[rows]
+        ends = np.cumsum(lengths)
+        entries = np.repeat(self.indptr[rows] - (ends - lengths), lengths) + np.arange(int(ends[-1]) if ends.size else 0)
+        offsets = pa.array(np.concatenate(([0], ends)).astype(np.int32))
+        return pa.table({
+            "url_id": pa.array(self.url_ids[rows], pa.uint64()),
+            "url": self.urls.take(pa.array(self.url_index[rows])),
+            "terms": pa.ListArray.from_arrays(offsets, self.terms.take(pa.array(self.term_index[entries]))),
+            "weights": pa.ListArray.from_arrays(offsets, pa.array(self.data[entries].astype(weights.to_pandas_dtype()),
+                                                                  weights)),
+        })
+
+    def rows(self, wanted: pa.Array) -> pa.Table:
+        """The non-empty bags of the URL ids ``wanted``, in double precision (_WEIGHED)."""
+        chosen = self.nonempty & pc.is_in(pa.array(self.url_ids, pa.uint64()), value_set=wanted).to_numpy(zero_copy_only=False)
+        return self.table(np.flatnonzero(chosen), pa.float64()).cast(_WEIGHED)
+
+
+def _weigh(merged: pa.Table, df_table: pa.Table, weighting: Weighting, where: str) -> _Weighed:
+    """Frequency-weight and normalise one merged partition (MERGED, its terms and URLs plain
+    or dictionary-encoded) with the collection's DF table: tf × factor(df), entries whose weight
+    fell to 0 dropped, each bag scaled to the weighting's constant sum (Sections 5.2, 6.1)."""
+    table = _dictionaries(merged, ("url", "term"))
+    terms, urls = table.column("term").chunk(0), table.column("url").chunk(0)
+    # df of each distinct term, by a hash look-up of the term in the DF table.
+    at = pc.index_in(terms.dictionary, value_set=df_table.column("term"))
+    if at.null_count:
+        raise ValueError(f"{where}: a term has no document frequency in the collection's DF table; "
+                         "the bags stage output is damaged — delete it and re-run")
+    factors = weighting.factors(df_table.column("df").take(at).to_numpy().astype(np.float64))
+    term_index = terms.indices.to_numpy(zero_copy_only=False)
+    url_ids = table.column("url_id").to_numpy()
+    weights = table.column("tf").to_numpy() * factors[term_index]
+    starts = np.flatnonzero(np.concatenate(([True], url_ids[1:] != url_ids[:-1]))) if url_ids.size else np.zeros(0, np.int64)
+    keep_entry = weights > 0
+    # Entries whose weight fell to 0 leave the bag; rebuild the row pointers over the rest.
+    counts = np.add.reduceat(keep_entry.astype(np.int64), starts) if starts.size else np.zeros(0, np.int64)
+    indptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    data, sums = normalise_rows(indptr, weights[keep_entry], weighting.normalise_to)
+    return _Weighed(url_ids[starts], urls.indices.to_numpy(zero_copy_only=False)[starts], urls.dictionary, indptr,
+                    term_index[keep_entry], terms.dictionary, data, sums > 0)
+
+
 def weigh_part(url: str, df_path: str, weighting: Weighting, out: str) -> dict[str, int]:
     """Frequency-weight and normalise the merged bags of one partition into a BAGS part (Sections 5.2, 6.1).
 
     The partition's terms and URLs are read dictionary-encoded, so a term's df is looked up once
     per distinct term, and the bags are written BAG_ROW_GROUP_ENTRIES terms at a time: a term
-    string per entry is never held for the whole partition (1.2 GB before, for the 4.4 million
-    entries of one partition of the 50k scale crawl).
+    string per entry is never held for the whole partition (1.2 GB before, 0.5 GB now, for the
+    4.4 million entries of one partition of the 50k scale crawl).
     """
-    table = _dictionaries(pq.read_table(url, read_dictionary=["url", "term"]), ("url", "term"))
-    if table.num_rows == 0:
-        write_parquet_atomic(schemas.BAGS.empty_table(), out)
-        return {"bags": 0, "entries": 0, "empty_bags": 0}
-    terms, urls = table.column("term").chunk(0), table.column("url").chunk(0)
-    df_table = pq.read_table(df_path)
-    # df of each distinct term, by a hash look-up of the term in the DF table.
-    at = pc.index_in(terms.dictionary, value_set=df_table.column("term"))
-    if at.null_count:
-        raise ValueError(f"{url}: a term has no document frequency in {df_path}; the bags stage output is damaged — delete it and re-run")
-    factors = weighting.factors(df_table.column("df").take(at).to_numpy().astype(np.float64))
-    term_index = terms.indices.to_numpy(zero_copy_only=False)
-    url_ids = table.column("url_id").to_numpy()
-    weights = table.column("tf").to_numpy() * factors[term_index]
-    starts = np.flatnonzero(np.concatenate(([True], url_ids[1:] != url_ids[:-1])))
-    keep_entry = weights > 0
-    # Entries whose weight fell to 0 leave the bag; rebuild the row pointers over the rest.
-    counts = np.add.reduceat(keep_entry.astype(np.int64), starts)
-    indptr = np.concatenate(([0], np.cumsum(counts)))
-    data, sums = normalise_rows(indptr, weights[keep_entry], weighting.normalise_to)
-    nonempty = sums > 0
-    kept_terms = term_index[keep_entry]
-    url_index = urls.indices.to_numpy(zero_copy_only=False)[starts]
+    weighed = _weigh(pq.read_table(url, read_dictionary=["url", "term"]), pq.read_table(df_path), weighting, url)
     with parquet_writer_atomic(out, schemas.BAGS) as writer:
-        for lo, hi in _row_groups(indptr, BAG_ROW_GROUP_ENTRIES):
-            rows = np.flatnonzero(nonempty[lo:hi]) + lo
-            lengths = indptr[rows + 1] - indptr[rows]
-            ends = np.cumsum(lengths)
-            entries = np.repeat(indptr[rows] - (ends - lengths), lengths) + np.arange(int(ends[-1]) if ends.size else 0)
-            offsets = pa.array(np.concatenate(([0], ends)).astype(np.int32))
-            writer.write_table(pa.table({
-                "url_id": pa.array(url_ids[starts[rows]], pa.uint64()),
-                "url": urls.dictionary.take(pa.array(url_index[rows])),
-                "terms": pa.ListArray.from_arrays(offsets, terms.dictionary.take(pa.array(kept_terms[entries]))),
-                "weights": pa.ListArray.from_arrays(offsets, pa.array(data[entries].astype(np.float32), pa.float32())),
-            }, schema=schemas.BAGS))
-    return {"bags": int(nonempty.sum()), "entries": int(np.diff(indptr)[nonempty].sum()), "empty_bags": int((~nonempty).sum())}
+        for lo, hi in _row_groups(weighed.indptr, BAG_ROW_GROUP_ENTRIES):
+            rows = np.flatnonzero(weighed.nonempty[lo:hi]) + lo
+            writer.write_table(weighed.table(rows, pa.float32()).cast(schemas.BAGS))
+    nonempty = weighed.nonempty
+    return {"bags": int(nonempty.sum()), "entries": int(np.diff(weighed.indptr)[nonempty].sum()),
+            "empty_bags": int((~nonempty).sum())}
 
 
 def _row_groups(indptr: np.ndarray, entries: int) -> list[tuple[int, int]]:
@@ -463,6 +506,95 @@ def _compute(collections: list, scheduler: Any) -> list:
         return list(client.compute(list(collections), sync=True))
 
 
+@dataclass(frozen=True, slots=True)
+class LeftOut:
+    """Pages to leave out of the bags with their out-links (the evaluation leaves out a
+    directory's own pages, Section 5, footnote 8): ``exclude`` names them by URL and
+    ``identity`` (JSON-able) says which they are, for the cache keys."""
+
+    exclude: Callable[[str], bool]
+    identity: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Merged:
+    """The fragments and merge sub-stages' outputs of one crawl and strategy."""
+
+    fragments: StageOutput
+    merged: StageOutput
+
+    def count_files(self) -> list[str]:
+        return [join(self.merged.path, COUNTS_FILE.format(i)) for i in range(len(parts(self.merged.path)))]
+
+
+def _strategy(strategy: Strategy | dict | str) -> Strategy:
+    if isinstance(strategy, Strategy):
+        return strategy
+    return Strategy.from_dict(strategy) if isinstance(strategy, dict) else Strategy.parse(str(strategy))
+
+
+def merge_stages(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: int | None = None, *,
+                 scheduler: Any = None, verify: bool = False, part_mb: int = PART_MB,
+                 left_out: LeftOut | None = None) -> Merged:
+    """The fragments and merge sub-stages (built or reused; see the module docstring) of the
+    crawl in ``crawl_dir`` under ``strategy``, with the pages ``left_out`` names and their
+    out-links left out. Parameters as for :func:`build_bags_stage`."""
+    import dask
+
+    if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
+        raise ValueError(f"partitions: expected a positive number of merge partitions, got {partitions!r}")
+    size = PartSize(part_mb)
+    crawl = crawl_parts(crawl_dir)
+    inputs = crawl_identity(crawl_dir)
+    exclude = left_out.exclude if left_out is not None else None
+
+    # 1. Fragments: one task per ingest part, each reading its part slice by slice.
+    def fragments(tmp: str) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        copies = duplicate_copies(crawl.pages)
+        work = [dask.delayed(fragments_of_pages_part)(u, strategy, copies.of(u), join(tmp, f"part-pages-{part_of(u)}.parquet"),
+                                                     size, exclude)
+                for u in crawl.pages]
+        work += [dask.delayed(fragments_of_links_part)(u, strategy, copies.of(u), join(tmp, f"part-links-{part_of(u)}.parquet"),
+                                                      size, exclude)
+                 for u in crawl.links]
+        stats: dict[str, Any] = {"pages": 0, "duplicate_pages": 0, "excluded_pages": 0, "links": 0,
+                                 "links_of_duplicate_pages": 0, "links_from_excluded_pages": 0, "self_links": 0,
+                                 "fragment_rows": 0, "slices": 0}
+        for part_stats in _compute(work, scheduler):
+            for k, v in part_stats.items():
+                stats[k] += v
+        fs, path = filesystem(tmp)
+        stats["fragment_bytes"] = int(sum(fs.size(p) for p in fs.ls(path, detail=False) if p.endswith(".parquet")))
+        stats["seconds"] = round(time.perf_counter() - t0, 3)
+        return stats
+
+    params: dict[str, Any] = {"format": BAGS_FORMAT, "strategy": strategy.fragment_params()}
+    if left_out is not None:
+        params["left_out"] = left_out.identity
+    frag = run_stage(out_dir, STAGE_FRAGMENTS, inputs, params, fragments, verify=verify)
+    p = partitions or max(1, math.ceil(int(frag.stats.get("fragment_rows", 0)) / size.fragment_rows))
+
+    # 2. Merge: per range of URL ids, the fragments of its URLs from every file, equal (URL, term) pairs summed.
+    def merge(tmp: str) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        frag_parts = parts(frag.path)
+        if frag.stats.get("fragment_rows", 0) == 0 or not frag_parts:
+            write_merged(MERGED.empty_table(), join(tmp, "part-00000.parquet"))
+            write_parquet_atomic(DF.empty_table(), join(tmp, COUNTS_FILE.format(0)))
+            written = [0]
+        else:
+            writes = [dask.delayed(merge_range)(frag_parts, low, high, join(tmp, f"part-{i:05d}.parquet"),
+                                                join(tmp, COUNTS_FILE.format(i)))
+                      for i, (low, high) in enumerate(url_ranges(p))]
+            written = _compute(writes, scheduler)
+        return {"partitions": len(written), "rows": int(sum(written)), "seconds": round(time.perf_counter() - t0, 3)}
+
+    # P only sets how the work is cut, not the result: it is not part of the key.
+    merged = run_stage(out_dir, STAGE_MERGE, {"fragments": frag}, {"format": BAGS_FORMAT}, merge, verify=verify)
+    return Merged(frag, merged)
+
+
 def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: int | None = None, *,
                      scheduler: Any = None, df_snapshot: DfSnapshot | None = None,
                      verify: bool = False, part_mb: int = PART_MB) -> StageOutput:
@@ -484,59 +616,16 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
     """
     import dask
 
-    if not isinstance(strategy, Strategy):
-        strategy = Strategy.from_dict(strategy) if isinstance(strategy, dict) else Strategy.parse(str(strategy))
-    if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
-        raise ValueError(f"partitions: expected a positive number of merge partitions, got {partitions!r}")
-    size = PartSize(part_mb)
-    crawl = crawl_parts(crawl_dir)
-    inputs = crawl_identity(crawl_dir)
-
-    # 1. Fragments: one task per ingest part, each reading its part slice by slice.
-    def fragments(tmp: str) -> dict[str, Any]:
-        t0 = time.perf_counter()
-        copies = duplicate_copies(crawl.pages)
-        work = [dask.delayed(fragments_of_pages_part)(u, strategy, copies.of(u), join(tmp, f"part-pages-{part_of(u)}.parquet"), size)
-                for u in crawl.pages]
-        work += [dask.delayed(fragments_of_links_part)(u, strategy, copies.of(u), join(tmp, f"part-links-{part_of(u)}.parquet"), size)
-                 for u in crawl.links]
-        stats: dict[str, Any] = {"pages": 0, "duplicate_pages": 0, "links": 0, "links_of_duplicate_pages": 0,
-                                 "self_links": 0, "fragment_rows": 0, "slices": 0}
-        for part_stats in _compute(work, scheduler):
-            for k, v in part_stats.items():
-                stats[k] += v
-        fs, path = filesystem(tmp)
-        stats["fragment_bytes"] = int(sum(fs.size(p) for p in fs.ls(path, detail=False) if p.endswith(".parquet")))
-        stats["seconds"] = round(time.perf_counter() - t0, 3)
-        return stats
-
-    frag = run_stage(out_dir, STAGE_FRAGMENTS, inputs,
-                     {"format": BAGS_FORMAT, "strategy": strategy.fragment_params()}, fragments, verify=verify)
-    p = partitions or max(1, math.ceil(int(frag.stats.get("fragment_rows", 0)) / size.fragment_rows))
-
-    # 2. Merge: per range of URL ids, the fragments of its URLs from every file, equal (URL, term) pairs summed.
-    def merge(tmp: str) -> dict[str, Any]:
-        t0 = time.perf_counter()
-        frag_parts = parts(frag.path)
-        if frag.stats.get("fragment_rows", 0) == 0 or not frag_parts:
-            write_merged(MERGED.empty_table(), join(tmp, "part-00000.parquet"))
-            write_parquet_atomic(DF.empty_table(), join(tmp, COUNTS_FILE.format(0)))
-            written = [0]
-        else:
-            writes = [dask.delayed(merge_range)(frag_parts, low, high, join(tmp, f"part-{i:05d}.parquet"),
-                                                join(tmp, COUNTS_FILE.format(i)))
-                      for i, (low, high) in enumerate(url_ranges(p))]
-            written = _compute(writes, scheduler)
-        return {"partitions": len(written), "rows": int(sum(written)), "seconds": round(time.perf_counter() - t0, 3)}
-
-    # P only sets how the work is cut, not the result: it is not part of the key.
-    merged_out = run_stage(out_dir, STAGE_MERGE, {"fragments": frag}, {"format": BAGS_FORMAT}, merge, verify=verify)
+    strategy = _strategy(strategy)
+    stages = merge_stages(crawl_dir, strategy, out_dir, partitions, scheduler=scheduler, verify=verify,
+                          part_mb=part_mb)
+    frag, merged_out = stages.fragments, stages.merged
 
     # 3. Weigh: df over the collection, then frequency weighting and normalisation per partition.
     def weigh(tmp: str) -> dict[str, Any]:
         t0 = time.perf_counter()
         merged_parts = parts(merged_out.path)
-        df_table = sum_counts([join(merged_out.path, COUNTS_FILE.format(i)) for i in range(len(merged_parts))])
+        df_table = sum_counts(stages.count_files())
         df_path = join(tmp, DF_FILE)
         write_parquet_atomic(df_table, df_path)
         df_values = df_table.column("df").to_numpy()
@@ -569,6 +658,44 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
     if df_snapshot is not None:
         params["df_snapshot"] = df_snapshot.identity()
     return run_stage(out_dir, STAGE_BAGS, {"merged": merged_out}, params, weigh, verify=verify)
+
+
+def sample_bags(crawl_dir: str, strategy: Strategy, out_dir: str, url_ids: np.ndarray, *,
+                scheduler: Any = None, part_mb: int = PART_MB, left_out: LeftOut | None = None) -> BagMatrix:
+    """The weighted bags of ``url_ids`` (those that have one) in double precision, df and NMDF
+    fitted over the whole collection — what the evaluation compares (Sections 4–5).
+
+    The fragments and merge sub-stages run (or are reused) under ``out_dir`` as for the index,
+    with the pages ``left_out`` names and their out-links left out; then each merge partition
+    is read once, partition by partition: its share of the bags that are not empty once
+    weighted (the collection's size), and the rows of ``url_ids``, weighted exactly as
+    :func:`weigh_part` weighs them before it stores float32. Memory holds a partition, the
+    DF table and the sample's bags, never the collection's.
+    """
+    strategy = _strategy(strategy)
+    stages = merge_stages(crawl_dir, strategy, out_dir, scheduler=scheduler, part_mb=part_mb, left_out=left_out)
+    df_table = sum_counts(stages.count_files())
+    weighting = Weighting.resolve(strategy, df_table.column("df").to_numpy())
+    wanted = pa.array(np.unique(np.asarray(url_ids, dtype=np.uint64)), pa.uint64())
+    pieces, collection_size = [], 0
+    for url in parts(stages.merged.path):
+        weighed = _weigh(pq.read_table(url, read_dictionary=["url", "term"]), df_table, weighting, url)
+        collection_size += int(weighed.nonempty.sum())
+        pieces.append(weighed.rows(wanted))
+    bags = pa.concat_tables(pieces) if pieces else _WEIGHED.empty_table()
+    terms_flat, offsets = flat_lists(bags.column("terms"))
+    encoded = pc.dictionary_encode(terms_flat)
+    vocabulary = tuple(encoded.dictionary.to_pylist())
+    import scipy.sparse as sp
+
+    csr = sp.csr_matrix((pc.list_flatten(bags.column("weights")).to_numpy(zero_copy_only=False).astype(np.float64),
+                         encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), offsets),
+                        shape=(bags.num_rows, len(vocabulary)))
+    csr.sort_indices()
+    at = pc.index_in(encoded.dictionary, value_set=df_table.column("term"))
+    df = df_table.column("df").take(at).to_numpy().astype(np.int64)
+    return BagMatrix(bags.column("url_id").to_numpy().astype(np.uint64), tuple(bags.column("url").to_pylist()),
+                     vocabulary, csr, df, collection_size, weighting)
 
 
 @task(name="bags", cache_policy=NO_CACHE)

@@ -47,7 +47,7 @@ import scipy.sparse as sp
 
 from simweb.core.bags import Corpus, LinkColumns, PageColumns, WordLists
 from simweb.core.linkgraph import LinkGraph
-from simweb.core.retrieval_metrics import tfidf_vectors
+from simweb.core.retrieval_metrics import tfidf_rows
 from simweb.tasks import schemas
 from simweb.tasks.contexts import pages_part_of, source_rows
 from simweb.tasks.stagecache import file_identities, read_manifest
@@ -62,6 +62,7 @@ __all__ = [
     "DamagedPart",
     "DuplicateCopies",
     "LinkSlice",
+    "PageSlice",
     "add_to_selection",
     "content_tfidf",
     "corpus_from_tables",
@@ -390,47 +391,67 @@ def _batches(part: pq.ParquetFile, url: str, columns: Sequence[str], rows: int) 
         raise DamagedPart(url, err) from None
 
 
-def page_slices(url: str, columns: Sequence[str], skip_ids: np.ndarray | None,
-                rows: int) -> Iterator[tuple[pa.Table, int]]:
-    """A pages part in slices of at most ``rows`` pages, without the pages of ``skip_ids``; with
-    how many rows each slice skipped. The part is never read whole."""
+@dataclass(frozen=True, slots=True, eq=False)
+class PageSlice:
+    """Up to a slice's worth of a pages part's rows, and how many rows of the slice were left
+    out: ``skipped`` as duplicate copies, ``excluded`` as pages ``exclude`` names."""
+
+    pages: pa.Table
+    skipped: int
+    excluded: int
+
+
+def page_slices(url: str, columns: Sequence[str], skip_ids: np.ndarray | None, rows: int,
+                exclude: Callable[[str], bool] | None = None) -> Iterator[PageSlice]:
+    """A pages part in slices of at most ``rows`` pages, without the pages of ``skip_ids`` nor
+    those ``exclude`` names. The part is never read whole."""
     columns = list(dict.fromkeys(columns))
-    read = list(dict.fromkeys([*columns, "url_id"]))
+    read = list(dict.fromkeys([*columns, "url_id", *(["url"] if exclude is not None else [])]))
     for table in _batches(_parquet_file(url, schemas.PAGES, read), url, read, rows):
         skipped = 0
         if skip_ids is not None and skip_ids.size:
             table, skipped = _without(table, "url_id", skip_ids)
-        yield table.select(columns), skipped
+        dropped = _excluded(table.column("url"), exclude) if exclude is not None else np.zeros(0, bool)
+        if dropped.any():
+            table = table.filter(pa.array(~dropped))
+        yield PageSlice(table.select(columns), skipped, int(dropped.sum()))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class LinkSlice:
     """Up to a slice's worth of a links part's rows, the (url_id, words) of their source pages
-    (None when not asked for) and how many rows of the slice were skipped as links of
-    duplicate copies."""
+    (None when not asked for) and how many rows of the slice were left out: ``skipped`` as
+    links of duplicate copies, ``excluded`` as out-links of pages ``exclude`` names."""
 
     links: pa.Table
     sources: pa.Table | None
     skipped: int
+    excluded: int = 0
 
 
 def link_slices(url: str, skip_sources: np.ndarray | None, rows: int, *,
-                columns: Sequence[str] = tuple(LINK_COLUMNS), sources: bool = True) -> Iterator[LinkSlice]:
+                columns: Sequence[str] = tuple(LINK_COLUMNS), sources: bool = True,
+                exclude: Callable[[str], bool] | None = None) -> Iterator[LinkSlice]:
     """A links part in slices of at most ``rows`` links, without the links of the pages of
-    ``skip_sources``, each with the words of its links' source pages when ``sources``.
+    ``skip_sources`` nor the out-links of the pages ``exclude`` names, each with the words of
+    its links' source pages when ``sources``.
 
     The source pages are read from the pages part of the same name by row group, as a slice
     needs them (the ingest writes a page's links in the order of its pages, so consecutive
     slices share a row group or two): memory holds a slice and the row groups it points into,
     never the part.
     """
-    columns = list(dict.fromkeys([*columns, "source_id"]))
+    columns = list(dict.fromkeys([*columns, "source_id", *(["source_url"] if exclude is not None else [])]))
     pages: _SourcePages | None = _SourcePages(pages_part_of(url), url) if sources else None
     for table in _batches(_parquet_file(url, schemas.LINKS, columns), url, columns, rows):
         skipped = 0
         if skip_sources is not None and skip_sources.size:
             table, skipped = _without(table, "source_id", skip_sources)
-        yield LinkSlice(table, pages.of(table.column("source_id")) if pages is not None else None, skipped)
+        dropped = _excluded(table.column("source_url"), exclude) if exclude is not None else np.zeros(0, bool)
+        if dropped.any():
+            table = table.filter(pa.array(~dropped))
+        yield LinkSlice(table, pages.of(table.column("source_id")) if pages is not None else None, skipped,
+                        int(dropped.sum()))
 
 
 class _SourcePages:
@@ -624,12 +645,28 @@ def load_corpus(crawl_dir: str, exclude: Callable[[str], bool] = _keep_all) -> C
 def link_targets(crawl_dir: str, exclude: Callable[[str], bool] = _keep_all) -> tuple[frozenset[str], dict[str, int]]:
     """The URLs some page of the crawl links to (self-links aside; without the out-links of the
     pages ``exclude`` names), and the counts of what was read and left out (``linked_urls``
-    among them)."""
-    tables = _read_crawl(crawl_dir, ["url"], EDGE_COLUMNS, exclude=exclude)
-    links = tables.links
-    not_self = pc.not_equal(links.column("source_id"), links.column("target_id"))
-    linked = frozenset(pc.unique(links.column("target_url").filter(not_self)).to_pylist())
-    return linked, {**tables.counts, "linked_urls": len(linked)}
+    among them). Part by part: memory holds one part's links and the distinct targets, not the
+    crawl's links."""
+    found = crawl_parts(crawl_dir)
+    copies = duplicate_copies(found.pages)
+    counts = dict.fromkeys(("pages", "duplicate_copies", "excluded_pages", "links", "links_of_duplicate_copies",
+                            "links_from_excluded_pages"), 0)
+    for url in found.pages:
+        table, skipped = read_pages(url, ["url"], copies.of(url))
+        counts["pages"] += table.num_rows + skipped
+        counts["duplicate_copies"] += skipped
+        counts["excluded_pages"] += int(_excluded(table.column("url"), exclude).sum())
+    targets = pa.array([], pa.string())
+    for url in found.links:
+        links, skipped = read_links(url, copies.of(url), EDGE_COLUMNS)
+        counts["links"] += links.num_rows + skipped
+        counts["links_of_duplicate_copies"] += skipped
+        dropped = _excluded(links.column("source_url"), exclude)
+        counts["links_from_excluded_pages"] += int(dropped.sum())
+        keep = pc.and_(pa.array(~dropped), pc.not_equal(links.column("source_id"), links.column("target_id")))
+        targets = pc.unique(pa.chunked_array([targets, *links.column("target_url").filter(keep).chunks], pa.string()))
+    linked = frozenset(targets.to_pylist())
+    return linked, {**counts, "linked_urls": len(linked)}
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -662,16 +699,48 @@ def load_link_graph(crawl_dir: str, exclude: Callable[[str], bool] = _keep_all) 
 
 def content_tfidf(crawl_dir: str, url_ids: np.ndarray,
                   exclude: Callable[[str], bool] = _keep_all) -> tuple[sp.csr_matrix, np.ndarray]:
-    """TF-IDF vectors of the crawl's page contents (ENS Section 4.2: the cosine of TF-IDF vectors
-    judges a top-N list, Δ(A, N)) and the row of each of ``url_ids``; a URL that was not crawled
-    gets the all-zero last row (cosine 0 with everything). Document frequencies are those of
-    every page but the ones ``exclude`` names."""
-    pages = _read_crawl(crawl_dir, ["url", "url_id", "words"], None, exclude=exclude).pages
+    """TF-IDF vectors of the contents of the pages of ``url_ids`` (ENS Section 4.2: the cosine of
+    TF-IDF vectors judges a top-N list, Δ(A, N)) and the row of each of ``url_ids``; a URL that
+    was not crawled gets the all-zero last row (cosine 0 with everything). Document frequencies
+    are those of every page but the ones ``exclude`` names.
+
+    One pass over the pages, slice by slice: each slice's words are dictionary-encoded by Arrow
+    and counted once per page into the collection's df, and only the wanted pages' words are
+    kept. Memory holds a slice, the vocabulary's df and the wanted pages, never the crawl's words
+    as Python strings (before: every page's words as a list of str)."""
+    found = crawl_parts(crawl_dir)
+    copies = duplicate_copies(found.pages)
+    wanted = _wanted(url_ids)
+    df = pa.table({"term": pa.array([], pa.string()), "df": pa.array([], pa.int64())})
+    kept, pending, documents = [], [], 0
+    seen = np.zeros(0, np.uint64)
+    for url in found.pages:
+        for piece in page_slices(url, ["url", "url_id", "words"], copies.of(url), 4096,
+                                 None if exclude is _keep_all else exclude):
+            pages = piece.pages
+            ids = pages.column("url_id").to_numpy()
+            first = ~np.isin(ids, seen)  # repeats within a part: the first row
+            first[np.setdiff1d(np.arange(ids.size), np.unique(ids, return_index=True)[1])] = False
+            pages, seen = pages.filter(pa.array(first)), np.concatenate([seen, ids[first]])
+            documents += pages.num_rows
+            values, offsets = flat_lists(pages.column("words"))
+            encoded = pc.dictionary_encode(values)
+            codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+            width = max(1, len(encoded.dictionary))
+            page_of = np.repeat(np.arange(pages.num_rows), np.diff(offsets))
+            in_pages = np.bincount(np.unique(page_of * width + codes) % width, minlength=len(encoded.dictionary))
+            pending.append(pa.table({"term": encoded.dictionary, "df": pa.array(in_pages, pa.int64())}))
+            if len(pending) >= 8:
+                df, pending = _add_counts([df, *pending], "term", "df"), []
+            kept.append(pages.filter(pc.is_in(pages.column("url_id"), value_set=wanted)).select(["url_id", "words"]))
+    df = _add_counts([df, *pending], "term", "df")
+    pages = pa.concat_tables(kept) if kept else _empty(schemas.PAGES, ["url_id", "words"])
     ids = pages.column("url_id").to_numpy()
-    _, first = np.unique(ids, return_index=True)  # repeats within a part: the first row
-    first = np.sort(first)
-    pages, ids = pages.take(pa.array(first)), ids[first]
-    vectors = tfidf_vectors(pages.column("words").to_pylist())
+    values, offsets = flat_lists(pages.column("words"))
+    encoded = pc.dictionary_encode(values)
+    at = pc.index_in(encoded.dictionary, value_set=df.column("term"))
+    vectors = tfidf_rows(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), offsets,
+                         pc.fill_null(df.column("df").take(at), 0).to_numpy(), documents)
     vectors = sp.vstack([vectors, sp.csr_matrix((1, vectors.shape[1]))]).tocsr()
     rows = np.full(url_ids.size, ids.size, dtype=np.int64)
     if ids.size:
@@ -744,11 +813,12 @@ def in_degrees(crawl_dir: str, url_ids: Iterable[int] | np.ndarray | None = None
         counts = pairs.group_by("target_id", use_threads=False).aggregate([("source_id", "count")])
         pending.append(pa.table({"url_id": counts.column("target_id"), "in_degree": counts.column("source_id_count")}))
         if len(pending) >= 8:
-            total, pending = _add_degrees([total, *pending]), []
-    total = _add_degrees([total, *pending])
+            total, pending = _add_counts([total, *pending], "url_id", "in_degree"), []
+    total = _add_counts([total, *pending], "url_id", "in_degree")
     return pa.table({"url_id": total.column("url_id"), "in_degree": pc.cast(total.column("in_degree"), pa.int32())})
 
 
-def _add_degrees(tables: list[pa.Table]) -> pa.Table:
-    summed = pa.concat_tables(tables).group_by("url_id", use_threads=False).aggregate([("in_degree", "sum")])
-    return pa.table({"url_id": summed.column("url_id"), "in_degree": summed.column("in_degree_sum")})
+def _add_counts(tables: list[pa.Table], key: str, count: str) -> pa.Table:
+    """One row per ``key`` with its ``count`` summed over ``tables``."""
+    summed = pa.concat_tables(tables).group_by(key, use_threads=False).aggregate([(count, "sum")])
+    return pa.table({key: summed.column(key), count: summed.column(f"{count}_sum")})

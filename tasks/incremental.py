@@ -243,8 +243,8 @@ def touched_bags(crawl_dir: str, strategy: Strategy, touched: np.ndarray, snapsh
                 fragments.append(bag_stage.fragments(None, links, strategy, piece.sources, where=url)[0])
     columns = ["url", "url_id", "title_words", "words"]
     for url in found.pages:
-        for table, _ in page_slices(url, columns, copies.of(url), size.page_rows):
-            table = table.filter(pc.is_in(table.column("url_id"), value_set=wanted))
+        for piece in page_slices(url, columns, copies.of(url), size.page_rows):
+            table = piece.pages.filter(pc.is_in(piece.pages.column("url_id"), value_set=wanted))
             if table.num_rows:
                 fragments.append(bag_stage.fragments(table, None, strategy)[0])
     merged, counts = bag_stage.merge_fragments(pa.concat_tables(fragments) if fragments else bag_stage.FRAGMENTS.empty_table())
