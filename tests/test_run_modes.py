@@ -117,7 +117,9 @@ def _check_quiet(output: str) -> None:
                   "UserWarning", "| distributed.", "prefect.task_runner.dask"):
         assert noise not in output, noise
     for line in output.splitlines():
-        assert len(line) < 600, f"a log line of {len(line)} characters: {line[:120]}…"
+        # file paths count as their names: how deep a checkout lies is not how long a sentence is
+        sentence = re.sub(r"(/[^\s/:]+)+/([^\s/:]+)", r"\2", line)
+        assert len(sentence) < 600, f"a log line of {len(sentence)} characters: {sentence[:120]}…"
 
 
 def test_a_small_build_runs_in_process_says_so_and_prints_each_thing_once(warc_dir, tmp_path):
