@@ -4,14 +4,15 @@ Two crawls are written here with warcio from real pages, read in place and never
 project:
 
 * **DebDocs pages** — the first 1,000 HTML pages (by path) of Debian's ``postgresql-doc-15``
-  package (the DebDocs crawl's PostgreSQL site, from the DebDocs package cache, downloaded once
-  with apt when missing: marked ``network``) under their public URLs. A holds pages 0..599, B
-  pages 300..999; a third of B's pages (every page i of B with i % 3 == 0) is a light copy: about
-  one word in 200 replaced (``simweb.corpora.perturb``) and served from another host
-  (``mirror1.www.postgresql.org``). By construction 300 of A's 600 pages are in B and 300 of B's
-  700 in A; the truth the estimate is judged against is computed exactly from the crawls (every
-  page of A against every page of B by exact resemblance of their shingle sets, the dedup
-  threshold 0.8), which also counts pages the PostgreSQL docs hold twice.
+  package (the DebDocs crawl's PostgreSQL site) under their public URLs, from the DebDocs
+  package cache; downloaded once with apt when missing (marked ``network``), skipped saying
+  why when neither works. A holds pages 0..599, B pages 300..999; a third of B's pages (page i
+  with i % 3 == 0) is a light copy: one word in 200 replaced (``simweb.corpora.perturb``) and
+  served from another host (``mirror1.www.postgresql.org``). By construction 300 of A's 600
+  pages are in B and 300 of B's 700 in A; the truth the estimate is judged against is computed
+  exactly from the crawls (every page of A against every page of B by exact resemblance of
+  their shingle sets, at the dedup threshold 0.8), which would also count pages the
+  PostgreSQL docs hold twice: it equals the construction.
 * **The shared fixture WARCs** (../shared/fixtures/warc): A = the Common Crawl excerpt
   (16 pages), B = the excerpt and the ClueWeb file (45 pages): every page of A is in B, 16 of
   B's 45 in A.
@@ -31,6 +32,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from simweb.cli import main
+from simweb.corpora import CorpusError
 from simweb.corpora.debian import Package, default_cache, fetch_deb
 from simweb.corpora.perturb import Perturbation, Vocabulary, mirror_url, perturb_page
 from simweb.tasks.crawl import unique_pages
@@ -59,7 +61,10 @@ def _write_warc(path, records) -> None:
 
 
 def _postgres_pages(n: int) -> list[tuple[str, bytes]]:
-    deb = fetch_deb(PACKAGE, CACHE)
+    try:
+        deb = fetch_deb(PACKAGE, CACHE)
+    except CorpusError as err:  # no cached package and no apt or network here
+        pytest.skip(f"the DebDocs pages are not at hand: {err}")
     with Package(deb.path) as package:
         members = sorted((path, m) for path, m in package.files(HTML_ROOT) if path.endswith(".html") and m.isfile())
         if len(members) < n:
@@ -122,11 +127,10 @@ def debdocs_pair(tmp_path_factory):
 
 @pytest.mark.network
 def test_the_truth_is_the_constructed_overlap(debdocs_pair):
-    """The light copies stay near-duplicates, and the pages of A alone rarely have one in B: the
-    exact truth is within a few pages of the constructed 300/600 and 300/700."""
+    """The light copies stay near-duplicates, and no page of A alone has one in B: the exact
+    truth is the constructed 300/600 and 300/700."""
     _, _, truth = debdocs_pair
-    assert truth["a_in_b"] == pytest.approx(300 / 600, abs=5 / 600)
-    assert truth["b_in_a"] == pytest.approx(300 / 700, abs=5 / 700)
+    assert truth == {"a_in_b": 300 / 600, "b_in_a": 300 / 700}
 
 
 @pytest.mark.network
@@ -151,8 +155,11 @@ def test_a_census_gives_the_truth(debdocs_pair):
     a, b, truth = debdocs_pair
     e = estimate_crawl_overlap(a, b, OverlapParams(sample=1000)).estimate
     assert (e.a_in_b.low, e.a_in_b.high) == (e.a_in_b.estimate,) * 2
-    assert e.a_in_b.estimate == pytest.approx(truth["a_in_b"], abs=2 / 600)
-    assert e.b_in_a.estimate == pytest.approx(truth["b_in_a"], abs=2 / 700)
+    # Every shared page is found here; a copy whose exact resemblance is within the sketch's
+    # error of the threshold could be missed (on the larger DebDocs pair in README, 2 of 600).
+    assert (e.a_in_b.found, e.a_in_b.sampled, e.b_in_a.found, e.b_in_a.sampled) == (300, 600, 300, 700)
+    assert (e.a_in_b.estimate, e.b_in_a.estimate) == (truth["a_in_b"], truth["b_in_a"])
+    assert e.size_ratio.estimate == pytest.approx(600 / 700)
 
 
 @pytest.mark.network
