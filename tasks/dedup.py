@@ -37,7 +37,6 @@ from simweb.tasks import schemas
 from simweb.tasks.crawl import crawl_parts, pages_of, read_part, unique_pages
 from simweb.tasks.storage import join, write_parquet_atomic
 
-
 CLUSTERS_TABLE = "duplicates.parquet"
 
 # DIR/duplicates.parquet — one row per page of a duplicate cluster (clusters of one are left out).

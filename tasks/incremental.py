@@ -50,19 +50,17 @@ from simweb.tasks import bags as bag_stage
 from simweb.tasks import index_store as store
 from simweb.tasks import schemas
 from simweb.tasks.crawl import (
-    PAGE_COLUMNS,
     count_page_rows,
     crawl_parts,
     duplicate_copies,
     in_degrees,
     page_titles,
-    read_links,
-    read_pages,
     read_part,
 )
 from simweb.tasks.directory_file import url_categories
 from simweb.tasks.layout import stages_folder
 from simweb.tasks.logs import run_logger
+from simweb.tasks.part_slices import link_slices, page_slices
 from simweb.tasks.signatures import SIG_DIR, IndexParams, sign_part, write_index_version
 from simweb.tasks.stagecache import StageOutput, file_identities, lineage, output_path, published, run_stage
 from simweb.tasks.storage import join, write_bytes_atomic, write_parquet_atomic
@@ -234,23 +232,24 @@ def touched_bags(crawl_dir: str, strategy: Strategy, touched: np.ndarray, snapsh
     found = crawl_parts(crawl_dir)
     copies = duplicate_copies(found.pages)
     wanted = pa.array(touched, pa.uint64())
+    size = bag_stage.PartSize()
     fragments = []
     # The bags stage merges its fragment files in name order: links parts, then pages parts.
     for url in found.links:
-        table, _ = read_links(url, copies.of(url))
-        table = table.filter(pc.is_in(table.column("target_id"), value_set=wanted))
-        if table.num_rows:
-            fragments.append(bag_stage.fragments(None, table, strategy)[0])
+        for piece in link_slices(url, copies.of(url), size.link_rows, sources=strategy.uses_anchor):
+            links = piece.links.filter(pc.is_in(piece.links.column("target_id"), value_set=wanted))
+            if links.num_rows:
+                fragments.append(bag_stage.fragments(None, links, strategy, piece.sources, where=url)[0])
+    columns = ["url", "url_id", "title_words", "words"]
     for url in found.pages:
-        table, _ = read_pages(url, PAGE_COLUMNS, copies.of(url))
-        table = table.filter(pc.is_in(table.column("url_id"), value_set=wanted))
-        if table.num_rows:
-            fragments.append(bag_stage.fragments(table, None, strategy)[0])
-    frame = (pa.concat_tables(fragments) if fragments else bag_stage.FRAGMENTS.empty_table()).to_pandas()
-    merged = bag_stage.merge_partition(frame)
+        for piece in page_slices(url, columns, copies.of(url), size.page_rows):
+            table = piece.pages.filter(pc.is_in(piece.pages.column("url_id"), value_set=wanted))
+            if table.num_rows:
+                fragments.append(bag_stage.fragments(table, None, strategy)[0])
+    merged, counts = bag_stage.merge_fragments(pa.concat_tables(fragments) if fragments else bag_stage.FRAGMENTS.empty_table())
     merged_path = os.path.join(out, "_merged.parquet")
     bag_stage.write_merged(merged, merged_path)
-    terms = pa.table({"term": pa.array(np.unique(merged["term"].to_numpy(dtype=object)).tolist(), pa.string())})
+    terms = counts.select(["term"])
     df_path = os.path.join(out, "_df.parquet")
     write_parquet_atomic(snapshot.covering(terms), df_path)
     stats = bag_stage.weigh_part(merged_path, df_path, snapshot.weighting, os.path.join(out, "part-00000.parquet"))

@@ -75,8 +75,14 @@ from simweb.core.urls import normalize_url, url_id
 from simweb.tasks import schemas
 from simweb.tasks.archives import ARCHIVE_SUFFIXES, FORMATS, ArchiveRecords, RecordEnd
 from simweb.tasks.logs import run_logger
-from simweb.tasks.payloads import (ENCODING_ERROR, TOO_LARGE, UNSUPPORTED_ENCODING, EncodingError,
-                                   decode_content_encoding, encoded_payload_ends)
+from simweb.tasks.payloads import (
+    ENCODING_ERROR,
+    TOO_LARGE,
+    UNSUPPORTED_ENCODING,
+    EncodingError,
+    decode_content_encoding,
+    encoded_payload_ends,
+)
 from simweb.tasks.storage import TMP_PREFIX, file_digest, filesystem, join, local_path, write_bytes_atomic
 
 logger = logging.getLogger("simweb.ingest")
@@ -88,6 +94,9 @@ INGEST_FORMAT = 3
 
 # Pages buffered before a row group is written: bounds memory on multi-GB WARC files.
 PAGES_PER_ROW_GROUP = 2_000
+# Links buffered before a row group is written, whatever the pages: 2,000 index pages of 15,000
+# links each would otherwise hold 30 million links (about 10 GB of Python objects) at once.
+LINKS_PER_ROW_GROUP = 100_000
 # Decoded payloads above this size are skipped: no web page needs more, and it stops a
 # "gzip bomb" from exhausting memory.
 MAX_PAYLOAD_BYTES = 16 << 20
@@ -363,7 +372,7 @@ class _Parts:
                 c[name].extend(column)
 
         self.buffered += 1
-        if self.buffered >= PAGES_PER_ROW_GROUP:
+        if self.buffered >= PAGES_PER_ROW_GROUP or len(self.links.columns["source_id"]) >= LINKS_PER_ROW_GROUP:
             self.flush()
 
     def flush(self) -> None:
