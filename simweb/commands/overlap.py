@@ -10,8 +10,8 @@ min-hashes as `simweb dedup`, resemblance at least --threshold — so a copy und
 or with small edits counts. Reported: x, the fraction of A's pages found in B; y, the fraction
 of B's pages found in A; each with its Wilson score interval (finite-population corrected: a
 sample of every page is exact); and the ratio |A|/|B| = y/x they imply, whose interval takes
-both fractions at 1 − (1 − confidence)/2 (Bonferroni), next to the ratio of the page counts.
-Pages without words are not compared (counted). --json prints the report, with every sampled
+both fractions at 1 − (1 − confidence)/2 (Bonferroni), next to the ratio of the counts of pages
+with words (page_count_ratio in --json). Pages without words are not compared (counted). --json prints the report, with every sampled
 page and the URL of its near-duplicate, as one JSON object.
 """
 from __future__ import annotations
@@ -123,7 +123,7 @@ def print_report(report, out: TextIO | None = None) -> None:
     counted = len(report.a.crawl.urls) / len(report.b.crawl.urls)
     if r.defined:
         print(f"  |A|/|B| = y/x  {_number(r.estimate)} [{_number(r.low)}, {_number(r.high)}]   "
-              f"(page counts give {counted:.3f})", file=out)
+              f"(the counts of pages with words give {counted:.3f})", file=out)
     else:
         print(f"  |A|/|B| = y/x  undefined: no sampled page of either crawl has a near-duplicate in the other "
-              f"(page counts give {counted:.3f})", file=out)
+              f"(the counts of pages with words give {counted:.3f})", file=out)
