@@ -11,8 +11,9 @@ or with small edits counts. Reported: x, the fraction of A's pages found in B; y
 of B's pages found in A; each with its Wilson score interval (finite-population corrected: a
 sample of every page is exact); and the ratio |A|/|B| = y/x they imply, whose interval takes
 both fractions at 1 − (1 − confidence)/2 (Bonferroni), next to the ratio of the counts of pages
-with words (page_count_ratio in --json). Pages without words are not compared (counted). --json prints the report, with every sampled
-page and the URL of its near-duplicate, as one JSON object.
+with words (page_count_ratio in --json). Pages without words are not compared (counted).
+--json prints the report, with every sampled page and the URL of its near-duplicate, as one
+JSON object.
 """
 from __future__ import annotations
 
