@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "simweb.commands.corpus",
     "simweb.commands.evaluate",
     "simweb.commands.dedup",
+    "simweb.commands.overlap",
     "simweb.commands.verify",
 )
 

@@ -18,7 +18,8 @@ files the copy with the smallest ``(source_file, record_offset)`` is kept; the o
 and the links read from them (a links part shares its pages part's name) are dropped and counted,
 so a page crawled twice gives one content fragment, its anchors once, and its out-links once.
 Every reader here applies that rule, so the bags stage, the evaluation, the link graph, the
-signatures' titles and in-degrees and the near-duplicate report agree on what a crawl contains.
+signatures' titles and in-degrees, the near-duplicate report and the overlap estimate agree on
+what a crawl contains.
 
 What it gives: the parts (:func:`crawl_parts`), one part read with its schema checked
 (:func:`read_part`, :func:`read_pages`, :func:`read_links`; slice by slice in

@@ -97,9 +97,8 @@ def find_duplicates(crawl: str, params: DedupParams = DedupParams()) -> DedupRep
     urls_all = pages.column("url").to_pylist()
     # Representative-first order: duplicate_clusters represents a cluster by its earliest member.
     order = sorted(range(pages.num_rows), key=lambda i: (len(urls_all[i]), urls_all[i]))
-    titles = pages.column("title_words").to_pylist()
-    words = pages.column("words").to_pylist()
-    fingerprints = [shingle_fingerprints((titles[i] or []) + (words[i] or []), params.k) for i in order]
+    fingerprints = page_fingerprints(pages, params.k)
+    fingerprints = [fingerprints[i] for i in order]
     sketches = sketch(fingerprints, params.sketch)
     clusters = duplicate_clusters(sketches, params.threshold)
     urls = [urls_all[i] for i in order]
@@ -120,6 +119,14 @@ def find_duplicates(crawl: str, params: DedupParams = DedupParams()) -> DedupRep
         "common_paths_ignored": mirrors.common_paths_ignored,
     }
     return DedupReport(urls, ids[order], clusters, mirrors, counts, params, round(time.perf_counter() - t0, 3))
+
+
+def page_fingerprints(pages: pa.Table, k: int) -> list[np.ndarray]:
+    """The K-word shingle fingerprints of each page of ``pages`` (columns ``title_words`` and
+    ``words``): its text is its title followed by its words."""
+    titles = pages.column("title_words").to_pylist()
+    words = pages.column("words").to_pylist()
+    return [shingle_fingerprints((title or []) + (text or []), k) for title, text in zip(titles, words)]
 
 
 def _fields(params) -> dict:

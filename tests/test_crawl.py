@@ -43,6 +43,7 @@ from simweb.tasks.crawl import (
     write_selection,
 )
 from simweb.tasks.dedup import find_duplicates
+from simweb.tasks.overlap import estimate_crawl_overlap
 from simweb.tasks.eval_strategies import EvaluationInputs
 from simweb.tasks.incremental import touched_bags
 from simweb.tasks.ingest import ingest_files, part_name
@@ -159,6 +160,8 @@ def test_sampling_dedup_titles_and_in_degrees_see_one_copy(twice):
     assert only_in_copy not in degree
     report = find_duplicates(crawl)
     assert report.counts["pages"] == 4 and report.counts["repeated_urls"] == 1
+    overlap = estimate_crawl_overlap(crawl, crawl)
+    assert len(overlap.a.crawl.urls) + overlap.a.crawl.without_words == 4 and overlap.a.crawl.repeated_urls == 1
     assert count_page_rows(crawl) == 5  # the measure of growth counts every row
 
 
