@@ -23,6 +23,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 import simweb.tasks.ingest as ingest
+import simweb.tasks.ingest_parts as ingest_parts
 from simweb.core.urls import normalize_url, url_id
 from simweb.cli import main as simweb_main
 from simweb.tasks import payloads, schemas
@@ -557,7 +558,7 @@ def test_links_read_back_need_their_own_pages_part(tmp_path, monkeypatch):
 
 
 def test_row_groups_are_written_as_pages_accumulate(tmp_path, monkeypatch):
-    monkeypatch.setattr(ingest, "PAGES_PER_ROW_GROUP", 2)
+    monkeypatch.setattr(ingest_parts, "PAGES_PER_ROW_GROUP", 2)
     path = write_warc(tmp_path / "g.warc.gz", [http_response(f"http://g.example/{i}", PAGE) for i in range(5)])
     stats = ingest_warc(str(path), str(tmp_path / "out"))
     part = tmp_path / "out" / "pages" / f"{stats.parts[0]}.parquet"
