@@ -50,6 +50,7 @@ import pyarrow.parquet as pq
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from simweb.core.aliases import AliasMap
 from simweb.core.bags import BagMatrix, CorpusStats, merge_entries
 from simweb.core.strategy import Strategy
 from simweb.core.weighting import Weighting, normalise_rows
@@ -64,6 +65,7 @@ from simweb.tasks.crawl import (
     part_of,
     read_links,
     read_pages,
+    redirect_links,
 )
 from simweb.tasks.stagecache import MANIFEST, StageOutput, file_identities, published, read_manifest, run_stage
 from simweb.tasks.storage import filesystem, join, parts, write_parquet_atomic
@@ -143,13 +145,19 @@ def fragments_of_pages_part(url: str, strategy: Strategy, skip_ids: np.ndarray, 
             "fragment_rows": table_out.num_rows}
 
 
-def fragments_of_links_part(url: str, strategy: Strategy, skip_sources: np.ndarray, out: str) -> dict[str, int]:
-    """Anchor-window and link-id fragments of one links part, pre-merged per (URL, term), written to ``out``."""
+def fragments_of_links_part(url: str, strategy: Strategy, skip_sources: np.ndarray, out: str,
+                            aliases: AliasMap | None = None) -> dict[str, int]:
+    """Anchor-window and link-id fragments of one links part, pre-merged per (URL, term), written to
+    ``out``; links to an alias count for its document (simweb.tasks.crawl.redirect_links)."""
     table, skipped = read_links(url, skip_sources)
+    table, redirected = redirect_links(table, aliases) if aliases is not None else (table, 0)
     table_out, stats = fragments(None, table, strategy)
     write_parquet_atomic(table_out, out)
-    return {"links": table.num_rows + skipped, "links_of_duplicate_pages": skipped,
-            "self_links": stats.self_links, "fragment_rows": table_out.num_rows}
+    counts = {"links": table.num_rows + skipped, "links_of_duplicate_pages": skipped,
+              "self_links": stats.self_links, "fragment_rows": table_out.num_rows}
+    if aliases is not None and len(aliases):
+        counts["links_redirected_to_aliases"] = redirected
+    return counts
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,16 +306,21 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
     # 1. Fragments: one task per ingest part.
     def fragments(tmp: str) -> dict[str, Any]:
         t0 = time.perf_counter()
-        copies = duplicate_copies(crawl.pages)
+        copies = duplicate_copies(crawl.pages, crawl.aliases)
+        aliases = copies.aliases if len(copies.aliases) else None
         work = [dask.delayed(fragments_of_pages_part)(u, strategy, copies.of(u), join(tmp, f"part-pages-{part_of(u)}.parquet"))
                 for u in crawl.pages]
-        work += [dask.delayed(fragments_of_links_part)(u, strategy, copies.of(u), join(tmp, f"part-links-{part_of(u)}.parquet"))
+        work += [dask.delayed(fragments_of_links_part)(u, strategy, copies.of(u), join(tmp, f"part-links-{part_of(u)}.parquet"),
+                                                       aliases)
                  for u in crawl.links]
         stats: dict[str, Any] = {"pages": 0, "duplicate_pages": 0, "links": 0, "links_of_duplicate_pages": 0,
                                  "self_links": 0, "fragment_rows": 0}
         for part_stats in _compute(work, scheduler):
             for k, v in part_stats.items():
-                stats[k] += v
+                stats[k] = stats.get(k, 0) + v
+        if aliases is not None:
+            stats.update((k, v) for k, v in copies.aliases.counts.items() if k == "aliases" or k.startswith("aliases_"))
+            stats["pages_merged_into_aliases"] = copies.aliases.counts.get("pages_merged", 0)
         fs, path = filesystem(tmp)
         stats["fragment_bytes"] = int(sum(fs.size(p) for p in fs.ls(path, detail=False) if p.endswith(".parquet")))
         stats["seconds"] = round(time.perf_counter() - t0, 3)
@@ -366,6 +379,8 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
         return {
             **{k: frag.stats.get(k, 0) for k in ("pages", "duplicate_pages", "links", "links_of_duplicate_pages",
                                                   "self_links", "fragment_rows")},
+            # Aliases (simweb.tasks.crawl): in the summary only for a crawl that has them.
+            **{k: v for k, v in frag.stats.items() if k.startswith("aliases") or k.endswith("_aliases")},
             **totals,
             "vocabulary": int(df_values.size),
             "collection_size": totals["bags"],

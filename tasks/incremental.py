@@ -56,6 +56,7 @@ from simweb.tasks.crawl import (
     duplicate_copies,
     in_degrees,
     page_titles,
+    part_of,
     read_links,
     read_pages,
     read_part,
@@ -214,15 +215,27 @@ def full_rebuild_reason(epoch: Epoch | None, live: str | None, strategy: Strateg
 
 
 def touched_urls(crawl_dir: str, new_parts: list[str]) -> np.ndarray:
-    """URL ids whose bags the new ingest parts change: their pages and their links' targets."""
+    """URL ids whose bags the new ingest parts change: their pages, their links' targets (each an
+    alias's document when it is an alias), and the URLs whose document the new parts' aliases
+    change (simweb.tasks.crawl: an alias, its document before and after, a page merged or not)."""
     found = [np.zeros(0, np.uint64)]
+    crawl = crawl_parts(crawl_dir)
+    now = duplicate_copies(crawl.pages, crawl.aliases)
+    new = set(new_parts)
+    before = duplicate_copies([u for u in crawl.pages if part_of(u) not in new],
+                              [u for u in crawl.aliases if part_of(u) not in new])
     for name in new_parts:
         page = join(crawl_dir, "pages", f"{name}.parquet")
         link = join(crawl_dir, "links", f"{name}.parquet")
         if os.path.exists(page):
             found.append(read_part(page, schemas.PAGES, ["url_id"]).column("url_id").to_numpy())
         if os.path.exists(link):
-            found.append(read_part(link, schemas.LINKS, ["target_id"]).column("target_id").to_numpy())
+            found.append(now.aliases.resolve(read_part(link, schemas.LINKS, ["target_id"]).column("target_id").to_numpy()))
+    named = np.union1d(now.aliases.ids, before.aliases.ids)
+    then, later = before.aliases.resolve(named), now.aliases.resolve(named)
+    moved = then != later
+    merged = np.setxor1d(now.merged, before.merged)
+    found += [named[moved], then[moved], later[moved], merged, now.aliases.resolve(merged)]
     return np.unique(np.concatenate(found).astype(np.uint64))
 
 
@@ -232,12 +245,12 @@ def touched_bags(crawl_dir: str, strategy: Strategy, touched: np.ndarray, snapsh
     as the bags stage builds them: each part's fragments of those URLs (the crawl's parts and
     duplicate-copy rule, simweb.tasks.crawl), merged per URL, weighted with the snapshot."""
     found = crawl_parts(crawl_dir)
-    copies = duplicate_copies(found.pages)
+    copies = duplicate_copies(found.pages, found.aliases)
     wanted = pa.array(touched, pa.uint64())
     fragments = []
     # The bags stage merges its fragment files in name order: links parts, then pages parts.
     for url in found.links:
-        table, _ = read_links(url, copies.of(url))
+        table, _ = read_links(url, copies.of(url), aliases=copies.aliases)
         table = table.filter(pc.is_in(table.column("target_id"), value_set=wanted))
         if table.num_rows:
             fragments.append(bag_stage.fragments(None, table, strategy)[0])
@@ -356,6 +369,8 @@ def update(out: str, crawl_dir: str, new_parts: list[str], epoch: Epoch, strateg
     touched = touched_urls(crawl_dir, new_parts)
     found = crawl_parts(crawl_dir)
     crawl_identity = {"pages": file_identities(found.pages), "links": file_identities(found.links)}
+    if found.aliases:
+        crawl_identity["aliases"] = file_identities(found.aliases)
     snapshot = epoch.snapshot()
 
     def bags_compute(tmp: str) -> dict[str, Any]:

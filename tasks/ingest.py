@@ -238,9 +238,11 @@ class IngestStats:
         if self.links_skipped:
             rows.append(("links not kept", sum(self.links_skipped.values()), 2))
             rows.extend((reason, n, 4) for reason, n in _by_count(self.links_skipped))
-        if self.alias_evidence or self.aliases_skipped:
+        if self.alias_evidence:
             rows.append(("alias evidence", sum(self.alias_evidence.values()), 2))
-            rows.extend((f"{kind} rows", n, 4) for kind, n in _by_count(self.alias_evidence))
+            rows.extend((_EVIDENCE_LABELS.get(kind, kind), n, 4) for kind, n in _by_count(self.alias_evidence))
+        if self.aliases_skipped:
+            rows.append(("redirects and canonical links not taken", sum(self.aliases_skipped.values()), 2))
             rows.extend((reason, n, 4) for reason, n in _by_count(self.aliases_skipped))
         rows.append(("file errors", len(self.file_errors), 2))
         rows.append(("records recovered", self.records_recovered, 4))
@@ -250,6 +252,10 @@ class IngestStats:
         lines += [f"{' ' * indent}{label:<{width - indent}}{n:>10,}" for label, n, indent in rows]
         lines += [f"    {error.path}: {error.reason}" for error in self.file_errors]
         return "\n".join(lines)
+
+
+_EVIDENCE_LABELS = {"redirect": "redirect records", "canonical": "canonical links",
+                    "slash": "slash variant names", "index": "index variant names"}
 
 
 def _add_counts(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:

@@ -100,6 +100,10 @@ def run(args) -> int:
         except NothingIngested as exc:
             stats = exc.stats
     print(stats.summary())
+    if stats.usable:
+        from simweb.tasks.crawl import alias_lines, alias_report
+
+        print("\n".join(alias_lines(alias_report(args.out))))
     status = ingest_exit_status(stats, keep_earlier=args.add)
     if status == EXIT_NOTHING_READ:
         print(f"simweb ingest: nothing usable was read: no file gave a page ({len(stats.file_errors)} "
