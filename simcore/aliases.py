@@ -42,9 +42,10 @@ comes from evidence in the crawl; nothing is guessed across hosts.
   standard's redirect limit); an alias in a loop (``a → b → a``), or leading into one, or on a
   chain longer than that, is not resolved: it stays its own document, counted.
 - **Pages**: a crawled page whose URL is an alias (a canonical link, or a URL crawled both as a
-  page and as a redirect) belongs to its target document: the page crawled at the target's own
-  URL is kept, else the first of the alias pages (by WARC file, then record offset); the others
-  are merged — dropped with their out-links, as duplicate copies are — and counted.
+  page and as a redirect) whose final target is a crawled page is merged into that page —
+  dropped with its out-links, as a duplicate copy is — and counted. When the final target was
+  not crawled as a page, the alias is set aside and the page keeps its own document (one page
+  is never replaced by a URL with no content); the aliases that led through it then end at it.
 
 The functions here take and return plain strings and numpy arrays; the crawl reader
 (simweb.tasks.crawl) reads the evidence the ingest stage wrote and applies the resolved map to

@@ -63,6 +63,7 @@ class Related:
     category: str | None
     doc_id: int
     exact: float | None = None
+    replay: str | None = None  # where a web-archive player shows the crawled page (Index.with_replay)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -205,7 +206,7 @@ class Index:
     # ----------------------------------------------------------------- queries
 
     def related(self, url: str, top: int = DEFAULT_TOP, alpha: float = DEFAULT_ALPHA,
-                rerank: bool = False, dedup: bool = False) -> list[Related]:
+                rerank: bool = False, dedup: bool = False, replay_prefix: str | None = None) -> list[Related]:
         """The pages related to ``url`` (Figure 11), best first, at most ``top``.
 
         Without ``rerank``: documents with estimated similarity ≥ α. With ``rerank``: the
@@ -213,11 +214,13 @@ class Index:
         spread at α), at most max(4·top, 50) of them; each gets its exact weighted Jaccard, and
         those ≥ α are returned by exact similarity. With ``dedup``: the best max(3·top, top + 10)
         answers are filtered for near-duplicates (see :meth:`without_duplicates`), then cut to ``top``.
+        With ``replay_prefix`` each result that was crawled gets its replay address (:meth:`with_replay`).
         """
-        return self.related_many([url], top, alpha, rerank, dedup)[url]
+        return self.related_many([url], top, alpha, rerank, dedup, replay_prefix)[url]
 
     def related_many(self, urls: list[str], top: int = DEFAULT_TOP, alpha: float = DEFAULT_ALPHA,
-                     rerank: bool = False, dedup: bool = False) -> dict[str, list[Related]]:
+                     rerank: bool = False, dedup: bool = False,
+                     replay_prefix: str | None = None) -> dict[str, list[Related]]:
         """:meth:`related` for many URLs in one batch (shared bucket look-ups); keyed by URL."""
         _check(top, alpha)
         wanted = top
@@ -238,7 +241,35 @@ class Index:
             out[url] = self._exact(v, match, alpha, top) if rerank else self._rows(v, match)
             if dedup:
                 out[url] = self.without_duplicates(url, out[url])[:wanted]
+            if replay_prefix:
+                out[url] = self.with_replay(out[url], replay_prefix)
         return out
+
+    def with_replay(self, results: list[Related], prefix: str) -> list[Related]:
+        """``results`` with the address at which a web-archive player at ``prefix`` (pywb, a Wayback
+        Machine: ``prefix`` + 14-digit timestamp + ``/`` + URL, or a template with ``{timestamp}``
+        and ``{url}``; simweb.core.replay.replay_url) shows each page as the crawl captured it: the
+        capture the index's crawl keeps for its URL. A page that was only linked to has none."""
+        from simweb.core.replay import replay_url
+
+        if not results:
+            return results
+        stamps = self.captures([r.url for r in results])
+        return [replace(r, replay=replay_url(prefix, stamps.get(r.url), r.url)) for r in results]
+
+    def captures(self, urls: list[str]) -> dict[str, str]:
+        """The capture timestamp (14 digits, UTC) of each of ``urls`` (documents' URLs) that the
+        index's crawl holds as a page, read from the crawl (:attr:`crawl`)."""
+        from simweb.core.urls import url_id
+        from simweb.tasks.crawl import pages_of
+
+        if not os.path.isdir(os.path.join(self.crawl, "pages")):
+            raise FileNotFoundError(
+                f"replay links need the pages of the crawl the index was built from, expected at {self.crawl}/pages; "
+                "open the index with crawl=DIR (CLI: --crawl DIR)"
+            )
+        pages = pages_of(self.crawl, [url_id(u) for u in urls], ["url", "timestamp"])
+        return {u: t for u, t in zip(pages.column("url").to_pylist(), pages.column("timestamp").to_pylist()) if t}
 
     def without_duplicates(self, url: str, results: list[Related]) -> list[Related]:
         """``results`` without the pages that nearly duplicate ``url`` or a page listed before
