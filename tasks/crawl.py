@@ -5,6 +5,7 @@ read from (simweb.tasks.ingest)::
 
     DIR/pages/part-<h16>.parquet   PAGES, one row per HTML page     (simweb.tasks.schemas)
     DIR/links/part-<h16>.parquet   LINKS, one row per anchor
+    DIR/aliases/part-<h16>.parquet ALIASES, the evidence that a URL names another URL's document
     DIR/stats/part-<h16>.json      the file's ingest counts
     DIR/CRAWL.json                 optional: {"format": 1, "parts": ["part-<h16>", ...]}
 

@@ -10,6 +10,7 @@ For an archive file (WARC or ARC, plain or gzipped) with SHA-256 ``h`` (first 16
 
     DIR/pages/part-<h16>.parquet   one row per HTML page   (schema simweb.tasks.schemas.PAGES)
     DIR/links/part-<h16>.parquet   one row per anchor      (schema simweb.tasks.schemas.LINKS)
+    DIR/aliases/part-<h16>.parquet one row per piece of alias evidence (schema simweb.tasks.schemas.ALIASES)
     DIR/stats/part-<h16>.json      this file's IngestStats, written last
 
 Each part is written under a temporary name and renamed, and the stats file is the mark of
@@ -31,6 +32,13 @@ Which records become pages:
   by :func:`simweb.core.charset.decode_html`.
 - The WARC-Target-URI is normalised with :func:`simweb.core.urls.normalize_url`; a record without
   one, or with one that is not an http(s) URL, is skipped and counted.
+- A response with status 301, 302, 303, 307 or 308 is no page (counted as ``HTTP 3xx``); its URL
+  and Location become a row of the aliases data set (simweb.core.aliases holds the rules; a
+  redirect without a usable Location is counted in ``aliases_skipped``). Each page adds a row for
+  its ``<link rel="canonical">`` to another URL of its origin, and one per slash or index variant
+  name of its URL: candidates, which the crawl reader (simweb.tasks.crawl) resolves over the whole crawl.
+- Each page keeps what a web-archive player needs to replay its record (simweb.core.replay):
+  ``record_offset``, ``record_length`` (as warcio's indexer counts it), ``surt``, ``timestamp``, ``digest``.
 - The first record of a URL in a file wins; later ones are skipped as ``duplicate URL``.
   Duplicates across files are not removed here (files are ingested in parallel): the
   ``source_file`` and ``record_offset`` columns let a later stage keep the first.
