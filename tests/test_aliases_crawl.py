@@ -138,3 +138,13 @@ def test_the_ingest_command_reports_aliases_and_links_redirected(crawl, tmp_path
     out = capsys.readouterr().out
     assert "aliases: 10 URLs name another URL's document (2 redirect, 1 canonical, 1 slash, 6 index)" in out
     assert "links redirected to an alias's document          6" in out
+
+
+def test_the_bags_stage_reports_aliases_and_links_redirected(crawl, tmp_path):
+    from simweb.tasks.bags import build_bags_stage
+
+    out, _ = crawl
+    stats = build_bags_stage(out, Strategy.parse("anchor:0,nostem"), str(tmp_path / "work"), scheduler="sync").stats
+    assert (stats["aliases"], stats["links_redirected_to_aliases"], stats["pages_merged_into_aliases"]) == (10, 6, 1)
+    assert (stats["aliases_redirect"], stats["aliases_canonical"], stats["aliases_slash"], stats["aliases_index"]) == \
+        (2, 1, 1, 6)
