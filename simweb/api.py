@@ -92,6 +92,7 @@ class Index:
         self._v = self._open(self.path)
         self._refreshing = threading.Lock()
         self._failed: tuple[tuple[str, Any], Exception] | None = None
+        self._aliases: tuple[dict[str, Any], Any] | None = None  # (crawl identity, its AliasMap)
         self.crawl = os.fspath(crawl) if crawl is not None else os.path.join(self.path, "crawl")
         """The ingested crawl the index was built from (default ``INDEX/crawl``, where ``simweb
         build`` keeps it); ``dedup`` reads its pages' words."""
@@ -191,15 +192,39 @@ class Index:
             raise UnknownURL(url, "not an absolute http or https URL")
         doc = v.doc_of(url_id(norm))
         if doc is None:
+            target = self._alias_target(url_id(norm))
+            doc = v.doc_of(target) if target is not None else None
+        if doc is None:
             raise UnknownURL(url, f"not among the {v.n_docs} pages of this index; check the address or rebuild the index with a crawl that links to it")
         return doc
+
+    def _alias_target(self, alias_id: int) -> int | None:
+        """The id of the document an alias URL names in the index's crawl (a redirect, a canonical
+        link, a slash or index variant: simweb.core.aliases), None when it names none or there is
+        no crawl. The crawl's aliases are read once per content of its parts."""
+        from simweb.tasks.crawl import crawl_identity, crawl_parts, duplicate_copies
+
+        if not os.path.isdir(os.path.join(self.crawl, "pages")):
+            return None
+        try:
+            identity = crawl_identity(self.crawl)
+            cached = self._aliases
+            if cached is None or cached[0] != identity:
+                found = crawl_parts(self.crawl)
+                cached = self._aliases = (identity, duplicate_copies(found.pages, found.aliases).aliases)
+        except (OSError, ValueError):
+            return None
+        at = cached[1].positions(np.array([alias_id], np.uint64))[0]
+        return int(cached[1].targets[at]) if at >= 0 else None
 
     def doc_id(self, url: str) -> int:
         """The document id of ``url`` (raises :class:`UnknownURL`)."""
         return self._doc(self._v, url)
 
     def document(self, url: str) -> dict[str, Any]:
-        """The document map row of ``url``: url, title, in-degree, category, number of terms, indexed."""
+        """The document map row of ``url``: url, title, in-degree, category, number of terms, indexed.
+        A URL that is an alias in the index's crawl (``…/dir`` of a crawled ``…/dir/``, a redirect)
+        names its document, here and in every query."""
         v = self._v
         return v.doc_rows([self._doc(v, url)])[0]
 

@@ -111,3 +111,18 @@ def test_replay_links_in_python_cli_and_http(replay_index, capsys):
     assert other.json()["results"][0]["replay"] == f"http://p/20240102000000/{H}/t2"
     html = client.get("/", params={"url": f"{H}/t1", "alpha": 0.1}).text
     assert f'<a class="replay" href="{PREFIX}20240102000000/{H}/t2"' in html and html.count('class="replay"') == 1
+
+
+def test_an_alias_url_names_its_document_in_queries(tmp_path, build_in_process):
+    """``/dir`` of a crawled ``/dir/``, and a crawled redirect, are asked about as their documents."""
+    hubs = [page(f"{H}/hub{i}", a("/d/", "river boats") + a("/t2", "river boats")) for i in range(3)]
+    warc = write_warc(tmp_path / "w.warc.gz", [page(f"{H}/d/", "dir"), page(f"{H}/t2", "two"),
+                                               redirect(f"{H}/old", "/d/"), *hubs])
+    build_in_process(warc, tmp_path / "index", min_in_degree=1)
+    index = open_index(str(tmp_path / "index"))
+    expected = [r.url for r in index.related(f"{H}/d/", alpha=0.1)]
+    assert expected == [f"{H}/t2"]
+    for alias in (f"{H}/d", f"{H}/d/index.html", f"{H}/old"):
+        assert [r.url for r in index.related(alias, alpha=0.1)] == expected
+        assert index.document(alias)["url"] == f"{H}/d/"
+    assert f"{H}/elsewhere" not in index
