@@ -345,12 +345,12 @@ def create_app(index: Index | str, replay_prefix: str | None = None) -> FastAPI:
                 results = index_now.related(url, top, alpha, rerank, dedup, replay_prefix or replay_prefix_default)
                 terms_found = index_now.top_terms(url, 10)
                 doc = index_now.document(url)
-                body = _results_html(url, doc, results, terms_found, top, alpha, rerank, dedup)
+                body = _results_html(url, doc, results, terms_found, top, alpha, rerank, dedup, replay_prefix)
             except UnknownURL as e:
                 body, status = f'<p class="error" id="error">{html.escape(str(e))}</p>', 404
             except FileNotFoundError as e:
                 body, status = f'<p class="error" id="error">{html.escape(str(e))}</p>', 409
-        return HTMLResponse(_page_html(url or "", top, alpha, rerank, body, index_now.info(), dedup),
+        return HTMLResponse(_page_html(url or "", top, alpha, rerank, body, index_now.info(), dedup, replay_prefix),
                             status_code=status)
 
     @app.exception_handler(ValueError)
@@ -384,13 +384,17 @@ def _replay_html(replay: str | None) -> str:
     return f' <a class="replay" href="{html.escape(replay)}" rel="noopener">replay</a>'
 
 
-def _link(url: str, top: int, alpha: float, rerank: bool, dedup: bool = False) -> str:
+def _link(url: str, top: int, alpha: float, rerank: bool, dedup: bool = False, replay_prefix: str | None = None) -> str:
     return (f"/?url={quote(url, safe='')}&top={top}&alpha={alpha}" + ("&rerank=true" if rerank else "")
-            + ("&dedup=true" if dedup else ""))
+            + ("&dedup=true" if dedup else "")
+            + (f"&replay_prefix={quote(replay_prefix, safe='')}" if replay_prefix else ""))
 
 
 def _page_html(url: str, top: int, alpha: float, rerank: bool, body: str, info: dict[str, Any],
-               dedup: bool = False) -> str:
+               dedup: bool = False, replay_prefix: str | None = None) -> str:
+    # A replay prefix given in the address is kept by the form (the server's own needs none).
+    kept = (f'<input type="hidden" name="replay_prefix" value="{html.escape(replay_prefix)}">'
+            if replay_prefix else "")
     checked = " checked" if rerank else ""
     dedup_checked = " checked" if dedup else ""
     return f"""<!doctype html>
@@ -403,7 +407,7 @@ def _page_html(url: str, top: int, alpha: float, rerank: bool, body: str, info: 
 <label>α <input name="alpha" type="number" min="0" max="1" step="0.01" value="{alpha}" style="width:4.5rem"></label>
 <label><input name="rerank" type="checkbox" value="true"{checked}> exact re-rank</label>
 <label><input name="dedup" type="checkbox" value="true"{dedup_checked}> hide near-duplicates</label>
-<button type="submit">Find</button></form>
+{kept}<button type="submit">Find</button></form>
 {body}
 <p class="meta">{info['documents']} pages, {info['indexed_documents']} indexed, m = {info['minhash']['m']}
 ({info['minhash']['algorithm']}). JSON API: <a href="/docs">/docs</a>.</p>
@@ -411,14 +415,14 @@ def _page_html(url: str, top: int, alpha: float, rerank: bool, body: str, info: 
 
 
 def _results_html(url: str, doc: dict[str, Any], results: list[Related], terms: list[tuple[str, float]],
-                  top: int, alpha: float, rerank: bool, dedup: bool = False) -> str:
+                  top: int, alpha: float, rerank: bool, dedup: bool = False, replay_prefix: str | None = None) -> str:
     title = html.escape(doc.get("title") or "")
     rows = []
     for r in results:
         exact = f'<td class="num">{r.exact:.3f}</td>' if rerank else ""
         rows.append(
             f'<tr class="result"><td class="num">{r.rank}</td><td class="num">{r.similarity:.3f}</td>{exact}'
-            f'<td><a href="{html.escape(_link(r.url, top, alpha, rerank, dedup))}">{html.escape(r.title or r.url)}</a>'
+            f'<td><a href="{html.escape(_link(r.url, top, alpha, rerank, dedup, replay_prefix))}">{html.escape(r.title or r.url)}</a>'
             f'<br><span class="meta">{html.escape(r.url)}</span>{_replay_html(r.replay)}</td>'
             f'<td>{html.escape(r.category or "")}</td></tr>'
         )

@@ -111,6 +111,9 @@ def test_replay_links_in_python_cli_and_http(replay_index, capsys):
     assert other.json()["results"][0]["replay"] == f"http://p/20240102000000/{H}/t2"
     html = client.get("/", params={"url": f"{H}/t1", "alpha": 0.1}).text
     assert f'<a class="replay" href="{PREFIX}20240102000000/{H}/t2"' in html and html.count('class="replay"') == 1
+    asked = client.get("/", params={"url": f"{H}/t1", "alpha": 0.1, "replay_prefix": "http://p/"}).text
+    assert '<a class="replay" href="http://p/20240102000000/' in asked
+    assert 'name="replay_prefix" value="http://p/"' in asked and "replay_prefix=http%3A%2F%2Fp%2F" in asked
 
 
 def test_an_alias_url_names_its_document_in_queries(tmp_path, build_in_process):
