@@ -264,13 +264,19 @@ def build_alias_map(alias_ids: np.ndarray, target_ids: np.ndarray, target_urls: 
     One row per piece of evidence: alias id, target id and URL, kind (an index into
     :data:`KINDS`) and rank (the order it was read in: WARC file, then offset); ``page_ids``
     are the ids of the crawl's pages (a variant name that was crawled is no alias).
+
+    The map's counts: the evidence read (``redirect_and_canonical_rows``, ``variant_rows``), the
+    rows set aside (``conflicting_aliases`` naming another target, ``repeated_aliases`` naming the
+    same; ``variants_crawled``, ``variants_ambiguous``), the aliases left unresolved
+    (``aliases_in_loops``, ``aliases_too_long``), and the aliases kept (``aliases``, per kind
+    ``aliases_<kind>``, ``aliases_chained`` of them reached through another alias).
     """
     alias_ids = np.asarray(alias_ids, dtype=np.uint64)
     target_ids = np.asarray(target_ids, dtype=np.uint64)
     kinds = np.asarray(kinds, dtype=np.int8)
     rank = np.asarray(rank, dtype=np.int64)
     explicit = kinds <= KINDS.index(CANONICAL)
-    counts = {"alias_evidence": int(explicit.sum()), "variant_names": int((~explicit).sum())}
+    counts = {"redirect_and_canonical_rows": int(explicit.sum()), "variant_rows": int((~explicit).sum())}
 
     # Redirects and canonical links: per URL the strongest, then the first read.
     rows = np.flatnonzero(explicit)
