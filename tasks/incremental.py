@@ -43,6 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from simweb.core.aliases import AliasMap
 from simweb.core.minhash import MinHashParams
 from simweb.core.strategy import Strategy
 from simweb.core.weighting import Weighting
@@ -144,7 +145,7 @@ def plan_update(out: str, crawl_dir: str, strategy: Strategy, params, new_parts:
     live = live_index(out)
     epoch = read_epoch(out)
     reason = ("the new parts are not known" if new_parts is None
-              else full_rebuild_reason(epoch, live, strategy, params, crawl_dir, max_growth))
+              else full_rebuild_reason(epoch, live, strategy, params, crawl_dir, max_growth, new_parts))
     return UpdatePlan(epoch, live, reason)
 
 
@@ -196,8 +197,12 @@ def _live_lineage(out: str) -> dict[str, dict[str, Any]] | None:
 
 
 def full_rebuild_reason(epoch: Epoch | None, live: str | None, strategy: Strategy, params, crawl_dir: str,
-                        max_growth: float = DEFAULT_MAX_GROWTH) -> str | None:
-    """Why the next update must re-weigh the whole collection, or None when it can be incremental."""
+                        max_growth: float = DEFAULT_MAX_GROWTH, new_parts: list[str] | None = None) -> str | None:
+    """Why the next update must re-weigh the whole collection, or None when it can be incremental.
+
+    An incremental update replaces and adds documents but never removes one: when the aliases of
+    ``new_parts`` give a URL that is a document of the live index another document (``…/d`` of
+    the new page ``…/d/``), its document would stay behind, so the update is a full one."""
     if epoch is None:
         return "no epoch yet (first update after a build of an earlier version)"
     if live is None:
@@ -211,31 +216,43 @@ def full_rebuild_reason(epoch: Epoch | None, live: str | None, strategy: Strateg
     pages = count_page_rows(crawl_dir)
     if epoch.pages and (pages - epoch.pages) / epoch.pages > max_growth:
         return f"the crawl grew by {(pages - epoch.pages) / epoch.pages:.0%} since the epoch began (limit {max_growth:.0%})"
+    if new_parts:
+        version = store.open_version(live)
+        moved = [u for u in _alias_moves(crawl_dir, new_parts)[0].tolist() if version.doc_of(u) is not None]
+        if moved:
+            return f"the new files' redirects and URL variants give {len(moved)} URL(s) of the index another document"
     return None
 
 
-def touched_urls(crawl_dir: str, new_parts: list[str]) -> np.ndarray:
-    """URL ids whose bags the new ingest parts change: their pages, their links' targets (each an
-    alias's document when it is an alias), and the URLs whose document the new parts' aliases
-    change (simweb.tasks.crawl: an alias, its document before and after, a page merged or not)."""
-    found = [np.zeros(0, np.uint64)]
+def _alias_moves(crawl_dir: str, new_parts: list[str]) -> tuple[np.ndarray, np.ndarray, AliasMap]:
+    """The URL ids whose document the aliases of ``new_parts`` change (simweb.tasks.crawl: an
+    alias, a page merged or no longer merged), the documents they had and have, and the map."""
     crawl = crawl_parts(crawl_dir)
     now = duplicate_copies(crawl.pages, crawl.aliases)
     new = set(new_parts)
     before = duplicate_copies([u for u in crawl.pages if part_of(u) not in new],
                               [u for u in crawl.aliases if part_of(u) not in new])
+    named = np.union1d(now.aliases.ids, before.aliases.ids)
+    then, later = before.aliases.resolve(named), now.aliases.resolve(named)
+    merged = np.setxor1d(now.merged, before.merged)
+    moved = then != later
+    return (np.union1d(named[moved], merged), np.concatenate([then[moved], later[moved], now.aliases.resolve(merged)]),
+            now.aliases)
+
+
+def touched_urls(crawl_dir: str, new_parts: list[str]) -> np.ndarray:
+    """URL ids whose bags the new ingest parts change: their pages, their links' targets (each an
+    alias's document when it is an alias), and the URLs whose document the new parts' aliases
+    change with their documents before and after (:func:`_alias_moves`)."""
+    moved, documents, aliases = _alias_moves(crawl_dir, new_parts)
+    found = [np.zeros(0, np.uint64), moved, documents]
     for name in new_parts:
         page = join(crawl_dir, "pages", f"{name}.parquet")
         link = join(crawl_dir, "links", f"{name}.parquet")
         if os.path.exists(page):
             found.append(read_part(page, schemas.PAGES, ["url_id"]).column("url_id").to_numpy())
         if os.path.exists(link):
-            found.append(now.aliases.resolve(read_part(link, schemas.LINKS, ["target_id"]).column("target_id").to_numpy()))
-    named = np.union1d(now.aliases.ids, before.aliases.ids)
-    then, later = before.aliases.resolve(named), now.aliases.resolve(named)
-    moved = then != later
-    merged = np.setxor1d(now.merged, before.merged)
-    found += [named[moved], then[moved], later[moved], merged, now.aliases.resolve(merged)]
+            found.append(aliases.resolve(read_part(link, schemas.LINKS, ["target_id"]).column("target_id").to_numpy()))
     return np.unique(np.concatenate(found).astype(np.uint64))
 
 

@@ -148,3 +148,15 @@ def test_the_bags_stage_reports_aliases_and_links_redirected(crawl, tmp_path):
     assert (stats["aliases"], stats["links_redirected_to_aliases"], stats["pages_merged_into_aliases"]) == (10, 6, 1)
     assert (stats["aliases_redirect"], stats["aliases_canonical"], stats["aliases_slash"], stats["aliases_index"]) == \
         (2, 1, 1, 6)
+
+
+def test_an_incremental_update_touches_the_urls_whose_document_new_aliases_change(tmp_path):
+    """A new part holding the page /d/ makes the old links to /d count for it: both bags change."""
+    from simweb.tasks.incremental import touched_urls
+
+    out = str(tmp_path / "crawl")
+    ingest_files([write_warc(tmp_path / "1.warc.gz", [page(f"{H}/hub", a("/d", "river") + a("/e", "lake"))])], out)
+    new = ingest_files([write_warc(tmp_path / "2.warc.gz", [page(f"{H}/d/", "dir")])], out).parts
+    touched = set(touched_urls(out, list(new)).tolist())
+    assert {url_id(f"{H}/d"), url_id(f"{H}/d/")} <= touched and url_id(f"{H}/e") not in touched
+    assert url_id(f"{H}/hub") not in touched
