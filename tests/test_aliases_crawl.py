@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import io
-import json
 
-import pyarrow.compute as pc
 import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
