@@ -13,6 +13,7 @@ comes from evidence in the crawl; nothing is guessed across hosts.
 | slash | a page ``…/dir/`` (no query) | ``…/dir`` → ``…/dir/``, unless ``…/dir`` was crawled |
 | index | a page ``…/dir/`` (no query) | ``…/dir/index.html`` (and the other index files) → ``…/dir/``, unless crawled |
 | index | a page ``…/dir/index.html`` (or another index file; no query) | ``…/dir/`` and ``…/dir`` → the page, unless crawled |
+| noslash | a page ``…/name`` (no query; its last segment has no ``.``: a route, not a file) | ``…/name/`` → ``…/name``, unless crawled |
 
 - **Default ports, case, escapes, dot segments, fragments** are one URL already:
   :func:`simweb.core.urls.normalize_url` (``http://H:80/a/./b#x`` is ``http://h/a/b``).
@@ -20,12 +21,14 @@ comes from evidence in the crawl; nothing is guessed across hosts.
   for a directory by default: Apache's and nginx's ``index.html``, PHP's ``index.php``, and
   IIS's default documents ``index.htm``, ``default.htm``, ``default.asp``, ``default.aspx``
   (matched without regard to case: IIS ignores it). No other file name is guessed.
-- **The reverse of slash is not a rule**: a link to ``…/page/`` when only ``…/page`` was
-  crawled keeps its own document. A path ending in ``/`` names a directory; servers answer
-  ``…/dir`` with a redirect to ``…/dir/`` (Apache's mod_dir, nginx, IIS) — the crawl's
-  page at ``…/dir/`` is the evidence — but no common server serves a file ``…/page`` at
-  ``…/page/`` (Apache answers 404, or the same bytes under another base URL). Sites that
-  drop trailing slashes do it by redirect, and a crawled redirect is a rule of its own.
+- **The reverse of slash holds for routes, not files**: when the crawl holds only one of
+  ``…/name`` and ``…/name/``, links to either count for it. Servers answer ``…/dir`` with a
+  redirect to ``…/dir/`` (Apache's mod_dir, nginx, IIS), and sites that drop trailing slashes
+  redirect ``…/name/`` to ``…/name`` (or route both to one handler, as Express and Rails do):
+  the crawl's page under one form is the evidence for the other. A last segment with a ``.``
+  names a file (``…/page.html``), which no common server serves at ``…/page.html/`` (Apache
+  answers 404, or the same bytes under another base URL): no rule. The noslash rule is the
+  weakest: a name that the slash or index rule gives a page goes to that page.
 - **Variants need one crawled candidate**: a URL that is a variant of two crawled pages
   (``…/dir/index.html`` and ``…/dir/index.php`` crawled, ``…/dir/`` linked) is ambiguous and
   stays its own document; the slash rule goes before the index rule (``…/dir`` is ``…/dir/``
@@ -66,6 +69,7 @@ __all__ = [
     "INDEX_FILES",
     "KINDS",
     "MAX_HOPS",
+    "NOSLASH",
     "REDIRECT",
     "REDIRECT_STATUSES",
     "SLASH",
@@ -92,7 +96,8 @@ REDIRECT = "redirect"
 CANONICAL = "canonical"
 SLASH = "slash"
 INDEX = "index"
-KINDS = (REDIRECT, CANONICAL, SLASH, INDEX)
+NOSLASH = "noslash"
+KINDS = (REDIRECT, CANONICAL, SLASH, INDEX, NOSLASH)
 
 # Why a redirect or canonical link gave no alias (counted by the ingest stage).
 NO_LOCATION = "redirect without Location"
@@ -144,9 +149,10 @@ def canonical_target(url: str, canonical: Sequence[str | None]) -> tuple[str | N
 
 
 def variant_names(url: str) -> list[tuple[str, str]]:
-    """The URLs the page at the normalised ``url`` also answers to by the slash and index rules,
-    each with its rule (:data:`SLASH` or :data:`INDEX`): candidates, which the crawl reader
-    keeps only when they are not crawled themselves and name no other page."""
+    """The URLs the page at the normalised ``url`` also answers to by the slash, index and
+    noslash rules, each with its rule (:data:`SLASH`, :data:`INDEX`, :data:`NOSLASH`):
+    candidates, which the crawl reader keeps only when they are not crawled themselves and
+    name no other page."""
     if "?" in url:
         return []
     origin_end = url.index("/", url.index("//") + 2)
@@ -163,6 +169,8 @@ def variant_names(url: str) -> list[tuple[str, str]]:
         if directory[origin_end:] != "/":
             names.append((directory[:-1], INDEX))
         return names
+    if "." not in last:  # a route: ".../name" answers ".../name/" too
+        return [(url + "/", NOSLASH)]
     return []
 
 

@@ -35,7 +35,7 @@ Which records become pages:
 - A response with status 301, 302, 303, 307 or 308 is no page (counted as ``HTTP 3xx``); its URL
   and Location become a row of the aliases data set (simweb.core.aliases holds the rules; a
   redirect without a usable Location is counted in ``aliases_skipped``). Each page adds a row for
-  its ``<link rel="canonical">`` to another URL of its origin, and one per slash or index variant
+  its ``<link rel="canonical">`` to another URL of its origin, and one per slash, index or noslash variant
   name of its URL: candidates, which the crawl reader (simweb.tasks.crawl) resolves over the whole crawl.
 - Each page keeps what a web-archive player needs to replay its record (simweb.core.replay):
   ``record_offset``, ``record_length`` (as warcio's indexer counts it), ``surt``, ``timestamp``, ``digest``.
@@ -263,7 +263,8 @@ class IngestStats:
 
 
 _EVIDENCE_LABELS = {"redirect": "redirect records", "canonical": "canonical links",
-                    "slash": "slash variant names", "index": "index variant names"}
+                    "slash": "slash variant names", "index": "index variant names",
+                    "noslash": "noslash variant names"}
 
 
 def _add_counts(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:

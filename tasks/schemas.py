@@ -35,8 +35,8 @@ PAGES = pa.schema(
 
 # DIR/aliases/part-<warc content hash>.parquet — the evidence that a URL names another URL's
 # document (simweb.core.aliases): one row per redirect record (kind "redirect"), per page with a
-# canonical link to another URL of its origin ("canonical"), and per slash or index variant name
-# of a page ("slash", "index": candidates, which the crawl reader keeps only when the name was not
+# canonical link to another URL of its origin ("canonical"), and per slash, index or noslash variant name
+# of a page ("slash", "index", "noslash": candidates, which the crawl reader keeps only when the name was not
 # crawled and names no other page). source_file and record_offset are the record's (the page's for
 # the last three kinds); a redirect row also keeps what a CDXJ line needs of its record, the
 # other rows hold nulls there (the page's row in PAGES has them).

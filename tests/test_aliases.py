@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from simweb.core.aliases import (CANONICAL, CANONICAL_DISAGREE, CANONICAL_OTHER_HOST, CANONICAL_TO_ITSELF, INDEX,
-                                 KINDS, LOCATION_NOT_HTTP, NO_LOCATION, REDIRECT, REDIRECT_TO_ITSELF, SLASH,
+                                 KINDS, LOCATION_NOT_HTTP, NO_LOCATION, NOSLASH, REDIRECT, REDIRECT_TO_ITSELF, SLASH,
                                  build_alias_map, canonical_target, redirect_target, resolve_chains, variant_names)
 from simweb.core.urls import url_id
 
@@ -35,7 +35,8 @@ def test_variant_names():
     assert [n for n, _ in variant_names("http://h/")][:1] == ["http://h/index.html"]
     assert variant_names("http://h/doc/index.html") == [("http://h/doc/", INDEX), ("http://h/doc", INDEX)]
     assert variant_names("http://h/Default.ASPX") == [("http://h/", INDEX)]
-    assert variant_names("http://h/page") == []
+    assert variant_names("http://h/page") == [("http://h/page/", NOSLASH)]
+    assert variant_names("http://h/page.html") == []
     assert variant_names("http://h/doc/?q=1") == []
 
 
@@ -61,6 +62,21 @@ def test_a_slashless_link_reaches_the_crawled_directory_page():
     found, counts = mapping(variants_of("http://h/doc/"), ["http://h/doc/"])
     assert found["http://h/doc"] == "http://h/doc/" and found["http://h/doc/index.html"] == "http://h/doc/"
     assert counts["aliases"] == 7 and counts["aliases_slash"] == 1 and counts["aliases_index"] == 6
+
+
+def test_a_route_and_its_slashed_form_are_one_document_when_one_of_them_was_crawled():
+    found, _ = mapping(variants_of("http://h/about"), ["http://h/about"])
+    assert found == {"http://h/about/": "http://h/about"}
+    found, counts = mapping(variants_of("http://h/about", "http://h/about/"), ["http://h/about", "http://h/about/"])
+    assert found == {f"http://h/about/{n}": "http://h/about/" for n in
+                     ("index.html", "index.htm", "index.php", "default.htm", "default.asp", "default.aspx")}
+    assert counts["variants_crawled"] == 2
+
+
+def test_the_noslash_rule_is_the_weakest():
+    """/a and /a/index.html crawled: /a/ is the index page's (index rule), not /a's."""
+    found, _ = mapping(variants_of("http://h/a", "http://h/a/index.html"), ["http://h/a", "http://h/a/index.html"])
+    assert found == {"http://h/a/": "http://h/a/index.html"}
 
 
 def test_a_crawled_variant_keeps_its_own_document():

@@ -78,7 +78,8 @@ def test_ingest_writes_the_evidence_and_counts_what_it_did_not_take(crawl):
     out, stats = crawl
     assert (stats.records_read, stats.pages_written) == (11, 6)
     assert stats.skipped == {"HTTP 3xx": 5}  # the redirects are not pages; their aliases are beside
-    assert stats.alias_evidence == {"canonical": 2, "index": 6, "redirect": 4, "slash": 1}
+    # noslash: /docs/guide, /print, /x and /hub (routes) also answer with a trailing slash.
+    assert stats.alias_evidence == {"canonical": 2, "index": 6, "noslash": 4, "redirect": 4, "slash": 1}
     assert stats.aliases_skipped == {"canonical link to another host": 1, "redirect without Location": 1}
     evidence = read_parquet(f"{out}/aliases").to_pylist()
     old = next(row for row in evidence if row["url"] == f"{H}/old")
@@ -92,9 +93,10 @@ def test_links_to_aliases_count_for_their_documents(crawl):
     out, _ = crawl
     report = alias_report(out)
     assert {k: report[k] for k in ("aliases", "aliases_redirect", "aliases_canonical", "aliases_slash",
-                                   "aliases_index", "aliases_in_loops", "pages_merged", "aliased_pages_kept",
-                                   "links_redirected_to_aliases")} == {
-        "aliases": 10, "aliases_redirect": 2, "aliases_canonical": 1, "aliases_slash": 1, "aliases_index": 6,
+                                   "aliases_index", "aliases_noslash", "aliases_in_loops", "pages_merged",
+                                   "aliased_pages_kept", "links_redirected_to_aliases")} == {
+        "aliases": 14, "aliases_redirect": 2, "aliases_canonical": 1, "aliases_slash": 1, "aliases_index": 6,
+        "aliases_noslash": 4,
         "aliases_in_loops": 2, "pages_merged": 1, "aliased_pages_kept": 1, "links_redirected_to_aliases": 6}
 
     graph = load_link_graph(out)
@@ -121,20 +123,23 @@ def test_links_to_aliases_count_for_their_documents(crawl):
     assert "lima" not in str(by_url)  # the merged copy's anchor is dropped with it
 
 
-def test_a_crawl_holding_only_the_slashless_link_keeps_it(tmp_path):
-    """The reverse of the slash rule is no rule: /page/ linked, /page crawled — two documents."""
-    warc = write_warc(tmp_path / "b.warc.gz", [page(f"{H}/page", "x"), page(f"{H}/hub", a("/page/", "p"))])
+def test_a_link_with_a_trailing_slash_reaches_a_crawled_route_but_not_a_file(tmp_path):
+    """/page crawled, /page/ linked: one document; /page.html crawled, /page.html/ linked: two."""
+    warc = write_warc(tmp_path / "b.warc.gz", [page(f"{H}/page", "x"), page(f"{H}/file.html", "y"),
+                                               page(f"{H}/hub", a("/page/", "p") + a("/file.html/", "f"))])
     out = str(tmp_path / "crawl")
     ingest_files([warc], out)
-    assert alias_report(out)["links_redirected_to_aliases"] == 0
-    assert url_id(f"{H}/page/") in in_degrees(out).column("url_id").to_pylist()
+    assert alias_report(out)["links_redirected_to_aliases"] == 1
+    degrees = dict(zip(*(c.to_pylist() for c in in_degrees(out).columns)))
+    assert degrees[url_id(f"{H}/page")] == 1 and url_id(f"{H}/page/") not in degrees
+    assert degrees[url_id(f"{H}/file.html/")] == 1 and url_id(f"{H}/file.html") not in degrees
 
 
 def test_the_ingest_command_reports_aliases_and_links_redirected(crawl, tmp_path, capsys):
     warc = write_warc(tmp_path / "c.warc.gz", RECORDS)
     assert simweb_main(["ingest", warc, "--out", str(tmp_path / "c"), "--no-prefect"]) == 0
     out = capsys.readouterr().out
-    assert "aliases: 10 URLs name another URL's document (2 redirect, 1 canonical, 1 slash, 6 index)" in out
+    assert "aliases: 14 URLs name another URL's document (2 redirect, 1 canonical, 1 slash, 6 index, 4 noslash)" in out
     assert "links redirected to an alias's document          6" in out
 
 
@@ -143,9 +148,9 @@ def test_the_bags_stage_reports_aliases_and_links_redirected(crawl, tmp_path):
 
     out, _ = crawl
     stats = build_bags_stage(out, Strategy.parse("anchor:0,nostem"), str(tmp_path / "work"), scheduler="sync").stats
-    assert (stats["aliases"], stats["links_redirected_to_aliases"], stats["pages_merged_into_aliases"]) == (10, 6, 1)
-    assert (stats["aliases_redirect"], stats["aliases_canonical"], stats["aliases_slash"], stats["aliases_index"]) == \
-        (2, 1, 1, 6)
+    assert (stats["aliases"], stats["links_redirected_to_aliases"], stats["pages_merged_into_aliases"]) == (14, 6, 1)
+    assert (stats["aliases_redirect"], stats["aliases_canonical"], stats["aliases_slash"], stats["aliases_index"],
+            stats["aliases_noslash"]) == (2, 1, 1, 6, 4)
 
 
 def test_an_incremental_update_touches_the_urls_whose_document_new_aliases_change(tmp_path):
