@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "simweb.commands.bags",
     "simweb.commands.orchestrate",
     "simweb.commands.related",
+    "simweb.commands.cdxj",
     "simweb.commands.serve",
     "simweb.commands.corpus",
     "simweb.commands.evaluate",

@@ -56,6 +56,7 @@ import pyarrow.parquet as pq
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from simweb.core.aliases import AliasMap
 from simweb.core.bags import BagMatrix, CorpusStats, merge_entries
 from simweb.core.strategy import Strategy
 from simweb.core.weighting import Weighting, normalise_rows
@@ -67,6 +68,7 @@ from simweb.tasks.crawl import (
     duplicate_copies,
     flat_lists,
     part_of,
+    redirect_links,
 )
 from simweb.tasks.part_slices import link_slices, page_slices
 from simweb.tasks.stagecache import MANIFEST, StageOutput, file_identities, published, read_manifest, run_stage
@@ -240,17 +242,22 @@ def fragments_of_pages_part(url: str, strategy: Strategy, skip_ids: np.ndarray, 
 
 
 def fragments_of_links_part(url: str, strategy: Strategy, skip_sources: np.ndarray, out: str,
-                            size: PartSize = PartSize(), exclude: Callable[[str], bool] | None = None) -> dict[str, int]:
+                            size: PartSize = PartSize(), exclude: Callable[[str], bool] | None = None,
+                            aliases: AliasMap | None = None) -> dict[str, int]:
     """Anchor-window and link-id fragments of one links part, slice by slice (at most
     ``size.link_rows`` links and the row groups of source pages they point into),
     pre-merged per (URL, term) within a slice, to ``out``; the out-links of the pages
-    ``exclude`` names are left out."""
+    ``exclude`` names are left out; links to an alias count for its document
+    (simweb.tasks.crawl.redirect_links)."""
     stats = {"links": 0, "links_of_duplicate_pages": 0, "links_from_excluded_pages": 0, "self_links": 0,
-             "fragment_rows": 0, "slices": 0}
+             "fragment_rows": 0, "slices": 0, **({"links_redirected_to_aliases": 0} if aliases else {})}
     with parquet_writer_atomic(out, FRAGMENTS) as writer:
         for piece in link_slices(url, skip_sources, size.link_rows, sources=strategy.uses_anchor,
                                  exclude=exclude):
-            table, piece_stats = fragments(None, piece.links, strategy, piece.sources, where=url)
+            links, redirected = redirect_links(piece.links, aliases) if aliases else (piece.links, 0)
+            if aliases:
+                stats["links_redirected_to_aliases"] += redirected
+            table, piece_stats = fragments(None, links, strategy, piece.sources, where=url)
             writer.write_table(table, row_group_size=FRAGMENT_ROW_GROUP)
             stats["links"] += piece.links.num_rows + piece.skipped + piece.excluded
             stats["links_of_duplicate_pages"] += piece.skipped
@@ -550,19 +557,23 @@ def merge_stages(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: i
     # 1. Fragments: one task per ingest part, each reading its part slice by slice.
     def fragments(tmp: str) -> dict[str, Any]:
         t0 = time.perf_counter()
-        copies = duplicate_copies(crawl.pages)
+        copies = duplicate_copies(crawl.pages, crawl.aliases)
+        aliases = copies.aliases if len(copies.aliases) else None
         work = [dask.delayed(fragments_of_pages_part)(u, strategy, copies.of(u), join(tmp, f"part-pages-{part_of(u)}.parquet"),
                                                      size, exclude)
                 for u in crawl.pages]
         work += [dask.delayed(fragments_of_links_part)(u, strategy, copies.of(u), join(tmp, f"part-links-{part_of(u)}.parquet"),
-                                                      size, exclude)
+                                                      size, exclude, aliases)
                  for u in crawl.links]
         stats: dict[str, Any] = {"pages": 0, "duplicate_pages": 0, "excluded_pages": 0, "links": 0,
                                  "links_of_duplicate_pages": 0, "links_from_excluded_pages": 0, "self_links": 0,
                                  "fragment_rows": 0, "slices": 0}
         for part_stats in _compute(work, scheduler):
             for k, v in part_stats.items():
-                stats[k] += v
+                stats[k] = stats.get(k, 0) + v
+        if aliases is not None:
+            stats.update((k, v) for k, v in copies.aliases.counts.items() if k == "aliases" or k.startswith("aliases_"))
+            stats["pages_merged_into_aliases"] = copies.aliases.counts.get("pages_merged", 0)
         fs, path = filesystem(tmp)
         stats["fragment_bytes"] = int(sum(fs.size(p) for p in fs.ls(path, detail=False) if p.endswith(".parquet")))
         stats["seconds"] = round(time.perf_counter() - t0, 3)
@@ -642,6 +653,8 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
         return {
             **{k: frag.stats.get(k, 0) for k in ("pages", "duplicate_pages", "links", "links_of_duplicate_pages",
                                                   "self_links", "fragment_rows")},
+            # Aliases (simweb.tasks.crawl): in the summary only for a crawl that has them.
+            **{k: v for k, v in frag.stats.items() if k.startswith("aliases") or k.endswith("_aliases")},
             **totals,
             "vocabulary": int(df_values.size),
             "collection_size": totals["bags"],

@@ -5,6 +5,7 @@ read from (simweb.tasks.ingest)::
 
     DIR/pages/part-<h16>.parquet   PAGES, one row per HTML page     (simweb.tasks.schemas)
     DIR/links/part-<h16>.parquet   LINKS, one row per anchor
+    DIR/aliases/part-<h16>.parquet ALIASES, the evidence that a URL names another URL's document
     DIR/stats/part-<h16>.json      the file's ingest counts
     DIR/CRAWL.json                 optional: {"format": 1, "parts": ["part-<h16>", ...]}
 
@@ -21,6 +22,16 @@ Every reader here applies that rule, so the bags stage, the evaluation, the link
 signatures' titles and in-degrees, the near-duplicate report and the overlap estimate agree on
 what a crawl contains.
 
+**Aliases** (simweb.core.aliases, whose docstring holds the rules). The ingest writes the
+evidence that a URL names another URL's document (``DIR/aliases/part-<h16>.parquet``: redirect
+records, same-origin canonical links, slash and index variant names); the reader resolves it
+over the whole crawl, ranked by (source_file, record_offset), into one :class:`AliasMap`. Every
+link whose target is an alias is counted for the alias's final target (its ``target_id`` and
+``target_url`` replaced); a crawled page whose URL is an alias of another crawled page is
+merged into it — dropped with its out-links, as a duplicate copy is. A crawled page whose URL is
+an alias of a URL that was not crawled as a page keeps its own document, and so do the aliases
+that lead to it. A crawl without aliases parts reads as before.
+
 What it gives: the parts (:func:`crawl_parts`), one part read with its schema checked
 (:func:`read_part`, :func:`read_pages`, :func:`read_links`; slice by slice in
 :mod:`simweb.tasks.part_slices`: memory bounded by a slice, not by the part), the in-memory
@@ -35,7 +46,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -43,6 +54,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from simweb.core.aliases import KINDS, AliasMap, build_alias_map
 from simweb.core.bags import Corpus, LinkColumns, PageColumns, WordLists
 from simweb.core.linkgraph import LinkGraph
 from simweb.tasks import schemas
@@ -54,11 +66,14 @@ __all__ = [
     "LINK_COLUMNS",
     "PAGE_COLUMNS",
     "SELECTION_FILE",
+    "AliasMap",
     "CrawlGraph",
     "CrawlParts",
     "DamagedPart",
     "DuplicateCopies",
     "add_to_selection",
+    "alias_report",
+    "crawl_aliases",
     "corpus_from_tables",
     "count_page_rows",
     "crawl_identity",
@@ -77,6 +92,7 @@ __all__ = [
     "read_pages",
     "read_part",
     "read_selection",
+    "redirect_links",
     "unique_pages",
     "write_selection",
 ]
@@ -144,16 +160,18 @@ def read_selection(crawl_dir: str) -> tuple[str, ...] | None:
 
 @dataclass(frozen=True, slots=True)
 class CrawlParts:
-    """The Parquet parts of a crawl's PAGES and LINKS data sets, sorted by name."""
+    """The Parquet parts of a crawl's PAGES, LINKS and ALIASES data sets, sorted by name
+    (``aliases`` may be empty: a crawl ingested before they were written has none)."""
 
     crawl_dir: str
     pages: tuple[str, ...]
     links: tuple[str, ...]
     selected: bool  # named by CRAWL.json rather than found in the folders
+    aliases: tuple[str, ...] = ()
 
     @property
     def files(self) -> tuple[str, ...]:
-        return self.pages + self.links
+        return self.pages + self.links + self.aliases
 
 
 def crawl_parts(crawl_dir: str) -> CrawlParts:
@@ -162,9 +180,11 @@ def crawl_parts(crawl_dir: str) -> CrawlParts:
     Raises FileNotFoundError when a part ``CRAWL.json`` names is missing, or when the folder
     holds no part at all."""
     selection = read_selection(crawl_dir)
+    aliases = parts(join(crawl_dir, "aliases"))
     if selection is None:
         pages, links = parts(join(crawl_dir, "pages")), parts(join(crawl_dir, "links"))
     else:
+        aliases = [url for url in aliases if part_of(url) in selection]
         pages = [join(crawl_dir, "pages", f"{name}.parquet") for name in selection]
         links = [join(crawl_dir, "links", f"{name}.parquet") for name in selection]
         for url in pages + links:
@@ -180,7 +200,7 @@ def crawl_parts(crawl_dir: str) -> CrawlParts:
             f"{join(crawl_dir, 'links')}/part-*.parquet as written by `simweb ingest WARC... --out DIR`; "
             "pass that DIR"
         )
-    return CrawlParts(crawl_dir, tuple(pages), tuple(links), selection is not None)
+    return CrawlParts(crawl_dir, tuple(pages), tuple(links), selection is not None, tuple(aliases))
 
 
 def part_of(url: str) -> str:
@@ -203,7 +223,10 @@ def crawl_identity(crawl_dir: str) -> dict[str, Any]:
     manifest = None if found.selected else read_manifest(crawl_dir)
     if manifest and manifest.get("stage") and manifest.get("key"):
         return {"crawl": f"{manifest['stage']}:{manifest['key']}"}
-    return {"pages": file_identities(found.pages), "links": file_identities(found.links)}
+    identity = {"pages": file_identities(found.pages), "links": file_identities(found.links)}
+    if found.aliases:
+        identity["aliases"] = file_identities(found.aliases)
+    return identity
 
 
 def count_page_rows(crawl_dir: str) -> int:
@@ -273,19 +296,27 @@ class DamagedPart(ValueError):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class DuplicateCopies:
-    """Per part name, the URL ids whose kept copy lies in another part."""
+    """Per part name, the URL ids whose kept copy lies in another part; the ids of the pages
+    merged into another crawled page as its aliases (left out of every part); and the crawl's
+    resolved aliases (see the module docstring)."""
 
     by_part: dict[str, np.ndarray]
+    merged: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    aliases: AliasMap = field(default_factory=AliasMap)
 
     def of(self, url: str) -> np.ndarray:
-        """The URL ids a pages part, or the source ids a links part, loses to other parts."""
-        return self.by_part.get(part_of(url), np.zeros(0, np.uint64))
+        """The URL ids a pages part, or the source ids a links part, loses to other parts or pages."""
+        own = self.by_part.get(part_of(url))
+        if own is None:
+            return self.merged
+        return np.concatenate([own, self.merged]) if self.merged.size else own
 
 
-def duplicate_copies(page_parts: Sequence[str]) -> DuplicateCopies:
+def duplicate_copies(page_parts: Sequence[str], alias_parts: Sequence[str] = ()) -> DuplicateCopies:
     """Which copies of a URL crawled in several parts are dropped: all but the first by
     (source_file, record_offset), then by part. Repeats within the winning part are left to the
-    Corpus (first row wins); the ingest writes none.
+    Corpus (first row wins); the ingest writes none. With ``alias_parts`` (:attr:`CrawlParts.aliases`)
+    the crawl's aliases are resolved too, and the pages merged by them are dropped.
 
     Columnar and light: the URL ids of every part (8 bytes a page) find the URLs crawled more
     than once, and only those rows' source files and offsets are read and compared. (Before: a
@@ -300,13 +331,14 @@ def duplicate_copies(page_parts: Sequence[str]) -> DuplicateCopies:
     if not ids:
         return DuplicateCopies({})
     every = np.concatenate(ids)
+    aliases, merged = crawl_aliases(alias_parts, every)
     order = np.argsort(every, kind="stable")
     same = every[order][1:] == every[order][:-1]
     repeated = np.zeros(every.size, dtype=bool)
     repeated[1:] |= same
     repeated[:-1] |= same
     if not repeated.any():
-        return DuplicateCopies({})
+        return DuplicateCopies({}, merged, aliases)
     rows = np.sort(order[repeated])  # rows of the URLs crawled more than once, in part order
     starts = np.concatenate(([0], np.cumsum([a.size for a in ids])))
     row_part = np.concatenate(part)[rows]
@@ -324,7 +356,85 @@ def duplicate_copies(page_parts: Sequence[str]) -> DuplicateCopies:
     losers = best[~first]
     loser_part, loser_url = row_part[losers], url[losers]
     return DuplicateCopies({part_of(page_parts[int(i)]): np.unique(loser_url[loser_part == i])
-                            for i in np.unique(loser_part).tolist()})
+                            for i in np.unique(loser_part).tolist()}, merged, aliases)
+
+
+_ALIAS_COLUMNS = ["url_id", "target_id", "target_url", "kind", "source_file", "record_offset"]
+
+
+def crawl_aliases(alias_parts: Sequence[str], page_ids: np.ndarray) -> tuple[AliasMap, np.ndarray]:
+    """The crawl's resolved aliases (simweb.core.aliases.build_alias_map over the evidence of
+    ``alias_parts``, ranked by source_file then record_offset) and the ids of the crawled pages
+    merged into another crawled page. An alias that is a crawled page and leads to no crawled
+    page is taken out of the evidence, so that it keeps its own document (repeated until none
+    is left: taking one out can shorten a chain that passed through it)."""
+    tables = [read_part(url, schemas.ALIASES, _ALIAS_COLUMNS) for url in alias_parts]
+    evidence = pa.concat_tables(tables).combine_chunks() if tables else None
+    if evidence is None or not evidence.num_rows:
+        return AliasMap(), np.zeros(0, np.uint64)
+    kinds = pc.index_in(evidence.column("kind"), value_set=pa.array(KINDS)).to_numpy(zero_copy_only=False)
+    if np.isnan(kinds.astype(float)).any():
+        raise ValueError(f"{alias_parts[0]}…: column 'kind': expected one of {', '.join(KINDS)}, found "
+                         f"{set(evidence.column('kind').to_pylist()) - set(KINDS)}; re-run `simweb ingest`")
+    kinds = kinds.astype(np.int8)
+    _, files = np.unique(evidence.column("source_file").to_numpy(zero_copy_only=False), return_inverse=True)
+    order = np.lexsort((evidence.column("record_offset").to_numpy(), files))
+    rank = np.empty(order.size, np.int64)
+    rank[order] = np.arange(order.size)
+    alias_ids = evidence.column("url_id").to_numpy()
+    target_ids = evidence.column("target_id").to_numpy()
+    target_urls = evidence.column("target_url").to_pylist()
+    page_ids = np.unique(np.asarray(page_ids, np.uint64))
+    kept_apart = np.zeros(0, np.uint64)
+    while True:
+        rows = np.flatnonzero(~np.isin(alias_ids, kept_apart))
+        aliases = build_alias_map(alias_ids[rows], target_ids[rows], [target_urls[i] for i in rows.tolist()],
+                                  kinds[rows], rank[rows], page_ids)
+        is_page = np.isin(aliases.ids, page_ids)
+        to_page = np.isin(aliases.targets, page_ids)
+        more = aliases.ids[is_page & ~to_page]
+        if not more.size:
+            break
+        kept_apart = np.union1d(kept_apart, more)
+    merged = aliases.ids[is_page & to_page]
+    aliases.counts.update(pages_merged=int(merged.size), aliased_pages_kept=int(kept_apart.size))
+    return aliases, merged
+
+
+def redirect_links(table: pa.Table, aliases: AliasMap) -> tuple[pa.Table, int]:
+    """``table`` (LINKS columns) with each link to an alias pointing at the alias's final target
+    (``target_id``, and ``target_url`` when read); and how many links were redirected."""
+    if not len(aliases) or not table.num_rows or "target_id" not in table.column_names:
+        return table, 0
+    ids = table.column("target_id").to_numpy()
+    at = aliases.positions(ids)
+    hit = at >= 0
+    n = int(hit.sum())
+    if not n:
+        return table, 0
+    safe = np.maximum(at, 0)
+    where = table.schema.get_field_index("target_id")
+    table = table.set_column(where, table.schema.field(where),
+                             pa.array(np.where(hit, aliases.targets[safe], ids), pa.uint64()))
+    if "target_url" in table.column_names:
+        where = table.schema.get_field_index("target_url")
+        urls = pa.array(aliases.target_urls, pa.string()).take(pa.array(safe))
+        table = table.set_column(where, table.schema.field(where),
+                                 pc.if_else(pa.array(hit), urls, table.column("target_url")))
+    return table, n
+
+
+def alias_report(crawl_dir: str) -> dict[str, int]:
+    """How the crawl's aliases were resolved (the counts of :func:`crawl_aliases`) and how many of
+    its kept links were redirected to an alias's document (``links_redirected_to_aliases``)."""
+    found = crawl_parts(crawl_dir)
+    copies = duplicate_copies(found.pages, found.aliases)
+    redirected = 0
+    if len(copies.aliases):
+        for url in found.links:
+            table, _ = read_links(url, copies.of(url), ["source_id", "target_id"])
+            redirected += redirect_links(table, copies.aliases)[1]
+    return {**copies.aliases.counts, "links_redirected_to_aliases": redirected}
 
 
 def _without(table: pa.Table, column: str, ids: np.ndarray) -> tuple[pa.Table, int]:
@@ -342,15 +452,19 @@ def read_pages(url: str, columns: Sequence[str], skip_ids: np.ndarray | None = N
     return table.select(list(columns)), skipped
 
 
-def read_links(url: str, skip_sources: np.ndarray | None = None,
-               columns: Sequence[str] = tuple(LINK_COLUMNS)) -> tuple[pa.Table, int]:
+def read_links(url: str, skip_sources: np.ndarray | None = None, columns: Sequence[str] = tuple(LINK_COLUMNS),
+               *, aliases: AliasMap | None = None) -> tuple[pa.Table, int]:
     """A links part without the links read from the pages of ``skip_sources``; and how many were
-    skipped."""
+    skipped. With ``aliases`` links to an alias point at its document (:func:`redirect_links`)."""
     if skip_sources is None or not skip_sources.size:
-        return read_part(url, schemas.LINKS, columns), 0
-    table = read_part(url, schemas.LINKS, list(dict.fromkeys([*columns, "source_id"])))
-    table, skipped = _without(table, "source_id", skip_sources)
-    return table.select(list(columns)), skipped
+        table, skipped = read_part(url, schemas.LINKS, columns), 0
+    else:
+        table = read_part(url, schemas.LINKS, list(dict.fromkeys([*columns, "source_id"])))
+        table, skipped = _without(table, "source_id", skip_sources)
+        table = table.select(list(columns))
+    if aliases is not None:
+        table = redirect_links(table, aliases)[0]
+    return table, skipped
 
 
 def _parquet_file(url: str, expected: pa.Schema, columns: Sequence[str]) -> pq.ParquetFile:
@@ -409,9 +523,11 @@ def _read_crawl(crawl_dir: str, page_columns: Sequence[str] | None, link_columns
     """The crawl's pages and links (None: that data set is not read) without duplicate copies,
     nor the pages ``exclude`` names and their out-links; with counts of what was read and left out."""
     found = crawl_parts(crawl_dir)
-    copies = duplicate_copies(found.pages)
+    copies = duplicate_copies(found.pages, found.aliases)
     counts = dict.fromkeys(("pages", "duplicate_copies", "excluded_pages", "links", "links_of_duplicate_copies",
                             "links_from_excluded_pages"), 0)
+    if len(copies.aliases):
+        counts["links_redirected_to_aliases"] = 0
     pages = links = None
     if page_columns is not None:
         columns = list(dict.fromkeys([*page_columns, "url"]))
@@ -430,6 +546,9 @@ def _read_crawl(crawl_dir: str, page_columns: Sequence[str] | None, link_columns
         tables = []
         for url in found.links:
             table, skipped = read_links(url, copies.of(url), columns)
+            table, redirected = redirect_links(table, copies.aliases)
+            if redirected:
+                counts["links_redirected_to_aliases"] += redirected
             counts["links"] += table.num_rows + skipped
             counts["links_of_duplicate_copies"] += skipped
             tables.append(table)
@@ -603,13 +722,13 @@ def _iter_parts(crawl_dir: str, data_set: str, columns: Sequence[str], key: str,
                 url_ids: Iterable[int] | np.ndarray | None) -> Iterator[pa.Table]:
     """Each part of ``data_set`` without duplicate copies, its rows with ``key`` among ``url_ids``."""
     found = crawl_parts(crawl_dir)
-    copies = duplicate_copies(found.pages)
+    copies = duplicate_copies(found.pages, found.aliases)
     wanted = _wanted(url_ids)
     for url in (found.pages if data_set == "pages" else found.links):
         if data_set == "pages":
             table, _ = read_pages(url, columns, copies.of(url))
         else:
-            table, _ = read_links(url, copies.of(url), columns)
+            table, _ = read_links(url, copies.of(url), columns, aliases=copies.aliases)
         if wanted is not None:
             table = table.filter(pc.is_in(table.column(key), value_set=wanted))
         yield table

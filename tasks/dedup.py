@@ -34,7 +34,7 @@ from simweb.core.shingles import (
 )
 from simweb.core.urls import normalize_url, url_id
 from simweb.tasks import schemas
-from simweb.tasks.crawl import crawl_parts, pages_of, read_part, unique_pages
+from simweb.tasks.crawl import crawl_parts, duplicate_copies, pages_of, read_part, redirect_links, unique_pages
 from simweb.tasks.storage import join, write_parquet_atomic
 
 CLUSTERS_TABLE = "duplicates.parquet"
@@ -224,6 +224,13 @@ def collapse_duplicates(crawl: str, out: str, params: DedupParams = DedupParams(
     member_ids = pa.array(members, pa.uint64())
     counts = dict.fromkeys(COLLAPSE_COUNTS, 0)
     found = crawl_parts(crawl)
+    # The crawl's aliases go along unchanged (the output is read as a crawl), and links to an
+    # alias are pointed at its document first, so that a link to an alias of a copy reaches the
+    # representative too.
+    aliases = duplicate_copies(found.pages, found.aliases).aliases
+    for path in found.aliases:
+        write_parquet_atomic(read_part(path, schemas.ALIASES, schemas.ALIASES.names),
+                             join(out, "aliases", path.rsplit("/", 1)[-1]))
     for path in found.pages:
         table = read_part(path, schemas.PAGES, schemas.PAGES.names)
         kept = table.filter(pc.invert(pc.is_in(table.column("url_id"), value_set=member_ids)))
@@ -232,7 +239,7 @@ def collapse_duplicates(crawl: str, out: str, params: DedupParams = DedupParams(
         write_parquet_atomic(kept, join(out, "pages", path.rsplit("/", 1)[-1]))
     counts["duplicate_pages_dropped"] = counts["pages_in"] - counts["pages_out"]
     for path in found.links:
-        table = read_part(path, schemas.LINKS, schemas.LINKS.names)
+        table = redirect_links(read_part(path, schemas.LINKS, schemas.LINKS.names), aliases)[0]
         counts["links_in"] += table.num_rows
         from_copy = pc.is_in(table.column("source_id"), value_set=member_ids)
         table = table.filter(pc.invert(from_copy))
