@@ -10,7 +10,7 @@ ingested crawl — while the resident set of every process of the command's tree
 the Prefect server included) is sampled five times a second.
 
 Printed per size: for the ingest and for each stage (bag fragments, merge, weighting, signatures,
-invert, as their log lines time them), the wall time, pages/s, links/s and MB/s per core (MB of
+invert, as their completion records time them), the wall time, pages/s, links/s and MB/s per core (MB of
 gzipped WARC input); the peak RSS of every process, largest first; the bytes of each
 intermediate beside the gzipped WARC bytes; and, beside them, the paper's per-machine figures
 (Section 6: bag fragments 24 h on three machines for 45 million pages, 174 pages/s per machine;
@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -33,8 +32,6 @@ from benchmarks.memory import GIB, watch
 
 #: The paper's per-machine rates (Section 6.1–6.2, machines of 2002).
 PAPER = {"bag-fragments": ("pages/s", 174.0), "signatures": ("bags/s", 950.0)}
-STAGE_LINE = re.compile(r"stage (?P<stage>[\w-]+): computed \w+ in (?P<seconds>[\d.]+) s")
-BAGS_LINE = re.compile(r"stage bags: computed .*?(?P<bags>[\d,]+) bags")
 STAGES = ("bag-fragments", "bag-merge", "bags", "signatures", "invert")
 
 
@@ -46,6 +43,18 @@ def corpus(size: int, cache: Path) -> Path:
         subprocess.run([sys.executable, "-m", "simweb", "corpus", "scale", "--pages", str(size), "--out", str(folder)],
                        check=True)
     return folder
+
+
+def stage_seconds(stages: Path) -> tuple[dict[str, float], int | None]:
+    """Each stage's computing time, as its completion record (``_SUCCESS.json``) holds it, and
+    the number of bags the bags stage wrote."""
+    seconds, bags = {}, None
+    for record in stages.glob("*/*/_SUCCESS.json"):
+        done = json.loads(record.read_text())
+        seconds[record.parent.parent.name] = float(done.get("seconds", 0.0))
+        if record.parent.parent.name == "bags":
+            bags = (done.get("stats") or {}).get("bags", bags)
+    return seconds, bags
 
 
 def folder_bytes(path: Path) -> int:
@@ -83,9 +92,7 @@ def measure(size: int, cache: Path, workers: int | None, part_mb: int | None) ->
             if run["returncode"] not in (0, 3):
                 print(run["output"][-3000:])
                 raise SystemExit(f"the {what} of the {size:,}-page crawl failed (exit {run['returncode']})")
-        seconds = {m["stage"]: float(m["seconds"]) for m in STAGE_LINE.finditer(rest["output"])}
-        found = BAGS_LINE.search(rest["output"])
-        bags = int(found["bags"].replace(",", "")) if found else None
+        seconds, bags = stage_seconds(out / "stages")
         sizes = {"crawl (ingest output)": folder_bytes(out / "crawl"),
                  **{f"stages/{p.name}": folder_bytes(p) for p in sorted((out / "stages").glob("*"))},
                  "versions (published index)": folder_bytes(out / "versions")}
