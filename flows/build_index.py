@@ -20,7 +20,8 @@ from simweb.core.strategy import Strategy
 from simweb.flows.chain import BuildSummary, index_chain, ingest_sentence, ingest_stage
 from simweb.flows.cluster import publish_markdown, stage_runner
 from simweb.tasks.crawl import write_selection
-from simweb.tasks.ingest import list_archive_files, nothing_ingested
+from simweb.tasks.ingest import nothing_ingested
+from simweb.tasks.sources import list_archive_files
 from simweb.tasks.layout import IndexLock, check_writable, crawl_folder, sweep_debris
 from simweb.tasks.ledger import crawl_selection
 from simweb.tasks.logs import run_logger

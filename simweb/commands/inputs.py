@@ -139,7 +139,7 @@ def crawl_problem(items: list[str]) -> tuple[list[str], str | None]:
     problem = crawl_paths_problem(items)
     if problem:
         return [], problem
-    from simweb.tasks.ingest import list_archive_files
+    from simweb.tasks.sources import list_archive_files
 
     try:
         return list_archive_files(items), None
