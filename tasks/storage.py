@@ -119,6 +119,7 @@ def identify(url: str) -> FileIdentity:
     """The :class:`FileIdentity` of the local file or remote object ``url``."""
     fs, path = filesystem(url)
     if local_path(url) is None:
+        fs.invalidate_cache(path)  # what a listing said may be stale by now
         info = fs.info(path)
         validator = next(((k, str(info[k])) for k in _VALIDATORS if info.get(k)), None)
         if validator is not None:

@@ -132,18 +132,79 @@ def crawl_paths_problem(items: list[str]) -> str | None:
     return None
 
 
-def crawl_problem(items: list[str]) -> tuple[list[str], str | None]:
-    """The WARC and ARC files that ``items`` (files, folders, globs, URLs) name, or the one-line reason
-    there are none (nothing there, an empty folder, no archive file among them, a remote URL whose
-    reader is not installed)."""
-    problem = crawl_paths_problem(items)
+def add_paths_list_options(parser) -> None:
+    """--paths-list and --paths-prefix: a crawl named by a list of archive paths (Common Crawl's
+    warc.paths.gz), beside or instead of the files, folders, globs and URLs named."""
+    parser.add_argument(
+        "--paths-list", default=None, metavar="FILE",
+        help="a file (local or URL, plain or .gz) naming one WARC or ARC file per line, such as Common "
+             "Crawl's warc.paths.gz; its files are read besides any named before it")
+    parser.add_argument(
+        "--paths-prefix", default=None, metavar="PREFIX",
+        help="what --paths-list's relative lines are relative to, e.g. https://data.commoncrawl.org/ "
+             "or s3://commoncrawl/ (lines that are URLs are taken as they are)")
+
+
+def paths_list_problem(paths_list: str | None, prefix: str | None) -> str | None:
+    """Why --paths-list / --paths-prefix cannot be used (found without reading the list), or None."""
+    if paths_list is None:
+        return "--paths-prefix joins the lines of --paths-list: give --paths-list FILE too" if prefix else None
+    for url in (paths_list, prefix or ""):
+        if "://" in url and (problem := remote_problem(url)):
+            return problem
+    if "://" not in paths_list and not os.path.isfile(paths_list):
+        return (f"--paths-list {paths_list}: no such file; expected a list of WARC or ARC paths, one per "
+                "line (as Common Crawl's warc.paths.gz)")
+    return None
+
+
+def crawl_problem(items: list[str], paths_list: str | None = None,
+                  paths_prefix: str | None = None) -> tuple[list[str], str | None]:
+    """The WARC and ARC files that ``items`` (files, folders, globs, URLs) and the paths list name,
+    or the one-line reason there are none (nothing there, an empty folder, no archive file among
+    them, a web URL its server does not have, a remote URL whose reader is not installed)."""
+    if not items and not paths_list:
+        return [], ("no crawl named; expected WARC or ARC files, folders of them, globs or URLs "
+                    "(s3://…, https://…), or --paths-list FILE")
+    problem = crawl_paths_problem(items) or paths_list_problem(paths_list, paths_prefix)
     if problem:
         return [], problem
-    from simweb.tasks.sources import list_archive_files
+    from simweb.tasks.sources import PathsListError, list_archive_files, read_paths_list
 
     try:
-        return list_archive_files(items), None
+        files = list_archive_files(items) if items else []
+        for item in items:
+            if item.split("://", 1)[0].lower() in ("http", "https") and (problem := web_file_problem(item)):
+                return [], problem
+        if paths_list:
+            listed = read_paths_list(paths_list, paths_prefix)
+            for url in dict.fromkeys(u.split("://", 1)[0] + "://" for u in listed if "://" in u):
+                if problem := remote_problem(url):
+                    return [], f"--paths-list {paths_list}: {problem}"
+            files = list(dict.fromkeys(files + listed))
+        return files, None
+    except PathsListError as err:
+        return [], str(err)
     except (FileNotFoundError, NotADirectoryError, PermissionError) as err:
         return [], str(err)
     except ImportError as err:  # an fsspec protocol whose package is missing, not one named above
         return [], f"{', '.join(items)}: {err}"
+    except OSError as err:  # an object store or web server that does not answer
+        return [], (f"{', '.join(items + ([paths_list] if paths_list else []))}: cannot be listed or read "
+                    f"({type(err).__name__}: {err}); check the URL, and the endpoint and credentials of the store")
+
+
+def web_file_problem(url: str) -> str | None:
+    """Why the web server of ``url`` cannot serve it as an archive file (asked with one HEAD
+    request), or None."""
+    from simweb.tasks.storage import filesystem
+
+    fs, path = filesystem(url)
+    try:
+        info = fs.info(path)
+    except FileNotFoundError:
+        return f"{url}: the web server has no such file; expected the URL of a WARC or ARC file"
+    if not info.get("size"):
+        return (f"{url}: the web server does not tell this file's size; simweb reads web files by byte "
+                "ranges and needs a server that gives Content-Length (and supports Range requests)")
+    return None

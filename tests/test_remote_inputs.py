@@ -1,0 +1,179 @@
+"""Crawls read from an object store and a web server, both real servers started here on
+127.0.0.1: an S3-compatible store (moto's standalone server) and a web server with range
+requests (http.server). Each remote crawl gives exactly the pages, links and skips that the
+same files give read locally; a re-run reads no remote file again (the parts are named by
+the store's ETag and size); a Common Crawl style paths list names files relative to a prefix.
+"""
+from __future__ import annotations
+
+import gzip
+import http.server
+import json
+import logging
+import os
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+from simweb.cli import main
+from simweb.tasks.ingest import ingest_files
+from simweb.tasks.sources import list_archive_files, read_paths_list
+from simweb.tasks.storage import identify, read_parquet
+
+moto_server = pytest.importorskip("moto.server", reason="the S3 tests need moto[s3] (simweb's dev extra)")
+boto3 = pytest.importorskip("boto3")
+s3fs = pytest.importorskip("s3fs")
+
+FILES = ("warcfile.warc.gz", "example.warc.gz")  # 16 + 1 HTML pages
+BUCKET = "crawls"
+
+
+@pytest.fixture(scope="module")
+def s3(shared_fixtures):
+    """An S3-compatible store on 127.0.0.1 holding the fixtures under s3://crawls/cc/ (and a
+    file that is no archive), with the environment a user sets for such a store."""
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    env = {"AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_ACCESS_KEY_ID": "simweb-test",
+           "AWS_SECRET_ACCESS_KEY": "simweb-test", "AWS_DEFAULT_REGION": "us-east-1",
+           "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+           "AWS_EC2_METADATA_DISABLED": "true", "NO_PROXY": "127.0.0.1"}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(logging.getLogger("werkzeug"), "disabled", True)  # the store's request log
+        for name, value in env.items():
+            mp.setenv(name, value)
+        s3fs.S3FileSystem.clear_instance_cache()
+        client = boto3.client("s3")
+        client.create_bucket(Bucket=BUCKET)
+        for i, name in enumerate(FILES):
+            client.put_object(Bucket=BUCKET, Key=f"cc/part{i}/{name}",
+                              Body=(shared_fixtures / "warc" / name).read_bytes())
+        client.put_object(Bucket=BUCKET, Key="cc/README.txt", Body=b"not a crawl")
+        try:
+            yield client
+        finally:
+            s3fs.S3FileSystem.clear_instance_cache()
+            server.stop()
+
+
+class _RangeHandler(http.server.SimpleHTTPRequestHandler):
+    """Files with Content-Length, an ETag and byte ranges, as web archives serve WARC files."""
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def send_head(self):
+        path = self.translate_path(self.path)
+        if not os.path.isfile(path):
+            self.send_error(404)
+            return None
+        size = os.path.getsize(path)
+        start, end = 0, size - 1
+        wanted = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", "").strip())
+        if wanted:
+            start, end = int(wanted[1]), min(int(wanted[2] or size - 1), size - 1)
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
+        else:
+            self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(end - start + 1))
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("ETag", f'"{size:x}-{os.stat(path).st_mtime_ns:x}"')
+        self.end_headers()
+        with open(path, "rb") as f:
+            f.seek(start)
+            import io
+
+            return io.BytesIO(f.read(end - start + 1))
+
+
+@pytest.fixture(scope="module")
+def web(shared_fixtures):
+    """A web server on 127.0.0.1 serving ../shared/fixtures; yields its base URL."""
+    handler = lambda *a, **kw: _RangeHandler(*a, directory=str(shared_fixtures), **kw)  # noqa: E731
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory, warc_dir):
+    """The same files ingested from the local disk: what every remote read must equal."""
+    out = tmp_path_factory.mktemp("local")
+    stats = ingest_files([str(warc_dir / name) for name in FILES], str(out))
+    assert stats.pages_written == 17 and stats.files_read == 2 and not stats.file_errors
+    return stats, sorted(read_parquet(str(out / "pages"), ["url"]).column("url").to_pylist())
+
+
+def _same_as_local(stats, out: Path, local) -> None:
+    expected, urls = local
+    assert (stats.pages_written, stats.links_written, stats.records_read, stats.skipped) == (
+        expected.pages_written, expected.links_written, expected.records_read, expected.skipped)
+    assert sorted(read_parquet(str(out / "pages"), ["url"]).column("url").to_pylist()) == urls
+
+
+def test_an_s3_prefix_and_glob_name_its_archive_files(s3):
+    listed = [f"s3://{BUCKET}/cc/part0/warcfile.warc.gz", f"s3://{BUCKET}/cc/part1/example.warc.gz"]
+    assert list_archive_files(f"s3://{BUCKET}/cc/") == listed
+    assert list_archive_files(f"s3://{BUCKET}/cc/**/*.warc.gz") == listed
+    assert list_archive_files(f"s3://{BUCKET}/cc/*/example*") == listed[1:]
+    with pytest.raises(FileNotFoundError, match="no such file or folder"):
+        list_archive_files(f"s3://{BUCKET}/elsewhere/")
+
+
+def test_ingest_from_s3_equals_local_and_a_rerun_reads_nothing_again(s3, local, tmp_path, capsys, warc_dir):
+    out = tmp_path / "data"
+    assert main(["ingest", f"s3://{BUCKET}/cc/", "--out", str(out), "--no-prefect"]) == 0
+    printed = capsys.readouterr()
+    assert "2 archive files, " in printed.err and "in this process" in printed.err
+    files = list_archive_files(f"s3://{BUCKET}/cc/")
+    fresh = ingest_files(files, str(tmp_path / "fresh"))
+    _same_as_local(fresh, tmp_path / "fresh", local)
+    # The parts' stats name each object by its store's ETag and size, without reading it.
+    saved = [json.loads(p.read_text()) for p in (out / "stats").glob("part-*.json")]
+    assert sorted(s["source"] for s in saved) == sorted(files)
+    assert all(s["ETag"] and s["size"] and "sha256" not in s for s in saved)
+    assert {identify(f).digest for f in files} == {s["identity"] for s in saved}
+
+    rerun = ingest_files(files, str(out))
+    assert (rerun.files_unchanged, rerun.files_read, rerun.pages_unchanged) == (2, 0, 17)
+    # The same bytes uploaded again keep their ETag (an MD5 of the bytes): still unchanged.
+    example = (warc_dir / "example.warc.gz").read_bytes()
+    s3.put_object(Bucket=BUCKET, Key="cc/part1/example.warc.gz", Body=example)
+    assert ingest_files(files, str(out)).files_unchanged == 2
+    # An object replaced by other bytes is another file: read again.
+    s3.put_object(Bucket=BUCKET, Key="cc/part1/example.warc.gz", Body=example + example)
+    changed = ingest_files(files, str(out))
+    assert (changed.files_unchanged, changed.files_read, changed.pages_written) == (1, 1, 1)
+
+
+def test_build_from_a_paths_list_with_a_web_prefix(web, local, tmp_path, capsys):
+    paths = tmp_path / "warc.paths.gz"
+    paths.write_bytes(gzip.compress("".join(f"warc/{name}\n" for name in FILES).encode()))
+    assert read_paths_list(str(paths), web + "/") == [f"{web}/warc/{name}" for name in FILES]
+    out = tmp_path / "index"
+    code = main(["build", "--paths-list", str(paths), "--paths-prefix", web + "/", "--out", str(out),
+                 "--no-prefect", "--min-in-degree", "-1", "--json"])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    built = json.loads(printed.out)
+    assert built["index"] and built["ingest"]["pages_written"] == 17
+    # The same build from the local files: the same pages and links.
+    from simweb.tasks.ingest import IngestStats
+
+    _same_as_local(IngestStats.from_dict(built["ingest"]), out / "crawl", local)
+    again = main(["build", "--paths-list", str(paths), "--paths-prefix", web + "/", "--out", str(out),
+                  "--no-prefect", "--min-in-degree", "-1", "--json"])
+    rebuilt = json.loads(capsys.readouterr().out)
+    assert again == 0 and rebuilt["ingest"]["files_unchanged"] == 2 and rebuilt["ingest"]["files_read"] == 0
+    assert all(stage["reused"] for stage in rebuilt["stages"].values())
