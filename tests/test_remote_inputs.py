@@ -177,3 +177,40 @@ def test_build_from_a_paths_list_with_a_web_prefix(web, local, tmp_path, capsys)
     rebuilt = json.loads(capsys.readouterr().out)
     assert again == 0 and rebuilt["ingest"]["files_unchanged"] == 2 and rebuilt["ingest"]["files_read"] == 0
     assert all(stage["reused"] for stage in rebuilt["stages"].values())
+
+
+def test_ingest_into_an_object_store(s3, local, warc_dir, tmp_path, capsys):
+    out = f"s3://{BUCKET}/ingested"
+    warcs = [str(warc_dir / name) for name in FILES]
+    assert main(["ingest", *warcs, "--out", out, "--no-prefect"]) == 0
+    capsys.readouterr()
+    assert sorted(read_parquet(f"{out}/pages", ["url"]).column("url").to_pylist()) == local[1]
+    rerun = ingest_files(warcs, out)
+    assert (rerun.files_unchanged, rerun.pages_unchanged) == (2, 17)
+
+
+@pytest.mark.parametrize("case, argv, expected", [
+    ("index on a store", ["build", "{warc}", "--out", "s3://crawls/index"],
+     r"--out s3://crawls/index: an index is written to a local folder"),
+    ("relative list, no prefix", ["build", "--paths-list", "{tmp}/warc.paths", "--out", "{tmp}/i"],
+     r"line 1 \(warc/warcfile.warc.gz\) is a relative path; give the prefix .* --paths-prefix https://data.commoncrawl.org/"),
+    ("prefix without list", ["ingest", "{warc}", "--paths-prefix", "{web}/", "--out", "{tmp}/i"],
+     "--paths-prefix joins the lines of --paths-list: give --paths-list FILE too"),
+    ("missing list", ["ingest", "--paths-list", "{tmp}/gone.paths.gz", "--out", "{tmp}/i"],
+     "--paths-list .*gone.paths.gz: no such file; expected a list of WARC or ARC paths"),
+    ("empty list", ["ingest", "--paths-list", "{tmp}/empty.paths", "--out", "{tmp}/i"],
+     "names no file; expected one WARC or ARC path per line"),
+    ("nothing named", ["build", "--out", "{tmp}/i"], "no crawl named; expected WARC or ARC files"),
+    ("not on the web server", ["ingest", "{web}/warc/gone.warc.gz", "--out", "{tmp}/i"],
+     "gone.warc.gz: the web server has no such file; expected the URL of a WARC or ARC file"),
+    ("not in the bucket", ["ingest", "s3://crawls/nothing-here/", "--out", "{tmp}/i"],
+     "s3://crawls/nothing-here/: no such file or folder"),
+])
+def test_remote_inputs_refused_in_one_line(case, argv, expected, s3, web, warc_dir, tmp_path, capsys):
+    (tmp_path / "warc.paths").write_text("# a Common Crawl style list\nwarc/warcfile.warc.gz\n")
+    (tmp_path / "empty.paths").write_text("\n# nothing\n")
+    given = {"tmp": str(tmp_path), "warc": str(warc_dir / "example.warc.gz"), "web": web}
+    assert main([a.format(**given) for a in argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert re.search(expected, err[-1]), err
+    assert "Traceback" not in "\n".join(err)

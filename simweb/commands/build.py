@@ -83,9 +83,11 @@ def run(args: argparse.Namespace) -> int:
         print("simweb build: --workers sizes a local cluster; it cannot be combined with --dask-address",
               file=sys.stderr)
         return 2
-    from simweb.commands.inputs import crawl_paths_problem, crawl_problem, paths_list_problem, directory_problem, output_problem
+    from simweb.commands.inputs import (crawl_paths_problem, crawl_problem, directory_problem, local_index_problem,
+                                        output_problem, paths_list_problem)
 
-    problem = (output_problem(args.out) or (args.directory and directory_problem(args.directory))
+    problem = (local_index_problem(args.out) or output_problem(args.out)
+               or (args.directory and directory_problem(args.directory))
                or crawl_paths_problem(args.crawl) or paths_list_problem(args.paths_list, args.paths_prefix))
     if problem:
         print(f"simweb build: {problem}", file=sys.stderr)

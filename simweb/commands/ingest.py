@@ -40,7 +40,8 @@ def register(subparsers) -> None:
              "recursively), a glob, or a URL: s3://bucket/prefix/ (every archive file under it), "
              "s3://bucket/**/*.warc.gz, https://host/file.warc.gz",
     )
-    parser.add_argument("--out", required=True, metavar="DIR", help="output folder (local path or fsspec URL)")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="output folder: a local path, or an object-store URL (s3://bucket/data)")
     parser.add_argument(
         "--dask-address", default=None, metavar="ADDR",
         help="address of an existing Dask scheduler (default: start a local cluster)",
@@ -73,9 +74,10 @@ def run(args) -> int:
         print(f"simweb ingest: --workers: expected at least 1, got {args.workers}", file=sys.stderr)
         return 2
 
-    from simweb.commands.inputs import crawl_paths_problem, crawl_problem, paths_list_problem, output_problem
+    from simweb.commands.inputs import (crawl_paths_problem, crawl_problem, output_problem, paths_list_problem,
+                                        remote_problem)
 
-    problem = (output_problem(args.out) or crawl_paths_problem(args.warc)
+    problem = (remote_problem(args.out) or output_problem(args.out) or crawl_paths_problem(args.warc)
                or paths_list_problem(args.paths_list, args.paths_prefix))
     if problem:
         print(f"simweb ingest: {problem}", file=sys.stderr)

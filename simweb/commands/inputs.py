@@ -62,6 +62,16 @@ def output_problem(path: str, option: str = "--out") -> str | None:
     return None
 
 
+def local_index_problem(path: str, option: str = "--out") -> str | None:
+    """Why ``path`` cannot hold an index: it is remote (an index is a local folder, memory-mapped
+    by queries, published by renames and locked by the kernel), or None."""
+    if "://" not in path or path.startswith("file://"):
+        return None
+    return (f"{option} {path}: an index is written to a local folder (queries memory-map it); give a local "
+            "folder — the crawl itself may be remote, and `simweb ingest --out` writes the ingested pages "
+            "and links to an object store")
+
+
 #: fsspec protocols that need an optional extra, and the extra that installs them.
 REMOTE_EXTRAS = {"s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3"), "http": ("aiohttp", "http"), "https": ("aiohttp", "http")}
 
