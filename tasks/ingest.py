@@ -675,9 +675,16 @@ RETRY_DELAY = 2.0
 
 def is_transient_io_error(exc: BaseException) -> bool:
     """Whether ``exc`` is worth another attempt: an ``OSError`` such as a dropped network mount
-    or an object-store hiccup — not a missing or forbidden file. A damaged WARC file does not
-    raise (it is reported in the stats), and parsing the same bytes again gives the same answer."""
-    return isinstance(exc, OSError) and not isinstance(exc, _PERMANENT_OS_ERRORS)
+    or an object-store hiccup — not a missing or forbidden file — or a web server's dropped
+    connection, cut transfer or answer 5xx / 429 (aiohttp's errors, which are not all OSErrors).
+    A damaged WARC file does not raise (it is reported in the stats), and parsing the same bytes
+    again gives the same answer."""
+    if isinstance(exc, OSError):
+        return not isinstance(exc, _PERMANENT_OS_ERRORS)
+    if type(exc).__module__.split(".", 1)[0] == "aiohttp":
+        status = getattr(exc, "status", None)
+        return status is None or status >= 500 or status == 429
+    return False
 
 
 def ingest_with_retries(path: str, out_dir: str, io_retries: int = 3, retry_delay: float = RETRY_DELAY,

@@ -154,6 +154,7 @@ def test_ingest_from_s3_equals_local_and_a_rerun_reads_nothing_again(s3, local, 
     # An object replaced by other bytes is another file: read again.
     s3.put_object(Bucket=BUCKET, Key="cc/part1/example.warc.gz", Body=example + example)
     changed = ingest_files(files, str(out))
+    s3.put_object(Bucket=BUCKET, Key="cc/part1/example.warc.gz", Body=example)  # as the other tests expect
     assert (changed.files_unchanged, changed.files_read, changed.pages_written) == (1, 1, 1)
 
 
@@ -214,3 +215,30 @@ def test_remote_inputs_refused_in_one_line(case, argv, expected, s3, web, warc_d
     err = capsys.readouterr().err.strip().splitlines()
     assert re.search(expected, err[-1]), err
     assert "Traceback" not in "\n".join(err)
+
+
+def test_a_web_servers_passing_failures_are_retried_and_its_refusals_are_not():
+    aiohttp = pytest.importorskip("aiohttp")
+    from simweb.tasks.ingest import is_transient_io_error
+
+    def answer(status: int):
+        return aiohttp.ClientResponseError(None, (), status=status)
+
+    assert all(is_transient_io_error(e) for e in (answer(503), answer(429), aiohttp.ServerDisconnectedError(),
+                                                  aiohttp.ClientPayloadError("cut short")))
+    assert not any(is_transient_io_error(e) for e in (answer(403), answer(401), answer(416)))
+
+
+@pytest.mark.slow
+def test_a_prefect_ingest_reads_the_store_from_its_dask_workers(s3, local, tmp_path):
+    """`simweb ingest s3://… --prefect --workers 2`: the files are read by two Dask worker
+    processes (which get the store's endpoint and keys from the environment): the same pages."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "data"
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect-home")}
+    done = subprocess.run([sys.executable, "-m", "simweb", "ingest", f"s3://{BUCKET}/cc/", "--out", str(out),
+                           "--prefect", "--workers", "2"], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert sorted(read_parquet(str(out / "pages"), ["url"]).column("url").to_pylist()) == local[1]
