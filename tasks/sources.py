@@ -42,7 +42,7 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
     items = [crawl] if isinstance(crawl, str) else list(crawl)
     found: list[str] = []
     for item in items:
-        if item.split("://", 1)[0].lower() in SINGLE_FILE_PROTOCOLS and "://" in item:
+        if "://" in item and item.split("://", 1)[0].lower() in SINGLE_FILE_PROTOCOLS:
             found.append(item)
             continue
         fs, path = filesystem(item)

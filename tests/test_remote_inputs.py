@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import re
+import socket
 import threading
 from pathlib import Path
 
@@ -206,12 +207,29 @@ def test_ingest_into_an_object_store(s3, local, warc_dir, tmp_path, capsys):
      "gone.warc.gz: the web server has no such file; expected the URL of a WARC or ARC file"),
     ("not in the bucket", ["ingest", "s3://crawls/nothing-here/", "--out", "{tmp}/i"],
      "s3://crawls/nothing-here/: no such file or folder"),
+    ("web server down", ["build", "{dead}/crawl.warc.gz", "--out", "{tmp}/i"],
+     r"crawl.warc.gz: cannot be read from its web server \(ClientConnectorError: .*check the URL and that the "
+     "server is reachable"),
+    ("store down", ["ingest", "s3://crawls/cc/", "--out", "{tmp}/i"],
+     r"s3://crawls/cc/: cannot be listed or read \(EndpointConnectionError: .*AWS_ENDPOINT_URL"),
 ])
-def test_remote_inputs_refused_in_one_line(case, argv, expected, s3, web, warc_dir, tmp_path, capsys):
+def test_remote_inputs_refused_in_one_line(case, argv, expected, s3, web, warc_dir, tmp_path, capsys, monkeypatch):
     (tmp_path / "warc.paths").write_text("# a Common Crawl style list\nwarc/warcfile.warc.gz\n")
     (tmp_path / "empty.paths").write_text("\n# nothing\n")
-    given = {"tmp": str(tmp_path), "warc": str(warc_dir / "example.warc.gz"), "web": web}
-    assert main([a.format(**given) for a in argv]) == 2
+    with socket.socket() as probe:  # a port on 127.0.0.1 that nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    if case == "store down":
+        monkeypatch.setenv("AWS_ENDPOINT_URL", dead)
+        monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+        s3fs.S3FileSystem.clear_instance_cache()
+        monkeypatch.setattr(s3fs.S3FileSystem, "retries", 1)
+    given = {"tmp": str(tmp_path), "warc": str(warc_dir / "example.warc.gz"), "web": web, "dead": dead}
+    try:
+        code = main([a.format(**given) for a in argv])
+    finally:
+        s3fs.S3FileSystem.clear_instance_cache()
+    assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert re.search(expected, err[-1]), err
     assert "Traceback" not in "\n".join(err)

@@ -199,9 +199,13 @@ def crawl_problem(items: list[str], paths_list: str | None = None,
         return [], str(err)
     except ImportError as err:  # an fsspec protocol whose package is missing, not one named above
         return [], f"{', '.join(items)}: {err}"
-    except OSError as err:  # an object store or web server that does not answer
-        return [], (f"{', '.join(items + ([paths_list] if paths_list else []))}: cannot be listed or read "
-                    f"({type(err).__name__}: {err}); check the URL, and the endpoint and credentials of the store")
+    except Exception as err:  # noqa: BLE001 — an object store or web server that does not answer
+        named = items + ([paths_list] if paths_list else [])
+        if not any("://" in item for item in named):
+            raise
+        said = " ".join(f"{type(err).__name__}: {err}".split())[:200]
+        return [], (f"{', '.join(named)}: cannot be listed or read ({said}); check the URL, and the store's "
+                    "endpoint (AWS_ENDPOINT_URL for an S3-compatible store) and credentials")
 
 
 def web_file_problem(url: str) -> str | None:
@@ -212,8 +216,12 @@ def web_file_problem(url: str) -> str | None:
     fs, path = filesystem(url)
     try:
         info = fs.info(path)
-    except FileNotFoundError:
-        return f"{url}: the web server has no such file; expected the URL of a WARC or ARC file"
+    except FileNotFoundError as err:
+        cause = err.__cause__
+        if cause is None or getattr(cause, "status", None) in (404, 410):
+            return f"{url}: the web server has no such file; expected the URL of a WARC or ARC file"
+        said = " ".join(f"{type(cause).__name__}: {cause}".split())[:200]
+        return f"{url}: cannot be read from its web server ({said}); check the URL and that the server is reachable"
     if not info.get("size"):
         return (f"{url}: the web server does not tell this file's size; simweb reads web files by byte "
                 "ranges and needs a server that gives Content-Length (and supports Range requests)")
