@@ -21,7 +21,7 @@ from simweb.flows.chain import BuildSummary, index_chain, ingest_sentence, inges
 from simweb.flows.cluster import publish_markdown, stage_runner
 from simweb.tasks.crawl import write_selection
 from simweb.tasks.ingest import nothing_ingested
-from simweb.tasks.sources import list_archive_files
+from simweb.tasks.sources import crawl_files
 from simweb.tasks.layout import IndexLock, check_writable, crawl_folder, sweep_debris
 from simweb.tasks.ledger import crawl_selection
 from simweb.tasks.logs import run_logger
@@ -46,6 +46,8 @@ def build_index(
     lock_wait_seconds: float | None = None,
     verify: bool = False,
     keep_earlier: bool = False,
+    paths_list: str | None = None,
+    paths_prefix: str | None = None,
 ) -> BuildSummary:
     """Build the related-pages index of a crawl (paper Section 6, Figure 10) into ``out``.
 
@@ -71,9 +73,11 @@ def build_index(
         lock_wait_seconds: How long to wait for another run writing into OUT (empty: as long as it takes).
         verify: Check every reused stage output and the live index by content (SHA-256), not only by size.
         keep_earlier: Keep the pages of files that earlier builds into OUT named (by default the crawl is exactly the files named, with those an ingest-new-crawl inbox added).
+        paths_list: A file (local or URL, plain or .gz) naming one WARC or ARC file per line, such as Common Crawl's warc.paths.gz, read besides the crawl (which may then be empty).
+        paths_prefix: What the paths list's relative lines are relative to, e.g. https://data.commoncrawl.org/ or s3://commoncrawl/.
     """
     log = run_logger("simweb.build")
-    files = list_archive_files(crawl)
+    files = crawl_files(crawl, paths_list, paths_prefix)
     crawl_dir = crawl_out or crawl_folder(out)
     for folder in {out, crawl_dir}:
         check_writable(folder)

@@ -73,6 +73,20 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
     return unique
 
 
+def crawl_files(crawl: str | Iterable[str], paths_list: str | None = None, paths_prefix: str | None = None) -> list[str]:
+    """The archive files of a crawl named by ``crawl`` (:func:`list_archive_files`; may be empty
+    when there is a paths list) and by a paths list (:func:`read_paths_list`), in that order,
+    each once."""
+    items = [crawl] if isinstance(crawl, str) else list(crawl)
+    if not items and not paths_list:
+        raise FileNotFoundError("no crawl named; expected WARC or ARC files, folders of them, globs or URLs "
+                                "(s3://…, https://…), or a paths list")
+    files = list_archive_files(items) if items else []
+    if paths_list:
+        files += read_paths_list(paths_list, paths_prefix)
+    return list(dict.fromkeys(files))
+
+
 class PathsListError(ValueError):
     """A paths list that cannot name a crawl: empty, or relative lines without a prefix."""
 

@@ -260,3 +260,14 @@ def test_a_prefect_ingest_reads_the_store_from_its_dask_workers(s3, local, tmp_p
                            "--prefect", "--workers", "2"], capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr
     assert sorted(read_parquet(str(out / "pages"), ["url"]).column("url").to_pylist()) == local[1]
+
+
+def test_the_build_index_flow_takes_a_paths_list(web, tmp_path):
+    """For deployments: the flow's own paths_list and paths_prefix parameters, the crawl empty."""
+    from simweb.flows.build_index import build_index
+
+    paths = tmp_path / "warc.paths"
+    paths.write_text(f"warc/{FILES[0]}\n{web}/warc/{FILES[1]}\n")  # a relative line and a URL
+    built = build_index.fn([], str(tmp_path / "index"), until="ingest", paths_list=str(paths),
+                           paths_prefix=web)
+    assert (built.ingest.files_read, built.ingest.pages_written) == (2, 17)

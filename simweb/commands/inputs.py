@@ -179,19 +179,16 @@ def crawl_problem(items: list[str], paths_list: str | None = None,
     problem = crawl_paths_problem(items) or paths_list_problem(paths_list, paths_prefix)
     if problem:
         return [], problem
-    from simweb.tasks.sources import PathsListError, list_archive_files, read_paths_list
+    from simweb.tasks.sources import PathsListError, crawl_files
 
     try:
-        files = list_archive_files(items) if items else []
         for item in items:
             if item.split("://", 1)[0].lower() in ("http", "https") and (problem := web_file_problem(item)):
                 return [], problem
-        if paths_list:
-            listed = read_paths_list(paths_list, paths_prefix)
-            for url in dict.fromkeys(u.split("://", 1)[0] + "://" for u in listed if "://" in u):
-                if problem := remote_problem(url):
-                    return [], f"--paths-list {paths_list}: {problem}"
-            files = list(dict.fromkeys(files + listed))
+        files = crawl_files(items, paths_list, paths_prefix)
+        for url in dict.fromkeys(f.split("://", 1)[0] + "://" for f in files if "://" in f):
+            if problem := remote_problem(url):
+                return [], f"--paths-list {paths_list}: {problem}"
         return files, None
     except PathsListError as err:
         return [], str(err)
