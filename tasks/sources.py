@@ -103,8 +103,12 @@ def read_paths_list(url: str, prefix: str | None = None) -> list[str]:
     """
     fs, path = filesystem(url)
     compression = "gzip" if path.lower().endswith(".gz") else None
-    with fs.open(path, "rb", compression=compression) as f:
-        lines = [line.strip() for line in f.read().decode("utf-8", "replace").splitlines()]
+    try:
+        with fs.open(path, "rb", compression=compression) as f:
+            lines = [line.strip() for line in f.read().decode("utf-8", "replace").splitlines()]
+    except FileNotFoundError:
+        raise FileNotFoundError(f"paths list {url}: no such file; expected a list of WARC or ARC paths, one per "
+                                "line (as Common Crawl's warc.paths.gz)") from None
     lines = [line for line in lines if line and not line.startswith("#")]
     if not lines:
         raise PathsListError(f"paths list {url} names no file; expected one WARC or ARC path per line "

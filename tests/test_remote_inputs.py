@@ -200,6 +200,8 @@ def test_ingest_into_an_object_store(s3, local, warc_dir, tmp_path, capsys):
      "--paths-prefix joins the lines of --paths-list: give --paths-list FILE too"),
     ("missing list", ["ingest", "--paths-list", "{tmp}/gone.paths.gz", "--out", "{tmp}/i"],
      "--paths-list .*gone.paths.gz: no such file; expected a list of WARC or ARC paths"),
+    ("list not on the web server", ["ingest", "--paths-list", "{web}/warc/gone.paths.gz", "--out", "{tmp}/i"],
+     "paths list http://127.0.0.1:.*/warc/gone.paths.gz: no such file; expected a list of WARC or ARC paths"),
     ("empty list", ["ingest", "--paths-list", "{tmp}/empty.paths", "--out", "{tmp}/i"],
      "names no file; expected one WARC or ARC path per line"),
     ("nothing named", ["build", "--out", "{tmp}/i"], "no crawl named; expected WARC or ARC files"),

@@ -56,10 +56,11 @@ def test_in_process_and_prefect_builds_give_the_same_index(prefect_harness, warc
     # The Prefect run published its summary as a markdown artifact, saying where the index is.
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.sorting import ArtifactSort
 
-    with get_client(sync_client=True) as client:
+    with get_client(sync_client=True) as client:  # the newest: other tests' builds publish under the same key
         (artifact,) = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["build-index-summary"])),
-                                            limit=1)
+                                            sort=ArtifactSort.CREATED_DESC, limit=1)
     assert f"published at `{flowed.index}`" in artifact.data and "records read" in artifact.data
 
 
@@ -120,7 +121,7 @@ def _check_quiet(output: str) -> None:
 
 def test_a_small_build_runs_in_process_says_so_and_prints_each_thing_once(warc_dir, tmp_path):
     done = _build(["build", str(warc_dir), "--out", str(tmp_path / "index")])
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # the fixtures hold 4 damaged files: built, with file errors
     first = done.stderr.splitlines()[:2]
     assert first[0].startswith("simweb build: ") and "small (under" in first[1] and "in this process" in first[1]
     assert "Starting temporary server" not in done.stderr and "Dask dashboard" not in done.stderr
@@ -128,7 +129,8 @@ def test_a_small_build_runs_in_process_says_so_and_prints_each_thing_once(warc_d
     # one sentence per stage that was computed, one for the ingest and one for the build
     for stage in ("bag-fragments", "bag-merge", "bags", "signatures", "invert"):
         assert len(re.findall(rf"stage {stage}: computed \w+ in [\d.]+ s: \d", done.stderr)) == 1, stage
-    assert len(re.findall(r"^\S+ ingest: 8 files read, 47 pages", done.stderr, re.M)) == 1
+    # 48 (47 before damaged files were read on past their damage)
+    assert len(re.findall(r"^\S+ ingest: 8 files read, 48 pages", done.stderr, re.M)) == 1
     assert index_store.resolve(str(tmp_path / "index"))
 
 

@@ -190,9 +190,7 @@ def crawl_problem(items: list[str], paths_list: str | None = None,
             if problem := remote_problem(url):
                 return [], f"--paths-list {paths_list}: {problem}"
         return files, None
-    except PathsListError as err:
-        return [], str(err)
-    except (FileNotFoundError, NotADirectoryError, PermissionError) as err:
+    except (PathsListError, FileNotFoundError, NotADirectoryError, PermissionError) as err:
         return [], str(err)
     except ImportError as err:  # an fsspec protocol whose package is missing, not one named above
         return [], f"{', '.join(items)}: {err}"

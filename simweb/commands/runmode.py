@@ -106,7 +106,12 @@ def run_flow(flow, in_process: bool, *args, **params):
         from simweb.commands.errors import show_simweb_logs
 
         with show_simweb_logs():
-            return flow.fn(*args, **params)
+            result = flow.fn(*args, **params)
+        from prefect.states import State
+
+        # A body that ends its run with a Failed state (nothing_ingested) raises its exception, as
+        # a flow run does for its caller.
+        return result.result() if isinstance(result, State) else result
     # The temporary Prefect server can take a while to start on a busy machine.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     from simweb.cli import tie_temporary_server_to_this_process
