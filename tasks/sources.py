@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable
 
 from simweb.tasks.archives import ARCHIVE_SUFFIXES
-from simweb.tasks.storage import filesystem
+from simweb.tasks.storage import filesystem, protocol_of
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
 #: Protocols whose URLs name one file each: their servers list no folders, and a glob
@@ -46,7 +46,7 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
             found.append(item)
             continue
         fs, path = filesystem(item)
-        protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+        protocol = protocol_of(fs)
         prefix = "" if protocol in ("file", "local") else f"{protocol}://"
         if prefix:
             fs.invalidate_cache()  # a long-lived process must see objects added since it last listed
@@ -120,7 +120,8 @@ def read_paths_list(url: str, prefix: str | None = None) -> list[str]:
         elif prefix is None:
             raise PathsListError(
                 f"paths list {url}: line {number} ({line[:80]}) is a relative path; give the prefix the "
-                "lines are relative to, e.g. --paths-prefix https://data.commoncrawl.org/ for Common Crawl")
+                "lines are relative to (--paths-prefix; the build-index flow's paths_prefix), e.g. "
+                "https://data.commoncrawl.org/ for Common Crawl")
         else:
             files.append(prefix.rstrip("/") + "/" + line.lstrip("/"))
     return list(dict.fromkeys(files))

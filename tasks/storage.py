@@ -124,7 +124,7 @@ def identify(url: str) -> FileIdentity:
         validator = next(((k, str(info[k])) for k in _VALIDATORS if info.get(k)), None)
         if validator is not None:
             basis = {"size": int(info.get("size") or 0), validator[0]: validator[1]}
-            s3_md5 = validator[0] == "ETag" and _protocol(fs) in ("s3", "s3a") and _MD5_ETAG.match(validator[1])
+            s3_md5 = validator[0] == "ETag" and protocol_of(fs) in ("s3", "s3a") and _MD5_ETAG.match(validator[1])
             if not s3_md5:
                 basis["url"] = url
             text = json.dumps(basis, sort_keys=True, separators=(",", ":"))
@@ -133,16 +133,12 @@ def identify(url: str) -> FileIdentity:
     return FileIdentity(digest, {"sha256": digest})
 
 
-def _protocol(fs: fsspec.AbstractFileSystem) -> str:
+def protocol_of(fs: fsspec.AbstractFileSystem) -> str:
+    """The protocol of an fsspec file system ("file" for the local disk, "s3", "https", ...)."""
     return fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-
-
-def is_remote(url: str) -> bool:
-    """Whether ``url`` names an object store or web server object (not a local path)."""
-    return "://" in url and url.split("://", 1)[0].lower() not in ("file", "local")
 
 
 def local_path(url: str) -> str | None:
     """The local file system path of ``url``, or None when it is remote."""
     fs, path = filesystem(url)
-    return os.path.abspath(path) if _protocol(fs) in ("file", "local") else None
+    return os.path.abspath(path) if protocol_of(fs) in ("file", "local") else None

@@ -195,7 +195,7 @@ def test_ingest_into_an_object_store(s3, local, warc_dir, tmp_path, capsys):
     ("index on a store", ["build", "{warc}", "--out", "s3://crawls/index"],
      r"--out s3://crawls/index: an index is written to a local folder"),
     ("relative list, no prefix", ["build", "--paths-list", "{tmp}/warc.paths", "--out", "{tmp}/i"],
-     r"line 1 \(warc/warcfile.warc.gz\) is a relative path; give the prefix .* --paths-prefix https://data.commoncrawl.org/"),
+     r"line 1 \(warc/warcfile.warc.gz\) is a relative path; give the prefix .*--paths-prefix.* https://data.commoncrawl.org/"),
     ("prefix without list", ["ingest", "{warc}", "--paths-prefix", "{web}/", "--out", "{tmp}/i"],
      "--paths-prefix joins the lines of --paths-list: give --paths-list FILE too"),
     ("missing list", ["ingest", "--paths-list", "{tmp}/gone.paths.gz", "--out", "{tmp}/i"],
