@@ -61,10 +61,17 @@ def s3(shared_fixtures):
 
 
 class _RangeHandler(http.server.SimpleHTTPRequestHandler):
-    """Files with Content-Length, an ETag and byte ranges, as web archives serve WARC files."""
+    """Files with Content-Length, an ETag and byte ranges, as web archives serve WARC files;
+    ``reads`` lists the paths of the GET requests (HEAD requests only ask about a file)."""
+
+    reads: list[str] = []
 
     def log_message(self, *args) -> None:
         pass
+
+    def do_GET(self) -> None:
+        self.reads.append(self.path)
+        super().do_GET()
 
     def send_head(self):
         path = self.translate_path(self.path)
@@ -174,8 +181,11 @@ def test_build_from_a_paths_list_with_a_web_prefix(web, local, tmp_path, capsys)
     from simweb.tasks.ingest import IngestStats
 
     _same_as_local(IngestStats.from_dict(built["ingest"]), out / "crawl", local)
+    # Built again: no file is read again (its server is only asked for its ETag and size).
+    _RangeHandler.reads.clear()
     again = main(["build", "--paths-list", str(paths), "--paths-prefix", web + "/", "--out", str(out),
                   "--no-prefect", "--min-in-degree", "-1", "--json"])
+    assert _RangeHandler.reads == []
     rebuilt = json.loads(capsys.readouterr().out)
     assert again == 0 and rebuilt["ingest"]["files_unchanged"] == 2 and rebuilt["ingest"]["files_read"] == 0
     assert all(stage["reused"] for stage in rebuilt["stages"].values())
@@ -273,3 +283,20 @@ def test_the_build_index_flow_takes_a_paths_list(web, tmp_path):
     built = build_index.fn([], str(tmp_path / "index"), until="ingest", paths_list=str(paths),
                            paths_prefix=web)
     assert (built.ingest.files_read, built.ingest.pages_written) == (2, 17)
+
+
+def test_an_inbox_on_the_store_is_known_by_etag(s3, tmp_path):
+    """ingest-new-crawl's inbox may be a store prefix: its files are named by ETag and size,
+    so one already ingested is not new again, and the same bytes under another key are a duplicate."""
+    from simweb.tasks.ledger import record_ingestion, scan_inbox
+
+    inbox, crawl = f"s3://{BUCKET}/inbox", str(tmp_path / "crawl")
+    body = s3.get_object(Bucket=BUCKET, Key="cc/part1/example.warc.gz")["Body"].read()
+    for key in ("inbox/a.warc.gz", "inbox/copy-of-a.warc.gz"):
+        s3.put_object(Bucket=BUCKET, Key=key, Body=body)
+    first = scan_inbox(inbox, crawl, settle_seconds=0)
+    assert [f.name for f in first.new] == ["a.warc.gz"] and [f.name for f in first.duplicates] == ["copy-of-a.warc.gz"]
+    assert first.new[0].digest == identify(f"s3://{BUCKET}/cc/part1/example.warc.gz").digest
+    record_ingestion(crawl, [(first.new[0], {"part": "x"}, None)])
+    again = scan_inbox(inbox, crawl, settle_seconds=0)
+    assert (len(again.new), len(again.already)) == (0, 2)
