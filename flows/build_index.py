@@ -19,6 +19,7 @@ from prefect import flow
 from simweb.core.strategy import Strategy
 from simweb.flows.chain import BuildSummary, index_chain, ingest_sentence, ingest_stage
 from simweb.flows.cluster import publish_markdown, stage_runner
+from simweb.tasks.bags import PART_MB
 from simweb.tasks.crawl import write_selection
 from simweb.tasks.ingest import nothing_ingested
 from simweb.tasks.sources import crawl_files
@@ -42,6 +43,7 @@ def build_index(
     dask_address: str | None = None,
     n_workers: int | None = None,
     partitions: int | None = None,
+    part_mb: int = PART_MB,
     io_retries: int = 3,
     lock_wait_seconds: float | None = None,
     verify: bool = False,
@@ -69,6 +71,7 @@ def build_index(
         dask_address: The address of an existing Dask scheduler (tcp://host:8786); empty starts a local cluster.
         n_workers: Worker processes of the local Dask cluster (default: one per core; 1 runs one worker thread in the flow's process).
         partitions: Partitions of the bags stage's merge (default: from the crawl's size).
+        part_mb: The working memory, in megabytes, each task of the bags stage holds at most (default 768: every process stays under 2 GiB, four workers fit in 8 GB); partitions fixes the merge partitions instead.
         io_retries: How often a WARC file that could not be read (a transient I/O error) is tried again.
         lock_wait_seconds: How long to wait for another run writing into OUT (empty: as long as it takes).
         verify: Check every reused stage output and the live index by content (SHA-256), not only by size.
@@ -97,7 +100,7 @@ def build_index(
         if until == "ingest":
             return BuildSummary(ingest=ingested)
         # 3. Bags, signatures, invert and publish (Sections 6.1–6.2, 7.1): simweb.flows.chain.
-        chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions, until, verify)
+        chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions, until, verify, part_mb)
     summary = BuildSummary(ingest=ingested, stages=chain.records(), index=chain.index)
     log.info("%s", summary.sentence())
     # The run page's Artifacts tab: the summary, and where the index was published.

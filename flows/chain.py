@@ -20,7 +20,7 @@ from prefect import unmapped
 from simweb.core.strategy import Strategy
 from simweb.flows.cluster import fan_out, show_progress, worker_slots
 from simweb.tasks import index_store
-from simweb.tasks.bags import bags_task, build_bags_stage
+from simweb.tasks.bags import PART_MB, bags_task, build_bags_stage
 from simweb.tasks.crawl import crawl_identity
 from simweb.tasks.dedup import DedupParams, collapse_duplicates
 from simweb.tasks.incremental import start_epoch
@@ -144,19 +144,20 @@ def dedup_stage(crawl: str, out: str, params: DedupParams = DedupParams(), verif
 
 
 def bags_stage(runner, crawl: str, strategy: Strategy, out: str, partitions: int | None = None,
-               verify: bool = False) -> StageOutput:
+               verify: bool = False, part_mb: int = PART_MB) -> StageOutput:
     """The bags stage (Section 6.1) as one task on the flow's cluster, or in-process without a runner.
 
     On a cluster of more than one worker thread the task hands its parts to the cluster; on a
     cluster of one it computes them itself, one after another, as the scheduler would have
-    it do anyway, without a round trip through the scheduler for each part.
+    it do anyway, without a round trip through the scheduler for each part. ``part_mb`` bounds
+    each of its tasks' working memory (simweb.tasks.bags.PartSize).
     """
     if runner is None:
-        return build_bags_stage(crawl, strategy, stages_folder(out), partitions, verify=verify)
+        return build_bags_stage(crawl, strategy, stages_folder(out), partitions, verify=verify, part_mb=part_mb)
     in_task = worker_slots(runner) == 1
     return runner.submit(bags_task, parameters={"crawl_dir": crawl, "strategy": strategy,
                                                 "out_dir": stages_folder(out), "partitions": partitions,
-                                                "in_task": in_task, "verify": verify}).result()
+                                                "in_task": in_task, "verify": verify, "part_mb": part_mb}).result()
 
 
 def signatures_stage(runner, bags: StageOutput, crawl: str, params: IndexParams, out: str,
@@ -220,12 +221,13 @@ class ChainResult:
 
 def index_chain(runner, crawl: str, out: str, strategy: Strategy, params: IndexParams,
                 directory: str | None = None, partitions: int | None = None,
-                until: Literal["bags", "index"] = "index", verify: bool = False) -> ChainResult:
+                until: Literal["bags", "index"] = "index", verify: bool = False,
+                part_mb: int = PART_MB) -> ChainResult:
     """The stages after ingest over the whole crawl folder ``crawl`` into the index folder ``out``.
 
     The caller holds the index folder's lock (simweb.tasks.layout.IndexLock). With ``verify``
     every reused output is checked by content (SHA-256), not only by size, and recomputed
-    when damaged.
+    when damaged. ``part_mb`` bounds the working memory of each task of the bags stage.
     """
     stages: dict[str, StageOutput] = {}
     bag_crawl = crawl
@@ -234,7 +236,7 @@ def index_chain(runner, crawl: str, out: str, strategy: Strategy, params: IndexP
         stages["dedup"] = dedup_stage(crawl, out, verify=verify)
         bag_crawl = stages["dedup"].path
     # Bags (Section 6.1): fragments -> merge by URL -> df, NMDF weighting, normalise.
-    bags = stages["bags"] = bags_stage(runner, bag_crawl, strategy, out, partitions, verify)
+    bags = stages["bags"] = bags_stage(runner, bag_crawl, strategy, out, partitions, verify, part_mb)
     if until == "bags":
         return ChainResult(stages, None)
     # Signatures (Section 6.2): m min-hashes per bag -> H and the url <-> doc map.

@@ -22,8 +22,8 @@ from prefect import flow
 from simweb.core.grids import grid_strategies, strategy_grid
 from simweb.flows.cluster import call_task, publish_markdown, run_task, stage_runner
 from simweb.tasks.eval_sample import SampleParams
-from simweb.tasks.logs import run_logger
 from simweb.tasks.evaluate import report_task, sample_task, strategy_groups, strategy_task
+from simweb.tasks.logs import run_logger
 from simweb.tasks.storage import join
 
 

@@ -27,10 +27,11 @@ from simweb.core.strategy import Strategy
 from simweb.flows.chain import index_chain, ingest_sentence, ingest_stage
 from simweb.flows.cluster import publish_markdown, stage_runner
 from simweb.tasks import incremental
+from simweb.tasks.bags import PART_MB
+from simweb.tasks.crawl import add_to_selection
 from simweb.tasks.incremental import DEFAULT_MAX_GROWTH
 from simweb.tasks.ingest import IngestStats, part_name
 from simweb.tasks.layout import IndexLock, IndexLocked, crawl_folder, sweep_debris
-from simweb.tasks.crawl import add_to_selection
 from simweb.tasks.ledger import file_outcomes, mark_indexed, not_indexed, record_ingestion, scan_inbox
 from simweb.tasks.logs import run_logger
 from simweb.tasks.signatures import IndexParams
@@ -65,6 +66,7 @@ def ingest_new_crawl(
     dask_address: str | None = None,
     n_workers: int | None = None,
     partitions: int | None = None,
+    part_mb: int = PART_MB,
     io_retries: int = 3,
     max_growth: float = DEFAULT_MAX_GROWTH,
     lock_wait_seconds: float | None = 0.0,
@@ -88,6 +90,7 @@ def ingest_new_crawl(
         dask_address: The address of an existing Dask scheduler; empty starts a local cluster when there is work.
         n_workers: Worker processes of the local Dask cluster (default: one per core).
         partitions: Partitions of the bags stage's merge (default: from the crawl's size).
+        part_mb: The working memory, in megabytes, each task of a re-weighing of every bag holds at most (default 768: every process stays under 2 GiB, four workers fit in 8 GB); partitions fixes the merge partitions instead.
         io_retries: How often a file that could not be read (a transient I/O error) is tried again.
         max_growth: Growth of the crawl since the df epoch began (a fraction of its pages) beyond which every bag is re-weighed.
         lock_wait_seconds: How long to wait for a build writing into OUT (empty: as long as it takes; 0: do nothing and leave the inbox to the next run).
@@ -121,7 +124,7 @@ def ingest_new_crawl(
             #    the touched URLs only within a df epoch, every bag when a new epoch begins.
             new_parts = [part_name(d) for d in not_indexed(crawl_dir)]
             index, stages = refresh_index(runner, out, crawl_dir, strategy, params, directory, partitions,
-                                          new_parts, max_growth)
+                                          new_parts, max_growth, part_mb)
         # 6. Mark every ingested file as covered by the index.
         mark_indexed(crawl_dir, not_indexed(crawl_dir))
     report = IncrementalIngest(
@@ -145,7 +148,7 @@ def ingest_new_crawl(
 
 def refresh_index(runner, out: str, crawl_dir: str, strategy: Strategy, params: IndexParams,
                   directory: str | None, partitions: int | None, new_parts: list[str] | None = None,
-                  max_growth: float = DEFAULT_MAX_GROWTH) -> tuple[str, dict[str, bool]]:
+                  max_growth: float = DEFAULT_MAX_GROWTH, part_mb: int = PART_MB) -> tuple[str, dict[str, bool]]:
     """Bring the index in ``out`` up to date with the crawl folder; the live version and, per
     stage, whether it was reused.
 
@@ -165,5 +168,5 @@ def refresh_index(runner, out: str, crawl_dir: str, strategy: Strategy, params: 
                  plan.epoch.id, stats["touched"], stats.get("updated_docs", 0), stats.get("new_docs", 0))
         return index, stages
     log.info("re-weighting every bag (a new df epoch): %s", plan.full_reason)
-    chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions)
+    chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions, part_mb=part_mb)
     return chain.index, {name: output.reused for name, output in chain.stages.items()}

@@ -18,10 +18,12 @@ COMMAND_MODULES = (
     "simweb.commands.bags",
     "simweb.commands.orchestrate",
     "simweb.commands.related",
+    "simweb.commands.cdxj",
     "simweb.commands.serve",
     "simweb.commands.corpus",
     "simweb.commands.evaluate",
     "simweb.commands.dedup",
+    "simweb.commands.overlap",
     "simweb.commands.verify",
 )
 
@@ -93,6 +95,9 @@ def tie_temporary_server_to_this_process() -> None:
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
+    # Prefect reads its settings when first imported: the temporary server can take a while to
+    # start on a busy machine (its default patience is 20 s).
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     # Progress comes from the flows' logs; Dask's own start-up chatter stays out of the way.
     os.environ.setdefault("DASK_DISTRIBUTED__LOGGING__DISTRIBUTED", "warning")
     args = build_parser().parse_args(argv)

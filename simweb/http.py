@@ -4,6 +4,9 @@
     GET  /api/related?url=…      the answer, schema simweb.related/1 (simweb/answers.py): {"schema", "query",
                                  "measure", "version", …, "results": [{rank, url, title, category, score, …}]}
     GET  /api/related?url=…&measure=cocitation   the same by a link measure of the crawl (INDEX/crawl)
+    GET  /api/related?url=…&replay_prefix=…      with each crawled result's replay address (pywb or a
+                                 Wayback Machine: prefix + 14-digit timestamp + "/" + URL); the page
+                                 takes it too, and `simweb serve --replay-prefix` sets it for every request
     POST /api/related            {"urls": [...], "top": 10, "alpha": 0.15, "rerank": false, "dedup": false}:
                                  a batch, {"answers": [one simweb.related/1 document per URL]}
     GET  /api/terms?url=…&k=10   the heaviest terms of the page's bag
@@ -65,6 +68,7 @@ class BatchRequest(BaseModel):
     alpha: float = Field(DEFAULT_ALPHA, ge=0.0, le=1.0)
     rerank: bool = False
     dedup: bool = False
+    replay_prefix: str | None = Field(None, max_length=2000)
 
 
 class Term(BaseModel):
@@ -235,8 +239,10 @@ def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
     return errors
 
 
-def create_app(index: Index | str) -> FastAPI:
-    """The FastAPI application serving ``index`` (an open Index or an index folder)."""
+def create_app(index: Index | str, replay_prefix: str | None = None) -> FastAPI:
+    """The FastAPI application serving ``index`` (an open Index or an index folder); with
+    ``replay_prefix`` every answer gives each crawled result's replay address unless the
+    request names another prefix (simweb.api.Index.with_replay)."""
     idx = index if isinstance(index, Index) else open_index(index)
     # The documentation pages take Swagger UI and ReDoc from the fastapi-offline package, served
     # here, so that they work without a network; nor does Swagger UI send the spec to a validator.
@@ -249,6 +255,7 @@ def create_app(index: Index | str) -> FastAPI:
         swagger_ui_parameters={"validatorUrl": None},
     )
     app.state.index = idx
+    replay_prefix_default = replay_prefix or None
     app.add_middleware(_RequestLimits)
     current = _Live(idx)
     link_graph = _LinkGraph(idx.crawl)
@@ -265,12 +272,13 @@ def create_app(index: Index | str) -> FastAPI:
         dedup: bool = Query(False, description="leave out near-duplicates of the query page and of earlier results"),
         measure: Literal[RELATED_MEASURES] | None = Query(  # type: ignore[valid-type]
             None, description="answer by this link measure of the crawl instead of the index (ENS paper Table 1)"),
+        replay_prefix: str | None = Query(None, max_length=2000, description=_REPLAY_HELP),
     ) -> dict[str, Any]:
         index_now = current()
         try:
             if measure is not None:
                 return _by_link_measure(index_now, url, measure, top, rerank, dedup)
-            found = index_now.related(url, top, alpha, rerank, dedup)
+            found = index_now.related(url, top, alpha, rerank, dedup, replay_prefix or replay_prefix_default)
         except UnknownURL as e:
             raise unknown(e) from None
         except FileNotFoundError as e:
@@ -297,7 +305,8 @@ def create_app(index: Index | str) -> FastAPI:
     def related_batch(req: BatchRequest = Body(...)) -> dict[str, Any]:
         index_now = current()
         try:
-            found = index_now.related_many(req.urls, req.top, req.alpha, req.rerank, req.dedup)
+            found = index_now.related_many(req.urls, req.top, req.alpha, req.rerank, req.dedup,
+                                           req.replay_prefix or replay_prefix_default)
         except UnknownURL as e:
             raise unknown(e) from None
         except FileNotFoundError as e:
@@ -327,22 +336,23 @@ def create_app(index: Index | str) -> FastAPI:
         alpha: float = Query(DEFAULT_ALPHA, ge=0.0, le=1.0),
         rerank: bool = Query(False),
         dedup: bool = Query(False),
+        replay_prefix: str | None = Query(None, max_length=2000, description=_REPLAY_HELP),
     ) -> HTMLResponse:
         index_now = current()
         body, status = "", 200
         if url and not _is_address(url):
-            body = _found_html(url, index_now.find(url, FOUND_LIMIT), top, alpha, rerank, dedup)
+            body = _found_html(url, index_now.find(url, FOUND_LIMIT), top, alpha, rerank, dedup, replay_prefix)
         elif url:
             try:
-                results = index_now.related(url, top, alpha, rerank, dedup)
+                results = index_now.related(url, top, alpha, rerank, dedup, replay_prefix or replay_prefix_default)
                 terms_found = index_now.readable_terms(url, 10)
                 doc = index_now.document(url)
-                body = _results_html(url, doc, results, terms_found, top, alpha, rerank, dedup)
+                body = _results_html(url, doc, results, terms_found, top, alpha, rerank, dedup, replay_prefix)
             except UnknownURL as e:
                 body, status = f'<p class="error" id="error">{html.escape(str(e))}</p>', 404
             except FileNotFoundError as e:
                 body, status = f'<p class="error" id="error">{html.escape(str(e))}</p>', 409
-        return HTMLResponse(_page_html(url or "", top, alpha, rerank, body, index_now.info(), dedup),
+        return HTMLResponse(_page_html(url or "", top, alpha, rerank, body, index_now.info(), dedup, replay_prefix),
                             status_code=status)
 
     @app.exception_handler(ValueError)
@@ -374,12 +384,13 @@ def _is_address(text: str) -> bool:
     return text.strip().lower().startswith(("http://", "https://"))
 
 
-def _found_html(text: str, found: list[dict[str, Any]], top: int, alpha: float, rerank: bool, dedup: bool) -> str:
+def _found_html(text: str, found: list[dict[str, Any]], top: int, alpha: float, rerank: bool, dedup: bool,
+                replay_prefix: str | None = None) -> str:
     if not found:
         return (f'<p id="found">No page of this index has all of “{html.escape(text)}” in its title or URL. '
                 "Type other words, or a page's full address (http://…).</p>")
     items = "".join(
-        f'<li class="found"><a href="{html.escape(_link(f["url"], top, alpha, rerank, dedup))}">'
+        f'<li class="found"><a href="{html.escape(_link(f["url"], top, alpha, rerank, dedup, replay_prefix))}">'
         f'{html.escape(f["title"] or f["url"])}</a><br><span class="meta">{html.escape(f["url"])}'
         f'{" — " + html.escape(f["category"]) if f.get("category") else ""}</span></li>' for f in found)
     more = f" (the first {FOUND_LIMIT})" if len(found) >= FOUND_LIMIT else ""
@@ -387,13 +398,28 @@ def _found_html(text: str, found: list[dict[str, Any]], top: int, alpha: float, 
             f'pages.</p><ol id="found">{items}</ol>')
 
 
-def _link(url: str, top: int, alpha: float, rerank: bool, dedup: bool = False) -> str:
+_REPLAY_HELP = ("a web-archive player's address (pywb: http://host:8080/COLLECTION/, or a Wayback Machine's): "
+                "each crawled result gets prefix + 14-digit timestamp + / + URL")
+
+
+def _replay_html(replay: str | None) -> str:
+    """The replay link of a result, when it has one."""
+    if not replay:
+        return ""
+    return f' <a class="replay" href="{html.escape(replay)}" rel="noopener">replay</a>'
+
+
+def _link(url: str, top: int, alpha: float, rerank: bool, dedup: bool = False, replay_prefix: str | None = None) -> str:
     return (f"/?url={quote(url, safe='')}&top={top}&alpha={alpha}" + ("&rerank=true" if rerank else "")
-            + ("&dedup=true" if dedup else ""))
+            + ("&dedup=true" if dedup else "")
+            + (f"&replay_prefix={quote(replay_prefix, safe='')}" if replay_prefix else ""))
 
 
 def _page_html(url: str, top: int, alpha: float, rerank: bool, body: str, info: dict[str, Any],
-               dedup: bool = False) -> str:
+               dedup: bool = False, replay_prefix: str | None = None) -> str:
+    # A replay prefix given in the address is kept by the form (the server's own needs none).
+    kept = (f'<input type="hidden" name="replay_prefix" value="{html.escape(replay_prefix)}">'
+            if replay_prefix else "")
     checked = " checked" if rerank else ""
     dedup_checked = " checked" if dedup else ""
     return f"""<!doctype html>
@@ -407,7 +433,7 @@ def _page_html(url: str, top: int, alpha: float, rerank: bool, body: str, info: 
 <label>α <input name="alpha" type="number" min="0" max="1" step="0.01" value="{alpha}" style="width:4.5rem"></label>
 <label><input name="rerank" type="checkbox" value="true"{checked}> exact re-rank</label>
 <label><input name="dedup" type="checkbox" value="true"{dedup_checked}> hide near-duplicates</label>
-<button type="submit">Find</button></form>
+{kept}<button type="submit">Find</button></form>
 {body}
 <p class="meta" id="about">{info['documents']:,} pages, {info['indexed_documents']:,} indexed:
 every page of the crawl and every page it links to has a bag and can be asked about; the
@@ -424,15 +450,16 @@ def _indexed_rule(min_in_degree: int | None) -> str:
 
 
 def _results_html(url: str, doc: dict[str, Any], results: list[Related], terms: list[tuple[str, str, float]],
-                  top: int, alpha: float, rerank: bool, dedup: bool = False) -> str:
+                  top: int, alpha: float, rerank: bool, dedup: bool = False, replay_prefix: str | None = None) -> str:
     title = html.escape(doc.get("title") or "")
     rows = []
     for r in results:
         exact = f'<td class="num">{r.exact:.3f}</td>' if rerank else ""
         rows.append(
             f'<tr class="result"><td class="num">{r.rank}</td><td class="num">{r.similarity:.3f}</td>{exact}'
-            f'<td><a href="{html.escape(_link(r.url, top, alpha, rerank, dedup))}">{html.escape(r.title or r.url)}</a>'
-            f'<br><span class="meta">{html.escape(r.url)}</span></td><td>{html.escape(r.category or "")}</td></tr>'
+            f'<td><a href="{html.escape(_link(r.url, top, alpha, rerank, dedup, replay_prefix))}">{html.escape(r.title or r.url)}</a>'
+            f'<br><span class="meta">{html.escape(r.url)}</span>{_replay_html(r.replay)}</td>'
+            f'<td>{html.escape(r.category or "")}</td></tr>'
         )
     exact_head = "<th>exact</th>" if rerank else ""
     table = (

@@ -153,7 +153,8 @@ class ArchiveRecords:
     then call :meth:`finish` (iterating on calls it if it was not called). ``format`` is
     "warc" or "arc" (None while no record was found), ``gzipped`` whether the file is gzipped;
     after the iteration ``gaps`` lists the damage and ``recovered`` counts the records read
-    after the first gap. ``raw`` must be seekable.
+    after the first gap; after :meth:`finish`, ``length`` is the record's length in the file.
+    ``raw`` must be seekable.
     """
 
     def __init__(self, raw: BinaryIO):
@@ -165,6 +166,9 @@ class ArchiveRecords:
         self.format = _format_at((_member_head(head) or b"") if self.gzipped else head)
         self.gaps: list[Gap] = []
         self.recovered = 0
+        # The bytes of the record last finished (with its blank lines; in a gzipped file, of its
+        # gzip member), as warcio's indexer counts them: the CDX "length". None until then.
+        self.length: int | None = None
         self.whole_gzip_at: int | None = None  # a gzip member holding more than one record
         self.split_member_at: int | None = None  # a gzip member that continues a record
         self._head = head
@@ -234,9 +238,11 @@ class ArchiveRecords:
             return self._end
         it, record, offset = self._it, self._record, self._offset
         errors = it.err_count
+        self.length = None
         try:
             it.read_to_end()
             cut = getattr(record.raw_stream, "limit", 0) > 0
+            self.length = it.member_info[1] if it.member_info else None
         except OSError:
             raise
         except Exception:  # warcio could not read the rest of the block

@@ -12,6 +12,7 @@ first 16 hex digits are ``h16`` it writes::
 
     DIR/pages/part-<h16>.parquet   one row per HTML page   (schema simweb.tasks.schemas.PAGES)
     DIR/links/part-<h16>.parquet   one row per anchor      (schema simweb.tasks.schemas.LINKS)
+    DIR/aliases/part-<h16>.parquet one row per piece of alias evidence (schema simweb.tasks.schemas.ALIASES)
     DIR/stats/part-<h16>.json      this file's IngestStats, written last
 
 Each part is written under a temporary name and renamed, and the stats file is the mark of
@@ -34,6 +35,13 @@ Which records become pages:
   by :func:`simweb.core.charset.decode_html`.
 - The WARC-Target-URI is normalised with :func:`simweb.core.urls.normalize_url`; a record without
   one, or with one that is not an http(s) URL, is skipped and counted.
+- A response with status 301, 302, 303, 307 or 308 is no page (counted as ``HTTP 3xx``); its URL
+  and Location become a row of the aliases data set (simweb.core.aliases holds the rules; a
+  redirect without a usable Location is counted in ``aliases_skipped``). Each page adds a row for
+  its ``<link rel="canonical">`` to another URL of its origin, and one per slash, index or noslash variant
+  name of its URL: candidates, which the crawl reader (simweb.tasks.crawl) resolves over the whole crawl.
+- Each page keeps what a web-archive player needs to replay its record (simweb.core.replay):
+  ``record_offset``, ``record_length`` (as warcio's indexer counts it), ``surt``, ``timestamp``, ``digest``.
 - The first record of a URL in a file wins; later ones are skipped as ``duplicate URL``.
   Duplicates across files are not removed here (files are ingested in parallel): the
   ``source_file`` and ``record_offset`` columns let a later stage keep the first.
@@ -48,48 +56,52 @@ file cannot be read at all) propagates, so the Prefect task can retry it.
 """
 from __future__ import annotations
 
+import base64
 import dataclasses
+import hashlib
 import json
 import logging
 import os
 import random
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, repeat
 from typing import Any
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed, State
 from warcio.bufferedreaders import ChunkedDataReader
 from warcio.statusandheaders import StatusAndHeadersParser
 
+from simweb.core.aliases import REDIRECT, REDIRECT_STATUSES, redirect_target
 from simweb.core.charset import charset_from_content_type, decode_html, looks_like_html
 from simweb.core.html import parse_page
-from simweb.core.records import ANCHOR_FIELDS, ParsedPage
+from simweb.core.replay import payload_digest, timestamp14
 from simweb.core.urls import normalize_url, url_id
-from simweb.tasks import schemas
-from simweb.tasks.archives import ARCHIVE_SUFFIXES, FORMATS, ArchiveRecords, RecordEnd
+from simweb.tasks.archives import FORMATS, ArchiveRecords, RecordEnd
+from simweb.tasks.ingest_parts import DATA_SETS, IngestParts, RecordPlace
 from simweb.tasks.logs import run_logger
-from simweb.tasks.payloads import (ENCODING_ERROR, TOO_LARGE, UNSUPPORTED_ENCODING, EncodingError,
-                                   decode_content_encoding, encoded_payload_ends)
-from simweb.tasks.storage import TMP_PREFIX, file_digest, filesystem, identify, join, local_path, write_bytes_atomic
+from simweb.tasks.payloads import (
+    ENCODING_ERROR,
+    TOO_LARGE,
+    UNSUPPORTED_ENCODING,
+    EncodingError,
+    decode_content_encoding,
+    encoded_payload_ends,
+)
+from simweb.tasks.storage import file_digest, filesystem, identify, join, local_path, write_bytes_atomic
 
 logger = logging.getLogger("simweb.ingest")
 
 # Bumped whenever what a part holds changes (schema, parsing, filtering), so that parts
 # written by an older simweb are re-ingested instead of being taken as finished.
 # 3: ARC files; damaged files read on past the damage.
-INGEST_FORMAT = 3
+# 4: the aliases data set (redirects, canonical links, slash and index variants); pages keep
+#    their record's length, SURT key, timestamp and digest for replay.
+INGEST_FORMAT = 4
 
-# Pages buffered before a row group is written: bounds memory on multi-GB WARC files.
-PAGES_PER_ROW_GROUP = 2_000
 # Decoded payloads above this size are skipped: no web page needs more, and it stops a
 # "gzip bomb" from exhausting memory.
 MAX_PAYLOAD_BYTES = 16 << 20
@@ -141,7 +153,10 @@ class IngestStats:
     both kinds by format ("warc", "arc"; "unknown" for a file in which no record was found).
     ``skipped`` maps a reason (see :data:`SKIP_REASONS`) to the number of records skipped for
     it; ``links_skipped`` the same for links of written pages that were not kept
-    (``simweb.core.html`` reasons, such as a ``mailto:`` target). ``file_errors`` lists the
+    (``simweb.core.html`` reasons, such as a ``mailto:`` target). ``alias_evidence`` counts the
+    rows of the aliases data set by kind (simweb.core.aliases: redirect records, canonical links,
+    slash and index variant names — candidates the crawl reader resolves), ``aliases_skipped``
+    the redirects and canonical links that named no alias, by reason. ``file_errors`` lists the
     damaged or unreadable files; a damaged file's records are counted in the other fields,
     ``records_recovered`` those read after its first damage, ``bytes_skipped`` the bytes
     between the damage and the next record that parses. ``parts`` names the parts
@@ -160,6 +175,8 @@ class IngestStats:
     links_written: int = 0
     skipped: Mapping[str, int] = field(default_factory=dict)
     links_skipped: Mapping[str, int] = field(default_factory=dict)
+    alias_evidence: Mapping[str, int] = field(default_factory=dict)
+    aliases_skipped: Mapping[str, int] = field(default_factory=dict)
     file_errors: tuple[FileError, ...] = ()
     parts: tuple[str, ...] = ()
 
@@ -178,6 +195,8 @@ class IngestStats:
             links_written=self.links_written + other.links_written,
             skipped=_add_counts(self.skipped, other.skipped),
             links_skipped=_add_counts(self.links_skipped, other.links_skipped),
+            alias_evidence=_add_counts(self.alias_evidence, other.alias_evidence),
+            aliases_skipped=_add_counts(self.aliases_skipped, other.aliases_skipped),
             file_errors=tuple(sorted(self.file_errors + other.file_errors, key=lambda e: (e.path, e.reason, e.damage))),
             parts=tuple(sorted(set(self.parts) | set(other.parts))),
         )
@@ -208,7 +227,7 @@ class IngestStats:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> IngestStats:
         values = dict(data)
-        for name in ("files_by_format", "skipped", "links_skipped"):
+        for name in ("files_by_format", "skipped", "links_skipped", "alias_evidence", "aliases_skipped"):
             values[name] = {str(k): int(v) for k, v in data.get(name, {}).items()}
         values["file_errors"] = tuple(
             FileError(e["path"], e["reason"], tuple((int(o), int(n)) for o, n in e.get("damage", ())))
@@ -235,6 +254,12 @@ class IngestStats:
         if self.links_skipped:
             rows.append(("links not kept", sum(self.links_skipped.values()), 2))
             rows.extend((reason, n, 4) for reason, n in _by_count(self.links_skipped))
+        if self.alias_evidence:
+            rows.append(("alias evidence", sum(self.alias_evidence.values()), 2))
+            rows.extend((_EVIDENCE_LABELS.get(kind, kind), n, 4) for kind, n in _by_count(self.alias_evidence))
+        if self.aliases_skipped:
+            rows.append(("redirects and canonical links not taken", sum(self.aliases_skipped.values()), 2))
+            rows.extend((reason, n, 4) for reason, n in _by_count(self.aliases_skipped))
         rows.append(("file errors", len(self.file_errors), 2))
         rows.append(("records recovered", self.records_recovered, 4))
         rows.append(("bytes skipped", self.bytes_skipped, 4))
@@ -243,6 +268,11 @@ class IngestStats:
         lines += [f"{' ' * indent}{label:<{width - indent}}{n:>10,}" for label, n, indent in rows]
         lines += [f"    {error.path}: {error.reason}" for error in self.file_errors]
         return "\n".join(lines)
+
+
+_EVIDENCE_LABELS = {"redirect": "redirect records", "canonical": "canonical links",
+                    "slash": "slash variant names", "index": "index variant names",
+                    "noslash": "noslash variant names"}
 
 
 def _add_counts(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
@@ -265,136 +295,6 @@ def _media_type(content_type: str | None) -> str:
 
 def _status_reason(status: int) -> str:
     return f"HTTP {status // 100}xx" if 100 <= status <= 599 else BAD_STATUS
-
-
-# ---------------------------------------------------------------------------------------
-# Parquet parts, written in row groups and published by rename
-
-
-class _Part:
-    """One Parquet part being written: a temporary file, published by rename when complete."""
-
-    def __init__(self, url: str, schema: pa.Schema):
-        self.schema = schema
-        self.fs, self.path = filesystem(url)
-        parent, name = self.path.rsplit("/", 1)
-        self.fs.makedirs(parent, exist_ok=True)
-        self.tmp = f"{parent}/{TMP_PREFIX}{uuid.uuid4().hex}-{name}"
-        self.rows = 0
-        self.columns: dict[str, list] = {f.name: [] for f in schema}
-        self._file = self.fs.open(self.tmp, "wb")
-        # Dictionary encoding pays for URL-like columns; on word lists zstd alone gives the
-        # same size (they repeat in long runs), and hashing every word costs a third of the write.
-        dictionary = [f.name for f in schema if f.type == pa.string()]
-        self._writer = pq.ParquetWriter(self._file, schema, compression="zstd", use_dictionary=dictionary)
-
-    def write(self) -> None:
-        """Write the buffered columns as a row group."""
-        columns = [_arrow(self.columns[f.name], f.type) for f in self.schema]
-        for values in self.columns.values():
-            values.clear()
-        table = pa.Table.from_arrays(columns, schema=self.schema)
-        if table.num_rows:
-            self._writer.write_table(table)
-            self.rows += table.num_rows
-
-    def publish(self) -> None:
-        self._writer.close()
-        self._file.close()
-        self.fs.mv(self.tmp, self.path)
-
-    def discard(self) -> None:
-        try:
-            self._writer.close()
-            self._file.close()
-        finally:
-            if self.fs.exists(self.tmp):
-                self.fs.rm(self.tmp)
-
-
-class _Parts:
-    """The pages and links parts of one WARC file, buffered together and written in row groups."""
-
-    def __init__(self, out_dir: str, part: str):
-        self.pages = _Part(join(out_dir, "pages", f"{part}.parquet"), schemas.PAGES)
-        try:
-            self.links = _Part(join(out_dir, "links", f"{part}.parquet"), schemas.LINKS)
-        except BaseException:
-            self.pages.discard()
-            raise
-        self.buffered = 0
-        self._ids: dict[str, int] = {}
-
-    def _url_ids(self, urls: tuple[str, ...]) -> list[int]:
-        # Link targets repeat (navigation links), and every one needs its id: one C-level
-        # map over the memo, hashing only the targets not seen before.
-        ids = self._ids
-        found = list(map(ids.get, urls))
-        if None in found:
-            for i, id_ in enumerate(found):
-                if id_ is None:
-                    found[i] = ids[urls[i]] = url_id(urls[i])
-        return found
-
-    def add(self, parsed: ParsedPage, status: int, media_type: str, charset: str, source: str,
-            offset: int) -> None:
-        url = parsed.url
-        source_id = url_id(url)
-        anchors = parsed.anchors
-        target_ids = self._url_ids(anchors.target_url)  # may raise: nothing added yet
-
-        p = self.pages.columns
-        p["url"].append(url)
-        p["url_id"].append(source_id)
-        p["title"].append(parsed.title)
-        p["title_words"].append(parsed.title_words)
-        p["words"].append(parsed.words)
-        p["status"].append(status)
-        p["content_type"].append(media_type)
-        p["charset"].append(charset)
-        p["source_file"].append(source)
-        p["record_offset"].append(offset)
-
-        if target_ids:
-            n = len(target_ids)
-            c = self.links.columns
-            c["source_url"].extend(repeat(url, n))
-            c["source_id"].extend(repeat(source_id, n))
-            c["target_id"].extend(target_ids)
-            for name, column in zip(ANCHOR_FIELDS, anchors.columns()):
-                c[name].extend(column)
-
-        self.buffered += 1
-        if self.buffered >= PAGES_PER_ROW_GROUP:
-            self.flush()
-
-    def flush(self) -> None:
-        self.pages.write()
-        self.links.write()
-        self.buffered = 0
-        if len(self._ids) > 1 << 20:
-            self._ids = {}
-
-    def publish(self) -> None:
-        self.flush()
-        self.pages.publish()
-        self.links.publish()
-
-    def discard(self) -> None:
-        try:
-            self.pages.discard()
-        finally:
-            self.links.discard()
-
-
-def _arrow(values: list, type_: pa.DataType) -> pa.Array:
-    if type_ == schemas.WORDS:
-        # Flattened in C and converted in one call: converting a list of tuples element by
-        # element costs an order of magnitude more.
-        flat = list(chain.from_iterable(values))
-        offsets = np.fromiter(accumulate(map(len, values), initial=0), np.int32, len(values) + 1)
-        return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, pa.string()))
-    return pa.array(values, type_)
 
 
 # ---------------------------------------------------------------------------------------
@@ -422,7 +322,7 @@ def _earlier_ingest(out_dir: str, part: str) -> IngestStats | None:
         return None
     if not isinstance(saved, dict) or saved.get("format") != INGEST_FORMAT or not isinstance(saved.get("files"), dict):
         return None
-    for rel in (f"pages/{part}.parquet", f"links/{part}.parquet"):
+    for rel in (f"{data_set}/{part}.parquet" for data_set in DATA_SETS):
         dfs, p = filesystem(join(out_dir, rel))
         try:
             if int(dfs.size(p)) != saved["files"].get(rel, {}).get("bytes"):
@@ -436,9 +336,9 @@ def _earlier_ingest(out_dir: str, part: str) -> IngestStats | None:
 
 
 def _part_files(out_dir: str, part: str) -> dict[str, dict[str, Any]]:
-    """Size and SHA-256 of a part's pages and links files, recorded in its stats file."""
+    """Size and SHA-256 of a part's pages, links and aliases files, recorded in its stats file."""
     files = {}
-    for rel in (f"pages/{part}.parquet", f"links/{part}.parquet"):
+    for rel in (f"{data_set}/{part}.parquet" for data_set in DATA_SETS):
         fs, path = filesystem(join(out_dir, rel))
         files[rel] = {"bytes": int(fs.size(path)), "sha256": file_digest(join(out_dir, rel))}
     return files
@@ -463,7 +363,7 @@ def ingest_warc(path: str, out_dir: str) -> IngestStats:
             file_errors=tuple(FileError(source, e.reason, e.damage) for e in earlier.file_errors), parts=(part,),
         )
 
-    parts = _Parts(out_dir, part)
+    parts = IngestParts(out_dir, part)
     try:
         counts = _read_archive(path, source, parts)
         parts.publish()
@@ -480,6 +380,8 @@ def ingest_warc(path: str, out_dir: str) -> IngestStats:
         links_written=parts.links.rows,
         skipped=dict(sorted(counts.skipped.items())),
         links_skipped=dict(sorted(counts.links_skipped.items())),
+        alias_evidence=dict(sorted(parts.alias_kinds.items())),
+        aliases_skipped=dict(sorted(counts.aliases_skipped.items())),
         file_errors=(FileError(source, counts.error, counts.damage[:MAX_DAMAGE_LISTED]),) if counts.error else (),
         parts=(part,),
     )
@@ -497,28 +399,40 @@ class _Counts:
     recovered: int = 0
     skipped: Counter = field(default_factory=Counter)
     links_skipped: Counter = field(default_factory=Counter)
+    aliases_skipped: Counter = field(default_factory=Counter)
     damage: tuple[tuple[int, int], ...] = ()
     error: str | None = None
 
 
-def _read_archive(path: str, source: str, parts: _Parts) -> _Counts:
+def _read_archive(path: str, source: str, parts: IngestParts) -> _Counts:
     """Stream the records of one WARC or ARC file into its parts, reading on past damage."""
     counts = _Counts()
     skipped = counts.skipped
     seen: set[str] = set()
+    redirected: set[str] = set()
     fs, fs_path = filesystem(path)
     with fs.open(fs_path, "rb") as raw:
         records = ArchiveRecords(raw)
         for offset, record in records:
             counts.records += 1
-            reason, page = _page_of(record, records)
+            reason, found = _page_of(record, records)
             if reason is None:
-                url = page[0]
+                url = found[0]
                 if url in seen:
                     reason = DUPLICATE
                 else:
                     seen.add(url)
-                    reason = _add_page(page, offset, source, parts, counts.links_skipped)
+                    reason = _add_page(found, _record_of(record, offset, records, found), source, parts, counts)
+            elif reason == REDIRECT:
+                url, status, media_type, location = found
+                target, why_not = redirect_target(url, location)
+                if target is None:
+                    counts.aliases_skipped[why_not] += 1
+                elif url not in redirected:  # as for pages, the first record of a URL in a file wins
+                    redirected.add(url)
+                    parts.add_alias(url, url_id(url), target, url_id(target), REDIRECT, status, source, offset,
+                                    _record_of(record, offset, records, (url, status, media_type)))
+                reason = _status_reason(status)  # not a page: counted as before, its alias beside
             if reason is not None:
                 skipped[reason] += 1
         counts.format = records.format or "unknown"
@@ -528,8 +442,20 @@ def _read_archive(path: str, source: str, parts: _Parts) -> _Counts:
     return counts
 
 
+def _record_of(record, offset: int, records: ArchiveRecords, found: tuple) -> RecordPlace:
+    """Where the record lies and what a CDXJ line says of it (its digest: the WARC-Payload-Digest,
+    else the SHA-1 of the payload read, base32 as the WARC standard writes it)."""
+    headers = record.rec_headers
+    digest = payload_digest(headers.get_header("WARC-Payload-Digest"))
+    if digest == "-" and len(found) > 4:
+        digest = base64.b32encode(hashlib.sha1(found[4]).digest()).decode("ascii")
+    return RecordPlace(offset, records.length or 0, timestamp14(headers.get_header("WARC-Date")) or "", digest,
+                   found[2])
+
+
 def _page_of(record, records: ArchiveRecords):
-    """(skip reason, None) or (None, (url, status, content type, charset label, body))."""
+    """(skip reason, None); (REDIRECT, (url, status, media type, Location)) for a redirect record;
+    or (None, (url, status, media type, charset label, body))."""
     rec_type = record.rec_type
     if rec_type not in PAGE_RECORD_TYPES:
         records.finish()
@@ -559,6 +485,9 @@ def _page_of(record, records: ArchiveRecords):
         except (TypeError, ValueError):
             records.finish()
             return BAD_STATUS, None
+        if status in REDIRECT_STATUSES:
+            records.finish()
+            return REDIRECT, (url, status, _media_type(http.get_header("Content-Type")), http.get_header("Location"))
         if not 200 <= status <= 299:
             records.finish()
             return _status_reason(status), None
@@ -591,6 +520,7 @@ def _page_of(record, records: ArchiveRecords):
     encoding = http.get_header("Content-Encoding") if http is not None else None
     if end is RecordEnd.UNFRAMED and not (encoding and encoded_payload_ends(body, encoding, MAX_PAYLOAD_BYTES)):
         return TRUNCATED, None  # a short Content-Length cut the payload, or may have: nothing tells
+    payload = body
     if encoding:
         try:
             body = decode_content_encoding(body, encoding, MAX_PAYLOAD_BYTES)
@@ -600,21 +530,23 @@ def _page_of(record, records: ArchiveRecords):
         return EMPTY, None
     if media_type in GENERIC_TYPES and not looks_like_html(body):
         return NOT_HTML, None
-    return None, (url, status, media_type, charset_from_content_type(content_type), body)
+    return None, (url, status, media_type, charset_from_content_type(content_type), payload, body)
 
 
-def _add_page(page, offset: int, source: str, parts: _Parts, links_skipped: Counter) -> str | None:
+def _add_page(page, record: RecordPlace, source: str, parts: IngestParts, counts: _Counts) -> str | None:
     """Decode and parse one page and add its rows; the skip reason if it cannot be parsed."""
-    url, status, media_type, http_charset, body = page
+    url, status, _, http_charset, _, body = page
     link_skips: Counter[str] = Counter()
+    alias_skips: Counter[str] = Counter()
     try:
         text, charset = decode_html(body, http_charset)
-        parts.add(parse_page(text, url, link_skips), status, media_type, charset, source, offset)
+        parts.add(parse_page(text, url, link_skips), status, charset, source, record, alias_skips)
     except Exception as exc:  # a page the parser cannot handle must not stop the file
-        logger.warning("%s: page %s at offset %d skipped: %s: %s", source, url, offset,
+        logger.warning("%s: page %s at offset %d skipped: %s: %s", source, url, record.offset,
                        type(exc).__name__, exc, exc_info=True)
         return PARSE_ERROR
-    links_skipped.update(link_skips)
+    counts.links_skipped.update(link_skips)
+    counts.aliases_skipped.update(alias_skips)
     return None
 
 

@@ -43,7 +43,7 @@ def stages_folder(out: str) -> str:
 
 def sweep_debris(out: str, crawl: str | None = None) -> list[str]:
     """Remove what killed runs left in the index folder ``out``: temporary files of ingest parts
-    (``crawl/{pages,links,stats}/.tmp-*``), of a version being published (``versions/.tmp-*``),
+    (``crawl/{pages,links,aliases,stats}/.tmp-*``), of a version being published (``versions/.tmp-*``),
     of the CURRENT pointer and the live link (``.tmp-*-CURRENT``, ``.tmp-*-live``) and of stage
     outputs (``stages/*/.tmp-*``).
 
@@ -55,7 +55,7 @@ def sweep_debris(out: str, crawl: str | None = None) -> list[str]:
         return []
     crawl_root = local_path(crawl) if crawl else os.path.join(root, "crawl")
     folders = [root, os.path.join(root, "versions")]
-    folders += [os.path.join(crawl_root, name) for name in ("pages", "links", "stats")] if crawl_root else []
+    folders += [os.path.join(crawl_root, name) for name in ("pages", "links", "aliases", "stats")] if crawl_root else []
     stages = os.path.join(root, "stages")
     if os.path.isdir(stages):
         folders += [os.path.join(stages, name) for name in sorted(os.listdir(stages))]

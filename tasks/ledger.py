@@ -18,8 +18,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from simweb.tasks.archives import ARCHIVE_SUFFIXES
 from simweb.tasks.crawl import read_selection
-from simweb.tasks.ingest import ARCHIVE_SUFFIXES, part_name
+from simweb.tasks.ingest import part_name
 from simweb.tasks.storage import filesystem, identify, join, write_bytes_atomic
 
 LEDGER = "_ingested.json"

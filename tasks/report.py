@@ -37,8 +37,15 @@ from simweb.core.findings import (
     figure_differences,
     paper_findings,
 )
-from simweb.core.gamma import GAMMA_MEASURES, ORTHOGONALITY, PAIR_COUNT_MEASURES, SIBLING_GAMMA
-from simweb.core.gamma import bootstrap, distance_names, source_gamma
+from simweb.core.gamma import (
+    GAMMA_MEASURES,
+    ORTHOGONALITY,
+    PAIR_COUNT_MEASURES,
+    SIBLING_GAMMA,
+    bootstrap,
+    distance_names,
+    source_gamma,
+)
 from simweb.core.grids import FIGURE_MEASURE, AnyStrategy, LinkStrategy, figure_label
 from simweb.core.retrieval_metrics import RETRIEVAL_MEASURES, RETRIEVAL_N, retrieval_estimates
 from simweb.core.strategy import Metric, Strategy

@@ -11,7 +11,8 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import fsspec
@@ -46,6 +47,25 @@ def write_parquet_atomic(table: pa.Table, url: str, *, row_group_size: int = 64_
             fs.rm(tmp)
         raise
     return url
+
+
+@contextmanager
+def parquet_writer_atomic(url: str, schema: pa.Schema) -> Iterator[pq.ParquetWriter]:
+    """A Parquet writer for ``url`` whose tables (one or more row groups each) appear as one
+    file when the block ends without error, and not at all otherwise: a part written slice by
+    slice, never held whole."""
+    fs, path = filesystem(url)
+    parent = path.rsplit("/", 1)[0]
+    fs.makedirs(parent, exist_ok=True)
+    tmp = f"{parent}/{TMP_PREFIX}{uuid.uuid4().hex}-{path.rsplit('/', 1)[1]}"
+    try:
+        with fs.open(tmp, "wb") as out, pq.ParquetWriter(out, schema, compression="zstd") as writer:
+            yield writer
+        fs.mv(tmp, path)
+    except BaseException:
+        if fs.exists(tmp):
+            fs.rm(tmp)
+        raise
 
 
 def write_bytes_atomic(data: bytes, url: str) -> str:

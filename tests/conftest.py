@@ -97,7 +97,8 @@ def write_synthetic_crawl(root: Path, *, per_topic: int = 12, seed: int = 7) -> 
             bags.append({"url_id": url_id(url), "url": url, "terms": terms, "weights": w.astype(np.float32).tolist()})
             pages.append({"url": url, "url_id": url_id(url), "title": f"{topic.title()} page {i}",
                           "title_words": [topic], "words": terms, "status": 200, "content_type": "text/html",
-                          "charset": "utf-8", "source_file": "synthetic.warc.gz", "record_offset": 0})
+                          "charset": "utf-8", "source_file": "synthetic.warc.gz", "record_offset": 0,
+                          "record_length": 0, "surt": "", "timestamp": "", "digest": "-"})
             for s in range(1 if i == 0 else 4 + i % 4):
                 src = f"http://hub{s}.example.org/{topic}"
                 links.append({"source_url": src, "source_id": url_id(src), "target_url": url, "target_id": url_id(url),

@@ -23,6 +23,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 import simweb.tasks.ingest as ingest
+import simweb.tasks.ingest_parts as ingest_parts
 from simweb.core.urls import normalize_url, url_id
 from simweb.cli import main as simweb_main
 from simweb.tasks import payloads, schemas
@@ -558,7 +559,7 @@ def test_links_read_back_need_their_own_pages_part(tmp_path, monkeypatch):
 
 
 def test_row_groups_are_written_as_pages_accumulate(tmp_path, monkeypatch):
-    monkeypatch.setattr(ingest, "PAGES_PER_ROW_GROUP", 2)
+    monkeypatch.setattr(ingest_parts, "PAGES_PER_ROW_GROUP", 2)
     path = write_warc(tmp_path / "g.warc.gz", [http_response(f"http://g.example/{i}", PAGE) for i in range(5)])
     stats = ingest_warc(str(path), str(tmp_path / "out"))
     part = tmp_path / "out" / "pages" / f"{stats.parts[0]}.parquet"
@@ -580,6 +581,10 @@ STATS = st.builds(
     records_read=st.integers(0, 1000), records_recovered=st.integers(0, 100), bytes_skipped=st.integers(0, 10**9),
     pages_written=st.integers(0, 1000), pages_unchanged=st.integers(0, 1000), links_written=st.integers(0, 10**6),
     skipped=COUNTS, links_skipped=COUNTS,
+    alias_evidence=st.dictionaries(st.sampled_from(["redirect", "canonical", "slash", "index"]), st.integers(0, 50),
+                                   max_size=4),
+    aliases_skipped=st.dictionaries(st.sampled_from(["redirect without Location", "canonical link to another host"]),
+                                    st.integers(0, 50), max_size=2),
     file_errors=st.lists(st.builds(FileError, st.sampled_from(["a.warc", "b.arc"]), st.sampled_from(["x", "y"]),
                                    st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**4)),
                                             max_size=3).map(tuple)),

@@ -38,7 +38,9 @@ def register(subparsers) -> None:
     which.add_argument("--strategy-json", default=None, metavar="JSON",
                        help="the strategy as a JSON object of Strategy fields")
     bags.add_argument("--partitions", type=int, default=None, metavar="P",
-                      help="merge partitions (default: about one per 64 MiB of fragments)")
+                      help="merge partitions (default: as many as --part-mb needs)")
+    bags.add_argument("--part-mb", type=int, default=None, metavar="MB",
+                      help="working memory of each task, in megabytes (default 768)")
     bags.add_argument("--scheduler", choices=("threads", "processes", "sync"), default="threads",
                       help="Dask scheduler for the stage (default: threads)")
     bags.add_argument("--show", action="append", default=[], metavar="URL",
@@ -104,7 +106,8 @@ def run_bags(args) -> int:
     from simweb.tasks.bags import build_bags_stage, read_bags
 
     try:
-        out = build_bags_stage(args.crawl, strategy, args.out, args.partitions, scheduler=args.scheduler)
+        out = build_bags_stage(args.crawl, strategy, args.out, args.partitions, scheduler=args.scheduler,
+                               **({"part_mb": args.part_mb} if args.part_mb is not None else {}))
     except (FileNotFoundError, ValueError) as exc:
         print(f"simweb bags: {exc}", file=sys.stderr)
         return 2

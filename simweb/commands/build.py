@@ -52,6 +52,9 @@ def register(subparsers) -> None:
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="local Dask worker processes (implies --prefect)")
     add_paths_list_options(p)
+    p.add_argument("--part-mb", type=int, default=None, metavar="MB",
+                   help="working memory of each task of the bags stage, in megabytes (default 768: every "
+                        "process stays under 2 GiB, four workers fit in 8 GB)")
     add_mode_options(p, "build-index")
     p.add_argument("--verify", action="store_true",
                    help="check every reused stage output and the live index by content (SHA-256), not only "
@@ -104,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
     params = dict(strategy=strategy, m=args.m, seed=args.seed,
                   min_in_degree=None if args.min_in_degree < 0 else args.min_in_degree,
                   directory=args.directory, until=args.until, verify=args.verify, keep_earlier=args.add)
+    if args.part_mb is not None:
+        params["part_mb"] = args.part_mb
     if not in_process:
         params.update(dask_address=args.dask_address, n_workers=args.workers)
     from simweb.commands.errors import user_input_errors

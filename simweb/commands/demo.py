@@ -107,8 +107,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     in_process, why = choose_mode(args, folder_size(os.path.join(index_dir, "crawl")), "evaluate-strategies")
     _step("4/4", f"evaluate-strategies flow: Γ against the DebDocs directory, paper Figures 3–9 ({why})")
-    from simweb.flows.evaluate_strategies import evaluate_strategies
     from simweb.commands.evaluate import print_summary
+    from simweb.flows.evaluate_strategies import evaluate_strategies
 
     cluster = {} if in_process else {"n_workers": args.workers}
     report = run_flow(

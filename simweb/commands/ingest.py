@@ -103,8 +103,31 @@ def run(args) -> int:
     except NothingIngested as exc:
         stats = exc.stats
     print(stats.summary())
+    if stats.usable:
+        from simweb.tasks.crawl import alias_report
+
+        print("\n".join(alias_lines(alias_report(args.out))))
     status = ingest_exit_status(stats, keep_earlier=args.add)
     if status == EXIT_NOTHING_READ:
         print(f"simweb ingest: nothing usable was read: no file gave a page ({len(stats.file_errors)} "
               "damaged or unreadable, listed above)", file=sys.stderr)
     return status
+
+
+def alias_lines(report: dict[str, int]) -> list[str]:
+    """A few lines for people from simweb.tasks.crawl.alias_report: aliases found by rule, links
+    redirected, pages merged, and the evidence left aside."""
+    from simweb.core.aliases import KINDS
+
+    kinds = ", ".join(f"{report.get(f'aliases_{kind}', 0):,} {kind}" for kind in KINDS)
+    lines = [f"aliases: {report.get('aliases', 0):,} URLs name another URL's document ({kinds})",
+             f"  links redirected to an alias's document {report.get('links_redirected_to_aliases', 0):>10,}",
+             f"  pages merged into another page         {report.get('pages_merged', 0):>10,}"]
+    aside = {"conflicting redirects or canonical links": report.get("conflicting_aliases", 0),
+             "variant names crawled themselves": report.get("variants_crawled", 0),
+             "variant names of two pages (ambiguous)": report.get("variants_ambiguous", 0),
+             "aliases in a loop": report.get("aliases_in_loops", 0),
+             "aliases on an over-long chain": report.get("aliases_too_long", 0),
+             "aliased pages kept (target not crawled)": report.get("aliased_pages_kept", 0)}
+    lines += [f"  {label:<39}{n:>10,}" for label, n in aside.items() if n]
+    return lines

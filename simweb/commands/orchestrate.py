@@ -77,7 +77,7 @@ def _up(args) -> int:
         # The server's database beside the data it orchestrates, not in ~/.prefect, where every
         # temporary server of a `simweb build --prefect` keeps its own.
         os.environ["PREFECT_HOME"] = os.path.abspath(os.path.join(data, PREFECT_HOME_IN_DATA))
-    from simweb.deployments.server import DEFAULT_PORT, LocalPrefectServer, ServerFailed, is_healthy, api_url
+    from simweb.deployments.server import DEFAULT_PORT, LocalPrefectServer, ServerFailed, api_url, is_healthy
 
     port = args.port or DEFAULT_PORT
     workspace = definitions.Workspace.at(data)
@@ -142,8 +142,13 @@ def _mark_stopped_runs(deployment_names: list[str]) -> list[str]:
     message saying they stopped with `simweb orchestrate up` (their processes went with it).
     Returns their names. A server that does not answer is left as it is."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (DeploymentFilter, DeploymentFilterName, FlowRunFilter,
-                                                FlowRunFilterState, FlowRunFilterStateType)
+    from prefect.client.schemas.filters import (
+        DeploymentFilter,
+        DeploymentFilterName,
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
     from prefect.client.schemas.objects import StateType
     from prefect.states import Crashed
 

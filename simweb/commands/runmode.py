@@ -109,8 +109,8 @@ def run_flow(flow, in_process: bool, *args, **params):
             result = flow.fn(*args, **params)
         from prefect.states import State
 
-        # A body that ends its run with a Failed state (nothing_ingested) raises its exception, as
-        # a flow run does for its caller.
+        # A body that ends in a Failed state (nothing usable was read) raises its exception here,
+        # as the flow run would.
         return result.result() if isinstance(result, State) else result
     # The temporary Prefect server can take a while to start on a busy machine.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
