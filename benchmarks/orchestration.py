@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     from distributed import LocalCluster
 
     from simweb.deployments.server import LocalPrefectServer
-    from simweb.tasks.ingest import list_archive_files
+    from simweb.tasks.sources import list_archive_files
     from simweb.flows.cluster import WORKER_PRELOAD
 
     scratch = Path(tempfile.mkdtemp(prefix="simweb-bench-orchestration-"))

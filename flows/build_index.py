@@ -21,7 +21,8 @@ from simweb.flows.chain import BuildSummary, index_chain, ingest_sentence, inges
 from simweb.flows.cluster import publish_markdown, stage_runner
 from simweb.tasks.bags import PART_MB
 from simweb.tasks.crawl import write_selection
-from simweb.tasks.ingest import list_archive_files, nothing_ingested
+from simweb.tasks.ingest import nothing_ingested
+from simweb.tasks.sources import crawl_files
 from simweb.tasks.layout import IndexLock, check_writable, crawl_folder, sweep_debris
 from simweb.tasks.ledger import crawl_selection
 from simweb.tasks.logs import run_logger
@@ -47,6 +48,8 @@ def build_index(
     lock_wait_seconds: float | None = None,
     verify: bool = False,
     keep_earlier: bool = False,
+    paths_list: str | None = None,
+    paths_prefix: str | None = None,
 ) -> BuildSummary:
     """Build the related-pages index of a crawl (paper Section 6, Figure 10) into ``out``.
 
@@ -56,7 +59,7 @@ def build_index(
     with its summary and where the index was published.
 
     Args:
-        crawl: The crawl: a WARC or ARC file (plain or gzipped), a folder of them (searched recursively), a glob, or a list of those.
+        crawl: The crawl: a WARC or ARC file (plain or gzipped), a folder of them (searched recursively), a glob, an s3:// prefix or glob, an https:// file URL, or a list of those.
         out: The index folder: the published index (versions/, CURRENT, current), its stage cache and its crawl.
         strategy: How pages are described (paper Sections 3–4): sources, window, stemming, weighting; the default is the paper's Section 7 choice.
         m: Min-hash signatures per page (Section 6.2); more is more accurate and slower.
@@ -73,9 +76,11 @@ def build_index(
         lock_wait_seconds: How long to wait for another run writing into OUT (empty: as long as it takes).
         verify: Check every reused stage output and the live index by content (SHA-256), not only by size.
         keep_earlier: Keep the pages of files that earlier builds into OUT named (by default the crawl is exactly the files named, with those an ingest-new-crawl inbox added).
+        paths_list: A file (local or URL, plain or .gz) naming one WARC or ARC file per line, such as Common Crawl's warc.paths.gz, read besides the crawl (which may then be empty).
+        paths_prefix: What the paths list's relative lines are relative to, e.g. https://data.commoncrawl.org/ or s3://commoncrawl/.
     """
     log = run_logger("simweb.build")
-    files = list_archive_files(crawl)
+    files = crawl_files(crawl, paths_list, paths_prefix)
     crawl_dir = crawl_out or crawl_folder(out)
     for folder in {out, crawl_dir}:
         check_writable(folder)

@@ -6,7 +6,9 @@ once and keeps what every strategy needs (page words; anchors with the word offs
 anchor text and context in the page's words, and their SYNTACTIC/TOPICAL region lengths), so a
 strategy sweep never re-reads WARC files.
 
-For an archive file (WARC or ARC, plain or gzipped) with SHA-256 ``h`` (first 16 hex digits ``h16``) it writes::
+For an archive file (WARC or ARC, plain or gzipped) with identity ``h`` — the SHA-256 of a local
+file's bytes, of a remote object's ETag and size (:func:`simweb.tasks.storage.identify`) — whose
+first 16 hex digits are ``h16`` it writes::
 
     DIR/pages/part-<h16>.parquet   one row per HTML page   (schema simweb.tasks.schemas.PAGES)
     DIR/links/part-<h16>.parquet   one row per anchor      (schema simweb.tasks.schemas.LINKS)
@@ -15,7 +17,8 @@ For an archive file (WARC or ARC, plain or gzipped) with SHA-256 ``h`` (first 16
 
 Each part is written under a temporary name and renamed, and the stats file is the mark of
 a finished part: ingesting a file whose content was already ingested into DIR is skipped and
-counted (``files_unchanged``), whatever the file is called now.
+counted (``files_unchanged``), whatever the file is called now (a remote object: while its ETag
+and size stay the same; it is not read at all then).
 
 Which records become pages:
 
@@ -60,7 +63,6 @@ import json
 import logging
 import os
 import random
-import re
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -73,12 +75,12 @@ from prefect.states import Failed, State
 from warcio.bufferedreaders import ChunkedDataReader
 from warcio.statusandheaders import StatusAndHeadersParser
 
-from simweb.core.charset import charset_from_content_type, decode_html, looks_like_html
 from simweb.core.aliases import REDIRECT, REDIRECT_STATUSES, redirect_target
+from simweb.core.charset import charset_from_content_type, decode_html, looks_like_html
 from simweb.core.html import parse_page
 from simweb.core.replay import payload_digest, timestamp14
 from simweb.core.urls import normalize_url, url_id
-from simweb.tasks.archives import ARCHIVE_SUFFIXES, FORMATS, ArchiveRecords, RecordEnd
+from simweb.tasks.archives import FORMATS, ArchiveRecords, RecordEnd
 from simweb.tasks.ingest_parts import DATA_SETS, IngestParts, RecordPlace
 from simweb.tasks.logs import run_logger
 from simweb.tasks.payloads import (
@@ -89,7 +91,7 @@ from simweb.tasks.payloads import (
     decode_content_encoding,
     encoded_payload_ends,
 )
-from simweb.tasks.storage import file_digest, filesystem, join, local_path, write_bytes_atomic
+from simweb.tasks.storage import file_digest, filesystem, identify, join, local_path, write_bytes_atomic
 
 logger = logging.getLogger("simweb.ingest")
 
@@ -351,7 +353,8 @@ def ingest_warc(path: str, out_dir: str) -> IngestStats:
     reported in ``file_errors`` instead.
     """
     source = local_path(path) or path
-    digest = file_digest(path)
+    identity = identify(path)
+    digest = identity.digest
     part = part_name(digest)
     earlier = _earlier_ingest(out_dir, part)
     if earlier is not None:
@@ -382,8 +385,8 @@ def ingest_warc(path: str, out_dir: str) -> IngestStats:
         file_errors=(FileError(source, counts.error, counts.damage[:MAX_DAMAGE_LISTED]),) if counts.error else (),
         parts=(part,),
     )
-    record = {"format": INGEST_FORMAT, "source": source, "sha256": digest, "stats": stats.to_dict(),
-              "files": _part_files(out_dir, part)}
+    record = {"format": INGEST_FORMAT, "source": source, **identity.basis, "identity": digest,
+              "stats": stats.to_dict(), "files": _part_files(out_dir, part)}
     write_bytes_atomic(json.dumps(record, indent=1, sort_keys=True).encode(),
                        join(out_dir, "stats", f"{part}.json"))
     return stats
@@ -551,41 +554,6 @@ def _add_page(page, record: RecordPlace, source: str, parts: IngestParts, counts
 # Many files, in-process (tests, benchmarks, `simweb ingest --no-prefect`)
 
 
-_GLOB_CHARS = re.compile(r"[*?\[]")
-
-
-def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
-    """The archive files of a crawl: a file, a folder (searched recursively), a glob, or a list of them.
-
-    Folders and globs contribute files named ``*.warc``, ``*.warc.gz``, ``*.arc`` or
-    ``*.arc.gz``; a file named explicitly is taken whatever its name. Raises
-    ``FileNotFoundError`` when nothing matches, naming what was looked for.
-    """
-    items = [crawl] if isinstance(crawl, str) else list(crawl)
-    found: list[str] = []
-    for item in items:
-        fs, path = filesystem(item)
-        protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-        prefix = "" if protocol in ("file", "local") else f"{protocol}://"
-        if _GLOB_CHARS.search(path):
-            candidates = [p for p in fs.glob(path) if fs.isfile(p)]
-        elif fs.isdir(path):
-            candidates = fs.find(path)
-        elif fs.isfile(path):
-            found.append(prefix + path if prefix else os.path.abspath(path))
-            continue
-        else:
-            raise FileNotFoundError(
-                f"{item}: no such file or folder; expected a WARC or ARC file, a folder of them or a glob")
-        for p in sorted(candidates):
-            if p.rsplit("/", 1)[-1].lower().endswith(ARCHIVE_SUFFIXES):
-                found.append(prefix + p if prefix else os.path.abspath(p))
-    unique = list(dict.fromkeys(found))
-    if not unique:
-        raise FileNotFoundError(f"no WARC or ARC files (*.warc, *.warc.gz, *.arc, *.arc.gz) in {', '.join(items)}")
-    return unique
-
-
 def ingest_files(files: Iterable[str], out_dir: str) -> IngestStats:
     """Ingest archive files one after another in this process (no Prefect, no Dask).
 
@@ -639,9 +607,16 @@ RETRY_DELAY = 2.0
 
 def is_transient_io_error(exc: BaseException) -> bool:
     """Whether ``exc`` is worth another attempt: an ``OSError`` such as a dropped network mount
-    or an object-store hiccup — not a missing or forbidden file. A damaged WARC file does not
-    raise (it is reported in the stats), and parsing the same bytes again gives the same answer."""
-    return isinstance(exc, OSError) and not isinstance(exc, _PERMANENT_OS_ERRORS)
+    or an object-store hiccup — not a missing or forbidden file — or a web server's dropped
+    connection, cut transfer or answer 5xx / 429 (aiohttp's errors, which are not all OSErrors).
+    A damaged WARC file does not raise (it is reported in the stats), and parsing the same bytes
+    again gives the same answer."""
+    if isinstance(exc, OSError):
+        return not isinstance(exc, _PERMANENT_OS_ERRORS)
+    if type(exc).__module__.split(".", 1)[0] == "aiohttp":
+        status = getattr(exc, "status", None)
+        return status is None or status >= 500 or status == 429
+    return False
 
 
 def ingest_with_retries(path: str, out_dir: str, io_retries: int = 3, retry_delay: float = RETRY_DELAY,

@@ -2,7 +2,8 @@
 
 Incremental ingestion (flows/ingest_new_crawl.py) cannot key a whole stage by its inputs,
 because the inputs grow. Instead the crawl folder keeps a ledger, ``CRAWL/_ingested.json``,
-of the WARC files it has consumed, by the SHA-256 of their bytes: a file is ingested once
+of the WARC files it has consumed, by the SHA-256 of their bytes (of an inbox on an object
+store: of their ETag and size, :func:`simweb.tasks.storage.identify`): a file is ingested once
 however often it is dropped into the inbox, renamed or copied; a file that failed is retried
 by later runs, up to :data:`MAX_ATTEMPTS` times while its bytes stay the same; and each entry
 says whether the live index covers the file yet. The ledger is rewritten whole and atomically
@@ -17,9 +18,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from simweb.tasks.archives import ARCHIVE_SUFFIXES
 from simweb.tasks.crawl import read_selection
-from simweb.tasks.ingest import ARCHIVE_SUFFIXES, part_name
-from simweb.tasks.storage import file_digest, filesystem, join, write_bytes_atomic
+from simweb.tasks.ingest import part_name
+from simweb.tasks.storage import filesystem, identify, join, write_bytes_atomic
 
 LEDGER = "_ingested.json"
 LEDGER_FORMAT = 1
@@ -119,7 +121,7 @@ def scan_inbox(inbox: str, crawl: str, *, settle_seconds: float = 60.0) -> Inbox
         if modified is not None and now - modified < settle_seconds:
             unsettled.append(url)
             continue
-        item = InboxFile(url=url, size=int(info.get("size") or 0), digest=file_digest(url))
+        item = InboxFile(url=url, size=int(info.get("size") or 0), digest=identify(url).digest)
         entry = ledger.get(item.digest)
         if (entry is not None and entry.get("status") == "ingested") or part_name(item.digest) in in_crawl:
             already.append(item)

@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 
 from simweb.tasks.logs import run_logger
 from simweb.tasks.progress import dask_progress
-from simweb.tasks.storage import file_digest, filesystem, join, local_path
+from simweb.tasks.storage import file_digest, filesystem, identify, join, local_path
 
 MANIFEST = "_SUCCESS.json"
 TMP_PREFIX = ".tmp-"
@@ -132,9 +132,10 @@ def stage_key(stage: str, inputs: Mapping[str, Any], params: Any = None) -> str:
 
 
 def file_identities(urls: list[str] | tuple[str, ...]) -> list[str]:
-    """Content identities of input files ("sha256:<hex>"), sorted, so that moving or renaming
-    a crawl does not invalidate what was computed from it while any changed byte does."""
-    return sorted(f"{FILE_IDENTITY}:{file_digest(u)}" for u in urls)
+    """Content identities of input files ("sha256:<hex>", :func:`simweb.tasks.storage.identify`),
+    sorted, so that moving or renaming a crawl does not invalidate what was computed from it
+    while any changed byte does (a remote object: any change of its ETag or size)."""
+    return sorted(f"{FILE_IDENTITY}:{identify(u).digest}" for u in urls)
 
 
 def _check_stage_name(stage: str) -> None:

@@ -87,7 +87,7 @@ def test_build_index_on_a_distributed_cluster_equals_the_local_build(dask_cluste
 
     from simweb.flows.build_index import build_index
     from simweb.api import open_index
-    from simweb.tasks.ingest import list_archive_files
+    from simweb.tasks.sources import list_archive_files
     from simweb.tasks.layout import crawl_folder
 
     address, client = dask_cluster

@@ -28,7 +28,8 @@ from simweb.core.urls import normalize_url, url_id
 from simweb.cli import main as simweb_main
 from simweb.tasks import payloads, schemas
 from simweb.tasks.contexts import pages_part_of, with_context_words
-from simweb.tasks.ingest import FileError, IngestStats, ingest_files, ingest_warc, list_archive_files
+from simweb.tasks.ingest import FileError, IngestStats, ingest_files, ingest_warc
+from simweb.tasks.sources import list_archive_files
 from simweb.tasks.storage import file_digest, read_parquet
 
 

@@ -3,6 +3,7 @@
     simweb build crawl/ --out index
     simweb build crawl/*.warc.gz --out index --strategy "anchor:32+content,stem,dist,nmdf"
     simweb build crawl/ --out index --directory directory.tsv --min-in-degree 0
+    simweb build --paths-list warc.paths.gz --paths-prefix https://data.commoncrawl.org/ --out index
 
 ingest → bags → signatures → invert → publish. The crawl is WARC and ARC files, plain or
 gzipped; damaged files are read on past the damage and listed in the summary. A small crawl
@@ -21,6 +22,7 @@ import json
 import sys
 
 from simweb.commands import EXIT_STATUS_HELP, ingest_exit_status
+from simweb.commands.inputs import add_paths_list_options
 from simweb.commands.runmode import add_mode_options
 
 
@@ -32,7 +34,9 @@ def register(subparsers) -> None:
         epilog=EXIT_STATUS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("crawl", nargs="+", metavar="CRAWL", help="WARC or ARC files, folders of them, or globs")
+    p.add_argument("crawl", nargs="*", metavar="CRAWL",
+                   help="WARC or ARC files, folders of them, globs, or URLs (s3://bucket/prefix/, "
+                        "s3://bucket/**/*.warc.gz, https://host/file.warc.gz)")
     p.add_argument("--out", required=True, metavar="INDEX", help="the index folder")
     p.add_argument("--strategy", default=None, metavar="SPEC",
                    help="how pages are described, e.g. 'anchor:32+content,stem,dist,nmdf' (the default)")
@@ -47,6 +51,7 @@ def register(subparsers) -> None:
     p.add_argument("--dask-address", default=None, metavar="ADDR", help="an existing Dask scheduler (implies --prefect)")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="local Dask worker processes (implies --prefect)")
+    add_paths_list_options(p)
     p.add_argument("--part-mb", type=int, default=None, metavar="MB",
                    help="working memory of each task of the bags stage, in megabytes (default 768: every "
                         "process stays under 2 GiB, four workers fit in 8 GB)")
@@ -81,15 +86,17 @@ def run(args: argparse.Namespace) -> int:
         print("simweb build: --workers sizes a local cluster; it cannot be combined with --dask-address",
               file=sys.stderr)
         return 2
-    from simweb.commands.inputs import crawl_paths_problem, crawl_problem, directory_problem, output_problem
+    from simweb.commands.inputs import (crawl_paths_problem, crawl_problem, directory_problem, local_index_problem,
+                                        output_problem, paths_list_problem)
 
-    problem = (output_problem(args.out) or (args.directory and directory_problem(args.directory))
-               or crawl_paths_problem(args.crawl))
+    problem = (local_index_problem(args.out) or output_problem(args.out)
+               or (args.directory and directory_problem(args.directory))
+               or crawl_paths_problem(args.crawl) or paths_list_problem(args.paths_list, args.paths_prefix))
     if problem:
         print(f"simweb build: {problem}", file=sys.stderr)
         return 2
-    say(f"simweb build: {' '.join(args.crawl)} → {args.out}")
-    files, problem = crawl_problem(args.crawl)
+    say(f"simweb build: {' '.join(args.crawl + ([args.paths_list] if args.paths_list else []))} → {args.out}")
+    files, problem = crawl_problem(args.crawl, args.paths_list, args.paths_prefix)
     if problem:
         print(f"simweb build: {problem}", file=sys.stderr)
         return 2

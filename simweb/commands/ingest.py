@@ -3,6 +3,8 @@
     simweb ingest crawl/*.warc.gz --out data
     simweb ingest crawl/ --out data --dask-address tcp://scheduler:8786
     simweb ingest one.arc.gz --out data --no-prefect
+    simweb ingest s3://bucket/crawl/ https://example.org/extra.warc.gz --out data
+    simweb ingest --paths-list warc.paths.gz --paths-prefix https://data.commoncrawl.org/ --out data
 
 Writes DIR/pages/ (one row per HTML page) and DIR/links/ (one row per anchor with its
 context words), one Parquet part per archive file (WARC or ARC, plain or gzipped), and
@@ -20,6 +22,7 @@ import argparse
 import sys
 
 from simweb.commands import EXIT_NOTHING_READ, EXIT_STATUS_HELP, ingest_exit_status
+from simweb.commands.inputs import add_paths_list_options
 from simweb.commands.runmode import add_mode_options
 
 
@@ -32,11 +35,13 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "warc", nargs="+", metavar="ARCHIVE",
+        "warc", nargs="*", metavar="ARCHIVE",
         help="a WARC or ARC file (.warc, .warc.gz, .arc, .arc.gz), a folder of them (searched "
-             "recursively) or a glob",
+             "recursively), a glob, or a URL: s3://bucket/prefix/ (every archive file under it), "
+             "s3://bucket/**/*.warc.gz, https://host/file.warc.gz",
     )
-    parser.add_argument("--out", required=True, metavar="DIR", help="output folder (local path or fsspec URL)")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="output folder: a local path, or an object-store URL (s3://bucket/data)")
     parser.add_argument(
         "--dask-address", default=None, metavar="ADDR",
         help="address of an existing Dask scheduler (default: start a local cluster)",
@@ -45,6 +50,7 @@ def register(subparsers) -> None:
         "--workers", type=int, default=None, metavar="N",
         help="worker processes of the local Dask cluster (default: one per available core)",
     )
+    add_paths_list_options(parser)
     add_mode_options(parser, "build-index")
     parser.add_argument(
         "--add", action="store_true",
@@ -68,14 +74,16 @@ def run(args) -> int:
         print(f"simweb ingest: --workers: expected at least 1, got {args.workers}", file=sys.stderr)
         return 2
 
-    from simweb.commands.inputs import crawl_paths_problem, crawl_problem, output_problem
+    from simweb.commands.inputs import (crawl_paths_problem, crawl_problem, output_problem, paths_list_problem,
+                                        remote_problem)
 
-    problem = output_problem(args.out) or crawl_paths_problem(args.warc)
+    problem = (remote_problem(args.out) or output_problem(args.out) or crawl_paths_problem(args.warc)
+               or paths_list_problem(args.paths_list, args.paths_prefix))
     if problem:
         print(f"simweb ingest: {problem}", file=sys.stderr)
         return 2
-    print(f"simweb ingest: {' '.join(args.warc)} → {args.out}", file=sys.stderr, flush=True)
-    files, problem = crawl_problem(args.warc)
+    print(f"simweb ingest: {' '.join(args.warc + ([args.paths_list] if args.paths_list else []))} → {args.out}", file=sys.stderr, flush=True)
+    files, problem = crawl_problem(args.warc, args.paths_list, args.paths_prefix)
     if problem:
         print(f"simweb ingest: {problem}", file=sys.stderr)
         return 2

@@ -62,6 +62,16 @@ def output_problem(path: str, option: str = "--out") -> str | None:
     return None
 
 
+def local_index_problem(path: str, option: str = "--out") -> str | None:
+    """Why ``path`` cannot hold an index: it is remote (an index is a local folder, memory-mapped
+    by queries, published by renames and locked by the kernel), or None."""
+    if "://" not in path or path.startswith("file://"):
+        return None
+    return (f"{option} {path}: an index is written to a local folder (queries memory-map it); give a local "
+            "folder — the crawl itself may be remote, and `simweb ingest --out` writes the ingested pages "
+            "and links to an object store")
+
+
 #: fsspec protocols that need an optional extra, and the extra that installs them.
 REMOTE_EXTRAS = {"s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3"), "http": ("aiohttp", "http"), "https": ("aiohttp", "http")}
 
@@ -132,18 +142,82 @@ def crawl_paths_problem(items: list[str]) -> str | None:
     return None
 
 
-def crawl_problem(items: list[str]) -> tuple[list[str], str | None]:
-    """The WARC and ARC files that ``items`` (files, folders, globs, URLs) name, or the one-line reason
-    there are none (nothing there, an empty folder, no archive file among them, a remote URL whose
-    reader is not installed)."""
-    problem = crawl_paths_problem(items)
+def add_paths_list_options(parser) -> None:
+    """--paths-list and --paths-prefix: a crawl named by a list of archive paths (Common Crawl's
+    warc.paths.gz), beside or instead of the files, folders, globs and URLs named."""
+    parser.add_argument(
+        "--paths-list", default=None, metavar="FILE",
+        help="a file (local or URL, plain or .gz) naming one WARC or ARC file per line, such as Common "
+             "Crawl's warc.paths.gz; its files are read besides any named before it")
+    parser.add_argument(
+        "--paths-prefix", default=None, metavar="PREFIX",
+        help="what --paths-list's relative lines are relative to, e.g. https://data.commoncrawl.org/ "
+             "or s3://commoncrawl/ (lines that are URLs are taken as they are)")
+
+
+def paths_list_problem(paths_list: str | None, prefix: str | None) -> str | None:
+    """Why --paths-list / --paths-prefix cannot be used (found without reading the list), or None."""
+    if paths_list is None:
+        return "--paths-prefix joins the lines of --paths-list: give --paths-list FILE too" if prefix else None
+    for url in (paths_list, prefix or ""):
+        if "://" in url and (problem := remote_problem(url)):
+            return problem
+    if "://" not in paths_list and not os.path.isfile(paths_list):
+        return (f"--paths-list {paths_list}: no such file; expected a list of WARC or ARC paths, one per "
+                "line (as Common Crawl's warc.paths.gz)")
+    return None
+
+
+def crawl_problem(items: list[str], paths_list: str | None = None,
+                  paths_prefix: str | None = None) -> tuple[list[str], str | None]:
+    """The WARC and ARC files that ``items`` (files, folders, globs, URLs) and the paths list name,
+    or the one-line reason there are none (nothing there, an empty folder, no archive file among
+    them, a web URL its server does not have, a remote URL whose reader is not installed)."""
+    if not items and not paths_list:
+        return [], ("no crawl named; expected WARC or ARC files, folders of them, globs or URLs "
+                    "(s3://…, https://…), or --paths-list FILE")
+    problem = crawl_paths_problem(items) or paths_list_problem(paths_list, paths_prefix)
     if problem:
         return [], problem
-    from simweb.tasks.ingest import list_archive_files
+    from simweb.tasks.sources import PathsListError, crawl_files
 
     try:
-        return list_archive_files(items), None
-    except (FileNotFoundError, NotADirectoryError, PermissionError) as err:
+        for item in items:
+            if item.split("://", 1)[0].lower() in ("http", "https") and (problem := web_file_problem(item)):
+                return [], problem
+        files = crawl_files(items, paths_list, paths_prefix)
+        for url in dict.fromkeys(f.split("://", 1)[0] + "://" for f in files if "://" in f):
+            if problem := remote_problem(url):
+                return [], f"--paths-list {paths_list}: {problem}"
+        return files, None
+    except (PathsListError, FileNotFoundError, NotADirectoryError, PermissionError) as err:
         return [], str(err)
     except ImportError as err:  # an fsspec protocol whose package is missing, not one named above
         return [], f"{', '.join(items)}: {err}"
+    except Exception as err:  # noqa: BLE001 — an object store or web server that does not answer
+        named = items + ([paths_list] if paths_list else [])
+        if not any("://" in item for item in named):
+            raise
+        said = " ".join(f"{type(err).__name__}: {err}".split())[:200]
+        return [], (f"{', '.join(named)}: cannot be listed or read ({said}); check the URL, and the store's "
+                    "endpoint (AWS_ENDPOINT_URL for an S3-compatible store) and credentials")
+
+
+def web_file_problem(url: str) -> str | None:
+    """Why the web server of ``url`` cannot serve it as an archive file (asked with one HEAD
+    request), or None."""
+    from simweb.tasks.storage import filesystem
+
+    fs, path = filesystem(url)
+    try:
+        info = fs.info(path)
+    except FileNotFoundError as err:
+        cause = err.__cause__
+        if cause is None or getattr(cause, "status", None) in (404, 410):
+            return f"{url}: the web server has no such file; expected the URL of a WARC or ARC file"
+        said = " ".join(f"{type(cause).__name__}: {cause}".split())[:200]
+        return f"{url}: cannot be read from its web server ({said}); check the URL and that the server is reachable"
+    if not info.get("size"):
+        return (f"{url}: the web server does not tell this file's size; simweb reads web files by byte "
+                "ranges and needs a server that gives Content-Length (and supports Range requests)")
+    return None

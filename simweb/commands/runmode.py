@@ -61,15 +61,28 @@ def choose_mode(args: argparse.Namespace, input_bytes: int | None, flow: str) ->
                    "this process)")
 
 
+#: Remote files whose sizes are asked for (one request each) to choose how a command runs;
+#: a longer list runs through Prefect, its size unknown.
+MAX_REMOTE_SIZES = 64
+
+
 def crawl_size(files: list[str]) -> int | None:
-    """The bytes of ``files`` when all are local, else None."""
+    """The bytes of ``files`` (a remote file's as its store tells them), else None: a file
+    whose size cannot be told, or more than :data:`MAX_REMOTE_SIZES` remote files."""
     total = 0
+    remote = [path for path in files if "://" in path and not path.startswith("file://")]
+    if len(remote) > MAX_REMOTE_SIZES:
+        return None
     for path in files:
-        if "://" in path and not path.startswith("file://"):
-            return None
         try:
-            total += os.path.getsize(path.removeprefix("file://"))
-        except OSError:
+            if path in remote:
+                from simweb.tasks.storage import filesystem
+
+                fs, p = filesystem(path)
+                total += int(fs.size(p))
+            else:
+                total += os.path.getsize(path.removeprefix("file://"))
+        except (OSError, TypeError, ValueError):
             return None
     return total
 
