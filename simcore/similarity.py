@@ -84,11 +84,17 @@ def exact_pairs(bags: BagMatrix, metric: Metric | str = Metric.JACCARD, ids: Ite
     The diagonal is 1 for every non-empty bag.
     """
     metric = Metric(metric)
-    if ids is None:
-        csr = bags.csr
-    else:
-        csr = bags.csr[bags.indices(ids)]
-    csr = sp.csr_matrix(csr, dtype=np.float64)
+    csr = _weights(bags, ids)
+    result = _cosine(csr) if metric is Metric.COSINE else _jaccard(csr)
+    # A bag is identical to itself: exactly 1, not 1 up to rounding (empty bags stay 0).
+    result[np.diag_indices(result.shape[0])] = (np.diff(csr.indptr) > 0).astype(np.float64)
+    return result if dense else sp.csr_matrix(result)
+
+
+def _weights(bags: BagMatrix, ids: Iterable[int] | None) -> sp.csr_matrix:
+    """The bags' rows (those of ``ids``, or all) as float64 CSR without duplicates or zeros,
+    checked to be non-negative."""
+    csr = sp.csr_matrix(bags.csr if ids is None else bags.csr[bags.indices(ids)], dtype=np.float64)
     csr.sum_duplicates()
     csr.eliminate_zeros()
     if csr.data.size and csr.data.min() < 0:
@@ -96,10 +102,7 @@ def exact_pairs(bags: BagMatrix, metric: Metric | str = Metric.JACCARD, ids: Ite
             f"bag weights: expected non-negative multiplicities, found {csr.data.min():g}; "
             "bags from simweb.core.bags are never negative — check how this matrix was built"
         )
-    result = _cosine(csr) if metric is Metric.COSINE else _jaccard(csr)
-    # A bag is identical to itself: exactly 1, not 1 up to rounding (empty bags stay 0).
-    result[np.diag_indices(result.shape[0])] = (np.diff(csr.indptr) > 0).astype(np.float64)
-    return result if dense else sp.csr_matrix(result)
+    return csr
 
 
 class ExactRows:
@@ -117,15 +120,7 @@ class ExactRows:
 
     def __init__(self, bags: BagMatrix, metric: Metric | str = Metric.JACCARD, ids: Iterable[int] | None = None) -> None:
         self.metric = Metric(metric)
-        csr = bags.csr if ids is None else bags.csr[bags.indices(ids)]
-        csr = sp.csr_matrix(csr, dtype=np.float64)
-        csr.sum_duplicates()
-        csr.eliminate_zeros()
-        if csr.data.size and csr.data.min() < 0:
-            raise ValueError(
-                f"bag weights: expected non-negative multiplicities, found {csr.data.min():g}; "
-                "bags from simweb.core.bags are never negative — check how this matrix was built"
-            )
+        csr = _weights(bags, ids)
         n = csr.shape[0]
         self.shape = (n, n)
         self._nonempty = np.diff(csr.indptr) > 0
