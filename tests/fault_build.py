@@ -28,14 +28,14 @@ def _die() -> None:
 
 def arm(point: str) -> None:
     """Make the build kill this process at ``point``."""
-    from simweb.tasks import index_store, ingest, stagecache
+    from simweb.tasks import index_store, ingest_parts, stagecache
 
     if point == "ingest":
         def publish_then_die(self):
             self.flush()
             _die()
 
-        ingest._Parts.publish = publish_then_die
+        ingest_parts.IngestParts.publish = publish_then_die
         return
     if point == "publish":
         copy = index_store.copy_file

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -84,15 +85,25 @@ def test_a_missing_flow_module_is_reported_not_fatal():
 
 
 def _api_get(api: str, path: str):
-    with urllib.request.urlopen(f"{api}{path}", timeout=10) as r:
-        return json.loads(r.read())
+    return _api(urllib.request.Request(f"{api}{path}"))
 
 
 def _api_post(api: str, path: str, body: dict):
-    req = urllib.request.Request(f"{api}{path}", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"}, method="POST")
-    with urllib.request.urlopen(req, timeout=10) as r:
-        return json.loads(r.read())
+    return _api(urllib.request.Request(f"{api}{path}", data=json.dumps(body).encode(),
+                                       headers={"Content-Type": "application/json"}, method="POST"))
+
+
+def _api(req: urllib.request.Request, attempts: int = 30):
+    """The Prefect API's JSON answer; a 503 (the server busy, as on a loaded machine) is asked
+    again a second later, as Prefect's own client does."""
+    for attempt in range(attempts):
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return json.loads(r.read())
+        except urllib.error.HTTPError as err:
+            if err.code != 503 or attempt == attempts - 1:
+                raise
+            time.sleep(1)
 
 
 def _wait_for(predicate, timeout: float, what: str, proc: subprocess.Popen, log: Path):
