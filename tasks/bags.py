@@ -290,6 +290,13 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
 
     if not isinstance(strategy, Strategy):
         strategy = Strategy.from_dict(strategy) if isinstance(strategy, dict) else Strategy.parse(str(strategy))
+    if strategy.shares is not None:
+        if df_snapshot is not None:
+            raise ValueError(f"{strategy.label}: a strategy with source shares has one df per source; "
+                             "it is weighted in full, not with a frozen df snapshot")
+        from simweb.tasks.bag_shares import build_shared_bags_stage  # it builds each source with this function
+
+        return build_shared_bags_stage(crawl_dir, strategy, out_dir, partitions, scheduler=scheduler, verify=verify)
     if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
         raise ValueError(f"partitions: expected a positive number of merge partitions, got {partitions!r}")
     crawl = crawl_parts(crawl_dir)
