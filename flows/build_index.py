@@ -30,7 +30,7 @@ def build_index(
     strategy: Strategy = Strategy(),
     m: int = 80,
     seed: int = 1,
-    min_in_degree: int | None = 3,
+    min_in_degree: int | None = None,
     directory: str | None = None,
     until: Literal["ingest", "bags", "index"] = "index",
     crawl_out: str | None = None,
@@ -47,7 +47,7 @@ def build_index(
     ``crawl`` is a WARC file, a folder of them, a glob, or a list of those (WARC only, not
     ARC). ``strategy`` is how pages are described (Sections 3–4; the default is the paper's
     Section 7 choice); ``m`` and ``seed`` make the min-hash signatures; documents with
-    in-degree ≤ ``min_in_degree`` stay out of I (Section 7.1; None keeps all). ``directory``
+    in-degree ≤ ``min_in_degree`` stay out of I (Section 7.1; None, the default, keeps all). ``directory``
     (ODP RDF or url<TAB>category) adds categories to results. ``until`` stops after a stage.
     The ingest output goes to ``crawl_out`` (default ``out/crawl``). ``dask_address`` names an
     existing Dask scheduler; without it a local cluster of ``n_workers`` processes (default:

@@ -4,7 +4,9 @@ Paper Sections 2 and 5: sample pairs of sibling third-level classes of a topic d
 compute every strategy's exact similarities on the sample, and compare the similarity
 ordering with the directory's familial ordering by the Kruskal–Goodman Γ (overall and the
 sibling, cousin and unrelated partial Γs) and intra-cluster orthogonality, with bootstrap
-intervals; then draw the paper's Figures 3–9 for this crawl and write the report.
+intervals; recommend the strategy to build the index with, its sibling-Γ cross-validated over
+directory families; measure the index's agreement with exact similarity (Section 6.2); then
+draw the paper's Figures 3–9 for this crawl and write the report.
 
 The directory is parsed once (stage 1); each task builds the bag corpus once from the
 crawl's ingest output and evaluates a small group of strategies (stage 2); every stage is
@@ -20,7 +22,15 @@ from prefect import flow, get_run_logger
 from simweb.core.grids import grid_strategies, strategy_grid
 from simweb.flows.cluster import dask_task_runner
 from simweb.tasks.eval_sample import SampleParams
-from simweb.tasks.evaluate import report_task, sample_task, strategy_groups, strategy_task
+from simweb.tasks.evaluate import (
+    index_strategies,
+    index_task,
+    recommend_task,
+    report_task,
+    sample_task,
+    strategy_groups,
+    strategy_task,
+)
 from simweb.tasks.storage import join
 
 
@@ -29,7 +39,7 @@ def evaluate_strategies(
     crawl: str,
     directory: str,
     out: str,
-    grid: Literal["paper", "quick", "links", "full"] = "paper",
+    grid: Literal["paper", "quick", "links", "hybrids", "full"] = "hybrids",
     seed: int = 0,
     n_pairs: int = 300,
     min_pages: int = 2,
@@ -62,7 +72,13 @@ def evaluate_strategies(
         futures = [runner.submit(strategy_task, {"crawl": crawl, "sample": sample, "strategies": group,
                                                  "work": work}) for group in groups]
         outputs = [future.result() for future in futures]
-    # 3. Bootstrap intervals, the measures table, Figures 3–9 (and the link-measure figure) and the report.
-    summary = report_task(out, sample, grid, outputs, groups, seed, n_resamples, title)
+        # 3. The recommendation: the indexable strategy of best sibling-Γ, cross-validated over families.
+        recommendation = recommend_task(sample, outputs, groups, seed, n_resamples)
+        # 4. The index's agreement with exact similarity for Section 7's strategy and the recommended one (Section 6.2).
+        strategies = [s.to_dict() for s in index_strategies(recommendation)]
+        index = runner.submit(index_task, {"crawl": crawl, "sample": sample, "strategies": strategies,
+                                           "work": work}).result()
+    # 5. Bootstrap intervals, the measures table, Figures 3–9 (and the link-measure figure) and the report.
+    summary = report_task(out, sample, grid, outputs, groups, seed, n_resamples, title, recommendation, index)
     log.info("evaluate-strategies: report at %s", summary["report"])
     return summary

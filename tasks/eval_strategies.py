@@ -10,12 +10,10 @@ simweb.tasks.stagecache (same crawl, sample and strategy → reused):
   link measure between every two sampled pages of the graph;
 * the per-source concordant/discordant counts behind every Γ and the intra-cluster
   orthogonality (simweb.core.gamma), and each query's precision, recall, F, average precision
-  and Δ at 10 (simweb.core.retrieval_metrics);
-* for the strategy the index is built with, the index's agreement with exact similarity
-  (simweb.core.index_agreement, Section 6.2).
+  and Δ at 10 (simweb.core.retrieval_metrics).
 
-Writes ``counts.npz`` per strategy (and ``index_counts.npz`` for the index's strategy); the
-stage's stats hold the point values and timings.
+Writes ``counts.npz`` per strategy; the stage's stats hold the point values and timings. (The
+index's agreement with exact similarity is stage ``eval-index``, tasks/eval_index.py.)
 """
 from __future__ import annotations
 
@@ -30,9 +28,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from simweb.core.bags import Corpus
-from simweb.core.gamma import GAMMA_MEASURES, ORTHOGONALITY, PairCounts, gammas, orthogonality, pair_counts
+from simweb.core.gamma import ORTHOGONALITY, PairCounts, gammas, orthogonality, pair_counts
 from simweb.core.grids import AnyStrategy, LinkStrategy
-from simweb.core.index_agreement import INDEX_STRATEGY, index_agreement
 from simweb.core.linkgraph import ExtendedSimRankParams, SimRankParams, pagerank
 from simweb.core.linkmeasures import link_similarity
 from simweb.core.retrieval_metrics import RETRIEVAL_KEYS, RETRIEVAL_MEASURES, RETRIEVAL_N, retrieval_values
@@ -45,7 +42,8 @@ from simweb.tasks.logs import run_logger
 from simweb.tasks.stagecache import StageOutput, file_identities, run_stage
 from simweb.tasks.storage import filesystem, join, write_bytes_atomic
 
-__all__ = ["STAGE_STRATEGY", "EvaluationInputs", "StrategyCounts", "evaluate_group", "load_strategy_output"]
+__all__ = ["STAGE_STRATEGY", "EvaluationInputs", "StrategyCounts", "evaluate_group", "load_strategy_output",
+           "save_arrays"]
 
 STAGE_STRATEGY = "eval-strategy"
 LOGGER = "simweb.evaluate"
@@ -127,14 +125,8 @@ def _evaluate_bags(corpus: Corpus, vectors, sample: LoadedSample, strategy: Stra
     similarity = EmbeddedSimilarity(n, present, inner)
     t2 = time.perf_counter()
     weighting = bags.weighting.to_dict() if bags.weighting is not None else {}
-    index = None
     stats = _count_and_save(similarity, vectors, sample, strategy, present, out)
-    if strategy == INDEX_STRATEGY and present.size > 1:
-        agreement = index_agreement(bags, sample.url_ids[present], inner, present, sample.codes, n)
-        _save_arrays(join(out, "index_counts.npz"), concordant=agreement.counts.concordant,
-                     discordant=agreement.counts.discordant)
-        index = {**agreement.stats, "gamma_exact": {k: stats["values"][k] for k in GAMMA_MEASURES}}
-    stats.update(index=index, weighting=weighting, seconds_bags=round(t1 - t0, 4),
+    stats.update(weighting=weighting, seconds_bags=round(t1 - t0, 4),
                  seconds_similarity=round(t2 - t1, 4))
     stats["seconds"] = round(stats["seconds_bags"] + stats["seconds_similarity"] + stats["seconds_gamma"], 4)
     return stats
@@ -168,7 +160,7 @@ def _evaluate_link(graph_and_counts: tuple[CrawlGraph, dict], vectors, sample: L
     t1 = time.perf_counter()
     similarity = EmbeddedSimilarity(n, present, np.asarray(inner))
     stats = _count_and_save(similarity, vectors, sample, strategy, present, out)
-    stats.update(index=None, weighting={}, params=_params_dict(params), graph=graph_counts, simrank_plan=plan,
+    stats.update(weighting={}, params=_params_dict(params), graph=graph_counts, simrank_plan=plan,
                  seconds_similarity=round(t1 - t0, 4))
     stats["seconds"] = round(stats["seconds_similarity"] + stats["seconds_gamma"], 4)
     return stats
@@ -179,7 +171,8 @@ def _params_dict(params) -> dict:
                      else getattr(params, f.name)) for f in dataclasses.fields(params)}
 
 
-def _save_arrays(url: str, **arrays: np.ndarray) -> None:
+def save_arrays(url: str, **arrays: np.ndarray) -> None:
+    """``arrays`` as one compressed ``.npz`` file at ``url``, written atomically."""
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays)
     write_bytes_atomic(buffer.getvalue(), url)
@@ -196,7 +189,7 @@ def _count_and_save(similarity: EmbeddedSimilarity, vectors, sample: LoadedSampl
     retrieval = retrieval_values(similarity, sample.codes, *vectors)
     t2 = time.perf_counter()
     showcase = np.asarray(sample.info.get("showcase", []), dtype=np.int64)
-    _save_arrays(join(out, "counts.npz"), types=np.asarray(counts.types), concordant=counts.concordant,
+    save_arrays(join(out, "counts.npz"), types=np.asarray(counts.types), concordant=counts.concordant,
                  discordant=counts.discordant, orthogonal=counts.orthogonal, same_class=counts.same_class,
                  showcase=showcase, showcase_rows=similarity.take(showcase),
                  **{f"retrieval_{k}": v for k, v in retrieval.items()})

@@ -296,7 +296,7 @@ def test_grids_and_labels():
     assert [figure_label("figure9", s) for s in paper["figure9"]] == ["NoStem", "StopStem", "Stem"]
     assert [figure_label("figure5", s) for s in paper["figure5"]] == [
         "Anchor Window", "Anchor Window, Content", "Anchor Window, Content, Links"]
-    with pytest.raises(ValueError, match="paper, quick, links, full"):
+    with pytest.raises(ValueError, match="paper, quick, links, hybrids, full"):
         strategy_grid("huge")
     groups = strategy_groups(list(dict.fromkeys(s for g in paper.values() for s in g)), 4)
     assert all(1 <= len(g) <= 4 for g in groups)
