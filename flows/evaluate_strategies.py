@@ -5,7 +5,7 @@ compute every strategy's exact similarities on the sample, and compare the simil
 ordering with the directory's familial ordering by the Kruskal–Goodman Γ (overall and the
 sibling, cousin and unrelated partial Γs) and intra-cluster orthogonality, with bootstrap
 intervals; recommend the strategy to build the index with, its sibling-Γ cross-validated over
-directory families; measure the index's agreement with exact similarity (Section 6.2); then
+directory classes; measure the index's agreement with exact similarity (Section 6.2); then
 draw the paper's Figures 3–9 for this crawl and write the report.
 
 The directory is parsed once (stage 1); each task builds the bag corpus once from the
@@ -72,7 +72,7 @@ def evaluate_strategies(
         futures = [runner.submit(strategy_task, {"crawl": crawl, "sample": sample, "strategies": group,
                                                  "work": work}) for group in groups]
         outputs = [future.result() for future in futures]
-        # 3. The recommendation: the indexable strategy of best sibling-Γ, cross-validated over families.
+        # 3. The recommendation: the indexable strategy of best sibling-Γ, cross-validated over classes.
         recommendation = recommend_task(sample, outputs, groups, seed, n_resamples)
         # 4. The index's agreement with exact similarity for Section 7's strategy and the recommended one (Section 6.2).
         strategies = [s.to_dict() for s in index_strategies(recommendation)]

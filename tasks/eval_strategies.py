@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from simweb.core.bags import Corpus
-from simweb.core.gamma import ORTHOGONALITY, PairCounts, gammas, orthogonality, pair_counts
+from simweb.core.gamma import ORTHOGONALITY, PairCounts, SiblingCounts, gammas, orthogonality, pair_counts, sibling_counts
 from simweb.core.grids import AnyStrategy, LinkStrategy
 from simweb.core.linkgraph import ExtendedSimRankParams, SimRankParams, pagerank
 from simweb.core.linkmeasures import link_similarity
@@ -46,6 +46,8 @@ __all__ = ["STAGE_STRATEGY", "EvaluationInputs", "StrategyCounts", "evaluate_gro
            "save_arrays"]
 
 STAGE_STRATEGY = "eval-strategy"
+# Bumped when counts.npz changes, so older outputs are not reused (2: the sibling pairs by class).
+COUNTS_FORMAT = 2
 LOGGER = "simweb.evaluate"
 
 
@@ -110,7 +112,7 @@ def evaluate_group(crawl: str, sample: StageOutput, strategies: Sequence[AnyStra
             return _evaluate_bags(inputs.corpus(), inputs.vectors(), loaded, strategy, tmp)
 
         outputs.append(run_stage(work, STAGE_STRATEGY, {"crawl": crawl_identity, "sample": sample},
-                                 {"strategy": strategy.to_dict(), "retrieval_n": RETRIEVAL_N}, compute, log=log))
+                                 {"strategy": strategy.to_dict(), "retrieval_n": RETRIEVAL_N, "format": COUNTS_FORMAT}, compute, log=log))
     return outputs
 
 
@@ -185,6 +187,7 @@ def _count_and_save(similarity: EmbeddedSimilarity, vectors, sample: LoadedSampl
     n = len(sample.urls)
     t0 = time.perf_counter()
     counts = pair_counts(similarity, sample.codes)
+    by_class = sibling_counts(similarity, sample.codes)
     t1 = time.perf_counter()
     retrieval = retrieval_values(similarity, sample.codes, *vectors)
     t2 = time.perf_counter()
@@ -192,6 +195,8 @@ def _count_and_save(similarity: EmbeddedSimilarity, vectors, sample: LoadedSampl
     save_arrays(join(out, "counts.npz"), types=np.asarray(counts.types), concordant=counts.concordant,
                  discordant=counts.discordant, orthogonal=counts.orthogonal, same_class=counts.same_class,
                  showcase=showcase, showcase_rows=similarity.take(showcase),
+                 sibling_sources=by_class.sources, sibling_classes=by_class.classes,
+                 sibling_concordant=by_class.concordant, sibling_discordant=by_class.discordant,
                  **{f"retrieval_{k}": v for k, v in retrieval.items()})
     values = {**gammas(counts), ORTHOGONALITY: orthogonality(counts)}
     for name, key in zip(RETRIEVAL_MEASURES, RETRIEVAL_KEYS):
@@ -211,13 +216,15 @@ def _count_and_save(similarity: EmbeddedSimilarity, vectors, sample: LoadedSampl
 
 @dataclass(frozen=True, slots=True, eq=False)
 class StrategyCounts:
-    """What the stage saved for one strategy: its pair counts, the similarity rows of the
-    showcase sources, and the per-query retrieval values (simweb.core.retrieval_metrics.retrieval_values)."""
+    """What the stage saved for one strategy: its pair counts, its sibling-Γ pairs by sibling
+    class, the similarity rows of the showcase sources, and the per-query retrieval values
+    (simweb.core.retrieval_metrics.retrieval_values)."""
 
     counts: PairCounts
     showcase: np.ndarray
     showcase_rows: np.ndarray
     retrieval: dict[str, np.ndarray]
+    sibling: SiblingCounts
 
 
 def load_strategy_output(output_path: str) -> StrategyCounts:
@@ -230,4 +237,5 @@ def load_strategy_output(output_path: str) -> StrategyCounts:
         counts = PairCounts(np.arange(n), types, data["concordant"], data["discordant"],
                             data["orthogonal"], data["same_class"])
         retrieval = {k[len("retrieval_"):]: data[k] for k in data.files if k.startswith("retrieval_")}
-        return StrategyCounts(counts, data["showcase"], data["showcase_rows"], retrieval)
+        sibling = SiblingCounts(*(data[f"sibling_{k}"] for k in ("sources", "classes", "concordant", "discordant")))
+        return StrategyCounts(counts, data["showcase"], data["showcase_rows"], retrieval, sibling)

@@ -10,7 +10,7 @@ computes what changed):
    or the link graph built once from the crawl; per strategy, exact similarity on the sample
    and the Γ pair counts.
 3. the recommendation (tasks/eval_recommend.py, not cached: it only reads the counts): the
-   indexable strategy of best sibling-Γ, cross-validated over directory families.
+   indexable strategy of best sibling-Γ, cross-validated over directory classes.
 4. ``eval-index`` (tasks/eval_index.py): the index's agreement with exact similarity for the
    Section 7 strategy and the recommended one (Section 6.2).
 5. the report (tasks/report.py): bootstrap intervals, tables, the paper's Figures 3–9 and

@@ -426,25 +426,33 @@ def _recommendation_lines(context: ReportContext) -> list[str]:
         shown = _fmt(est["value"]) if est["low"] is None else f"{_fmt(est['value'])} [{_fmt(est['low'])}, {_fmt(est['high'])}]"
         held = entry.get("held_out")
         held = held if held is None or not isinstance(held, dict) else held["value"]
-        return f"{shown} on the whole sample, {_fmt(held)} on held-out families"
+        return f"{shown} on the whole sample, {_fmt(held)} on the held-out halves"
 
     lines = [f"Build the index with `{rec['spec']}` ({rec['strategy']}): `simweb build CRAWL --out INDEX "
              "--strategy-from REPORT`, REPORT being this report's folder."]
     cv = rec.get("cross_validation") or {}
     held = rec.get("held_out")
     if held is None:
-        lines.append(f"Not cross-validated: {cv.get('reason', 'no families to hold out')}. Whole-sample sibling-Γ "
+        lines.append(f"Not cross-validated: {cv.get('reason', 'no classes to hold out')}. Whole-sample sibling-Γ "
                      f"{_fmt(rec['sibling_gamma']['value'])} (inflated by the choice).")
     else:
         lines.append(
             f"Cross-validated sibling-Γ {_fmt(held['value'])} [{_fmt(held['low'])}, {_fmt(held['high'])}]: the "
-            f"indexable strategy of best sibling-Γ (among {cv['candidates']}) chosen on half of the "
-            f"{cv['families']} families of sibling classes and scored on the other half, {cv['folds']} folds "
-            f"({cv['splits']} random halvings, seed {cv['seed']}); interval: {cv['n_resamples']} bootstrap resamples "
-            f"of the families, the whole procedure repeated on each. On the whole sample it scores "
-            f"{_fmt(rec['sibling_gamma']['value'])}, a value its choice inflates.")
+            f"indexable strategy of best sibling-Γ (among {cv['candidates']}) chosen on half of the classes (the "
+            f"{cv['units']} sampled pairs of sibling classes, each kept together) and scored on the pairs of "
+            f"documents of the other half's classes only; {cv['folds']} folds ({cv['splits']} random halvings, seed "
+            f"{cv['seed']}); interval: {cv['n_resamples']} bootstrap resamples of the pairs of classes, the whole "
+            f"procedure repeated on each. On the whole sample it scores {_fmt(rec['sibling_gamma']['value'])}, a "
+            "value its choice inflates.")
         chosen = ", ".join(f"{c['strategy']} ({c['folds']})" for c in cv.get("chosen_in_folds", []))
         lines.append(f"Chosen in the folds: {chosen}.")
+        families = rec.get("held_out_families")
+        if families:
+            refs = "; ".join(f"{k} {_fmt(v)}" for k, v in families["references"].items())
+            lines.append(
+                f"Held out by whole families instead ({families['units']} second-level classes: does the choice "
+                f"carry over to other parts of the directory?): {_fmt(families['value'])} [{_fmt(families['low'])}, "
+                f"{_fmt(families['high'])}]; on the same halves {refs}.")
     for key, name in (("section7", "The paper's Section 7 strategy"), ("best_single", "The best single strategy"),
                       ("best_indexable_single", "The best single strategy an index can be built with")):
         entry = rec.get(key)
@@ -523,7 +531,7 @@ def report_blocks(context: ReportContext) -> list[Block]:
         if figure in context.figures:
             blocks.append(_figure_rows(context, figure))
     if context.recommendation:
-        blocks += [Heading("Recommended strategy (cross-validated over directory families)"),
+        blocks += [Heading("Recommended strategy (cross-validated over directory classes)"),
                    Bullets(tuple(_recommendation_lines(context)))]
     agreements = [context.index]
     if context.recommendation and context.recommendation.get("index") \

@@ -352,3 +352,20 @@ def test_index_agreement_is_reported_for_the_section_7_strategy(report):
     assert index["mean_abs_error"] < 0.06
     assert abs(index["gamma_estimate"]["sibling_gamma"] - index["gamma_exact"]["sibling_gamma"]) < 0.1
     assert "min-hash index against exact similarity" in (report["out"] / "summary.md").read_text()
+
+
+def test_the_recommendation_is_cross_validated_over_classes(report):
+    rec = json.loads((report["out"] / "summary.json").read_text())["recommended"]
+    cv = rec["cross_validation"]
+    # Chosen on half of the 12 sampled pairs of sibling classes, scored on the other half.
+    assert cv["units"] == 12 and cv["folds"] == 2 * cv["splits"]
+    assert sum(c["folds"] for c in cv["chosen_in_folds"]) <= cv["folds"]
+    held = rec["held_out"]
+    assert -1.0 <= held["low"] <= held["value"] <= held["high"] <= 1.0
+    assert rec["section7"]["strategy"] == Strategy().label and -1.0 <= rec["section7"]["held_out"] <= 1.0
+    # The stricter split by whole second-level classes: 6 of them in the synthetic directory.
+    assert rec["held_out_families"]["units"] == 6
+    assert Strategy().label in rec["held_out_families"]["references"]
+    summary = (report["out"] / "summary.md").read_text()
+    assert "## Recommended strategy (cross-validated over directory classes)" in summary
+    assert "12 sampled pairs of sibling classes" in summary

@@ -8,7 +8,7 @@ summary.md, measures.parquet (strategy, measure, value, low, high: the Γ measur
 coverage, and precision/recall/F/average precision and Δ of each query's top 10), differences.parquet
 and figures/ (PNG and SVG of the paper's Figures 3–9 for this crawl, and the link measures'), and
 summary.json with the recommended strategy — the indexable strategy of best sibling-Γ, its Γ
-cross-validated over directory families — that `simweb build --strategy-from REPORT` builds with.
+cross-validated over directory classes — that `simweb build --strategy-from REPORT` builds with.
 """
 from __future__ import annotations
 
@@ -134,11 +134,11 @@ def print_summary(summary: dict, out: TextIO | None = None) -> None:
         held = recommended.get("held_out") or {}
         section7 = recommended.get("section7") or {}
         print(f"\nrecommended: {recommended['strategy']}  ({recommended['spec']})", file=out)
-        print(f"  sibling-Γ held out (cross-validated over directory families): {_number(held.get('value'))} "
+        print(f"  sibling-Γ held out (cross-validated over directory classes): {_number(held.get('value'))} "
               f"[{_number(held.get('low'))}, {_number(held.get('high'))}]; whole sample "
               f"{_number(recommended['sibling_gamma']['value'])}", file=out)
         if section7:
-            print(f"  the paper's Section 7 strategy on the same held-out families: {_number(section7.get('held_out'))}",
+            print(f"  the paper's Section 7 strategy on the same held-out halves: {_number(section7.get('held_out'))}",
                   file=out)
         index = recommended.get("index") or {}
         if index:
