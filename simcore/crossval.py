@@ -186,9 +186,12 @@ def cross_validate(numerators: np.ndarray, denominators: np.ndarray, units: np.n
     score_in = ~folds[:, a] & ~folds[:, b]
     choose = pair_weights[:, None, :] * choose_in[None, :, :]
     score = pair_weights[:, None, :] * score_in[None, :, :]
-    picked = _pick(_ratio(choose @ num, choose @ den), barred)  # (resamples, folds)
+    on_choosing = _ratio(choose @ num, choose @ den)  # (resamples, folds, candidates)
+    picked = _pick(on_choosing, barred)  # (resamples, folds)
     held = _ratio(np.take_along_axis(score @ num, picked[..., None], axis=2)[..., 0],
                   np.take_along_axis(score @ den, picked[..., None], axis=2)[..., 0])
+    # A fold whose choosing half orders no pair for any eligible candidate chooses nothing.
+    held = np.where((~np.isnan(on_choosing) & ~barred).any(axis=2), held, np.nan)
     means = _mean_defined(held)  # a fold whose scoring half has no pair (a resample without it) is left out
     value, draws = float(means[0]), means[1:][np.isfinite(means[1:])]
     tail = (1.0 - params.level) / 2.0

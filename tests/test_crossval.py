@@ -105,3 +105,18 @@ def test_bad_inputs_are_refused():
         CrossValidationParams(splits=0)
     with pytest.raises(ValueError, match="one \\(candidates, rows\\) shape"):
         cross_validate(np.zeros((2, 3)), np.zeros((2, 4)), np.zeros((3, 2), int))
+
+
+def test_a_fold_that_cannot_choose_is_left_out():
+    # The only eligible candidate (1) ties every pair of unit 2: a fold choosing on unit 2 alone
+    # has nothing to choose by and gives no held-out value (rather than scoring a barred candidate).
+    units = np.array([[0, 0]] * 2 + [[1, 1]] * 2 + [[2, 2]] * 2)
+    num = np.array([[-5.0] * 6, [4.0, 4.0, 2.0, 2.0, 0.0, 0.0]])
+    den = np.array([[5.0] * 6, [5.0, 5.0, 5.0, 5.0, 0.0, 0.0]])
+    cv = cross_validate(num, den, units, CrossValidationParams(splits=6, n_resamples=5),
+                        eligible=np.array([False, True]))
+    assert set(cv.fold_chosen[~cv.fold_units[:, 2] | (cv.fold_units.sum(axis=1) > 1)].tolist()) == {1}
+    alone_on_2 = cv.fold_units[:, 2] & (cv.fold_units.sum(axis=1) == 1)
+    assert alone_on_2.any() and np.isnan(cv.fold_value[alone_on_2]).all()
+    assert np.nanmin(cv.fold_value) > 0  # candidate 1's Γ on units 0 and 1; never the barred one's −1
+    assert cv.held_out.value == pytest.approx(np.nanmean(cv.fold_value)) and cv.held_out.value > 0
