@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from simweb.core.findings import as_optional
 from simweb.core.gamma import GAMMA_MEASURES, gammas, pair_counts
 from simweb.core.index_agreement import AgreementParams, index_agreement
 from simweb.core.similarity import EmbeddedSimilarity, exact_pairs
@@ -70,7 +71,7 @@ def evaluate_index(crawl: str, sample: StageOutput, strategies: Sequence[Strateg
                         discordant=agreement.counts.discordant)
             exact_gammas = gammas(pair_counts(EmbeddedSimilarity(n, present, exact), loaded.codes))
             return {"strategy": strategy.label, "spec": strategy.spec(),
-                    "agreement": {**agreement.stats, "gamma_exact": {k: exact_gammas[k] for k in GAMMA_MEASURES}}}
+                    "agreement": {**agreement.stats, "gamma_exact": {k: as_optional(exact_gammas[k]) for k in GAMMA_MEASURES}}}
 
         outputs.append(run_stage(work, STAGE_INDEX, {"crawl": identity, "sample": sample},
                                  {"strategy": strategy.to_dict(), "index": dataclasses.asdict(params)}, compute,

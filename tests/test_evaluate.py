@@ -369,3 +369,19 @@ def test_the_recommendation_is_cross_validated_over_classes(report):
     summary = (report["out"] / "summary.md").read_text()
     assert "## Recommended strategy (cross-validated over directory classes)" in summary
     assert "12 sampled pairs of sibling classes" in summary
+
+
+def test_a_directory_with_one_top_level_class_is_measured_without_unrelated_pairs(synthetic, tmp_path):
+    # A directory under a single top-level class (as one documentation site's navigation) has
+    # no unrelated pairs: its unrelated-Γ is undefined, reported as no value, not an error.
+    from simweb.tasks.eval_index import evaluate_index
+
+    top = TOPS[0]
+    lines = [line for line in Path(synthetic["tsv"]).read_text().splitlines() if line.split("\t")[1].startswith(f"Top/{top}/")]
+    tsv = tmp_path / "one_top.tsv"
+    tsv.write_text("\n".join(lines) + "\n")
+    sample = prepare_sample(synthetic["crawl"], str(tsv), str(tmp_path / "work"), SampleParams(seed=1),
+                            synthetic["directory_pages"])
+    [output] = evaluate_index(synthetic["crawl"], sample, [Strategy()], str(tmp_path / "work"))
+    exact = output.stats["agreement"]["gamma_exact"]
+    assert exact["unrelated_gamma"] is None and exact["sibling_gamma"] > 0
