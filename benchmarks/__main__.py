@@ -1,6 +1,7 @@
 """Run the benchmarks: ``python -m benchmarks [NAME ...]``.
 
-Without names, every ``benchmarks/<name>.py`` runs, in name order; each runs in a process of
+Without names, every ``benchmarks/<name>.py`` runs, in name order, but those of ``BY_NAME_ONLY``
+(hours of crawl building, or crawls to name); each runs in a process of
 its own (``python -m benchmarks.<name>``), so that one benchmark's core pinning, caches and
 memory do not colour the next one's numbers. Exits non-zero if any benchmark failed to run.
 """
@@ -12,6 +13,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+#: Benchmarks run only when named: scale builds crawls of up to a million pages (hours), memory
+#: needs the crawls to measure (``python -m benchmarks.memory --help``).
+BY_NAME_ONLY = {"scale", "memory"}
 
 
 def available() -> list[str]:
@@ -30,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown benchmark {', '.join(unknown)}; expected some of: {', '.join(known)}", file=sys.stderr)
         return 2
     failed = []
-    for name in names or known:
+    for name in names or [n for n in known if n not in BY_NAME_ONLY]:
         print(f"== benchmarks.{name}", flush=True)
         t0 = time.perf_counter()
         code = subprocess.call([sys.executable, "-m", f"benchmarks.{name}"], cwd=HERE.parent)

@@ -119,6 +119,8 @@ def _stage(pages: list[PageRow], links: list[LinkRow], strategy: Strategy, n_bag
                 "words": words[k::4], "status": pa.array([200] * len(ps), pa.int16()),
                 "content_type": ["text/html"] * len(ps), "charset": ["utf-8"] * len(ps),
                 "source_file": [f"file{k}.warc.gz"] * len(ps), "record_offset": pa.array(range(len(ps)), pa.int64()),
+                "record_length": pa.array([0] * len(ps), pa.int64()), "surt": [""] * len(ps),
+                "timestamp": [""] * len(ps), "digest": ["-"] * len(ps),
             }, schema=schemas.PAGES), f"{tmp}/crawl/pages/part-{k}.parquet")
             write_parquet_atomic(pa.Table.from_pylist(rows[k], schema=schemas.LINKS),
                                  f"{tmp}/crawl/links/part-{k}.parquet")

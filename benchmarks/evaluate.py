@@ -177,10 +177,11 @@ def main(argv: list[str] | None = None) -> None:
         directory = os.path.join(args.debdocs, "directory.rdf")
         pages = os.path.join(args.debdocs, "directory_pages.txt")
         if not os.path.isdir(os.path.join(crawl, "pages")):
-            from simweb.tasks.ingest import ingest_files, list_warc_files
+            from simweb.tasks.ingest import ingest_files
+            from simweb.tasks.sources import list_archive_files
 
             t0 = time.perf_counter()
-            stats = ingest_files(list_warc_files(os.path.join(args.debdocs, "warc")), crawl)
+            stats = ingest_files(list_archive_files(os.path.join(args.debdocs, "warc")), crawl)
             print(f"ingested DebDocs in {time.perf_counter() - t0:.1f} s: {stats.pages_written:,} pages, "
                   f"{stats.links_written:,} links")
     if crawl and directory:

@@ -266,13 +266,13 @@ def main(argv: list[str] | None = None) -> int:
     from distributed import LocalCluster
 
     from simweb.deployments.server import LocalPrefectServer
-    from simweb.tasks.ingest import list_warc_files
+    from simweb.tasks.sources import list_archive_files
     from simweb.flows.cluster import WORKER_PRELOAD
 
     scratch = Path(tempfile.mkdtemp(prefix="simweb-bench-orchestration-"))
     try:
         if args.crawl:
-            files, source = list_warc_files(args.crawl), args.crawl
+            files, source = list_archive_files(args.crawl), args.crawl
         else:
             files = write_fixture_set(scratch / "warc", args.files, args.copies)
             source = f"{args.files} files × {args.copies} copies of the fixture HTML pages"

@@ -93,7 +93,7 @@ def build_index(terms, weights, folder: str) -> tuple[str, float]:
     import pyarrow as pa
 
     from simweb.tasks.schemas import BAGS
-    from simweb.tasks.signatures import invert, signatures
+    from simweb.tasks.signatures import signatures, write_index_version
     from simweb.tasks.storage import write_parquet_atomic
 
     n = len(terms)
@@ -108,7 +108,7 @@ def build_index(terms, weights, folder: str) -> tuple[str, float]:
         write_parquet_atomic(rows, f"{folder}/bags/part-{k:05d}.parquet")
     t = time.perf_counter()
     signatures(f"{folder}/bags", f"{folder}/signed")
-    invert(f"{folder}/signed", f"{folder}/index", min_in_degree=None)
+    write_index_version(f"{folder}/signed", f"{folder}/index", min_in_degree=None)
     return f"{folder}/index", time.perf_counter() - t
 
 
@@ -291,7 +291,7 @@ def run_index(path: str, n_queries: int, alpha: float, rounds: int) -> None:
             if rerank not in best or sum(lat) < sum(best[rerank]):
                 best[rerank], answers[rerank] = lat, found / len(queries)
     print(f"  {'':<44}{'queries/s':>11}{'p50 ms':>9}{'p99 ms':>9}{'top-10':>8}")
-    for rerank, name in ((True, f"related(), exact re-rank from α − 2σ (default)"),
+    for rerank, name in ((True, "related(), exact re-rank from α − 2σ (default)"),
                          (False, "related(rerank=False), estimate ≥ α")):
         lat = best[rerank]
         print(f"  {name:<44}{len(lat) / sum(lat):>11,.0f}{percentile_ms(lat, 50):>9.3f}{percentile_ms(lat, 99):>9.3f}"

@@ -3,23 +3,29 @@
 The flow body is the stage sequence; the stages themselves, shared with the ingest-new-crawl
 flow, are in simweb.flows.chain, and the Dask cluster they run on in simweb.flows.cluster.
 
-Run it from the command line (``simweb ingest WARC... --out DIR``), from Python, or from a
+Run it from the command line (``simweb build CRAWL --out DIR``), from Python, or from a
 Prefect deployment; every script that calls it needs the ``if __name__ == "__main__":`` guard,
 because the Dask workers start new Python processes that import the caller's main module.
+Called as a plain function, ``build_index.fn(...)``, the same body runs in this process
+without a Prefect server or a Dask cluster (what ``simweb build`` does for small crawls):
+the same stages, the same outputs.
 """
 from __future__ import annotations
 
 from typing import Literal
 
-from prefect import flow, get_run_logger
+from prefect import flow
 
 from simweb.core.strategy import Strategy
-from simweb.flows.chain import BuildSummary, index_chain, ingest_stage
-from simweb.flows.cluster import dashboard_link, dask_task_runner
+from simweb.flows.chain import BuildSummary, index_chain, ingest_sentence, ingest_stage
+from simweb.flows.cluster import publish_markdown, stage_runner
+from simweb.tasks.bags import PART_MB
 from simweb.tasks.crawl import write_selection
-from simweb.tasks.ingest import list_warc_files
+from simweb.tasks.ingest import nothing_ingested
+from simweb.tasks.sources import crawl_files
 from simweb.tasks.layout import IndexLock, check_writable, crawl_folder, sweep_debris
 from simweb.tasks.ledger import crawl_selection
+from simweb.tasks.logs import run_logger
 from simweb.tasks.signatures import IndexParams
 
 
@@ -37,49 +43,66 @@ def build_index(
     dask_address: str | None = None,
     n_workers: int | None = None,
     partitions: int | None = None,
+    part_mb: int = PART_MB,
     io_retries: int = 3,
     lock_wait_seconds: float | None = None,
     verify: bool = False,
     keep_earlier: bool = False,
+    paths_list: str | None = None,
+    paths_prefix: str | None = None,
 ) -> BuildSummary:
     """Build the related-pages index of a crawl (paper Section 6, Figure 10) into ``out``.
 
-    ``crawl`` is a WARC file, a folder of them, a glob, or a list of those (WARC only, not
-    ARC). ``strategy`` is how pages are described (Sections 3–4; the default is the paper's
-    Section 7 choice); ``m`` and ``seed`` make the min-hash signatures; documents with
-    in-degree ≤ ``min_in_degree`` stay out of I (Section 7.1; None, the default, keeps all). ``directory``
-    (ODP RDF or url<TAB>category) adds categories to results. ``until`` stops after a stage.
-    The ingest output goes to ``crawl_out`` (default ``out/crawl``). ``dask_address`` names an
-    existing Dask scheduler; without it a local cluster of ``n_workers`` processes (default:
-    one per core) runs for the flow. ``io_retries`` is how often a task retries a file it
-    could not read. Finished stages are reused; a failed run resumes at the failed stage.
-    Another run writing into ``out`` is waited for, at most ``lock_wait_seconds`` (None: as
-    long as it takes). What is reused is checked by size, and with ``verify`` by content
-    (SHA-256); whatever is damaged is computed again. The crawl is the files named, with the
-    files an ingest-new-crawl inbox added; pages of files named by earlier builds into ``out``
-    are left out unless ``keep_earlier``.
+    Finished stages are reused; a failed run resumes at the failed stage. Another run writing
+    into ``out`` is waited for. What is reused is checked by size (and with ``verify`` by
+    content); whatever is damaged is computed again. The run publishes a markdown artifact
+    with its summary and where the index was published.
+
+    Args:
+        crawl: The crawl: a WARC or ARC file (plain or gzipped), a folder of them (searched recursively), a glob, an s3:// prefix or glob, an https:// file URL, or a list of those.
+        out: The index folder: the published index (versions/, CURRENT, current), its stage cache and its crawl.
+        strategy: How pages are described (paper Sections 3–4): sources, window, stemming, weighting; the default is the paper's Section 7 choice.
+        m: Min-hash signatures per page (Section 6.2); more is more accurate and slower.
+        seed: Seed of the min-hash functions; two indexes compare only with the same seed and m.
+        min_in_degree: Pages with at most this many inlinks stay queryable but are not returned as results (Section 7.1); empty, the default, keeps every page.
+        directory: A topic directory (Open Directory RDF dump or url<TAB>category file) whose categories results show.
+        until: Stop after this stage: ingest, bags or index (the whole build).
+        crawl_out: Where the ingested pages and links go (default: OUT/crawl). Point several indexes at one to ingest once.
+        dask_address: The address of an existing Dask scheduler (tcp://host:8786); empty starts a local cluster.
+        n_workers: Worker processes of the local Dask cluster (default: one per core; 1 runs one worker thread in the flow's process).
+        partitions: Partitions of the bags stage's merge (default: from the crawl's size).
+        part_mb: The working memory, in megabytes, each task of the bags stage holds at most (default 768: every process stays under 2 GiB, four workers fit in 8 GB); partitions fixes the merge partitions instead.
+        io_retries: How often a WARC file that could not be read (a transient I/O error) is tried again.
+        lock_wait_seconds: How long to wait for another run writing into OUT (empty: as long as it takes).
+        verify: Check every reused stage output and the live index by content (SHA-256), not only by size.
+        keep_earlier: Keep the pages of files that earlier builds into OUT named (by default the crawl is exactly the files named, with those an ingest-new-crawl inbox added).
+        paths_list: A file (local or URL, plain or .gz) naming one WARC or ARC file per line, such as Common Crawl's warc.paths.gz, read besides the crawl (which may then be empty).
+        paths_prefix: What the paths list's relative lines are relative to, e.g. https://data.commoncrawl.org/ or s3://commoncrawl/.
     """
-    log = get_run_logger()
-    files = list_warc_files(crawl)
+    log = run_logger("simweb.build")
+    files = crawl_files(crawl, paths_list, paths_prefix)
     crawl_dir = crawl_out or crawl_folder(out)
     for folder in {out, crawl_dir}:
         check_writable(folder)
     params = IndexParams(m=m, seed=seed, min_in_degree=min_in_degree)
-    log.info("build-index: %d WARC file(s) from %s into %s, strategy %s", len(files), crawl, out, strategy.label)
+    log.info("build-index: %d archive file(s) into %s, strategy %s", len(files), out, strategy.label)
     with IndexLock(out, "build-index", wait=lock_wait_seconds, on_wait=log.info), \
-            dask_task_runner(dask_address, n_workers) as runner:
-        log.info("Dask dashboard: %s", dashboard_link(runner) or "not served")
+            stage_runner(dask_address, n_workers) as runner:
         for path in sweep_debris(out, crawl_dir):
             log.info("removed %s, left by a run that was killed", path)
-        # 1. Ingest (Section 6.1 scans the repository): WARC files -> pages + link contexts.
+        # 1. Ingest (Section 6.1 scans the repository): WARC/ARC files -> pages + link contexts.
         ingested = ingest_stage(runner, files, crawl_dir, io_retries)
-        log.info("%s", ingested.summary())
+        log.info("ingest: %s", ingest_sentence(ingested))
+        if not ingested.usable and not keep_earlier:  # no file gave a page: stop here, publish nothing
+            return nothing_ingested(ingested)
         # 2. The crawl is the files named (and those the inbox added), nothing left by earlier builds.
         write_selection(crawl_dir, crawl_selection(crawl_dir, ingested.parts, keep_earlier=keep_earlier))
         if until == "ingest":
             return BuildSummary(ingest=ingested)
         # 3. Bags, signatures, invert and publish (Sections 6.1–6.2, 7.1): simweb.flows.chain.
-        chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions, until, verify)
+        chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions, until, verify, part_mb)
     summary = BuildSummary(ingest=ingested, stages=chain.records(), index=chain.index)
-    log.info("%s", summary.summary())
+    log.info("%s", summary.sentence())
+    # The run page's Artifacts tab: the summary, and where the index was published.
+    publish_markdown("build-index-summary", summary.markdown(out), f"build-index into {out}")
     return summary

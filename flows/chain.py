@@ -20,14 +20,15 @@ from prefect import unmapped
 from simweb.core.strategy import Strategy
 from simweb.flows.cluster import fan_out, show_progress, worker_slots
 from simweb.tasks import index_store
-from simweb.tasks.bags import bags_task, build_bags_stage
+from simweb.tasks.bags import PART_MB, bags_task, build_bags_stage
+from simweb.tasks.crawl import crawl_identity
 from simweb.tasks.dedup import DedupParams, collapse_duplicates
 from simweb.tasks.incremental import start_epoch
 from simweb.tasks.ingest import IngestStats, ingest_shard, plan_shards, unreadable
 from simweb.tasks.layout import stages_folder
-from simweb.tasks.signatures import IndexParams, invert, signatures
-from simweb.tasks.crawl import crawl_identity
-from simweb.tasks.stagecache import StageOutput, file_identities, run_stage
+from simweb.tasks.progress import track
+from simweb.tasks.signatures import IndexParams, signatures, write_index_version
+from simweb.tasks.stagecache import StageOutput, brief_stats, file_identities, run_stage
 from simweb.tasks.storage import join
 
 STAGE_DEDUP = "dedup"
@@ -53,15 +54,47 @@ class BuildSummary:
         return {"ingest": self.ingest.to_dict(), "stages": self.stages, "index": self.index}
 
     def summary(self) -> str:
+        """The table a person reads at the end of a build: the ingest's counts, each stage, the index."""
         lines = [self.ingest.summary()]
         for name, info in self.stages.items():
             how = "reused" if info.get("reused") else "computed"
-            stats = info.get("stats", {})
-            brief = ", ".join(f"{k} {v}" for k, v in stats.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
-            lines.append(f"stage {name}: {how}; {brief}")
+            lines.append(f"stage {name}: {how}; {brief_stats(info.get('stats', {}))}")
         if self.index:
             lines.append(f"index published at {self.index}")
         return "\n".join(line for line in lines if line)
+
+    def markdown(self, out: str) -> str:
+        """The summary as a markdown page (a flow run's artifact): where the index is, then the table."""
+        where = (f"The index is published at `{self.index}`; queries open it through `{out}` "
+                 f"(`simweb related URL --index {out}`)." if self.index else "No index was published.")
+        return f"# build-index\n\n{where}\n\n```\n{self.summary()}\n```\n"
+
+    def sentence(self) -> str:
+        """The build in one sentence, for a run's log (the table is :meth:`summary`)."""
+        return f"build-index: {ingest_sentence(self.ingest)}; {stages_sentence(self.stages)}" + (
+            f"; index published at {self.index}" if self.index else "; no index published")
+
+
+def ingest_sentence(stats: IngestStats) -> str:
+    """An ingest's counts in one phrase: files, pages, links, records skipped and file errors."""
+    files = f"{stats.files_read:,} file{'s' if stats.files_read != 1 else ''} read"
+    if stats.files_unchanged:
+        files += f" ({stats.files_unchanged:,} unchanged since an earlier ingest)"
+    errors = len(stats.file_errors)
+    damage = ""
+    if stats.records_recovered or stats.bytes_skipped:
+        damage = (f", {stats.records_recovered:,} records recovered past damage "
+                  f"({stats.bytes_skipped:,} bytes skipped)")
+    return (f"{files}, {stats.pages_written:,} pages and {stats.links_written:,} links written, "
+            f"{stats.records_skipped:,} records skipped{damage}, "
+            f"{errors:,} file error{'s' if errors != 1 else ''}")
+
+
+def stages_sentence(stages: dict[str, dict[str, Any]]) -> str:
+    """Which stages were computed and which reused, in order."""
+    if not stages:
+        return "no stage after the ingest"
+    return ", ".join(f"{name} {'reused' if info.get('reused') else 'computed'}" for name, info in stages.items())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -69,12 +102,16 @@ class BuildSummary:
 
 
 def ingest_stage(runner, files: list[str], out: str, io_retries: int = 3) -> IngestStats:
-    """Ingest every WARC file into ``out``: the files in shards of about equal bytes
+    """Ingest every WARC or ARC file into ``out``: the files in shards of about equal bytes
     (``SHARDS_PER_SLOT`` per worker thread), one ``ingest_shard`` task per shard; summed stats.
 
     A file that cannot be read (after ``io_retries`` retries of transient I/O errors) is
     reported in the stats' ``file_errors`` and skipped; the other files are not affected.
+    Without a runner the files are ingested here, one after another.
     """
+    if runner is None:
+        return IngestStats.total(ingest_shard.fn([path], out, io_retries)
+                                 for path in track(files, "ingest", "files"))
     shards = plan_shards(files, SHARDS_PER_SLOT * worker_slots(runner))
     futures = runner.map(ingest_shard, {"paths": shards, "out": unmapped(out), "io_retries": unmapped(io_retries)})
     show_progress(futures, "ingest", f"shards of {len(files)} WARC file(s)")
@@ -107,19 +144,20 @@ def dedup_stage(crawl: str, out: str, params: DedupParams = DedupParams(), verif
 
 
 def bags_stage(runner, crawl: str, strategy: Strategy, out: str, partitions: int | None = None,
-               verify: bool = False) -> StageOutput:
+               verify: bool = False, part_mb: int = PART_MB) -> StageOutput:
     """The bags stage (Section 6.1) as one task on the flow's cluster, or in-process without a runner.
 
     On a cluster of more than one worker thread the task hands its parts to the cluster; on a
     cluster of one it computes them itself, one after another, as the scheduler would have
-    it do anyway, without a round trip through the scheduler for each part.
+    it do anyway, without a round trip through the scheduler for each part. ``part_mb`` bounds
+    each of its tasks' working memory (simweb.tasks.bags.PartSize).
     """
     if runner is None:
-        return build_bags_stage(crawl, strategy, stages_folder(out), partitions, verify=verify)
+        return build_bags_stage(crawl, strategy, stages_folder(out), partitions, verify=verify, part_mb=part_mb)
     in_task = worker_slots(runner) == 1
     return runner.submit(bags_task, parameters={"crawl_dir": crawl, "strategy": strategy,
                                                 "out_dir": stages_folder(out), "partitions": partitions,
-                                                "in_task": in_task, "verify": verify}).result()
+                                                "in_task": in_task, "verify": verify, "part_mb": part_mb}).result()
 
 
 def signatures_stage(runner, bags: StageOutput, crawl: str, params: IndexParams, out: str,
@@ -141,7 +179,7 @@ def invert_stage(runner, signed: StageOutput, params: IndexParams, out: str, ver
     """I: for each position j, the documents sharing each signature value (Section 6.2)."""
 
     def compute(tmp: str) -> dict[str, Any]:
-        return invert(signed.path, tmp, min_in_degree=params.min_in_degree,
+        return write_index_version(signed.path, tmp, min_in_degree=params.min_in_degree,
                       fan_out=None if runner is None else fan_out(runner))
 
     return run_stage(stages_folder(out), STAGE_INVERT, {"signed": signed},
@@ -183,12 +221,13 @@ class ChainResult:
 
 def index_chain(runner, crawl: str, out: str, strategy: Strategy, params: IndexParams,
                 directory: str | None = None, partitions: int | None = None,
-                until: Literal["bags", "index"] = "index", verify: bool = False) -> ChainResult:
+                until: Literal["bags", "index"] = "index", verify: bool = False,
+                part_mb: int = PART_MB) -> ChainResult:
     """The stages after ingest over the whole crawl folder ``crawl`` into the index folder ``out``.
 
     The caller holds the index folder's lock (simweb.tasks.layout.IndexLock). With ``verify``
     every reused output is checked by content (SHA-256), not only by size, and recomputed
-    when damaged.
+    when damaged. ``part_mb`` bounds the working memory of each task of the bags stage.
     """
     stages: dict[str, StageOutput] = {}
     bag_crawl = crawl
@@ -197,7 +236,7 @@ def index_chain(runner, crawl: str, out: str, strategy: Strategy, params: IndexP
         stages["dedup"] = dedup_stage(crawl, out, verify=verify)
         bag_crawl = stages["dedup"].path
     # Bags (Section 6.1): fragments -> merge by URL -> df, NMDF weighting, normalise.
-    bags = stages["bags"] = bags_stage(runner, bag_crawl, strategy, out, partitions, verify)
+    bags = stages["bags"] = bags_stage(runner, bag_crawl, strategy, out, partitions, verify, part_mb)
     if until == "bags":
         return ChainResult(stages, None)
     # Signatures (Section 6.2): m min-hashes per bag -> H and the url <-> doc map.

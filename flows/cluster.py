@@ -8,15 +8,18 @@ never a record: a Prefect task run costs a few hundred milliseconds on a worker 
 """
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from prefect import get_run_logger
 from prefect.context import FlowRunContext
 from prefect.futures import as_completed
 from prefect_dask import DaskTaskRunner
+
+from simweb.tasks.logs import run_logger
+from simweb.tasks.progress import progress
 
 #: The module every worker of the flows' local Dask clusters imports as it starts.
 WORKER_PRELOAD = "simweb.tasks.worker_preload"
@@ -42,6 +45,7 @@ def dask_task_runner(dask_address: str | None = None, n_workers: int | None = No
     temporary local server would have each worker process start a server of its own. The
     workers of an existing cluster need ``PREFECT_API_URL`` set where they run.
     """
+    quiet_dask_logging()
     if dask_address:
         if n_workers is not None:
             raise ValueError(
@@ -52,21 +56,115 @@ def dask_task_runner(dask_address: str | None = None, n_workers: int | None = No
     if n_workers is not None and n_workers < 1:
         raise ValueError(f"n_workers: expected at least 1 worker, got {n_workers}")
     workers = n_workers or available_cores()
+    # The dashboard listens on this machine only, on a free port (8787 may be taken by another
+    # run's cluster, and Dask would warn about it).
+    dashboard = {"dashboard_address": "127.0.0.1:0"}
     if workers == 1:
         # One worker thread in this process: the same parallelism as a worker process, without
-        # starting one and importing Prefect and the stage modules into it.
-        return DaskTaskRunner(cluster_kwargs={"n_workers": 1, "threads_per_worker": 1, "processes": False})
+        # starting one and importing Prefect and the stage modules into it. (Its scheduler and
+        # worker talk in memory: no socket to bind.)
+        return DaskTaskRunner(cluster_kwargs={"n_workers": 1, "threads_per_worker": 1, "processes": False,
+                                              **dashboard})
     cluster_kwargs = {
+        **dashboard,
+        "host": "127.0.0.1",  # the scheduler and the workers listen on this machine only
         "n_workers": workers,
         "threads_per_worker": 1,
         "processes": True,
         # Each worker imports the stage modules as it starts, not inside its first tasks.
         "preload": [WORKER_PRELOAD],
     }
+    # The workers' task-run lines go to the Prefect API (the UI and the flow's log show them);
+    # on the terminal they share with the flow, only their warnings: their INFO lines would be
+    # printed through the flow's progress bar, which the workers cannot see.
+    env = {"PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING"}
     api_url = _prefect_api_url()
     if api_url:
-        cluster_kwargs["env"] = {"PREFECT_API_URL": api_url}
+        env["PREFECT_API_URL"] = api_url
+    cluster_kwargs["env"] = env
     return DaskTaskRunner(cluster_kwargs=cluster_kwargs)
+
+
+class _DaskNoise(logging.Filter):
+    """Drops Dask's log lines that tell a user nothing: a P2P shuffle's start and end (the
+    bags stage shuffles on every build), and a worker process killed as its cluster closes."""
+
+    NOISE = ("Shuffle ", "Worker process still alive")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.NOISE)
+
+
+_NOISY_DASK_LOGGERS = ("distributed.shuffle._scheduler_plugin", "distributed.nanny")
+
+
+def quiet_dask_logging() -> None:
+    """Keep Dask's routine chatter out of a run's log (see :class:`_DaskNoise`); idempotent.
+    prefect-dask's own lines (the cluster class, the dashboard address) say less than the
+    flow's "Dask dashboard: …" line, and are dropped too."""
+    logging.getLogger("prefect.task_runner.dask").setLevel(logging.WARNING)
+    for name in _NOISY_DASK_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DaskNoise) for f in logger.filters):
+            logger.addFilter(_DaskNoise())
+
+
+def in_flow_run() -> bool:
+    """Whether the caller runs inside a Prefect flow run (not its function called as ``flow.fn``)."""
+    return FlowRunContext.get() is not None
+
+
+@contextlib.contextmanager
+def stage_runner(dask_address: str | None = None, n_workers: int | None = None) -> Iterator[Any]:
+    """The task runner a flow's stages run on: inside a Prefect flow run, a Dask task runner
+    (:func:`dask_task_runner`, its dashboard address logged); when the flow's function is called
+    as a plain function (``flow.fn(...)``: a small crawl built in this process), None — every
+    stage then runs its work here, one part after another or on Dask's local scheduler, with
+    the same outputs."""
+    if not in_flow_run():
+        if dask_address or n_workers is not None:
+            raise ValueError("dask_address and n_workers choose a Dask cluster, but this run is in one process "
+                             "without Prefect; run the flow through Prefect to use a cluster")
+        yield None
+        return
+    with dask_task_runner(dask_address, n_workers) as runner:
+        run_logger("simweb.cluster").info("Dask dashboard: %s", dashboard_link(runner) or "not served")
+        yield runner
+
+
+class _Done:
+    """The result of a task function called in this process, shaped like a Prefect future."""
+
+    def __init__(self, value: Any):
+        self._value = value
+
+    def result(self, raise_on_failure: bool = True) -> Any:
+        return self._value
+
+
+def run_task(runner, task, parameters: dict[str, Any]):
+    """Submit the Prefect ``task`` with ``parameters`` to ``runner``; without a runner (a flow's
+    body called in one process), call its function here at once. Either way ``.result()``
+    gives its return value."""
+    if runner is None:
+        return _Done(task.fn(**parameters))
+    return runner.submit(task, parameters=parameters)
+
+
+def call_task(task, **parameters: Any) -> Any:
+    """Call the Prefect ``task``: as a task run inside a flow run, as its plain function outside
+    one (a flow's body called in this process must not start Prefect's temporary server)."""
+    return task(**parameters) if in_flow_run() else task.fn(**parameters)
+
+
+def publish_markdown(key: str, markdown: str, description: str) -> None:
+    """A markdown artifact of the current flow run (the run page's Artifacts tab), when there is
+    one; a flow body called in this process has no run to attach it to, and publishes nothing."""
+    if not in_flow_run():
+        return
+    from prefect.artifacts import create_markdown_artifact
+
+    create_markdown_artifact(markdown=markdown, key=key, description=description)
 
 
 def _prefect_api_url() -> str | None:
@@ -113,26 +211,15 @@ def fan_out(runner) -> Callable[[Any, Sequence[dict[str, Any]]], list[Any]]:
             return [task.fn(**calls[0])]
         keys = list(calls[0])
         futures = runner.map(task, {k: [c[k] for c in calls] for k in keys})
+        show_progress(futures, task.name, "tasks")
         return [f.result() for f in futures]
 
     return fan
 
 
 def show_progress(futures, stage: str, what: str) -> None:
-    """Wait for ``futures``, drawing a progress bar on a terminal's standard error (the CLI), or
-    else logging every tenth of the way (a deployment's run, followed in the Prefect UI)."""
-    total = len(futures)
-    if total == 0:
-        return
-    bar = sys.stderr.isatty()
-    log = get_run_logger()
-    step = max(1, total // 10)
-    for done, _ in enumerate(as_completed(futures), 1):
-        if bar:
-            filled = 30 * done // total
-            print(f"\r  {stage} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total} {what}", end="",
-                  file=sys.stderr, flush=True)
-        elif done % step == 0 or done == total:
-            log.info("%s: %d/%d %s done", stage, done, total, what)
-    if bar:
-        print(file=sys.stderr)
+    """Wait for ``futures``, showing how many are done (simweb.tasks.progress: a bar on a
+    terminal, a log line every tenth of the way in a deployment's run)."""
+    with progress(stage, len(futures), what) as steps:
+        for _ in as_completed(futures):
+            steps.advance()

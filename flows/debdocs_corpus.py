@@ -63,9 +63,11 @@ def write_summary(
     out: str,
     corpus: DocsCorpus,
 ) -> dict:
-    """``docsites.build_summary``; the summary also goes to the flow run's log."""
+    """``docsites.build_summary``; the flow run's log says it in one sentence (SUMMARY.json has it all)."""
     summary = docsites.build_summary(debs, surveys, directory, warcs, out, corpus)
-    get_run_logger().info("%s corpus in %s:\n%s", corpus.title, out, docsites.format_summary(summary))
+    get_run_logger().info("%s corpus in %s: %s pages, %s links, %s classes at depth %s (the rest in SUMMARY.json)",
+                          corpus.title, out, f"{summary['pages']:,}", f"{summary['links']:,}", summary["classes"],
+                          summary["class_depth"])
     return summary
 
 
@@ -73,7 +75,9 @@ def write_summary(
 def debdocs_corpus(out: str, cache: str | None = None) -> dict:
     """Build DIR=``out``: warc/*.warc.gz, directory.rdf/.tsv, directory_pages.txt, MANIFEST.json, SUMMARY.json.
 
-    ``cache`` is the folder holding the downloaded .deb files (default ~/.cache/simweb/debs).
+    Args:
+        out: The folder the DebDocs crawl, its topic directory and its MANIFEST.json (package versions) go into.
+        cache: The folder holding the downloaded .deb files (default ~/.cache/simweb/debs); a cached package is reused.
     """
     # Fetch the documentation packages with apt-get into the cache (a cached .deb is reused).
     debs = fetch_package.map(list(DEBDOCS.packages), cache=unmapped(cache)).result()

@@ -21,16 +21,17 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import flow
 
 from simweb.core.strategy import Strategy
-from simweb.flows.chain import index_chain, ingest_stage
-from simweb.flows.cluster import dashboard_link, dask_task_runner
+from simweb.flows.chain import index_chain, ingest_sentence, ingest_stage
+from simweb.flows.cluster import publish_markdown, stage_runner
 from simweb.tasks import incremental
+from simweb.tasks.bags import PART_MB
+from simweb.tasks.crawl import add_to_selection
 from simweb.tasks.incremental import DEFAULT_MAX_GROWTH
 from simweb.tasks.ingest import IngestStats, part_name
 from simweb.tasks.layout import IndexLock, IndexLocked, crawl_folder, sweep_debris
-from simweb.tasks.crawl import add_to_selection
 from simweb.tasks.ledger import file_outcomes, mark_indexed, not_indexed, record_ingestion, scan_inbox
 from simweb.tasks.logs import run_logger
 from simweb.tasks.signatures import IndexParams
@@ -65,25 +66,36 @@ def ingest_new_crawl(
     dask_address: str | None = None,
     n_workers: int | None = None,
     partitions: int | None = None,
+    part_mb: int = PART_MB,
     io_retries: int = 3,
     max_growth: float = DEFAULT_MAX_GROWTH,
     lock_wait_seconds: float | None = 0.0,
 ) -> IncrementalIngest:
     """Ingest the WARC files in ``inbox`` that the build in ``out`` does not hold yet, then
-    update its index.
+    update its index (incrementally within a df epoch; see the module's docstring).
 
-    ``out`` is a ``build-index`` output folder (its crawl folder is ``crawl_out``, default
-    ``out/crawl``). With ``follow_index`` the index keeps the strategy, ``m``, ``seed`` and
-    ``min_in_degree`` it was built with, whatever the parameters say; without it, or when
-    ``out`` has no index yet, the parameters apply (as in ``build-index``). ``directory``
-    adds categories as in ``build-index``. ``dask_address`` names an existing Dask scheduler;
-    without it a local cluster of ``n_workers`` processes runs, only when there is work.
-    ``max_growth`` is the growth of the crawl (fraction of its pages when the df epoch began)
-    beyond which an update re-weighs every bag instead of only the touched ones. When another
-    run (a build) writes into ``out``, this run waits at most ``lock_wait_seconds`` (None: as
-    long as it takes; default 0: it does nothing and leaves the inbox to the next run).
+    Called as ``ingest_new_crawl.fn(...)`` the same body runs in this process without Prefect or Dask.
+
+    Args:
+        inbox: The folder new WARC files are dropped into; each file's content is ingested once, whatever its name.
+        out: A build-index output folder (its index and crawl are brought up to date).
+        follow_index: Keep the strategy, m, seed and min_in_degree the live index was built with, whatever the parameters below say.
+        strategy: How pages are described, when there is no index yet or follow_index is off.
+        m: Min-hash signatures per page, when there is no index yet or follow_index is off.
+        seed: Min-hash seed, when there is no index yet or follow_index is off.
+        min_in_degree: In-degree filter of I (Section 7.1), when there is no index yet or follow_index is off; empty keeps every page.
+        directory: A topic directory (ODP RDF or url<TAB>category) whose categories results show.
+        crawl_out: The crawl folder of the build (default: OUT/crawl).
+        settle_seconds: Files modified this recently are left for the next run (they may still be being copied).
+        dask_address: The address of an existing Dask scheduler; empty starts a local cluster when there is work.
+        n_workers: Worker processes of the local Dask cluster (default: one per core).
+        partitions: Partitions of the bags stage's merge (default: from the crawl's size).
+        part_mb: The working memory, in megabytes, each task of a re-weighing of every bag holds at most (default 768: every process stays under 2 GiB, four workers fit in 8 GB); partitions fixes the merge partitions instead.
+        io_retries: How often a file that could not be read (a transient I/O error) is tried again.
+        max_growth: Growth of the crawl since the df epoch began (a fraction of its pages) beyond which every bag is re-weighed.
+        lock_wait_seconds: How long to wait for a build writing into OUT (empty: as long as it takes; 0: do nothing and leave the inbox to the next run).
     """
-    log = get_run_logger()
+    log = run_logger("simweb.ingest_new_crawl")
     crawl_dir = crawl_out or crawl_folder(out)
     with ExitStack() as held:
         try:
@@ -101,8 +113,7 @@ def ingest_new_crawl(
         # 2. Keep the live index's strategy and min-hash parameters (unless told otherwise).
         strategy, params = incremental.index_parameters(
             out, follow_index, strategy, IndexParams(m=m, seed=seed, min_in_degree=min_in_degree), log)
-        with dask_task_runner(dask_address, n_workers) as runner:
-            log.info("Dask dashboard: %s", dashboard_link(runner) or "not served")
+        with stage_runner(dask_address, n_workers) as runner:
             # 3. Ingest the new files into the crawl folder (shards of files, each file retried on I/O errors).
             ingested = ingest_stage(runner, [f.url for f in scan.new], crawl_dir, io_retries) if scan.new else IngestStats()
             # 4. Record each file in the ledger, ingested or failed (rewritten atomically).
@@ -113,7 +124,7 @@ def ingest_new_crawl(
             #    the touched URLs only within a df epoch, every bag when a new epoch begins.
             new_parts = [part_name(d) for d in not_indexed(crawl_dir)]
             index, stages = refresh_index(runner, out, crawl_dir, strategy, params, directory, partitions,
-                                          new_parts, max_growth)
+                                          new_parts, max_growth, part_mb)
         # 6. Mark every ingested file as covered by the index.
         mark_indexed(crawl_dir, not_indexed(crawl_dir))
     report = IncrementalIngest(
@@ -125,16 +136,19 @@ def ingest_new_crawl(
         index=index,
         stages=stages,
     )
-    log.info("%s\nstages: %s\nindex published at %s", ingested.summary(),
+    log.info("ingest-new-crawl: %s; %s; index published at %s", ingest_sentence(ingested),
              ", ".join(f"{s} {'reused' if r else 'computed'}" for s, r in stages.items()), index)
     for name, reason in report.failed.items():
         log.warning("%s not ingested: %s", name, reason)
+    publish_markdown("ingest-new-crawl-summary", "# ingest-new-crawl\n\n" + (
+        f"The index is published at `{index}`." if index else "No index was published.")
+        + f"\n\n```\n{ingested.summary()}\n```\n", f"ingest-new-crawl from {inbox} into {out}")
     return report
 
 
 def refresh_index(runner, out: str, crawl_dir: str, strategy: Strategy, params: IndexParams,
                   directory: str | None, partitions: int | None, new_parts: list[str] | None = None,
-                  max_growth: float = DEFAULT_MAX_GROWTH) -> tuple[str, dict[str, bool]]:
+                  max_growth: float = DEFAULT_MAX_GROWTH, part_mb: int = PART_MB) -> tuple[str, dict[str, bool]]:
     """Bring the index in ``out`` up to date with the crawl folder; the live version and, per
     stage, whether it was reused.
 
@@ -154,5 +168,5 @@ def refresh_index(runner, out: str, crawl_dir: str, strategy: Strategy, params: 
                  plan.epoch.id, stats["touched"], stats.get("updated_docs", 0), stats.get("new_docs", 0))
         return index, stages
     log.info("re-weighting every bag (a new df epoch): %s", plan.full_reason)
-    chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions)
+    chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions, part_mb=part_mb)
     return chain.index, {name: output.reused for name, output in chain.stages.items()}

@@ -54,7 +54,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from simweb.core.bag_reference import LINK_PREFIX, OUTLINK_PREFIX, LinkRow, PageRow
-from simweb.core.strategy import Strategy, Window
+from simweb.core.strategy import MAX_WINDOW, Strategy, Window
 from simweb.core.text import Stemming, term
 from simweb.core.weighting import ANCHOR_DISTANCE_WEIGHT, Weighting, distance_weights, normalise_rows
 
@@ -124,6 +124,12 @@ class WordLists:
         idx = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
         return WordLists(self.codes[idx], offsets)
 
+    def reversed_rows(self) -> WordLists:
+        """Every sequence read backwards."""
+        lengths = self.lengths
+        idx = np.repeat(2 * self.offsets[:-1] + lengths - 1, lengths) - np.arange(self.codes.size)
+        return WordLists(self.codes[idx], self.offsets)
+
     @staticmethod
     def concat_rows(a: WordLists, b: WordLists) -> WordLists:
         """Row i = a's row i followed by b's row i."""
@@ -149,19 +155,44 @@ class PageColumns:
 
 @dataclass(frozen=True)
 class LinkColumns:
-    """The LINKS columns, one entry per anchor."""
+    """The LINKS columns, one entry per anchor: its ends, and where its anchor and context lie.
+
+    As in the LINKS data set, the anchor and its context are word offsets into a source text
+    (a page's words, shared by all its anchors) rather than copies of the words: row
+    ``text[i]`` of ``texts`` holds link i's words, ``texts[anchor_start:anchor_end]`` is its
+    anchor, ``[context_start:anchor_start]`` its left context (read backwards: nearest first)
+    and ``[anchor_end:context_end]`` its right one. The region lengths count context words,
+    nearest first, inside the SYNTACTIC and TOPICAL regions.
+    """
 
     source_url: Sequence[str]
     source_id: np.ndarray  # uint64
     target_url: Sequence[str]
     target_id: np.ndarray  # uint64
-    anchor_words: WordLists
-    left_words: WordLists
-    right_words: WordLists
+    texts: WordLists
+    text: np.ndarray  # int64: the row of ``texts`` each link points into
+    anchor_start: np.ndarray
+    anchor_end: np.ndarray
+    context_start: np.ndarray
+    context_end: np.ndarray
     syntactic_left: np.ndarray
     syntactic_right: np.ndarray
     topical_left: np.ndarray
     topical_right: np.ndarray
+
+    @classmethod
+    def from_word_lists(cls, source_url: Sequence[str], source_id: np.ndarray, target_url: Sequence[str],
+                        target_id: np.ndarray, anchor_words: WordLists, left_words: WordLists,
+                        right_words: WordLists, syntactic_left: np.ndarray, syntactic_right: np.ndarray,
+                        topical_left: np.ndarray, topical_right: np.ndarray) -> LinkColumns:
+        """Links whose anchor and contexts are given as word lists (left and right nearest first):
+        each link gets a text of its own, its left context reversed, its anchor, its right context."""
+        left = left_words.lengths
+        anchor_end = left + anchor_words.lengths
+        texts = WordLists.concat_rows(WordLists.concat_rows(left_words.reversed_rows(), anchor_words), right_words)
+        return cls(source_url, source_id, target_url, target_id, texts, np.arange(len(texts), dtype=np.int64),
+                   left, anchor_end, np.zeros(len(texts), dtype=np.int64), anchor_end + right_words.lengths,
+                   syntactic_left, syntactic_right, topical_left, topical_right)
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,10 +337,21 @@ class BagMatrix:
 class Corpus:
     """A crawl's pages and links in columnar form, for building the bags of many strategies fast.
 
-    Words are interned once; per stemming the word → term map and the stopword-skipping
-    window ranks are computed once and cached, and the merged bags of the last few
-    fragment settings are cached too, so a sweep over weighting variants only re-weights.
-    URLs crawled twice keep their first page; self-links give no anchor or link-id fragment.
+    Words are interned once; per stemming the word → term map and the count of non-stopwords
+    before every word of the link texts are computed once and cached, and the merged bags of
+    the last few fragment settings are cached too, so a sweep over weighting variants only
+    re-weights. URLs crawled twice keep their first page; self-links give no anchor or link-id
+    fragment. URLs are read from the sequences given only when asked for (``urls``).
+
+    Anchor windows (Section 3.1) are a windowed gather over word offsets: with C[p] the number
+    of non-stopwords before position p of the link texts, a left-context word at p has distance
+    C[anchor_start] − C[p] and a right-context word C[p + 1] − C[anchor_end], so the words of a
+    BASIC window W are the positions between one binary search in C and the anchor, and those
+    of a SYNTACTIC or TOPICAL region the positions within its stored length. Only the window's
+    positions are ever expanded, never a link's whole context, and no step runs per link in
+    Python. (On the 442,607 links of a 4,488-page part of the scale corpus, W = 32, STEM:
+    24.7 s and 4.1 GB with the context words copied into per-link lists and ranked whole, 2.9 s
+    with the gather; see benchmarks/bags.py.)
     """
 
     _MERGED_CACHE = 4
@@ -320,11 +362,7 @@ class Corpus:
         for name in ("title_words", "words"):
             if len(getattr(pages, name)) != n_pages:
                 raise ValueError(f"pages.{name}: expected {n_pages} word lists, got {len(getattr(pages, name))}")
-        n_links = len(links.source_url)
-        for name in ("anchor_words", "left_words", "right_words"):
-            if len(getattr(links, name)) != n_links:
-                raise ValueError(f"links.{name}: expected {n_links} word lists, got {len(getattr(links, name))}")
-        for wl in (pages.title_words, pages.words, links.anchor_words, links.left_words, links.right_words):
+        for wl in (pages.title_words, pages.words, links.texts):
             if wl.codes.size and (wl.codes.min() < 0 or wl.codes.max() >= len(self._words)):
                 raise ValueError(f"word codes: expected 0…{len(self._words) - 1}, found {wl.codes.min()}…{wl.codes.max()}")
 
@@ -334,41 +372,40 @@ class Corpus:
         self._page_ids = page_ids[keep]
         self._page_title = pages.title_words.take(keep)
         self._page_content = WordLists.concat_rows(self._page_title, pages.words.take(keep))
-        page_urls = [pages.url[i] for i in keep.tolist()]
 
         source_id = np.asarray(links.source_id, dtype=np.uint64)
         target_id = np.asarray(links.target_id, dtype=np.uint64)
+        n_links = source_id.size
         kept = np.flatnonzero(source_id != target_id)
-        self._links = kept  # indices of the links that give fragments
-        self._anchor = links.anchor_words.take(kept)
-        self._left = links.left_words.take(kept)
-        self._right = links.right_words.take(kept)
+        self._anchor, self._context = _link_positions(links, kept)
+        self._text_codes = links.texts.codes
         self._regions = {
-            Window.SYNTACTIC: (np.asarray(links.syntactic_left)[kept], np.asarray(links.syntactic_right)[kept]),
-            Window.TOPICAL: (np.asarray(links.topical_left)[kept], np.asarray(links.topical_right)[kept]),
+            Window.SYNTACTIC: (np.asarray(links.syntactic_left, np.int64)[kept],
+                               np.asarray(links.syntactic_right, np.int64)[kept]),
+            Window.TOPICAL: (np.asarray(links.topical_left, np.int64)[kept],
+                             np.asarray(links.topical_right, np.int64)[kept]),
         }
 
         # Link sources are URLs too: an out-link-id fragment goes to the linking page's bag.
         ids = np.concatenate([self._page_ids, target_id[kept], source_id[kept]])
         self.url_ids, first_url, inverse = np.unique(ids, return_index=True, return_inverse=True)
-        all_urls = page_urls + [links.target_url[i] for i in kept.tolist()] + [links.source_url[i] for i in kept.tolist()]
-        self.urls = tuple(all_urls[i] for i in first_url.tolist())
+        self.urls: Sequence[str] = _Picked([(pages.url, keep), (links.target_url, kept), (links.source_url, kept)],
+                                           first_url)
         n_kept_pages, n_kept = self._page_ids.size, kept.size
         self._page_row = inverse[:n_kept_pages].astype(np.int64)
         self._link_row = inverse[n_kept_pages:n_kept_pages + n_kept].astype(np.int64)
         self._link_source_row = inverse[n_kept_pages + n_kept:].astype(np.int64)
 
-        source_kept = source_id[kept]
-        self._source_ids, first_src, self._link_source = np.unique(source_kept, return_index=True, return_inverse=True)
-        self._source_urls = [links.source_url[kept[i]] for i in first_src.tolist()]
-        self._link_source = self._link_source.astype(np.int64)
+        self._source_ids, first_src, link_source = np.unique(source_id[kept], return_index=True, return_inverse=True)
+        self._source_urls: Sequence[str] = _Picked([(links.source_url, kept[first_src])], np.arange(first_src.size))
+        self._link_source = link_source.astype(np.int64)
 
         self.stats = CorpusStats(
             pages=n_pages, duplicate_pages=n_pages - keep.size, links=n_links,
             self_links=n_links - kept.size, urls=self.url_ids.size,
         )
         self._term_maps: dict[Stemming, tuple[np.ndarray, list[str]]] = {}
-        self._ranks: dict[tuple[str, Stemming], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._text_terms: dict[Stemming, tuple[np.ndarray, np.ndarray]] = {}
         self._merged: dict[str, MergedBags] = {}
 
     # -- construction ---------------------------------------------------------------------------
@@ -384,7 +421,7 @@ class Corpus:
             title_words=WordLists.from_lists((p.title_words for p in pages), index),
             words=WordLists.from_lists((p.words for p in pages), index),
         )
-        link_cols = LinkColumns(
+        link_cols = LinkColumns.from_word_lists(
             source_url=[l.source_url for l in links],
             source_id=np.array([l.source_id for l in links], dtype=np.uint64),
             target_url=[l.target_url for l in links],
@@ -413,24 +450,52 @@ class Corpus:
             cached = self._term_maps[stemming] = (mapping, list(index))
         return cached
 
-    def _side(self, side: str, stemming: Stemming) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """For one side's context words: (link, position, term column, non-stopword rank) of every word."""
-        key = (side, stemming)
-        cached = self._ranks.get(key)
+    def _terms_of_texts(self, stemming: Stemming) -> tuple[np.ndarray, np.ndarray]:
+        """The link texts' non-stopwords under ``stemming``: the term column of each, in text
+        order, and C, the number of non-stopwords before each text position (C[p] for
+        p = 0 … len; it runs on across texts), so that the non-stopwords at positions
+        [p, q) are entries C[p] … C[q] − 1 of the first array."""
+        cached = self._text_terms.get(stemming)
         if cached is None:
-            wl = self._left if side == "left" else self._right
-            lengths = wl.lengths
-            link = np.repeat(np.arange(len(wl)), lengths)
-            start = np.repeat(wl.offsets[:-1], lengths)
-            position = np.arange(wl.codes.size) - start
-            cols = self._term_map(stemming)[0][wl.codes]
-            counted = np.cumsum(cols >= 0)
-            before = np.concatenate(([0], counted))[start]
-            rank = counted - before
-            cached = self._ranks[key] = (link, position, cols, rank)
+            cols = self._term_map(stemming)[0][self._text_codes]
+            counted = np.zeros(cols.size + 1, dtype=np.int64)
+            np.cumsum(cols >= 0, out=counted[1:])
+            cached = self._text_terms[stemming] = (cols[cols >= 0], counted)
         return cached
 
-    # -- fragments and merging ---------------------------------------------------------------------
+    def _window(self, side: int, strategy: Strategy, limit: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(link, term column, distance) of every non-stopword in one side's window (0 left, 1
+        right) under ``strategy``, link by link, nearest first (Section 3.1); at most ``limit``
+        words a side (None: no limit beyond the window's).
+
+        A window is a run of the non-stopwords of its link's text: on the left the run ends
+        just before the anchor and is read backwards, on the right it starts at the anchor's
+        end, and the distance of its j-th word is j + 1. BASIC cuts the run at W words,
+        SYNTACTIC and TOPICAL at the region's end (a count of context words, stopwords included).
+        """
+        cols, counted = self._terms_of_texts(strategy.stemming)
+        start, end = self._anchor
+        if side == 0:
+            near = counted[start]
+            far = counted[self._context[0]]
+            if strategy.window is Window.BASIC:
+                far = np.maximum(far, near - strategy.window_size)
+            else:
+                far = np.maximum(far, counted[np.maximum(start - self._regions[strategy.window][0], self._context[0])])
+            lengths = near - far
+        else:
+            near = counted[end]
+            far = counted[self._context[1]]
+            if strategy.window is Window.BASIC:
+                far = np.minimum(far, near + strategy.window_size)
+            else:
+                far = np.minimum(far, counted[np.minimum(end + self._regions[strategy.window][1], self._context[1])])
+            lengths = far - near
+        if limit is not None:
+            lengths = np.minimum(lengths, limit)
+        link, j = _runs(np.zeros(lengths.size, dtype=np.int64), lengths, 1)
+        entry = near[link] - 1 - j if side == 0 else near[link] + j
+        return link, cols[entry], j + 1
 
     def _entries(self, strategy: Strategy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(url row, term column, weight) of every term occurrence of every fragment."""
@@ -451,19 +516,23 @@ class Corpus:
         if strategy.uses_anchor:
             w0 = ANCHOR_DISTANCE_WEIGHT if strategy.distance_weighting else 1.0
             add_lists(self._page_title, self._page_row, w0)
-            add_lists(self._anchor, self._link_row, w0)
-            for i, side in enumerate(("left", "right")):
-                link, position, c, rank = self._side(side, strategy.stemming)
-                keep = c >= 0
-                if strategy.window is Window.BASIC:
-                    keep &= rank <= strategy.window_size
-                else:
-                    keep &= position < self._regions[strategy.window][i][link]
-                w = distance_weights(rank[keep]) if strategy.distance_weighting else np.ones(int(keep.sum()))
-                positive = w > 0
-                rows.append(self._link_row[link[keep][positive]])
-                cols.append(c[keep][positive])
-                vals.append(w[positive])
+            text_cols, counted = self._terms_of_texts(strategy.stemming)
+            first, last = counted[self._anchor[0]], counted[self._anchor[1]]
+            link, entry = _runs(first, last - first, 1)
+            rows.append(self._link_row[link])
+            cols.append(text_cols[entry])
+            vals.append(np.full(link.size, w0))
+            limit = table = None
+            if strategy.distance_weighting:
+                # Weights by distance, looked up (the same bits as weighing word by word); a
+                # word at distance d ≥ 31 weighs 0 and leaves the bag, so no side reads further.
+                table = distance_weights(np.arange(MAX_WINDOW + 2))
+                limit = int(np.flatnonzero(table[1:] <= 0)[0])
+            for side in (0, 1):
+                link, c, distance = self._window(side, strategy, limit)
+                rows.append(self._link_row[link])
+                cols.append(c)
+                vals.append(table[distance] if table is not None else np.ones(link.size))
         if strategy.uses_links:
             rows.append(self._link_row)
             cols.append(n_words + self._link_source)
@@ -546,6 +615,75 @@ class _LazyVocabulary(Sequence[str]):
             yield OUTLINK_PREFIX + u
 
 
+def _runs(starts: np.ndarray, lengths: np.ndarray, step: int) -> tuple[np.ndarray, np.ndarray]:
+    """(run, position) of every element of the runs ``starts[r] + j * step`` for ``j < lengths[r]``,
+    run by run (a negative length is an empty run)."""
+    lengths = np.maximum(lengths, 0)
+    ends = np.cumsum(lengths)
+    run = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
+    position = np.arange(int(ends[-1]) if ends.size else 0, dtype=np.int64)
+    position -= np.repeat(ends - lengths, lengths)
+    if step != 1:
+        position *= step
+    position += starts[run]
+    return run, position
+
+
+def _link_positions(links: LinkColumns, kept: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray],
+                                                                    tuple[np.ndarray, np.ndarray]]:
+    """The anchor (start, end) and context (start, end) of the links ``kept`` as positions in
+    ``links.texts.codes``; raises ValueError when an anchor does not fit its text."""
+    text = np.asarray(links.text, dtype=np.int64)
+    a0, a1, c0, c1 = (np.asarray(getattr(links, name), dtype=np.int64)
+                      for name in ("anchor_start", "anchor_end", "context_start", "context_end"))
+    n = text.size
+    for name, column in (("anchor_start", a0), ("anchor_end", a1), ("context_start", c0), ("context_end", c1)):
+        if column.size != n:
+            raise ValueError(f"links.{name}: expected {n} offsets (one per link), got {column.size}")
+    if n and (text.min() < 0 or text.max() >= len(links.texts)):
+        raise ValueError(f"links.text: expected rows 0…{len(links.texts) - 1} of links.texts, "
+                         f"found {text.min()}…{text.max()}")
+    length = links.texts.lengths[text] if n else np.zeros(0, np.int64)
+    bad = (c0 < 0) | (c0 > a0) | (a0 > a1) | (a1 > c1) | (c1 > length)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"links: expected 0 <= context_start <= anchor_start <= anchor_end <= context_end <= len(text) "
+            f"for every link, found {c0[i]}, {a0[i]}, {a1[i]}, {c1[i]} with {length[i]} words in link {i} "
+            f"({int(bad.sum())} such links)"
+        )
+    base = links.texts.offsets[:-1][text[kept]]
+    return (base + a0[kept], base + a1[kept]), (base + c0[kept], base + c1[kept])
+
+
+class _Picked(Sequence[str]):
+    """Items chosen from several sequences: ``parts`` are (sequence, index) pairs, and item i is
+    the ``chosen[i]``-th of their items taken in turn (``sequence[index[k]]`` for each part).
+    The sequences are read only when an item is asked for (they may be Arrow columns)."""
+
+    def __init__(self, parts: Sequence[tuple[Sequence[str], np.ndarray]], chosen: np.ndarray) -> None:
+        chosen = np.asarray(chosen, dtype=np.int64)
+        ends = np.cumsum([len(index) for _, index in parts])
+        self._sequences = [sequence for sequence, _ in parts]
+        self._part = np.searchsorted(ends, chosen, side="right")
+        self._index = np.empty(chosen.size, dtype=np.int64)
+        for k, (_, index) in enumerate(parts):
+            mine = self._part == k
+            self._index[mine] = np.asarray(index, dtype=np.int64)[chosen[mine] - (ends[k] - len(index))]
+
+    def __len__(self) -> int:
+        return self._index.size
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        return self._sequences[int(self._part[i])][int(self._index[i])]
+
+    def __iter__(self) -> Iterator[str]:
+        for part, index in zip(self._part.tolist(), self._index.tolist()):
+            yield self._sequences[part][index]
+
+
 def weigh_merged(merged: MergedBags, strategy: Strategy, targets: Collection[int] | None = None, *,
                  keep_empty: bool = False) -> BagMatrix:
     """Frequency-weight and normalise merged bags (Sections 5.2, 6.1); keep the rows of ``targets``.
@@ -568,7 +706,7 @@ def weigh_merged(merged: MergedBags, strategy: Strategy, targets: Collection[int
     if targets is not None:
         wanted = np.fromiter((int(t) for t in targets), dtype=np.uint64)
         keep &= np.isin(merged.url_ids, wanted)
-    full = BagMatrix(merged.url_ids, tuple(merged.urls), merged.vocabulary, weighted, df, collection_size, weighting)
+    full = BagMatrix(merged.url_ids, merged.urls, merged.vocabulary, weighted, df, collection_size, weighting)
     if keep_empty:
         if targets is not None:
             raise ValueError("weigh_merged: keep_empty keeps every row; select targets afterwards")
@@ -604,7 +742,7 @@ def weigh_shared(parts: Sequence[tuple[float, BagMatrix]], targets: Collection[i
     if targets is not None:
         wanted = np.fromiter((int(t) for t in targets), dtype=np.uint64)
         keep &= np.isin(first.url_ids, wanted)
-    full = BagMatrix(first.url_ids, tuple(first.urls), first.vocabulary, combined, df, collection_size, None)
+    full = BagMatrix(first.url_ids, first.urls, first.vocabulary, combined, df, collection_size, None)
     return full._subset(np.flatnonzero(keep))
 
 
@@ -628,7 +766,13 @@ def merge_entries(url_ids: np.ndarray, term_codes: np.ndarray, weights: np.ndarr
     """Sum the weights of equal (URL id, term) pairs: the merge step of Section 6.1 on flat arrays.
 
     Returns (url_ids, term_codes, weights) sorted by URL id then term code, each pair once,
-    zero sums dropped. Order and grouping of the input do not matter beyond float rounding.
+    zero sums dropped. Order and grouping of the input do not matter beyond float rounding;
+    equal pairs are summed in input order (a stable sort).
+
+    The two keys are sorted as one: the URL ids' dense rank (or the ids themselves when they
+    are small, e.g. ranks already) times the number of term codes, plus the code — one stable
+    argsort of int64 (timsort, fast on the sorted runs fragments come in), five times faster
+    than np.lexsort of the two keys on 5 million rows (0.26 s against 1.2 s).
     """
     url_ids = np.asarray(url_ids, dtype=np.uint64)
     term_codes = np.asarray(term_codes, dtype=np.int64)
@@ -637,9 +781,18 @@ def merge_entries(url_ids: np.ndarray, term_codes: np.ndarray, weights: np.ndarr
         raise ValueError(f"merge: expected equal lengths, got {url_ids.size}, {term_codes.size}, {weights.size}")
     if url_ids.size == 0:
         return url_ids, term_codes, weights
-    order = np.lexsort((term_codes, url_ids))
-    u, t, w = url_ids[order], term_codes[order], weights[order]
-    starts = np.flatnonzero(np.concatenate(([True], (u[1:] != u[:-1]) | (t[1:] != t[:-1]))))
-    sums = np.add.reduceat(w, starts)
+    if term_codes.min() < 0:
+        raise ValueError(f"merge: expected term codes ≥ 0, found {term_codes.min()}")
+    width = int(term_codes.max()) + 1
+    if int(url_ids.max()) < (1 << 62) // width:
+        key = url_ids.astype(np.int64) * width + term_codes
+    else:
+        _, rank = np.unique(url_ids, return_inverse=True)
+        key = rank.astype(np.int64).ravel() * width + term_codes
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    sums = np.add.reduceat(weights[order], starts)
     keep = sums != 0
-    return u[starts][keep], t[starts][keep], sums[keep]
+    first = order[starts][keep]
+    return url_ids[first], term_codes[first], sums[keep]

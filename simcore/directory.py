@@ -268,6 +268,7 @@ def build_directory(
         if any(p.endswith(SOFT_LINK_SUFFIX) for p in parts):
             counts["soft_link"] += 1
             continue
+        counts["deepest"] = max(counts["deepest"], len(parts))
         if len(parts) < depth:
             counts["above_depth"] += 1
             continue
@@ -293,11 +294,31 @@ def build_directory(
             conflicted.add(url)
             del classes[url]
     counts["conflicting_class"] = len(conflicted)
-    for key in ("soft_link", "above_depth", "collapsed", "bad_url", "directory_page", "not_kept"):
+    for key in ("soft_link", "above_depth", "collapsed", "bad_url", "directory_page", "not_kept", "deepest"):
         counts.setdefault(key, 0)
     counts["urls"] = len(classes)
     counts["classes"] = len(set(classes.values()))
     return Directory(classes, pages, hosts, depth, dict(counts))
+
+
+#: The shallowest collapse that still has sibling classes under a common parent.
+MIN_DEPTH = 2
+
+
+def collapse_depth(requested: int, deepest: int) -> int:
+    """The depth to collapse a directory whose deepest listing is ``deepest`` levels below the root
+    at, when ``requested`` was asked for (the paper's 3 by default, Section 2.1): the directory's
+    own depth when it is shallower, so that a two-level directory is judged by its two levels.
+    Raises DirectoryFormatError when the directory has fewer than two levels (no siblings)."""
+    if requested < MIN_DEPTH:
+        raise DirectoryFormatError(f"depth: expected at least {MIN_DEPTH} levels (siblings need a parent), got {requested}")
+    if deepest >= requested:
+        return requested
+    if deepest < MIN_DEPTH:
+        raise DirectoryFormatError(
+            f"the directory's categories are {deepest} level(s) deep below Top; expected at least {MIN_DEPTH} "
+            "(e.g. url<TAB>Top/Science/Physics), so that classes have siblings")
+    return deepest
 
 
 def read_directory(

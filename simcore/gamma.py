@@ -31,6 +31,26 @@ import numpy as np
 SAME, SIBLING, COUSIN, UNRELATED = 0, 1, 2, 3
 DISTANCE_NAMES = ("same", "sibling", "cousin", "unrelated")
 
+
+def distance_names(depth: int) -> tuple[str, ...]:
+    """The name of each familial distance 0..``depth`` in a directory collapsed at ``depth``: 0 is
+    the same class, 1 a sibling, 2 a cousin, and ``depth`` unrelated (no common class below the
+    root). At the paper's depth 3 these are :data:`DISTANCE_NAMES`; at depth 2 there are no
+    cousins (distance 2 is unrelated); deeper, distances 3 .. depth−1 are "k levels apart"."""
+    if depth < 1:
+        raise ValueError(f"depth: expected at least 1 level, got {depth}")
+    names = [{0: "same", 1: "sibling", 2: "cousin"}.get(k, f"{k} levels apart") for k in range(depth)]
+    return (*names, "unrelated") if depth > 1 else ("same", "unrelated")
+
+
+def partial_distance(level: int, depth: int) -> int | None:
+    """The familial distance a partial Γ (SIBLING, COUSIN or UNRELATED) compares with the same
+    class in a directory collapsed at ``depth``; None where the directory has no such pairs
+    (cousins at depth 2). UNRELATED is always ``depth``."""
+    if level == UNRELATED:
+        return depth
+    return level if level < depth else None
+
 # Measure names as they appear in result tables.
 GAMMA = "gamma"
 PARTIAL_GAMMAS = {SIBLING: "sibling_gamma", COUSIN: "cousin_gamma", UNRELATED: "unrelated_gamma"}
@@ -106,13 +126,27 @@ class PairCounts:
     same_class: np.ndarray
 
     def measure_columns(self, measure: str) -> list[int]:
-        """The pair types a Γ measure sums: all of them for Γ, (0, b) for a partial Γ."""
+        """The pair types a Γ measure sums: all of them for Γ, (0, b) for a partial Γ, with b the
+        distance the partial Γ means at this depth (:func:`partial_distance`)."""
         if measure == GAMMA:
             return list(range(len(self.types)))
+        depth = max((b for _, b in self.types), default=0)
         for level, name in PARTIAL_GAMMAS.items():
             if name == measure:
-                return [t for t, (a, b) in enumerate(self.types) if a == SAME and b == level]
+                target = partial_distance(level, depth)
+                return [t for t, (a, b) in enumerate(self.types) if a == SAME and b == target]
         raise ValueError(f"unknown measure {measure!r}: expected one of {GAMMA_MEASURES}")
+
+    @staticmethod
+    def stack(parts: Sequence[PairCounts], depth: int) -> PairCounts:
+        """The counts of the sources of ``parts`` (blocks of sources, in order) together."""
+        if not parts:
+            types = _pair_types(depth)
+            empty = np.zeros((0, len(types)), dtype=np.int64)
+            return PairCounts(np.zeros(0, np.int64), types, empty, empty, np.zeros(0, np.int64), np.zeros(0, np.int64))
+        return PairCounts(np.concatenate([p.sources for p in parts]), parts[0].types,
+                          np.concatenate([p.concordant for p in parts]), np.concatenate([p.discordant for p in parts]),
+                          np.concatenate([p.orthogonal for p in parts]), np.concatenate([p.same_class for p in parts]))
 
     def per_source(self, measure: str) -> tuple[np.ndarray, np.ndarray]:
         """(C, D) per source for ``measure``."""
@@ -163,45 +197,61 @@ def pair_counts(similarity, codes: np.ndarray, *, block_elements: int = 1 << 18)
     """Exact concordant/discordant counts for every document as a source (Section 2.3).
 
     ``similarity`` is an (n, n) array, or a scipy sparse matrix (absent entries are similarity
-    0), whose row s holds sim(s, ·); ``codes`` comes from :func:`class_codes` for the same n
-    documents. The diagonal (a source against itself) is never counted. Rows are processed in
-    blocks of about ``block_elements`` entries so memory stays bounded.
+    0), or any object whose row slices are arrays, whose row s holds sim(s, ·); ``codes`` comes
+    from :func:`class_codes` for the same n documents. The diagonal (a source against itself)
+    is never counted. Rows are processed in blocks of about ``block_elements`` entries so memory
+    stays bounded.
     """
     n = codes.shape[0]
-    depth = codes.shape[1]
     if similarity.shape != (n, n):
         raise ValueError(f"expected an ({n}, {n}) similarity matrix for {n} documents, got {similarity.shape}")
+    step = max(1, block_elements // max(n, 1))
+    return PairCounts.stack([pair_counts_rows(_rows(similarity, start, min(n, start + step)), codes,
+                                              np.arange(start, min(n, start + step)), block_elements=block_elements)
+                             for start in range(0, n, step)], codes.shape[1])
+
+
+def pair_counts_rows(sims: np.ndarray, codes: np.ndarray, rows: np.ndarray, *,
+                     block_elements: int = 1 << 18) -> PairCounts:
+    """:func:`pair_counts` for the sources ``rows`` alone, from their similarity rows ``sims``
+    (len(rows) × n, row i against every document): the per-source counts are independent, so
+    a caller holding one block of rows of the similarity at a time (simweb.core.similarity.
+    ExactRows) counts block by block and stacks the blocks (:meth:`PairCounts.stack`)."""
+    n, depth = codes.shape
+    rows = np.asarray(rows, dtype=np.int64)
+    if np.shape(sims) != (rows.size, n):
+        raise ValueError(f"expected the similarity rows of {rows.size} sources against {n} documents, got {np.shape(sims)}")
     types = _pair_types(depth)
     type_index = {t: i for i, t in enumerate(types)}
-    concordant = np.zeros((n, len(types)), dtype=np.int64)
-    discordant = np.zeros((n, len(types)), dtype=np.int64)
-    orthogonal = np.zeros(n, dtype=np.int64)
-    same_class = np.zeros(n, dtype=np.int64)
+    concordant = np.zeros((rows.size, len(types)), dtype=np.int64)
+    discordant = np.zeros((rows.size, len(types)), dtype=np.int64)
+    orthogonal = np.zeros(rows.size, dtype=np.int64)
+    same_class = np.zeros(rows.size, dtype=np.int64)
     step = max(1, block_elements // max(n, 1))
-    for start in range(0, n, step):
-        stop = min(n, start + step)
-        rows = np.arange(start, stop)
+    for start in range(0, rows.size, step):
+        stop = min(rows.size, start + step)
+        block = rows[start:stop]
         local = np.arange(stop - start)
-        sims = _rows(similarity, start, stop)
-        levels = familial_distances(codes, rows)
+        block_sims = _check_similarity_block(sims[start:stop])
+        levels = familial_distances(codes, block)
 
         same = levels == SAME
-        same[local, rows] = False  # a source is not compared with itself
-        same_class[rows] = same.sum(axis=1)
-        orthogonal[rows] = (same & (sims == 0.0)).sum(axis=1)
+        same[local, block] = False  # a source is not compared with itself
+        same_class[start:stop] = same.sum(axis=1)
+        orthogonal[start:stop] = (same & (block_sims == 0.0)).sum(axis=1)
 
-        below, above = _count_block(sims, levels, depth)
+        below, above = _count_block(block_sims, levels, depth)
         # The source itself sits at distance 0 in its own row; take its pairs back out.
-        own = sims[local, rows][:, None]
+        own = block_sims[local, block][:, None]
         for b in range(1, depth + 1):
             at_b = levels == b
             t = type_index[(SAME, b)]
-            below[t] -= (at_b & (sims < own)).sum(axis=1)
-            above[t] -= (at_b & (sims > own)).sum(axis=1)
+            below[t] -= (at_b & (block_sims < own)).sum(axis=1)
+            above[t] -= (at_b & (block_sims > own)).sum(axis=1)
         for t in range(len(types)):
-            concordant[rows, t] = below[t]
-            discordant[rows, t] = above[t]
-    return PairCounts(np.arange(n), types, concordant, discordant, orthogonal, same_class)
+            concordant[start:stop, t] = below[t]
+            discordant[start:stop, t] = above[t]
+    return PairCounts(rows, types, concordant, discordant, orthogonal, same_class)
 
 
 def _sort_keys(sims: np.ndarray, levels: np.ndarray, level_bits: int) -> np.ndarray:
@@ -277,35 +327,54 @@ class SiblingCounts:
     concordant: np.ndarray
     discordant: np.ndarray
 
+    @staticmethod
+    def stack(parts: Sequence[SiblingCounts]) -> SiblingCounts:
+        """The rows of ``parts`` (blocks of sources, in order) together."""
+        if not parts:
+            empty = np.zeros(0, dtype=np.int64)
+            return SiblingCounts(empty, empty.copy(), empty.copy(), empty.copy())
+        return SiblingCounts(*(np.concatenate([getattr(p, k) for p in parts])
+                               for k in ("sources", "classes", "concordant", "discordant")))
+
 
 def sibling_counts(similarity, codes: np.ndarray, *, block_elements: int = 1 << 18) -> SiblingCounts:
     """:class:`SiblingCounts` of every source: for each document d2 of a sibling class, the
     same-class documents d1 (not the source) more and less similar to the source than d2, added
     up per sibling class. Ties as in :func:`pair_counts` (``tie_round``); rows ordered by source
     then class."""
-    n, depth = codes.shape
+    n = codes.shape[0]
     if similarity.shape != (n, n):
         raise ValueError(f"expected an ({n}, {n}) similarity matrix for {n} documents, got {similarity.shape}")
-    out_s, out_c, out_con, out_dis = [], [], [], []
     step = max(1, block_elements // max(n, 1))
-    for start in range(0, n, step):
-        stop = min(n, start + step)
-        sims = _rows(similarity, start, stop)
-        levels = familial_distances(codes, np.arange(start, stop))
-        for i, s in enumerate(range(start, stop)):
-            same = np.flatnonzero(levels[i] == SAME)
-            same = np.sort(sims[i, same[same != s]])
-            sibling = np.flatnonzero(levels[i] == SIBLING)
-            if not same.size or not sibling.size:
-                continue
-            v = sims[i, sibling]
-            above = same.size - np.searchsorted(same, v, side="right")  # d1 more similar than d2: concordant
-            below = np.searchsorted(same, v, side="left")  # d1 less similar: discordant
-            classes, at = np.unique(codes[sibling, -1], return_inverse=True)
-            out_s.append(np.full(classes.size, s, dtype=np.int64))
-            out_c.append(classes.astype(np.int64))
-            out_con.append(np.bincount(at, weights=above, minlength=classes.size).astype(np.int64))
-            out_dis.append(np.bincount(at, weights=below, minlength=classes.size).astype(np.int64))
+    return SiblingCounts.stack([sibling_counts_rows(_rows(similarity, start, min(n, start + step)), codes,
+                                                    np.arange(start, min(n, start + step)))
+                                for start in range(0, n, step)])
+
+
+def sibling_counts_rows(sims: np.ndarray, codes: np.ndarray, rows: np.ndarray) -> SiblingCounts:
+    """:func:`sibling_counts` for the sources ``rows`` alone, from their similarity rows ``sims``
+    (len(rows) × n), as :func:`pair_counts_rows` counts a block of sources."""
+    n = codes.shape[0]
+    rows = np.asarray(rows, dtype=np.int64)
+    if np.shape(sims) != (rows.size, n):
+        raise ValueError(f"expected the similarity rows of {rows.size} sources against {n} documents, got {np.shape(sims)}")
+    sims = _check_similarity_block(sims)
+    levels = familial_distances(codes, rows)
+    out_s, out_c, out_con, out_dis = [], [], [], []
+    for i, s in enumerate(rows.tolist()):
+        same = np.flatnonzero(levels[i] == SAME)
+        same = np.sort(sims[i, same[same != s]])
+        sibling = np.flatnonzero(levels[i] == SIBLING)
+        if not same.size or not sibling.size:
+            continue
+        v = sims[i, sibling]
+        above = same.size - np.searchsorted(same, v, side="right")  # d1 more similar than d2: concordant
+        below = np.searchsorted(same, v, side="left")  # d1 less similar: discordant
+        classes, at = np.unique(codes[sibling, -1], return_inverse=True)
+        out_s.append(np.full(classes.size, s, dtype=np.int64))
+        out_c.append(classes.astype(np.int64))
+        out_con.append(np.bincount(at, weights=above, minlength=classes.size).astype(np.int64))
+        out_dis.append(np.bincount(at, weights=below, minlength=classes.size).astype(np.int64))
     if not out_s:
         empty = np.zeros(0, dtype=np.int64)
         return SiblingCounts(empty, empty.copy(), empty.copy(), empty.copy())

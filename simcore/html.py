@@ -117,7 +117,7 @@ _SCHEME = re.compile(r"\s*([A-Za-z][A-Za-z0-9+.\-]*):")
 
 
 def parse_page(html: str, url: str, skipped: Counter[str] | None = None) -> ParsedPage:
-    """Title, cleaned words and outgoing anchors of one HTML page (paper Section 3.1).
+    """Title, cleaned words, outgoing anchors and canonical links of one HTML page (paper Section 3.1).
 
     ``url`` is the page's own (normalised) URL; relative links resolve against it, or against
     ``<base href>`` when the page has one. Link targets are normalised with
@@ -141,9 +141,10 @@ def _parse(html: str, url: str, skipped: Counter[str], drop_marker_characters: b
     title = _title(tree)
     title_words = tuple(tokenize(title))
     base = _base_url(tree, url)
+    canonical = _canonical_links(tree, base)
     body = tree.body
     if body is None:  # a frameset page has no body and no anchors
-        return ParsedPage(url, title, title_words, (), _NO_ANCHORS)
+        return ParsedPage(url, title, title_words, (), _NO_ANCHORS, canonical)
     for node in body.css(_REMOVED):  # only the body's text is read
         node.decompose()
     if drop_marker_characters:
@@ -160,12 +161,12 @@ def _parse(html: str, url: str, skipped: Counter[str], drop_marker_characters: b
     if markers != inserted:
         return None
     if not targets:
-        return ParsedPage(url, title, title_words, tuple(words), _NO_ANCHORS)
+        return ParsedPage(url, title, title_words, tuple(words), _NO_ANCHORS, canonical)
     is_link = kinds <= _END_CODE
     spans = _spans(kinds[is_link], before[is_link])
     syntactic_cuts, topical_cuts = before[kinds >= _SYNTACTIC_CODE], before[kinds == _TOPICAL_CODE]
     anchors = _anchors(words, spans, targets, syntactic_cuts, topical_cuts)
-    return ParsedPage(url, title, title_words, tuple(words), anchors)
+    return ParsedPage(url, title, title_words, tuple(words), anchors, canonical)
 
 
 def _scan_text_python(text: str) -> tuple[list[str], np.ndarray, np.ndarray, int]:
@@ -228,6 +229,16 @@ def _base_url(tree: LexborHTMLParser, url: str) -> str:
         if base is not None:
             return base
     return url
+
+
+def _canonical_links(tree: LexborHTMLParser, base: str) -> tuple[str | None, ...]:
+    """The targets of the ``<link rel="canonical" href>`` elements of the head (RFC 6596; ``rel``
+    is a list of keywords, compared without regard to case), resolved against ``base``."""
+    head = tree.head
+    if head is None:
+        return ()
+    return tuple(normalize_url(node.attrs.get("href") or "", base) for node in head.css("link[rel][href]")
+                 if "canonical" in (node.attrs.get("rel") or "").lower().split())
 
 
 def _tag_ids(names) -> dict[str, int]:

@@ -27,12 +27,16 @@ PageSim in simweb.core.pagesim, and one entry point over all of them in simweb.c
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
+
+#: ``progress(done, total)``: called by the iterative measures after each step, so that a
+#: caller can show how far they are (simweb.tasks.progress); None: no calls.
+Progress = Callable[[int, int], None]
 
 _FLOAT = np.float64
 _GIB = 1024**3

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from simweb.core.linkgraph import (
+    Progress,
     CocitationParams,
     CouplingParams,
     EcbcParams,
@@ -26,9 +27,11 @@ from simweb.core.pagesim import extended_pagesim, pagesim
 from simweb.core.simrank import extended_simrank, simrank
 
 
-def link_similarity(graph: LinkGraph, params: MeasureParams, queries=None, candidates=None) -> np.ndarray:
+def link_similarity(graph: LinkGraph, params: MeasureParams, queries=None, candidates=None,
+                    progress: Progress | None = None) -> np.ndarray:
     """Similarity of each query node (rows) to each candidate node (columns) under the
-    measure that ``params`` configures; ``None`` means every node."""
+    measure that ``params`` configures; ``None`` means every node. ``progress(done, total)``
+    follows the iterative measures (SimRank, PageSim and their extensions) step by step."""
     if isinstance(params, CocitationParams):
         return cocitation(graph, queries, candidates)
     if isinstance(params, CouplingParams):
@@ -36,13 +39,13 @@ def link_similarity(graph: LinkGraph, params: MeasureParams, queries=None, candi
     if isinstance(params, EcbcParams):
         return ecbc(graph, queries, candidates, params)
     if isinstance(params, SimRankParams):
-        return simrank(graph, queries, candidates, params)
+        return simrank(graph, queries, candidates, params, progress=progress)
     if isinstance(params, ExtendedSimRankParams):
-        return extended_simrank(graph, queries, candidates, params)
+        return extended_simrank(graph, queries, candidates, params, progress=progress)
     if isinstance(params, PageSimParams):
-        return pagesim(graph, queries, candidates, params)
+        return pagesim(graph, queries, candidates, params, progress=progress)
     if isinstance(params, ExtendedPageSimParams):
-        return extended_pagesim(graph, queries, candidates, params)
+        return extended_pagesim(graph, queries, candidates, params, progress=progress)
     raise ValueError(f"expected parameters of a link measure among {sorted(PARAMS_BY_MEASURE)}, got {type(params).__name__}")
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from simweb.core.linkgraph import (
+    Progress,
     ExtendedPageSimParams,
     LinkGraph,
     PageSimParams,
@@ -87,18 +88,21 @@ def _features(step, cycles, pr: np.ndarray, cols: np.ndarray, radius: int, decay
     return features
 
 
-def pagesim(graph: LinkGraph, queries=None, candidates=None, params: PageSimParams = PageSimParams()) -> np.ndarray:
+def pagesim(graph: LinkGraph, queries=None, candidates=None, params: PageSimParams = PageSimParams(),
+            progress: Progress | None = None) -> np.ndarray:
     """PageSim (ENS Equation 2): PS(u, v) = Σ_i min(PG_i(u), PG_i(v))² / max(PG_i(u), PG_i(v))
-    over out-link propagation of PageRank (Equation 1)."""
+    over out-link propagation of PageRank (Equation 1). ``progress(done, total)`` is called
+    after each block of query columns."""
     q = node_array(graph, queries, "queries")
     c = node_array(graph, candidates, "candidates")
     pr = pagerank(graph, params.pagerank)
     prop = _Propagation(_propagation_step(graph, "out"), pr, params.radius, params.decay)
-    return _compare_features(graph.n_nodes, [prop], q, c, params.max_bytes, jaccard=False)
+    return _compare_features(graph.n_nodes, [prop], q, c, params.max_bytes, jaccard=False, progress=progress)
 
 
 def extended_pagesim(
-    graph: LinkGraph, queries=None, candidates=None, params: ExtendedPageSimParams = ExtendedPageSimParams()
+    graph: LinkGraph, queries=None, candidates=None, params: ExtendedPageSimParams = ExtendedPageSimParams(),
+    progress: Progress | None = None,
 ) -> np.ndarray:
     """Extended PageSim (ENS Section 3.4): EPS(u, v) = PS_out(u, v) + PS_in(u, v), each the
     Jaccard form of Equation 3, Σ_i min / Σ_i max of the feature vectors; out-links propagate
@@ -110,7 +114,7 @@ def extended_pagesim(
         _Propagation(_propagation_step(graph, "out"), pr, params.radius, params.decay),
         _Propagation(_propagation_step(graph, "in"), pr, params.radius, 1.0 - params.decay),
     ]
-    return _compare_features(graph.n_nodes, props, q, c, params.max_bytes, jaccard=True)
+    return _compare_features(graph.n_nodes, props, q, c, params.max_bytes, jaccard=True, progress=progress)
 
 
 class _Propagation:
@@ -128,12 +132,14 @@ class _Propagation:
         return _features(self.step, self.cycles, self.pr, cols, self.radius, self.decay)
 
 
-def _compare_features(n: int, props: list[_Propagation], q: np.ndarray, c: np.ndarray, max_bytes: int, jaccard: bool):
+def _compare_features(n: int, props: list[_Propagation], q: np.ndarray, c: np.ndarray, max_bytes: int, jaccard: bool,
+                      progress: Progress | None = None):
     """Sum over directions of Equation 2 or 3 for every (query, candidate), in column blocks
     of at most ``max_bytes`` (query blocks per direction, a candidate block and three
     per-query temporaries of the same size)."""
     out = np.zeros((q.size, c.size))
     block = max(1, int(max_bytes // (8 * n * (len(props) + 4))))
+    blocks = -(-q.size // block)
     for q0 in range(0, q.size, block):
         qb = q[q0 : q0 + block]
         q_feats = [p.columns(qb) for p in props]
@@ -155,4 +161,6 @@ def _compare_features(n: int, props: list[_Propagation], q: np.ndarray, c: np.nd
                     else:
                         larger = np.maximum(xs, ys)
                         out[q0 + j, c0 : c0 + cb.size] += (smaller * smaller / larger).sum(axis=0)
+        if progress is not None:
+            progress(q0 // block + 1, blocks)
     return out

@@ -102,6 +102,8 @@ class ParsedPage:
     """What the ingest stage keeps of one HTML page: strategy-free, enough for every strategy.
 
     ``anchors`` may be given as any sequence of :class:`Anchor`; it is kept as :class:`Anchors`.
+    ``canonical`` holds the targets of the page's ``<link rel="canonical">`` elements in its
+    head, resolved and normalised (None for one that is not an http(s) URL), in document order.
     """
 
     url: str
@@ -109,6 +111,7 @@ class ParsedPage:
     title_words: tuple[str, ...]
     words: tuple[str, ...]
     anchors: Anchors
+    canonical: tuple[str | None, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.anchors, Anchors):

@@ -170,22 +170,27 @@ def tfidf_vectors(documents: Sequence[Sequence[str]]) -> sp.csr_matrix:
     Joachims), one row per document; a document whose terms all occur everywhere has a zero
     row (cosine 0 with everything)."""
     vocabulary: dict[str, int] = {}
-    indptr, indices, counts = [0], [], []
-    for doc in documents:
-        tf: dict[int, int] = {}
-        for term in doc:
-            t = vocabulary.setdefault(term, len(vocabulary))
-            tf[t] = tf.get(t, 0) + 1
-        indices.extend(tf.keys())
-        counts.extend(tf.values())
-        indptr.append(len(indices))
-    d = len(documents)
-    matrix = sp.csr_matrix(
-        (np.array(counts, dtype=np.float64), np.array(indices, dtype=np.int64), np.array(indptr, dtype=np.int64)),
-        shape=(d, len(vocabulary)),
-    )
-    df = np.bincount(matrix.indices, minlength=len(vocabulary)).astype(np.float64)
-    idf = fpmath.log(d / np.maximum(df, 1.0))
+    codes = np.fromiter((vocabulary.setdefault(t, len(vocabulary)) for doc in documents for t in doc), dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum([len(doc) for doc in documents]))).astype(np.int64)
+    rows = np.repeat(np.arange(len(documents)), np.diff(offsets))
+    df = np.bincount(np.unique(rows * max(1, len(vocabulary)) + codes) % max(1, len(vocabulary)),
+                     minlength=len(vocabulary)) if codes.size else np.zeros(len(vocabulary), np.int64)
+    return tfidf_rows(codes, offsets, df, len(documents))
+
+
+def tfidf_rows(codes: np.ndarray, offsets: np.ndarray, df: np.ndarray, documents: int) -> sp.csr_matrix:
+    """The TF-IDF rows of :func:`tfidf_vectors` for some documents of a larger collection: row i
+    holds the terms ``codes[offsets[i]:offsets[i+1]]`` (one per occurrence), weighted by their
+    ``df`` (per code) among the collection's ``documents``. The evaluation needs the rows of its
+    sample only, with df counted over the whole crawl part by part."""
+    codes = np.asarray(codes, dtype=np.int64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    rows = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
+    n_terms = max(1, int(np.asarray(df).size))
+    pairs, tf = np.unique(rows * n_terms + codes, return_counts=True)
+    matrix = sp.csr_matrix((tf.astype(np.float64), (pairs // n_terms, pairs % n_terms)),
+                           shape=(offsets.size - 1, np.asarray(df).size))
+    idf = fpmath.log(documents / np.maximum(np.asarray(df, dtype=np.float64), 1.0)) if documents else np.zeros(0)
     matrix.data *= idf[matrix.indices]
     norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1)).ravel())
     scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
@@ -249,20 +254,32 @@ def retrieval_values(similarity, codes: np.ndarray, vectors: sp.csr_matrix, rows
     queries whose class has another sample page (the class measures skip the others; the
     sample's classes always have two or more pages, so normally none is skipped)."""
     total = codes.shape[0]
-    classes = codes[:, -1].tolist()
-    found: dict[str, list[np.ndarray]] = {k: [] for k in RETRIEVAL_KEYS[:-1]}
-    scores = np.zeros(total)
+    blocks = []
     for start in range(0, total, block):
         idx = np.arange(start, min(total, start + block))
-        dense = np.asarray(similarity[start:start + idx.size])
-        got = class_retrieval_scores(dense, [classes[i] for i in idx], classes, n, self_columns=idx)
-        for k in found:
-            found[k].append(got.per_query[k])
-        scores[idx] = delta(top_n(dense, n, idx), rows[idx], rows, vectors, n).per_query
-    sizes = np.bincount(codes[:, -1])
-    result = {k: np.concatenate(v) if v else np.zeros(0) for k, v in found.items()}
-    result["scored"] = np.flatnonzero(sizes[codes[:, -1]] >= 2)
-    result["delta"] = scores
+        blocks.append(retrieval_rows(np.asarray(similarity[start:start + idx.size]), idx, codes, vectors, rows, n))
+    return stack_retrieval(blocks, codes)
+
+
+def retrieval_rows(dense: np.ndarray, idx: np.ndarray, codes: np.ndarray, vectors: sp.csr_matrix, rows: np.ndarray,
+                   n: int = RETRIEVAL_N) -> dict[str, np.ndarray]:
+    """:func:`retrieval_values` of the queries ``idx`` alone, from their similarity rows ``dense``
+    (len(idx) × the sample): a caller holding one block of rows of the similarity at a time
+    measures block by block and joins the blocks in order with :func:`stack_retrieval`."""
+    classes = codes[:, -1].tolist()
+    got = class_retrieval_scores(dense, [classes[i] for i in idx.tolist()], classes, n, self_columns=idx)
+    values = {k: got.per_query[k] for k in RETRIEVAL_KEYS[:-1]}
+    values["delta"] = delta(top_n(dense, n, idx), rows[idx], rows, vectors, n).per_query
+    return values
+
+
+def stack_retrieval(blocks: Sequence[dict[str, np.ndarray]], codes: np.ndarray) -> dict[str, np.ndarray]:
+    """The per-query values of :func:`retrieval_rows` blocks, in order, with ``scored``."""
+    joined = {k: np.concatenate([b[k] for b in blocks]) if blocks else np.zeros(0) for k in RETRIEVAL_KEYS}
+    sizes = np.bincount(codes[:, -1]) if codes.size else np.zeros(0, np.int64)
+    result = {k: joined[k] for k in RETRIEVAL_KEYS[:-1]}
+    result["scored"] = np.flatnonzero(sizes[codes[:, -1]] >= 2) if codes.size else np.zeros(0, np.int64)
+    result["delta"] = joined["delta"]
     return result
 
 

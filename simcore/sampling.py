@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simweb.core.gamma import DISTANCE_NAMES, class_codes
+from simweb.core.gamma import DISTANCE_NAMES, class_codes, distance_names
 
 Class = tuple[str, ...]
 
@@ -49,6 +49,9 @@ class Sample:
     pairs_available: int
     eligible_classes: int
     eligible_urls: int
+    # Eligible classes left out because pairing siblings two by two left them over (the odd one
+    # out under a parent with an odd number of eligible children, or an only child).
+    unpaired: tuple[Class, ...] = ()
 
     def __len__(self) -> int:
         return len(self.urls)
@@ -93,12 +96,15 @@ def sample_class_pairs(
     for cls in sorted(eligible):
         children[cls[:-1]].append(cls)
     pool: list[tuple[Class, Class]] = []
+    unpaired: list[Class] = []
     for parent in sorted(children):
         kids = children[parent]
         order = rng.permutation(len(kids))
         for i in range(0, len(kids) - 1, 2):
             a, b = kids[order[i]], kids[order[i + 1]]
             pool.append((min(a, b), max(a, b)))
+        if len(kids) % 2:
+            unpaired.append(kids[order[-1]])
 
     take = min(n_pairs, len(pool))
     chosen = sorted(pool[i] for i in rng.choice(len(pool), size=take, replace=False)) if take else []
@@ -121,6 +127,7 @@ def sample_class_pairs(
         pairs_available=len(pool),
         eligible_classes=len(eligible),
         eligible_urls=sum(len(u) for u in by_class.values()),
+        unpaired=tuple(sorted(unpaired)),
     )
 
 
@@ -141,22 +148,35 @@ class SampleDescription:
     # from a source, summed over all sources, and the mean per source.
     documents_per_distance: tuple[int, ...]
     mean_documents_per_distance: tuple[float, ...]
+    unpaired: tuple[str, ...] = ()  # classes ("Top/a/b/c") left over when siblings were paired
+
+    #: Unpaired classes named in :meth:`lines`; the rest are counted.
+    NAMED_UNPAIRED = 10
 
     def lines(self) -> list[str]:
         per = ", ".join(
             f"{name} {total:,} ({mean:.1f} per source)"
             for name, total, mean in zip(
-                DISTANCE_NAMES, self.documents_per_distance, self.mean_documents_per_distance
+                distance_names(len(self.documents_per_distance) - 1), self.documents_per_distance,
+                self.mean_documents_per_distance
             )
         )
-        return [
+        depth = len(self.documents_per_distance) - 1
+        level = {1: "first", 2: "second", 3: "third", 4: "fourth"}.get(depth, f"level-{depth}")
+        lines = [
             f"{self.urls:,} URLs in {self.classes} classes = {self.class_pairs} pairs of sibling "
-            f"third-level classes ({self.pairs_requested} requested, {self.pairs_available} available)",
+            f"{level}-level classes ({self.pairs_requested} requested, {self.pairs_available} available)",
             f"top-level categories: {', '.join(self.top_level_categories)}",
             f"pages per class: min {self.pages_per_class_min}, median {self.pages_per_class_median:g}, "
             f"max {self.pages_per_class_max}",
             f"documents per familial distance from a source: {per}",
         ]
+        if self.unpaired:
+            named = ", ".join(self.unpaired[:self.NAMED_UNPAIRED])
+            more = len(self.unpaired) - self.NAMED_UNPAIRED
+            lines.append(f"left out when sibling classes were paired ({len(self.unpaired)}, the odd one out under "
+                         f"its parent): {named}" + (f" and {more} more" if more > 0 else ""))
+        return lines
 
 
 def describe(sample: Sample) -> SampleDescription:
@@ -166,7 +186,7 @@ def describe(sample: Sample) -> SampleDescription:
     if n == 0:
         zeros = (0,) * len(DISTANCE_NAMES)
         return SampleDescription(0, 0, 0, sample.pairs_requested, sample.pairs_available, (), 0, 0.0, 0,
-                                 zeros, (0.0,) * len(DISTANCE_NAMES))
+                                 zeros, (0.0,) * len(DISTANCE_NAMES), _topics(sample.unpaired))
     codes = class_codes(list(sample.classes))
     depth = codes.shape[1]
     # Documents sharing a k-level prefix with each source, k = depth..0 (the source included).
@@ -193,5 +213,10 @@ def describe(sample: Sample) -> SampleDescription:
         pages_per_class_max=int(sizes.max()),
         documents_per_distance=totals,
         mean_documents_per_distance=means,
+        unpaired=_topics(sample.unpaired),
     )
+
+
+def _topics(classes) -> tuple[str, ...]:
+    return tuple("Top/" + "/".join(c) for c in classes)
 

@@ -108,15 +108,24 @@ class Sketches:
     def __len__(self) -> int:
         return int(self.values.shape[0])
 
-    def estimate(self, i: int, j: int, other: Sketches | None = None) -> float:
-        """Estimated resemblance of document i (here) and j (in ``other``, default here): the
-        fraction of equal sketch positions, whose expectation is |S∩S'|/|S∪S'| (lecture)."""
-        other = self if other is None else other
+    def take(self, rows: np.ndarray) -> Sketches:
+        """The sketches of documents ``rows``, in that order."""
+        rows = np.asarray(rows, dtype=np.int64)
+        return Sketches(self.values[rows], self.empty[rows], self.params)
+
+    def check_comparable(self, other: Sketches) -> None:
+        """Raise unless ``other`` was made with the same SketchParams."""
         if other.params != self.params:
             raise ValueError(
                 f"cannot compare sketches made with {self.params} and {other.params}; sketch both "
                 "sets of documents with the same SketchParams"
             )
+
+    def estimate(self, i: int, j: int, other: Sketches | None = None) -> float:
+        """Estimated resemblance of document i (here) and j (in ``other``, default here): the
+        fraction of equal sketch positions, whose expectation is |S∩S'|/|S∪S'| (lecture)."""
+        other = self if other is None else other
+        self.check_comparable(other)
         if self.empty[i] or other.empty[j]:
             return 0.0
         return float(np.mean(self.values[i] == other.values[j]))
@@ -197,9 +206,7 @@ def _band_candidates(sketches: Sketches, rows: int) -> np.ndarray:
     rng = np.random.default_rng(0)  # only mixes band values into bucket keys; collisions are re-checked
     found = []
     for start in range(0, sketches.params.num_perm - rows + 1, rows):
-        band = values[live, start : start + rows].astype(np.uint64)
-        mix = rng.integers(1, 2**63, rows, dtype=np.uint64) | np.uint64(1)
-        keys = (band * mix).sum(axis=1, dtype=np.uint64)
+        keys = _band_keys(values[live, start : start + rows], _band_mix(rng, rows))
         order = np.argsort(keys, kind="stable")
         sorted_keys = keys[order]
         starts = np.concatenate([[0], np.flatnonzero(np.diff(sorted_keys)) + 1])
@@ -214,6 +221,17 @@ def _band_candidates(sketches: Sketches, rows: int) -> np.ndarray:
     return np.unique(np.concatenate(found))
 
 
+def _band_mix(rng: np.random.Generator, rows: int) -> np.ndarray:
+    """Odd multipliers that mix one band's values into a bucket key."""
+    return rng.integers(1, 2**63, rows, dtype=np.uint64) | np.uint64(1)
+
+
+def _band_keys(band: np.ndarray, mix: np.ndarray) -> np.ndarray:
+    """One bucket key per row of ``band`` (documents x rows of one band): equal bands give equal
+    keys; unequal bands rarely do, and every candidate is checked on the full sketch anyway."""
+    return (band.astype(np.uint64) * mix).sum(axis=1, dtype=np.uint64)
+
+
 def _verified(sketches: Sketches, encoded: np.ndarray, threshold: float) -> SimilarPairs:
     d = len(sketches)
     first, second = encoded // max(d, 1), encoded % max(d, 1)
@@ -223,6 +241,77 @@ def _verified(sketches: Sketches, encoded: np.ndarray, threshold: float) -> Simi
         estimate[lo:hi] = np.mean(sketches.values[first[lo:hi]] == sketches.values[second[lo:hi]], axis=1)
     keep = estimate >= threshold
     return SimilarPairs(first[keep], second[keep], estimate[keep])
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Containment:
+    """For each query document, its most resembling near-duplicate among the target documents:
+    ``match[i]`` is the target's row (-1: none at or above the threshold) and ``estimate[i]``
+    its estimated resemblance (0.0 when none); among equally resembling targets the first."""
+
+    match: np.ndarray
+    estimate: np.ndarray
+
+    @property
+    def found(self) -> np.ndarray:
+        return self.match >= 0
+
+
+def near_duplicates_in(queries: Sketches, targets: Sketches, threshold: float = 0.8) -> Containment:
+    """Whether each query document has a near-duplicate among the targets: Bharat and Broder's
+    "test if present in other engines" (lecture notes, "Random queries") with the lecture's
+    resemblance test in place of a URL match, so a copy under another address counts.
+
+    Candidates share a whole band of ``band_rows`` sketch positions with the query (the bands
+    of the targets sorted once, each query looked up by binary search), then each candidate is
+    checked on the full sketch: no target below ``threshold`` is returned, and one at exactly
+    the threshold is missed with probability at most 1e-6. Targets with identical sketches are
+    searched once. Documents without shingles have no near-duplicates.
+    """
+    queries.check_comparable(targets)
+    rows = band_rows(queries.params.num_perm, threshold)
+    match = np.full(len(queries), -1, dtype=np.int64)
+    estimate = np.zeros(len(queries), dtype=np.float64)
+    query_rows = np.flatnonzero(~queries.empty)
+    target_rows = np.flatnonzero(~targets.empty)
+    if not query_rows.size or not target_rows.size:
+        return Containment(match, estimate)
+    _, first = np.unique(targets.values[target_rows], axis=0, return_index=True)
+    target_rows = target_rows[np.sort(first)]  # the first of each group of identical sketches
+    rng = np.random.default_rng(0)  # only mixes band values into bucket keys; collisions are re-checked
+    n_targets = len(targets)
+    found = []
+    for start in range(0, queries.params.num_perm - rows + 1, rows):
+        mix = _band_mix(rng, rows)
+        target_keys = _band_keys(targets.values[target_rows, start : start + rows], mix)
+        order = np.argsort(target_keys, kind="stable")
+        sorted_keys = target_keys[order]
+        query_keys = _band_keys(queries.values[query_rows, start : start + rows], mix)
+        lo = np.searchsorted(sorted_keys, query_keys, side="left")
+        counts = np.searchsorted(sorted_keys, query_keys, side="right") - lo
+        hit = np.flatnonzero(counts)
+        if not hit.size:
+            continue
+        sizes = counts[hit]
+        within = np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        candidates = target_rows[order[np.repeat(lo[hit], sizes) + within]]
+        found.append(np.repeat(query_rows[hit], sizes) * n_targets + candidates)
+    if not found:
+        return Containment(match, estimate)
+    encoded = np.unique(np.concatenate(found))  # sorted by query, then target
+    query, target = encoded // n_targets, encoded % n_targets
+    agree = np.empty(encoded.size)
+    for lo in range(0, encoded.size, 65536):  # bounded temporaries for many candidates
+        hi = lo + 65536
+        agree[lo:hi] = np.mean(queries.values[query[lo:hi]] == targets.values[target[lo:hi]], axis=1)
+    keep = agree >= threshold
+    query, target, agree = query[keep], target[keep], agree[keep]
+    best = np.lexsort((target, -agree, query))  # per query: most resembling, then first
+    query, target, agree = query[best], target[best], agree[best]
+    head = np.concatenate([[True], query[1:] != query[:-1]]) if query.size else np.empty(0, dtype=bool)
+    match[query[head]] = target[head]
+    estimate[query[head]] = agree[head]
+    return Containment(match, estimate)
 
 
 class UnionFind:

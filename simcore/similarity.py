@@ -34,7 +34,10 @@ import scipy.sparse as sp
 from simweb.core.bags import BagMatrix
 from simweb.core.strategy import Metric
 
-__all__ = ["EmbeddedSimilarity", "cosine", "exact_pairs", "jaccard", "jaccard_to_many", "shared_terms", "similarity"]
+__all__ = [
+    "EmbeddedSimilarity", "ExactRows", "cosine", "exact_pairs", "jaccard", "jaccard_to_many", "shared_terms",
+    "similarity",
+]
 
 # Triples expanded per block (≈ 50 bytes of temporaries each); 1M measured fastest (cache-sized blocks).
 _TRIPLE_BUDGET = 1_000_000
@@ -119,6 +122,104 @@ def exact_pairs(bags: BagMatrix, metric: Metric | str = Metric.JACCARD, ids: Ite
     # A bag is identical to itself: exactly 1, not 1 up to rounding (empty bags stay 0).
     result[np.diag_indices(result.shape[0])] = (np.diff(csr.indptr) > 0).astype(np.float64)
     return result if dense else sp.csr_matrix(result)
+
+
+class ExactRows:
+    """The exact similarity of bags against each other, a block of rows at a time (Section 4):
+    ``similarity[rows]`` (an index array or a slice) is the dense block of those bags against
+    every bag, computed when asked for, so the n × n matrix is never held — the evaluation's
+    sample of 50,000 URLs would need 20 GB for it.
+
+    Rows and columns follow ``ids`` (URL ids, each with a bag) or the bags' order. Each row
+    equals that row of :func:`exact_pairs` (the same inversion over terms, see the module
+    docstring, the same split into light and heavy terms, the shared terms added in the same
+    order; a row sees each pair from its own side, so the work is twice that of the upper
+    triangle exact_pairs fills and mirrors, in exchange for memory of one block).
+    """
+
+    def __init__(self, bags: BagMatrix, metric: Metric | str = Metric.JACCARD, ids: Iterable[int] | None = None) -> None:
+        self.metric = Metric(metric)
+        csr = bags.csr if ids is None else bags.csr[bags.indices(ids)]
+        csr = sp.csr_matrix(csr, dtype=np.float64)
+        csr.sum_duplicates()
+        csr.eliminate_zeros()
+        if csr.data.size and csr.data.min() < 0:
+            raise ValueError(
+                f"bag weights: expected non-negative multiplicities, found {csr.data.min():g}; "
+                "bags from simweb.core.bags are never negative — check how this matrix was built"
+            )
+        n = csr.shape[0]
+        self.shape = (n, n)
+        self._nonempty = np.diff(csr.indptr) > 0
+        if self.metric is Metric.COSINE:
+            norms = np.sqrt(np.asarray(csr.multiply(csr).sum(axis=1)).ravel())
+            scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+            csr = sp.csr_matrix(sp.diags(scale) @ csr)
+            heavy = np.diff(csr.tocsc().indptr) > max(2, _COSINE_DENSE_FRACTION * n)
+        else:
+            csr.sort_indices()
+            self._sums = np.asarray(csr.sum(axis=1)).ravel()
+            heavy = np.diff(csr.tocsc().indptr) > max(2, _HEAVY_FRACTION * n)
+        self._heavy = csr[:, np.flatnonzero(heavy)].toarray() if heavy.any() else np.zeros((n, 0))
+        self._light = csr[:, np.flatnonzero(~heavy)].tocsr() if heavy.any() else csr
+        self._light.sort_indices()
+        if self.metric is Metric.COSINE:
+            self._transposed = self._light.T.tocsc()
+        else:
+            self._postings = self._light.tocsc()
+            self._postings.sort_indices()
+            self._columns = np.ascontiguousarray(self._heavy.T)
+
+    def __getitem__(self, rows) -> np.ndarray:
+        rows = np.arange(self.shape[0])[rows] if isinstance(rows, slice) else np.asarray(rows, dtype=np.int64)
+        out = self._cosine(rows) if self.metric is Metric.COSINE else self._jaccard(rows)
+        # A bag is identical to itself: exactly 1, not 1 up to rounding (empty bags stay 0).
+        out[np.arange(rows.size), rows] = self._nonempty[rows].astype(np.float64)
+        return out
+
+    def _cosine(self, rows: np.ndarray) -> np.ndarray:
+        out = self._heavy[rows] @ self._heavy.T if self._heavy.shape[1] else np.zeros((rows.size, self.shape[1]))
+        out += (self._light[rows] @ self._transposed).toarray()
+        np.clip(out, 0.0, 1.0, out=out)
+        return out
+
+    def _jaccard(self, rows: np.ndarray) -> np.ndarray:
+        n = self.shape[1]
+        inter = np.zeros((rows.size, n))
+        light = self._light[rows]
+        col_ptr = self._postings.indptr.astype(np.int64)
+        col_rows = self._postings.indices.astype(np.int64)
+        col_vals = self._postings.data
+        local = np.repeat(np.arange(rows.size, dtype=np.int64), np.diff(light.indptr))
+        cols = light.indices.astype(np.int64)
+        count = col_ptr[cols + 1] - col_ptr[cols]
+        # Batches of entries whose postings fit the triple budget, each summed with np.bincount.
+        cum = np.cumsum(count)
+        e0 = 0
+        while e0 < cols.size:
+            base = cum[e0 - 1] if e0 else 0
+            e1 = max(e0 + 1, int(np.searchsorted(cum, base + _TRIPLE_BUDGET, side="right")))
+            c = count[e0:e1]
+            total = int(c.sum())
+            if total:
+                ends = np.cumsum(c)
+                src = np.repeat(col_ptr[cols[e0:e1]] - (ends - c), c) + np.arange(total, dtype=np.int64)
+                mins = np.minimum(np.repeat(light.data[e0:e1], c), col_vals[src])
+                cell = np.repeat(local[e0:e1] * n, c) + col_rows[src]
+                inter += np.bincount(cell, weights=mins, minlength=rows.size * n).reshape(rows.size, n)
+            e0 = e1
+        scratch = np.empty((rows.size, n))
+        for column in self._columns:
+            a = column[rows]
+            if a.any():
+                np.minimum(a[:, None], column[None, :], out=scratch)
+                inter += scratch
+        inter[np.arange(rows.size), rows] = self._sums[rows]
+        union = self._sums[rows, None] + self._sums[None, :] - inter
+        np.divide(inter, union, out=inter, where=union > 0)
+        inter[union <= 0] = 0.0
+        np.clip(inter, 0.0, 1.0, out=inter)
+        return inter
 
 
 class EmbeddedSimilarity:

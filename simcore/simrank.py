@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from simweb.core.linkgraph import (
+    Progress,
     ExtendedSimRankParams,
     LinkGraph,
     SimRankParams,
@@ -142,6 +143,7 @@ def simrank(
     candidates=None,
     params: SimRankParams = SimRankParams(),
     diagonal: np.ndarray | None = None,
+    progress: Progress | None = None,
 ) -> np.ndarray:
     """SimRank S_k (ENS Section 3.3, after Jeh & Widom): Sim(u, u) = 1 and
     Sim(u, v) = γ Σ_{a∈I(u)} Σ_{b∈I(v)} Sim(a, b) / (|I(u)||I(v)|), 0 if I(u) or I(v) is
@@ -156,7 +158,8 @@ def simrank(
     scores are unbiased estimates of S_k (clipped to [0, 1]); benchmarks/linkgraph.py measures
     their error against the exact scores. The estimate depends only on the graph and
     ``params``: a server answering many queries computes ``simrank_diagonal`` once and passes
-    it as ``diagonal``.
+    it as ``diagonal``. ``progress(done, total)`` is called after each iteration (each block of
+    query columns in the linear form).
     """
     q = node_array(graph, queries, "queries")
     c = node_array(graph, candidates, "candidates")
@@ -169,12 +172,13 @@ def simrank(
                 f"expected a diagonal of shape ({params.iterations + 1}, {graph.n_nodes}) from "
                 f"simrank_diagonal(graph, params), got {diagonal.shape}"
             )
-        return _simrank_linear(graph, q, c, params, diagonal)
-    return _simrank_dense(graph, q, c, plan, params, extended=False)
+        return _simrank_linear(graph, q, c, params, diagonal, progress)
+    return _simrank_dense(graph, q, c, plan, params, extended=False, progress=progress)
 
 
 def extended_simrank(
-    graph: LinkGraph, queries=None, candidates=None, params: ExtendedSimRankParams = ExtendedSimRankParams()
+    graph: LinkGraph, queries=None, candidates=None, params: ExtendedSimRankParams = ExtendedSimRankParams(),
+    progress: Progress | None = None,
 ) -> np.ndarray:
     """Extended SimRank (ENS Section 3.3): Sim(u, u) = 1 and
     Sim(u, v) = γ (Σ_{I(u)×I(v)} Sim + Σ_{O(u)×O(v)} Sim) / (|I(u)||I(v)| + |O(u)||O(v)|),
@@ -184,11 +188,12 @@ def extended_simrank(
     q = node_array(graph, queries, "queries")
     c = node_array(graph, candidates, "candidates")
     plan = simrank_plan(graph, q, None if candidates is None else c, params)
-    return _simrank_dense(graph, q, c, plan, params, extended=True)
+    return _simrank_dense(graph, q, c, plan, params, extended=True, progress=progress)
 
 
-def _simrank_dense(graph, q: np.ndarray, c: np.ndarray, plan: SimRankPlan, params, extended: bool) -> np.ndarray:
-    scores = _iterate_simrank(graph, plan.rows, plan.cols, params, extended)
+def _simrank_dense(graph, q: np.ndarray, c: np.ndarray, plan: SimRankPlan, params, extended: bool,
+                   progress: Progress | None = None) -> np.ndarray:
+    scores = _iterate_simrank(graph, plan.rows, plan.cols, params, extended, progress)
     row_of = {int(x): i for i, x in enumerate(plan.rows)}
     col_of = {int(x): i for i, x in enumerate(plan.cols)}
     ri = np.fromiter((row_of[int(x)] for x in q), dtype=np.int64, count=q.size)
@@ -201,7 +206,8 @@ def _linear_block(n: int, params: SimRankParams) -> int:
     return max(1, int(params.max_bytes // (8 * max(n, 1) * (params.iterations + 3))))
 
 
-def _simrank_linear(graph: LinkGraph, q: np.ndarray, c: np.ndarray, params: SimRankParams, diagonal: np.ndarray):
+def _simrank_linear(graph: LinkGraph, q: np.ndarray, c: np.ndarray, params: SimRankParams, diagonal: np.ndarray,
+                    progress: Progress | None = None):
     """S_k[q, c] = Σ_j γ^j (Wᵀ)^j D_{k−j} W^j, evaluated for blocks of query columns.
 
     ``diagonal[j]`` is D_j (``diagonal[0]`` all ones). Horner: Y_k = D_0 X_k,
@@ -215,6 +221,7 @@ def _simrank_linear(graph: LinkGraph, q: np.ndarray, c: np.ndarray, params: SimR
     walk_t = walk.T.tocsr()
     out = np.empty((q.size, c.size))
     block = _linear_block(n, params)
+    blocks = -(-q.size // block)
     for start in range(0, q.size, block):
         qb = q[start : start + block]
         xs = [np.zeros((n, qb.size))]
@@ -228,6 +235,8 @@ def _simrank_linear(graph: LinkGraph, q: np.ndarray, c: np.ndarray, params: SimR
             acc += diagonal[k - j][:, None] * xs[j]
             xs[j + 1] = None  # no longer needed
         out[start : start + qb.size] = acc[c].T
+        if progress is not None:
+            progress(start // block + 1, blocks)
     np.clip(out, 0.0, 1.0, out=out)
     out[np.equal.outer(q, c)] = 1.0
     return out
@@ -264,7 +273,8 @@ def simrank_diagonal(graph: LinkGraph, params: SimRankParams = SimRankParams()) 
     return diagonal
 
 
-def _iterate_simrank(graph: LinkGraph, rows: np.ndarray, cols: np.ndarray, params, extended: bool) -> np.ndarray:
+def _iterate_simrank(graph: LinkGraph, rows: np.ndarray, cols: np.ndarray, params, extended: bool,
+                     progress: Progress | None = None) -> np.ndarray:
     """Dense iteration of S on rows x cols with true degrees in every denominator."""
     a_rows = graph.out_links[rows][:, rows].tocsr()  # A restricted to the row set
     a_cols = graph.out_links[cols][:, cols].tocsr()
@@ -286,7 +296,7 @@ def _iterate_simrank(graph: LinkGraph, rows: np.ndarray, cols: np.ndarray, param
         inv_c = np.divide(1.0, in_c, out=np.zeros_like(in_c), where=in_c > 0)
         left_in = sp.csr_matrix(sp.diags(inv_r) @ a_rows.T)  # W^T, W column-normalised by |I|
         right_in = sp.csr_matrix(sp.diags(inv_c) @ a_cols.T)
-    for _ in range(params.iterations):
+    for iteration in range(params.iterations):
         if extended:
             new = _sandwich(left_in, scores, right_in)
             new += _sandwich(left_out, scores, right_out)
@@ -296,6 +306,8 @@ def _iterate_simrank(graph: LinkGraph, rows: np.ndarray, cols: np.ndarray, param
             new *= params.gamma
         new[r_pos, c_pos] = 1.0
         scores = new
+        if progress is not None:
+            progress(iteration + 1, params.iterations)
     return scores
 
 

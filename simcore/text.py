@@ -15,15 +15,16 @@ in its ORIGINAL_ALGORITHM mode (Porter 1980, the paper's reference [22]), memois
 from __future__ import annotations
 
 import enum
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
 from importlib import resources
 
-from nltk.stem.porter import PorterStemmer
 
 __all__ = [
     "STEMMED_STOPWORDS",
+    "surface_forms",
     "STOPWORDS",
     "WORD_RE",
     "Stemming",
@@ -127,7 +128,15 @@ STOPWORDS: frozenset[str] = _load_stoplist()
 
 # --- Porter stemming (Section 3.2) -----------------------------------------------------------------
 
-_STEMMER = PorterStemmer(mode=PorterStemmer.ORIGINAL_ALGORITHM)
+@functools.cache
+def _stemmer():
+    # nltk is imported on first use: importing it loads scipy.stats (over a second), which
+    # commands that never stem (help, queries, the start of a build) need not wait for.
+    from nltk.stem.porter import PorterStemmer
+
+    return PorterStemmer(mode=PorterStemmer.ORIGINAL_ALGORITHM)
+
+
 # A plain dict is the fastest memo; web text has a long tail of distinct words, so it is
 # emptied when it reaches this size rather than grown without bound (~100 MB at most).
 _STEM_CACHE_LIMIT = 1 << 20
@@ -143,13 +152,21 @@ def porter_stem(word: str) -> str:
         # Every Porter rule removes or rewrites an ASCII suffix: a word that does not end in
         # an ASCII letter is its own stem (Chinese, Japanese, Cyrillic words) — and stemming
         # such long runs in nltk is slow.
-        stem = word if not word[-1:].isascii() else _STEMMER.stem(word, to_lowercase=False)
+        stem = word if not word[-1:].isascii() else _stemmer().stem(word, to_lowercase=False)
         _stem_cache[word] = stem
     return stem
 
 
-#: The stemmed stoplist: the Porter stem of every stopword (Section 3.2, STEM and STOPSTEM).
-STEMMED_STOPWORDS: frozenset[str] = frozenset(map(porter_stem, STOPWORDS))
+@functools.cache
+def stemmed_stopwords() -> frozenset[str]:
+    """The stemmed stoplist: the Porter stem of every stopword (Section 3.2, STEM and STOPSTEM)."""
+    return frozenset(map(porter_stem, STOPWORDS))
+
+
+def __getattr__(name: str):
+    if name == "STEMMED_STOPWORDS":  # computed on first use, with the stemmer
+        return stemmed_stopwords()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --- terms -----------------------------------------------------------------------------------------
@@ -159,7 +176,7 @@ def term(word: str, stemming: Stemming) -> str | None:
     if stemming == Stemming.NOSTEM:
         return None if word in STOPWORDS else word
     stem = porter_stem(word)
-    if stem in STEMMED_STOPWORDS:
+    if stem in stemmed_stopwords():
         return None
     return stem if stemming == Stemming.STEM else word
 
@@ -169,9 +186,21 @@ def terms(words: Iterable[str], stemming: Stemming) -> list[str]:
     stemming = Stemming(stemming)
     if stemming is Stemming.NOSTEM:
         return [w for w in words if w not in STOPWORDS]
+    stopped = stemmed_stopwords()
     if stemming is Stemming.STEM:
-        return [s for s in map(porter_stem, words) if s not in STEMMED_STOPWORDS]
-    return [w for w in words if porter_stem(w) not in STEMMED_STOPWORDS]
+        return [s for s in map(porter_stem, words) if s not in stopped]
+    return [w for w in words if porter_stem(w) not in stopped]
+
+
+def surface_forms(words: Iterable[str]) -> dict[str, str]:
+    """For each Porter stem of ``words``, the word people would read for it: the most frequent
+    word of the page with that stem (ties: the shorter, then the first alphabetically). Bag terms
+    under STEM are stems ("queri"); shown as "queries" they read as words (Figure 14)."""
+    counts: dict[str, dict[str, int]] = {}
+    for word in words:
+        forms = counts.setdefault(porter_stem(word), {})
+        forms[word] = forms.get(word, 0) + 1
+    return {stem: min(forms, key=lambda w: (-forms[w], len(w), w)) for stem, forms in counts.items()}
 
 
 def never_stop(word: str) -> bool:
@@ -182,7 +211,7 @@ def never_stop(word: str) -> bool:
     True therefore holds a full W = 32 window under NOSTEM, STOPSTEM and STEM alike.
     (A stopword's stem is always in the stemmed stoplist, so the stem test alone decides.)
     """
-    return porter_stem(word) not in STEMMED_STOPWORDS
+    return porter_stem(word) not in stemmed_stopwords()
 
 
 _never_stop_cache: dict[str, bytes] = {}
@@ -202,8 +231,9 @@ def never_stop_flags(words: list[str]) -> bytes:
         pass
     if len(_never_stop_cache) >= _STEM_CACHE_LIMIT:
         _never_stop_cache.clear()
+    stopped = stemmed_stopwords()
     for i, flag in enumerate(flags):
         if flag is None:
             word = words[i]
-            flags[i] = _never_stop_cache[word] = _FLAG_BYTE[porter_stem(word) not in STEMMED_STOPWORDS]
+            flags[i] = _never_stop_cache[word] = _FLAG_BYTE[porter_stem(word) not in stopped]
     return b"".join(flags)

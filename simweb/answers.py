@@ -15,7 +15,9 @@ answer of ``POST /api/related`` print this one shape::
                   "score": 0.42,            what the ranking is by: the exact weighted Jaccard
                                             when re-ranked, else the estimate; a link measure's score
                   "similarity": 0.4,        the estimated bag Jaccard (null for a link measure)
-                  "exact": 0.42}]}          the exact weighted Jaccard when re-ranked, else null
+                  "exact": 0.42,            the exact weighted Jaccard when re-ranked, else null
+                  "replay": "…"}]}          with a replay prefix, for a crawled page: where a
+                                            web-archive player shows it as crawled; else null
 
 Title and category come from the index's document map (null where the page has none, or for a
 link measure answered without an index). No document ids: they number the pages of one index
@@ -56,6 +58,9 @@ class RelatedPage(BaseModel):
     similarity: float | None = Field(description="estimated bag Jaccard: the fraction of the m min-hash "
                                                  "positions shared (null for a link measure)")
     exact: float | None = Field(description="exact weighted Jaccard Σmin/Σmax, when re-ranked")
+    replay: str | None = Field(default=None, description="where a web-archive player (pywb, a Wayback Machine) "
+                                                         "shows the page as crawled, when a replay prefix was "
+                                                         "given and the page was crawled")
 
 
 class RelatedAnswer(BaseModel):
@@ -79,7 +84,7 @@ def index_answer(query: str, results: Sequence[Related], *, version: str, top: i
     """The document of an answer by the index (``Index.related``)."""
     pages = [{"rank": r.rank, "url": r.url, "title": r.title, "category": r.category,
               "score": r.exact if r.exact is not None else r.similarity, "similarity": r.similarity,
-              "exact": r.exact} for r in results]
+              "exact": r.exact, "replay": r.replay} for r in results]
     return _document(query, INDEX_MEASURE, version, top, alpha, rerank, dedup, pages)
 
 
@@ -91,7 +96,7 @@ def measure_answer(query: str, results: Sequence[Any], *, measure: str, top: int
     for r in results:
         row = _document_row(index, r.url)
         pages.append({"rank": r.rank, "url": r.url, "title": row.get("title"), "category": row.get("category"),
-                      "score": r.score, "similarity": None, "exact": None})
+                      "score": r.score, "similarity": None, "exact": None, "replay": None})
     return _document(query, measure, index.version if index is not None else None, top, None, False, False, pages)
 
 

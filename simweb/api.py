@@ -69,6 +69,7 @@ class Related:
     category: str | None
     doc_id: int
     exact: float | None = None
+    replay: str | None = None  # where a web-archive player shows the crawled page (Index.with_replay)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -97,6 +98,7 @@ class Index:
         self._v = self._open(self.path)
         self._refreshing = threading.Lock()
         self._failed: tuple[tuple[str, Any], Exception] | None = None
+        self._aliases: tuple[dict[str, Any], Any] | None = None  # (crawl identity, its AliasMap)
         self.crawl = os.fspath(crawl) if crawl is not None else os.path.join(self.path, "crawl")
         """The ingested crawl the index was built from (default ``INDEX/crawl``, where ``simweb
         build`` keeps it); ``dedup`` reads its pages' words."""
@@ -196,22 +198,50 @@ class Index:
             raise UnknownURL(url, "not an absolute http or https URL")
         doc = v.doc_of(url_id(norm))
         if doc is None:
+            target = self._alias_target(url_id(norm))
+            doc = v.doc_of(target) if target is not None else None
+        if doc is None:
+            other = _other_scheme(norm)
+            if other is not None and v.doc_of(url_id(other)) is not None:
+                raise UnknownURL(url, f"not in this index, but {other} is: the crawl has the page under "
+                                      f"{other.split(':', 1)[0]}; ask for {other}")
             raise UnknownURL(url, f"not among the {v.n_docs} pages of this index; check the address or rebuild the index with a crawl that links to it")
         return doc
+
+    def _alias_target(self, alias_id: int) -> int | None:
+        """The id of the document an alias URL names in the index's crawl (a redirect, a canonical
+        link, a slash or index variant: simweb.core.aliases), None when it names none or there is
+        no crawl. The crawl's aliases are read once per content of its parts."""
+        from simweb.tasks.crawl import crawl_identity, crawl_parts, duplicate_copies
+
+        if not os.path.isdir(os.path.join(self.crawl, "pages")):
+            return None
+        try:
+            identity = crawl_identity(self.crawl)
+            cached = self._aliases
+            if cached is None or cached[0] != identity:
+                found = crawl_parts(self.crawl)
+                cached = self._aliases = (identity, duplicate_copies(found.pages, found.aliases).aliases)
+        except (OSError, ValueError):
+            return None
+        at = cached[1].positions(np.array([alias_id], np.uint64))[0]
+        return int(cached[1].targets[at]) if at >= 0 else None
 
     def doc_id(self, url: str) -> int:
         """The document id of ``url`` (raises :class:`UnknownURL`)."""
         return self._doc(self._v, url)
 
     def document(self, url: str) -> dict[str, Any]:
-        """The document map row of ``url``: url, title, in-degree, category, number of terms, indexed."""
+        """The document map row of ``url``: url, title, in-degree, category, number of terms, indexed.
+        A URL that is an alias in the index's crawl (``…/dir`` of a crawled ``…/dir/``, a redirect)
+        names its document, here and in every query."""
         v = self._v
         return v.doc_rows([self._doc(v, url)])[0]
 
     # ----------------------------------------------------------------- queries
 
     def related(self, url: str, top: int = DEFAULT_TOP, alpha: float = DEFAULT_ALPHA,
-                rerank: bool = True, dedup: bool = False) -> list[Related]:
+                rerank: bool = True, dedup: bool = False, replay_prefix: str | None = None) -> list[Related]:
         """The pages related to ``url``, best first, at most ``top``.
 
         With ``rerank`` (the default): the candidates are the documents estimated ≥ α − 2σ
@@ -219,11 +249,13 @@ class Index:
         those ≥ α are returned by exact similarity. Without: PROCESSQUERY (Figure 11), the
         documents with estimated similarity ≥ α. With ``dedup``: the best max(3·top, top + 10)
         answers are filtered for near-duplicates (see :meth:`without_duplicates`), then cut to ``top``.
+        With ``replay_prefix`` each result that was crawled gets its replay address (:meth:`with_replay`).
         """
-        return self.related_many([url], top, alpha, rerank, dedup)[url]
+        return self.related_many([url], top, alpha, rerank, dedup, replay_prefix)[url]
 
     def related_many(self, urls: list[str], top: int = DEFAULT_TOP, alpha: float = DEFAULT_ALPHA,
-                     rerank: bool = True, dedup: bool = False) -> dict[str, list[Related]]:
+                     rerank: bool = True, dedup: bool = False,
+                     replay_prefix: str | None = None) -> dict[str, list[Related]]:
         """:meth:`related` for many URLs in one batch (shared bucket look-ups); keyed by URL."""
         _check(top, alpha)
         wanted = top
@@ -241,7 +273,35 @@ class Index:
             out[url] = self._exact(v, match, alpha, top) if rerank else self._rows(v, match)
             if dedup:
                 out[url] = self.without_duplicates(url, out[url])[:wanted]
+            if replay_prefix:
+                out[url] = self.with_replay(out[url], replay_prefix)
         return out
+
+    def with_replay(self, results: list[Related], prefix: str) -> list[Related]:
+        """``results`` with the address at which a web-archive player at ``prefix`` (pywb, a Wayback
+        Machine: ``prefix`` + 14-digit timestamp + ``/`` + URL, or a template with ``{timestamp}``
+        and ``{url}``; simweb.core.replay.replay_url) shows each page as the crawl captured it: the
+        capture the index's crawl keeps for its URL. A page that was only linked to has none."""
+        from simweb.core.replay import replay_url
+
+        if not results:
+            return results
+        stamps = self.captures([r.url for r in results])
+        return [replace(r, replay=replay_url(prefix, stamps.get(r.url), r.url)) for r in results]
+
+    def captures(self, urls: list[str]) -> dict[str, str]:
+        """The capture timestamp (14 digits, UTC) of each of ``urls`` (documents' URLs) that the
+        index's crawl holds as a page, read from the crawl (:attr:`crawl`)."""
+        from simweb.core.urls import url_id
+        from simweb.tasks.crawl import pages_of
+
+        if not os.path.isdir(os.path.join(self.crawl, "pages")):
+            raise FileNotFoundError(
+                f"replay links need the pages of the crawl the index was built from, expected at {self.crawl}/pages; "
+                "open the index with crawl=DIR (CLI: --crawl DIR)"
+            )
+        pages = pages_of(self.crawl, [url_id(u) for u in urls], ["url", "timestamp"])
+        return {u: t for u, t in zip(pages.column("url").to_pylist(), pages.column("timestamp").to_pylist()) if t}
 
     def without_duplicates(self, url: str, results: list[Related]) -> list[Related]:
         """``results`` without the pages that nearly duplicate ``url`` or a page listed before
@@ -304,9 +364,78 @@ class Index:
         """The ``k`` heaviest terms of the page's bag (Figure 14), heaviest first, ties by term."""
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k: expected a number of terms ≥ 1, got {k!r}")
+        return sorted(self.bag(url).items(), key=lambda tw: (-tw[1], tw[0]))[:k]
+
+    def readable_terms(self, url: str, k: int = 10) -> list[tuple[str, str, float]]:
+        """:meth:`top_terms` with each term's readable form: (term, word, weight), the word being the
+        page's most frequent word with that stem (the term itself for unstemmed terms, link ids,
+        or when the index's crawl, :attr:`crawl`, is not at hand)."""
+        top = self.top_terms(url, k)
+        words = self._page_words(url)
+        if not words:
+            return [(t, t, w) for t, w in top]
+        from simweb.core.text import surface_forms
+
+        forms = surface_forms(words)
+        return [(t, forms.get(t, t), w) for t, w in top]
+
+    def _page_words(self, url: str) -> list[str]:
+        if not os.path.isdir(os.path.join(self.crawl, "pages")):
+            return []
+        from simweb.core.urls import normalize_url, url_id
+        from simweb.tasks.crawl import page_words
+
+        normal = normalize_url(url.strip())
+        try:
+            return page_words(self.crawl, url_id(normal)) if normal else []
+        except (OSError, ValueError):  # a crawl folder changing under us: show the terms as they are
+            return []
+
+    def find(self, text: str, limit: int = 20) -> list[dict[str, Any]]:
+        """Pages whose title or URL holds every word of ``text`` (case-insensitive): url, title,
+        category, indexed, at most ``limit``; those matched by their title first, then shorter URLs."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        words = [w for w in text.casefold().split() if w]
+        if not words or limit < 1:
+            return []
         v = self._v
-        bag = v.bag(self._doc(v, url))
-        return sorted(bag.items(), key=lambda tw: (-tw[1], tw[0]))[:k]
+        haystack = v._cache.get("find_text")
+        if haystack is None:
+            docs = v.docs
+            titles = pc.utf8_lower(pc.fill_null(docs.column("title"), ""))
+            urls = pc.utf8_lower(docs.column("url"))
+            haystack = v._cache["find_text"] = (titles, urls)
+        titles, urls = haystack
+        in_title = in_any = None
+        for word in words:
+            t = pc.match_substring(titles, word)
+            either = pc.or_(t, pc.match_substring(urls, word))
+            in_title = t if in_title is None else pc.and_(in_title, t)
+            in_any = either if in_any is None else pc.and_(in_any, either)
+        hits = np.flatnonzero(np.asarray(in_any.to_numpy(zero_copy_only=False), dtype=bool))
+        if hits.size == 0:
+            return []
+        by_title = np.asarray(in_title.to_numpy(zero_copy_only=False), dtype=bool)[hits]
+        lengths = np.asarray(pc.utf8_length(urls.take(pa.array(hits))).to_numpy(zero_copy_only=False))
+        order = hits[np.lexsort((hits, lengths, ~by_title))][:limit]
+        rows = v.doc_rows(order)
+        return [{"url": r["url"], "title": r.get("title"), "category": r.get("category"),
+                 "indexed": bool(r.get("indexed"))} for r in rows]
+
+    def bag(self, url: str) -> dict[str, float]:
+        """The page's weighted bag as the index stores it: term → weight (Section 6.1)."""
+        v = self._v
+        return v.bag(self._doc(v, url))
+
+
+def _other_scheme(url: str) -> str | None:
+    """``url`` with http and https swapped (the form a user may have meant), or None."""
+    for a, b in (("http://", "https://"), ("https://", "http://")):
+        if url.startswith(a):
+            return b + url[len(a):]
+    return None
 
 
 def _stamp(path: str) -> tuple[int, int, int] | None:

@@ -18,10 +18,12 @@ COMMAND_MODULES = (
     "simweb.commands.bags",
     "simweb.commands.orchestrate",
     "simweb.commands.related",
+    "simweb.commands.cdxj",
     "simweb.commands.serve",
     "simweb.commands.corpus",
     "simweb.commands.evaluate",
     "simweb.commands.dedup",
+    "simweb.commands.overlap",
     "simweb.commands.verify",
 )
 
@@ -55,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: Commands that may run a Prefect flow, and with it Prefect's temporary API server.
 FLOW_COMMANDS = frozenset({"build", "ingest", "evaluate", "demo", "corpus"})
+#: Those that tie it themselves when they run a flow through Prefect (simweb.commands.runmode.run_flow),
+#: and import none of Prefect's server when they run it in this process.
+RUN_FLOW_COMMANDS = frozenset({"build", "ingest", "evaluate", "demo"})
 
 
 def tie_temporary_server_to_this_process() -> None:
@@ -90,10 +95,13 @@ def tie_temporary_server_to_this_process() -> None:
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
+    # Prefect reads its settings when first imported: the temporary server can take a while to
+    # start on a busy machine (its default patience is 20 s).
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     # Progress comes from the flows' logs; Dask's own start-up chatter stays out of the way.
     os.environ.setdefault("DASK_DISTRIBUTED__LOGGING__DISTRIBUTED", "warning")
     args = build_parser().parse_args(argv)
-    if args.command in FLOW_COMMANDS:
+    if args.command in FLOW_COMMANDS - RUN_FLOW_COMMANDS and not getattr(args, "no_prefect", False):
         tie_temporary_server_to_this_process()
     try:
         return int(args.func(args) or 0)

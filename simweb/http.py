@@ -4,6 +4,9 @@
     GET  /api/related?url=…      the answer, schema simweb.related/1 (simweb/answers.py): {"schema", "query",
                                  "measure", "version", …, "results": [{rank, url, title, category, score, …}]}
     GET  /api/related?url=…&measure=cocitation   the same by a link measure of the crawl (INDEX/crawl)
+    GET  /api/related?url=…&replay_prefix=…      with each crawled result's replay address (pywb or a
+                                 Wayback Machine: prefix + 14-digit timestamp + "/" + URL); the page
+                                 takes it too, and `simweb serve --replay-prefix` sets it for every request
     POST /api/related            {"urls": [...], "top": 10, "alpha": 0.15, "rerank": true, "dedup": false}:
                                  a batch, {"answers": [one simweb.related/1 document per URL]}
     GET  /api/terms?url=…&k=10   the heaviest terms of the page's bag
@@ -65,6 +68,7 @@ class BatchRequest(BaseModel):
     alpha: float = Field(DEFAULT_ALPHA, ge=0.0, le=1.0)
     rerank: bool = True
     dedup: bool = False
+    replay_prefix: str | None = Field(None, max_length=2000)
 
 
 class Term(BaseModel):
@@ -235,8 +239,10 @@ def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
     return errors
 
 
-def create_app(index: Index | str) -> FastAPI:
-    """The FastAPI application serving ``index`` (an open Index or an index folder)."""
+def create_app(index: Index | str, replay_prefix: str | None = None) -> FastAPI:
+    """The FastAPI application serving ``index`` (an open Index or an index folder); with
+    ``replay_prefix`` every answer gives each crawled result's replay address unless the
+    request names another prefix (simweb.api.Index.with_replay)."""
     idx = index if isinstance(index, Index) else open_index(index)
     # The documentation pages take Swagger UI and ReDoc from the fastapi-offline package, served
     # here, so that they work without a network; nor does Swagger UI send the spec to a validator.
@@ -249,6 +255,7 @@ def create_app(index: Index | str) -> FastAPI:
         swagger_ui_parameters={"validatorUrl": None},
     )
     app.state.index = idx
+    replay_prefix_default = replay_prefix or None
     app.add_middleware(_RequestLimits)
     current = _Live(idx)
     link_graph = _LinkGraph(idx.crawl)
@@ -266,13 +273,14 @@ def create_app(index: Index | str) -> FastAPI:
         dedup: bool = Query(False, description="leave out near-duplicates of the query page and of earlier results"),
         measure: Literal[RELATED_MEASURES] | None = Query(  # type: ignore[valid-type]
             None, description="answer by this link measure of the crawl instead of the index (ENS paper Table 1)"),
+        replay_prefix: str | None = Query(None, max_length=2000, description=_REPLAY_HELP),
     ) -> dict[str, Any]:
         index_now = current()
         try:
             if measure is not None:
                 return _by_link_measure(index_now, url, measure, top, rerank is not None, dedup)
             rerank = rerank is not False
-            found = index_now.related(url, top, alpha, rerank, dedup)
+            found = index_now.related(url, top, alpha, rerank, dedup, replay_prefix or replay_prefix_default)
         except UnknownURL as e:
             raise unknown(e) from None
         except FileNotFoundError as e:
@@ -299,7 +307,8 @@ def create_app(index: Index | str) -> FastAPI:
     def related_batch(req: BatchRequest = Body(...)) -> dict[str, Any]:
         index_now = current()
         try:
-            found = index_now.related_many(req.urls, req.top, req.alpha, req.rerank, req.dedup)
+            found = index_now.related_many(req.urls, req.top, req.alpha, req.rerank, req.dedup,
+                                           req.replay_prefix or replay_prefix_default)
         except UnknownURL as e:
             raise unknown(e) from None
         except FileNotFoundError as e:
@@ -324,26 +333,29 @@ def create_app(index: Index | str) -> FastAPI:
 
     @app.get("/", response_class=HTMLResponse, summary="The related-pages page")
     def page(
-        url: str | None = Query(None, description="the page's URL"),
+        url: str | None = Query(None, description="the page's URL, or words of its title or URL to find it by"),
         top: int = Query(DEFAULT_TOP, ge=1, le=MAX_TOP),
         alpha: float = Query(DEFAULT_ALPHA, ge=0.0, le=1.0),
         estimate: bool = Query(False, description="the min-hash estimate alone, without the exact re-rank"),
         dedup: bool = Query(False),
+        replay_prefix: str | None = Query(None, max_length=2000, description=_REPLAY_HELP),
     ) -> HTMLResponse:
         rerank = not estimate
         index_now = current()
         body, status = "", 200
-        if url:
+        if url and not _is_address(url):
+            body = _found_html(url, index_now.find(url, FOUND_LIMIT), top, alpha, rerank, dedup, replay_prefix)
+        elif url:
             try:
-                results = index_now.related(url, top, alpha, rerank, dedup)
-                terms_found = index_now.top_terms(url, 10)
+                results = index_now.related(url, top, alpha, rerank, dedup, replay_prefix or replay_prefix_default)
+                terms_found = index_now.readable_terms(url, 10)
                 doc = index_now.document(url)
-                body = _results_html(url, doc, results, terms_found, top, alpha, rerank, dedup)
+                body = _results_html(url, doc, results, terms_found, top, alpha, rerank, dedup, replay_prefix)
             except UnknownURL as e:
                 body, status = f'<p class="error" id="error">{html.escape(str(e))}</p>', 404
             except FileNotFoundError as e:
                 body, status = f'<p class="error" id="error">{html.escape(str(e))}</p>', 409
-        return HTMLResponse(_page_html(url or "", top, alpha, rerank, body, index_now.info(), dedup),
+        return HTMLResponse(_page_html(url or "", top, alpha, rerank, body, index_now.info(), dedup, replay_prefix),
                             status_code=status)
 
     @app.exception_handler(ValueError)
@@ -366,13 +378,51 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}.error{color:#a00}.met
 """
 
 
-def _link(url: str, top: int, alpha: float, rerank: bool, dedup: bool = False) -> str:
+#: Pages listed when the page is looked for by words.
+FOUND_LIMIT = 20
+
+
+def _is_address(text: str) -> bool:
+    """Whether the search box holds a page's address (then: its related pages) rather than words."""
+    return text.strip().lower().startswith(("http://", "https://"))
+
+
+def _found_html(text: str, found: list[dict[str, Any]], top: int, alpha: float, rerank: bool, dedup: bool,
+                replay_prefix: str | None = None) -> str:
+    if not found:
+        return (f'<p id="found">No page of this index has all of “{html.escape(text)}” in its title or URL. '
+                "Type other words, or a page's full address (http://…).</p>")
+    items = "".join(
+        f'<li class="found"><a href="{html.escape(_link(f["url"], top, alpha, rerank, dedup, replay_prefix))}">'
+        f'{html.escape(f["title"] or f["url"])}</a><br><span class="meta">{html.escape(f["url"])}'
+        f'{" — " + html.escape(f["category"]) if f.get("category") else ""}</span></li>' for f in found)
+    more = f" (the first {FOUND_LIMIT})" if len(found) >= FOUND_LIMIT else ""
+    return (f'<h2>Pages matching “{html.escape(text)}”{more}</h2><p class="meta">Pick one to see its related '
+            f'pages.</p><ol id="found">{items}</ol>')
+
+
+_REPLAY_HELP = ("a web-archive player's address (pywb: http://host:8080/COLLECTION/, or a Wayback Machine's): "
+                "each crawled result gets prefix + 14-digit timestamp + / + URL")
+
+
+def _replay_html(replay: str | None) -> str:
+    """The replay link of a result, when it has one."""
+    if not replay:
+        return ""
+    return f' <a class="replay" href="{html.escape(replay)}" rel="noopener">replay</a>'
+
+
+def _link(url: str, top: int, alpha: float, rerank: bool, dedup: bool = False, replay_prefix: str | None = None) -> str:
     return (f"/?url={quote(url, safe='')}&top={top}&alpha={alpha}" + ("" if rerank else "&estimate=true")
-            + ("&dedup=true" if dedup else ""))
+            + ("&dedup=true" if dedup else "")
+            + (f"&replay_prefix={quote(replay_prefix, safe='')}" if replay_prefix else ""))
 
 
 def _page_html(url: str, top: int, alpha: float, rerank: bool, body: str, info: dict[str, Any],
-               dedup: bool = False) -> str:
+               dedup: bool = False, replay_prefix: str | None = None) -> str:
+    # A replay prefix given in the address is kept by the form (the server's own needs none).
+    kept = (f'<input type="hidden" name="replay_prefix" value="{html.escape(replay_prefix)}">'
+            if replay_prefix else "")
     checked = "" if rerank else " checked"
     dedup_checked = " checked" if dedup else ""
     return f"""<!doctype html>
@@ -380,28 +430,39 @@ def _page_html(url: str, top: int, alpha: float, rerank: bool, body: str, info: 
 <meta name="viewport" content="width=device-width,initial-scale=1"><style>{_STYLE}</style></head>
 <body><h1>Related pages</h1>
 <form method="get" action="/">
-<input name="url" type="url" placeholder="http://www.example.com/" value="{html.escape(url)}" aria-label="URL" required>
+<input name="url" type="search" placeholder="a page's address, or words of its title or URL" value="{html.escape(url)}"
+ aria-label="a page's address, or words of its title or URL" required style="min-width:24rem">
 <label>top <input name="top" type="number" min="1" max="{MAX_TOP}" value="{top}" style="width:4rem"></label>
 <label>α <input name="alpha" type="number" min="0" max="1" step="0.01" value="{alpha}" style="width:4.5rem"></label>
 <label><input name="estimate" type="checkbox" value="true"{checked}> estimate only (no exact re-rank)</label>
 <label><input name="dedup" type="checkbox" value="true"{dedup_checked}> hide near-duplicates</label>
-<button type="submit">Find</button></form>
+{kept}<button type="submit">Find</button></form>
 {body}
-<p class="meta">{info['documents']} pages, {info['indexed_documents']} indexed, m = {info['minhash']['m']}
-({info['minhash']['algorithm']}). JSON API: <a href="/docs">/docs</a>.</p>
+<p class="meta" id="about">{info['documents']:,} pages, {info['indexed_documents']:,} indexed:
+every page of the crawl and every page it links to has a bag and can be asked about; the
+{info['indexed_documents']:,} {_indexed_rule(info.get('min_in_degree'))} can be returned as related pages
+(paper Section 7.1). Signatures: m = {info['minhash']['m']} ({info['minhash']['algorithm']}).
+JSON API: <a href="/docs">/docs</a>.</p>
 </body></html>"""
 
 
-def _results_html(url: str, doc: dict[str, Any], results: list[Related], terms: list[tuple[str, float]],
-                  top: int, alpha: float, rerank: bool, dedup: bool = False) -> str:
+def _indexed_rule(min_in_degree: int | None) -> str:
+    if min_in_degree is None:
+        return "with a non-empty bag"
+    return f"linked to by more than {min_in_degree} page{'s' if min_in_degree != 1 else ''}"
+
+
+def _results_html(url: str, doc: dict[str, Any], results: list[Related], terms: list[tuple[str, str, float]],
+                  top: int, alpha: float, rerank: bool, dedup: bool = False, replay_prefix: str | None = None) -> str:
     title = html.escape(doc.get("title") or "")
     rows = []
     for r in results:
         exact = f'<td class="num">{r.exact:.3f}</td>' if rerank else ""
         rows.append(
             f'<tr class="result"><td class="num">{r.rank}</td><td class="num">{r.similarity:.3f}</td>{exact}'
-            f'<td><a href="{html.escape(_link(r.url, top, alpha, rerank, dedup))}">{html.escape(r.title or r.url)}</a>'
-            f'<br><span class="meta">{html.escape(r.url)}</span></td><td>{html.escape(r.category or "")}</td></tr>'
+            f'<td><a href="{html.escape(_link(r.url, top, alpha, rerank, dedup, replay_prefix))}">{html.escape(r.title or r.url)}</a>'
+            f'<br><span class="meta">{html.escape(r.url)}</span>{_replay_html(r.replay)}</td>'
+            f'<td>{html.escape(r.category or "")}</td></tr>'
         )
     exact_head = "<th>exact</th>" if rerank else ""
     table = (
@@ -409,7 +470,9 @@ def _results_html(url: str, doc: dict[str, Any], results: list[Related], terms: 
         f"<tbody>{''.join(rows)}</tbody></table>"
         if rows else f'<p id="related">No page is {alpha}-similar to this one in the index.</p>'
     )
-    term_items = "".join(f"<li>{html.escape(t)} <span class=\"meta\">{w:.4f}</span></li>" for t, w in terms)
+    term_items = "".join(
+        f"<li>{html.escape(word)} <span class=\"meta\">{w:.4f}"
+        + (f" (term {html.escape(t)})" if word != t else "") + "</span></li>" for t, word, w in terms)
     return (
         f'<h2 id="query">{title or html.escape(url)}</h2><p class="meta">{html.escape(doc["url"])}</p>'
         f"<h3>Related pages</h3>{table}"

@@ -18,10 +18,15 @@ sources in their shares. Built from cached pieces:
         the order of sources and parts does not matter). Nothing is normalised again: a page
         without a source has no part for it, and its bag's mass is the sum of the shares of
         the sources it has. The partitions run one after another in the stage's task (the
-        sources' stages did the heavy work in parallel); each holds one range of every source.
+        sources' stages did the heavy work in parallel); each holds one range of every source,
+        read by the row groups whose URL id statistics fall in it.
 
 The combined output is the strategy's ``bags`` stage, so the signatures stage, ``read_bags`` and
 ``simweb bags`` read it like any other; its manifest's stats name each source's output and weighting.
+
+The evaluation's bags of a sample (:func:`shared_sample_bags`) are made the same way from each
+source's sample bags (simweb.tasks.bags.sample_bags), df and weighting of each source over the
+whole collection.
 """
 from __future__ import annotations
 
@@ -34,24 +39,31 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from simweb.core.bags import merge_entries
+import scipy.sparse as sp
+
+from simweb.core.bags import BagMatrix, merge_entries
 from simweb.core.strategy import Strategy
 from simweb.tasks import schemas
-from simweb.tasks.bags import BAGS_FORMAT, DF, DF_FILE, STAGE_BAGS, build_bags_stage
+from simweb.tasks.bags import (
+    BAGS_FORMAT,
+    DF,
+    DF_FILE,
+    PART_MB,
+    STAGE_BAGS,
+    DfSnapshot,
+    LeftOut,
+    build_bags_stage,
+    sample_bags,
+    url_ranges,
+)
 from simweb.tasks.crawl import flat_lists
 from simweb.tasks.stagecache import StageOutput, run_stage
 from simweb.tasks.storage import filesystem, join, parts, write_parquet_atomic
 
-__all__ = ["SOURCES_FOLDER", "build_shared_bags_stage", "combine_range", "url_id_ranges"]
+__all__ = ["SOURCES_FOLDER", "build_shared_bags_stage", "combine_range", "combine_sample_bags", "shared_sample_bags"]
 
 #: Where the bags stage of each source alone is kept, under the stages folder.
 SOURCES_FOLDER = "bag-sources"
-
-
-def url_id_ranges(partitions: int) -> list[tuple[int, int]]:
-    """``partitions`` ranges of URL ids, [low, high] inclusive, covering 0 … 2^64 − 1 in order."""
-    cuts = [(i << 64) // partitions for i in range(partitions + 1)]
-    return [(cuts[i], cuts[i + 1] - 1) for i in range(partitions)]
 
 
 def combine_range(sources: Sequence[tuple[float, Sequence[str]]], low: int, high: int, out: str) -> tuple[int, pa.Table]:
@@ -101,18 +113,23 @@ def combine_range(sources: Sequence[tuple[float, Sequence[str]]], low: int, high
 
 
 def build_shared_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: int | None = None, *,
-                            scheduler: Any = None, verify: bool = False) -> StageOutput:
+                            scheduler: Any = None, verify: bool = False, part_mb: int = PART_MB,
+                            df_snapshot: DfSnapshot | None = None) -> StageOutput:
     """The bags of a strategy with source shares (see the module docstring), reused when unchanged.
 
-    ``partitions``, ``scheduler`` and ``verify`` mean what they mean for
-    :func:`simweb.tasks.bags.build_bags_stage`, which builds each source's bags.
+    ``partitions``, ``scheduler``, ``verify`` and ``part_mb`` mean what they mean for
+    :func:`simweb.tasks.bags.build_bags_stage`, which builds each source's bags. A frozen df
+    (``df_snapshot``) is refused: each source has a df of its own.
     """
     if strategy.shares is None:
         raise ValueError(f"{strategy.label}: expected a strategy with source shares; build it with build_bags_stage")
+    if df_snapshot is not None:
+        raise ValueError(f"{strategy.label}: a strategy with source shares has one df per source; "
+                         "it is weighted in full, not with a frozen df snapshot")
     share_of = strategy.share_of()
     # 1. Each source alone: its own fragments, merge, df and weighting (Sections 5.2, 6.1).
     sources = {source.value: build_bags_stage(crawl_dir, strategy.source_strategy(source), join(out_dir, SOURCES_FOLDER),
-                                              partitions, scheduler=scheduler, verify=verify)
+                                              partitions, scheduler=scheduler, verify=verify, part_mb=part_mb)
                for source in strategy.sources}
 
     # 2. Σ share_k · B_k, one range of URL ids at a time.
@@ -121,7 +138,7 @@ def build_shared_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, pa
         inputs = [(share_of[source], parts(sources[source.value].path)) for source in strategy.sources]
         p = partitions or max(1, max(len(files) for _, files in inputs))
         written, counts = [], []
-        for i, (low, high) in enumerate(url_id_ranges(p)):
+        for i, (low, high) in enumerate(url_ranges(p)):
             rows, df_part = combine_range(inputs, low, high, join(tmp, f"part-{i:05d}.parquet"))
             written.append(rows)
             counts.append(df_part)
@@ -148,3 +165,53 @@ def build_shared_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, pa
 
     return run_stage(out_dir, STAGE_BAGS, sources, {"format": BAGS_FORMAT, "shares": strategy.bag_params()},
                      combine, verify=verify)
+
+
+def shared_sample_bags(crawl_dir: str, strategy: Strategy, out_dir: str, url_ids: np.ndarray, *,
+                       scheduler: Any = None, part_mb: int = PART_MB, left_out: LeftOut | None = None) -> BagMatrix:
+    """The evaluation's bags of ``url_ids`` under a strategy with source shares: each source's
+    sample bags (simweb.tasks.bags.sample_bags, with the same arguments), added in their shares
+    (:func:`combine_sample_bags`)."""
+    if strategy.shares is None:
+        raise ValueError(f"{strategy.label}: expected a strategy with source shares; use sample_bags")
+    return combine_sample_bags([
+        (share, sample_bags(crawl_dir, strategy.source_strategy(source), out_dir, url_ids, scheduler=scheduler,
+                            part_mb=part_mb, left_out=left_out))
+        for source, share in strategy.share_of().items()
+    ])
+
+
+def combine_sample_bags(parts: Sequence[tuple[float, BagMatrix]]) -> BagMatrix:
+    """Σ share_k · B_k over bags of (some of) the same URLs with vocabularies of their own: the
+    rows of every URL that has a bag in some part, the union of the parts' terms.
+
+    As simweb.core.bags.weigh_shared for a whole corpus, but over the rows given: its ``df``
+    counts the combined rows holding each term, its ``collection_size`` is the largest of the
+    parts' (a bound from below: the collection's URLs with a bag of any source are not read),
+    its ``weighting`` is None (each source has its own).
+    """
+    if not parts:
+        raise ValueError("source shares: expected the bags of at least one source, got none")
+    ids = np.unique(np.concatenate([bags.url_ids for _, bags in parts]).astype(np.uint64))
+    columns: dict[str, int] = {}
+    urls: list[str] = [""] * ids.size
+    rows, cols, vals = [], [], []
+    for share, bags in parts:
+        at = np.searchsorted(ids, bags.url_ids)
+        col_of = np.array([columns.setdefault(term, len(columns)) for term in bags.vocabulary], dtype=np.int64)
+        coo = bags.csr.tocoo()
+        rows.append(at[coo.row])
+        cols.append(col_of[coo.col] if col_of.size else np.zeros(0, np.int64))
+        vals.append(share * coo.data.astype(np.float64))
+        for i, url in zip(at.tolist(), bags.urls):
+            urls[i] = url
+    csr = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                        shape=(ids.size, len(columns)))
+    csr.sum_duplicates()
+    csr.eliminate_zeros()
+    csr.sort_indices()
+    keep = np.flatnonzero(np.diff(csr.indptr) > 0)
+    csr = csr[keep]
+    df = np.bincount(csr.indices, minlength=csr.shape[1]).astype(np.int64)
+    return BagMatrix(ids[keep], tuple(urls[i] for i in keep.tolist()), tuple(columns), csr, df,
+                     max(bags.collection_size for _, bags in parts), None)

@@ -5,6 +5,7 @@ read from (simweb.tasks.ingest)::
 
     DIR/pages/part-<h16>.parquet   PAGES, one row per HTML page     (simweb.tasks.schemas)
     DIR/links/part-<h16>.parquet   LINKS, one row per anchor
+    DIR/aliases/part-<h16>.parquet ALIASES, the evidence that a URL names another URL's document
     DIR/stats/part-<h16>.json      the file's ingest counts
     DIR/CRAWL.json                 optional: {"format": 1, "parts": ["part-<h16>", ...]}
 
@@ -18,13 +19,24 @@ files the copy with the smallest ``(source_file, record_offset)`` is kept; the o
 and the links read from them (a links part shares its pages part's name) are dropped and counted,
 so a page crawled twice gives one content fragment, its anchors once, and its out-links once.
 Every reader here applies that rule, so the bags stage, the evaluation, the link graph, the
-signatures' titles and in-degrees and the near-duplicate report agree on what a crawl contains.
+signatures' titles and in-degrees, the near-duplicate report and the overlap estimate agree on
+what a crawl contains.
+
+**Aliases** (simweb.core.aliases, whose docstring holds the rules). The ingest writes the
+evidence that a URL names another URL's document (``DIR/aliases/part-<h16>.parquet``: redirect
+records, same-origin canonical links, slash and index variant names); the reader resolves it
+over the whole crawl, ranked by (source_file, record_offset), into one :class:`AliasMap`. Every
+link whose target is an alias is counted for the alias's final target (its ``target_id`` and
+``target_url`` replaced); a crawled page whose URL is an alias of another crawled page is
+merged into it — dropped with its out-links, as a duplicate copy is. A crawled page whose URL is
+an alias of a URL that was not crawled as a page keeps its own document, and so do the aliases
+that lead to it. A crawl without aliases parts reads as before.
 
 What it gives: the parts (:func:`crawl_parts`), one part read with its schema checked
-(:func:`read_part`, :func:`read_pages`, :func:`read_links`), the in-memory
+(:func:`read_part`, :func:`read_pages`, :func:`read_links`; slice by slice in
+:mod:`simweb.tasks.part_slices`: memory bounded by a slice, not by the part), the in-memory
 :class:`simweb.core.bags.Corpus` (:func:`load_corpus`), the URLs linked to (:func:`link_targets`),
-the link graph with its nodes' URLs (:func:`load_link_graph`), the TF-IDF vectors of a sample's
-contents (:func:`content_tfidf`), each URL's page once (:func:`unique_pages`), titles and
+the link graph with its nodes' URLs (:func:`load_link_graph`), each URL's page once (:func:`unique_pages`), titles and
 in-degrees (:func:`page_titles`, :func:`in_degrees`) and the cache identity of the crawl
 (:func:`crawl_identity`). ``exclude`` arguments name pages to leave out with their out-links
 (the evaluation leaves out a directory's own pages, paper Section 5, footnote 8).
@@ -34,21 +46,19 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-import scipy.sparse as sp
 
+from simweb.core.aliases import KINDS, AliasMap, build_alias_map
 from simweb.core.bags import Corpus, LinkColumns, PageColumns, WordLists
 from simweb.core.linkgraph import LinkGraph
-from simweb.core.retrieval_metrics import tfidf_vectors
 from simweb.tasks import schemas
-from simweb.tasks.contexts import CONTEXT_COLUMNS, pages_part_of, with_context_words
+from simweb.tasks.contexts import source_rows
 from simweb.tasks.stagecache import file_identities, read_manifest
 from simweb.tasks.storage import filesystem, join, parts, write_bytes_atomic
 
@@ -56,12 +66,14 @@ __all__ = [
     "LINK_COLUMNS",
     "PAGE_COLUMNS",
     "SELECTION_FILE",
+    "AliasMap",
     "CrawlGraph",
     "CrawlParts",
     "DamagedPart",
     "DuplicateCopies",
     "add_to_selection",
-    "content_tfidf",
+    "alias_report",
+    "crawl_aliases",
     "corpus_from_tables",
     "count_page_rows",
     "crawl_identity",
@@ -80,6 +92,7 @@ __all__ = [
     "read_pages",
     "read_part",
     "read_selection",
+    "redirect_links",
     "unique_pages",
     "write_selection",
 ]
@@ -147,16 +160,18 @@ def read_selection(crawl_dir: str) -> tuple[str, ...] | None:
 
 @dataclass(frozen=True, slots=True)
 class CrawlParts:
-    """The Parquet parts of a crawl's PAGES and LINKS data sets, sorted by name."""
+    """The Parquet parts of a crawl's PAGES, LINKS and ALIASES data sets, sorted by name
+    (``aliases`` may be empty: a crawl ingested before they were written has none)."""
 
     crawl_dir: str
     pages: tuple[str, ...]
     links: tuple[str, ...]
     selected: bool  # named by CRAWL.json rather than found in the folders
+    aliases: tuple[str, ...] = ()
 
     @property
     def files(self) -> tuple[str, ...]:
-        return self.pages + self.links
+        return self.pages + self.links + self.aliases
 
 
 def crawl_parts(crawl_dir: str) -> CrawlParts:
@@ -165,9 +180,11 @@ def crawl_parts(crawl_dir: str) -> CrawlParts:
     Raises FileNotFoundError when a part ``CRAWL.json`` names is missing, or when the folder
     holds no part at all."""
     selection = read_selection(crawl_dir)
+    aliases = parts(join(crawl_dir, "aliases"))
     if selection is None:
         pages, links = parts(join(crawl_dir, "pages")), parts(join(crawl_dir, "links"))
     else:
+        aliases = [url for url in aliases if part_of(url) in selection]
         pages = [join(crawl_dir, "pages", f"{name}.parquet") for name in selection]
         links = [join(crawl_dir, "links", f"{name}.parquet") for name in selection]
         for url in pages + links:
@@ -183,7 +200,7 @@ def crawl_parts(crawl_dir: str) -> CrawlParts:
             f"{join(crawl_dir, 'links')}/part-*.parquet as written by `simweb ingest WARC... --out DIR`; "
             "pass that DIR"
         )
-    return CrawlParts(crawl_dir, tuple(pages), tuple(links), selection is not None)
+    return CrawlParts(crawl_dir, tuple(pages), tuple(links), selection is not None, tuple(aliases))
 
 
 def part_of(url: str) -> str:
@@ -206,7 +223,10 @@ def crawl_identity(crawl_dir: str) -> dict[str, Any]:
     manifest = None if found.selected else read_manifest(crawl_dir)
     if manifest and manifest.get("stage") and manifest.get("key"):
         return {"crawl": f"{manifest['stage']}:{manifest['key']}"}
-    return {"pages": file_identities(found.pages), "links": file_identities(found.links)}
+    identity = {"pages": file_identities(found.pages), "links": file_identities(found.links)}
+    if found.aliases:
+        identity["aliases"] = file_identities(found.aliases)
+    return identity
 
 
 def count_page_rows(crawl_dir: str) -> int:
@@ -276,36 +296,145 @@ class DamagedPart(ValueError):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class DuplicateCopies:
-    """Per part name, the URL ids whose kept copy lies in another part."""
+    """Per part name, the URL ids whose kept copy lies in another part; the ids of the pages
+    merged into another crawled page as its aliases (left out of every part); and the crawl's
+    resolved aliases (see the module docstring)."""
 
     by_part: dict[str, np.ndarray]
+    merged: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    aliases: AliasMap = field(default_factory=AliasMap)
 
     def of(self, url: str) -> np.ndarray:
-        """The URL ids a pages part, or the source ids a links part, loses to other parts."""
-        return self.by_part.get(part_of(url), np.zeros(0, np.uint64))
+        """The URL ids a pages part, or the source ids a links part, loses to other parts or pages."""
+        own = self.by_part.get(part_of(url))
+        if own is None:
+            return self.merged
+        return np.concatenate([own, self.merged]) if self.merged.size else own
 
 
-def duplicate_copies(page_parts: Sequence[str]) -> DuplicateCopies:
+def duplicate_copies(page_parts: Sequence[str], alias_parts: Sequence[str] = ()) -> DuplicateCopies:
     """Which copies of a URL crawled in several parts are dropped: all but the first by
-    (source_file, record_offset). Repeats within the winning part are left to the Corpus
-    (first row wins); the ingest writes none."""
-    frames = []
+    (source_file, record_offset), then by part. Repeats within the winning part are left to the
+    Corpus (first row wins); the ingest writes none. With ``alias_parts`` (:attr:`CrawlParts.aliases`)
+    the crawl's aliases are resolved too, and the pages merged by them are dropped.
+
+    Columnar and light: the URL ids of every part (8 bytes a page) find the URLs crawled more
+    than once, and only those rows' source files and offsets are read and compared. (Before: a
+    pandas frame of url_id, source_file and offset of every page, ~150 bytes a page.)
+    """
+    ids, part = [], []
     for i, url in enumerate(page_parts):
-        frame = read_part(url, schemas.PAGES, ["url_id", "source_file", "record_offset"]).to_pandas()
-        frame["part"] = i
-        frames.append(frame)
-    if not frames:
+        _parquet_file(url, schemas.PAGES, ["url_id", "source_file", "record_offset"])  # the footer's schema
+        column = read_part(url, schemas.PAGES, ["url_id"]).column("url_id").to_numpy()
+        ids.append(column.astype(np.uint64))
+        part.append(np.full(column.size, i, dtype=np.int32))
+    if not ids:
         return DuplicateCopies({})
-    every = pd.concat(frames, ignore_index=True)
-    dup = every[every.duplicated("url_id", keep=False)]
-    if dup.empty:
-        return DuplicateCopies({})
-    dup = dup.sort_values(["url_id", "source_file", "record_offset", "part"])
-    winners = dup.drop_duplicates("url_id", keep="first")[["url_id", "part"]].rename(columns={"part": "winner"})
-    dup = dup.merge(winners, on="url_id")
-    losers = dup[dup["part"] != dup["winner"]]
-    return DuplicateCopies({part_of(page_parts[int(i)]): np.unique(group["url_id"].to_numpy(np.uint64))
-                            for i, group in losers.groupby("part")})
+    every = np.concatenate(ids)
+    aliases, merged = crawl_aliases(alias_parts, every)
+    order = np.argsort(every, kind="stable")
+    same = every[order][1:] == every[order][:-1]
+    repeated = np.zeros(every.size, dtype=bool)
+    repeated[1:] |= same
+    repeated[:-1] |= same
+    if not repeated.any():
+        return DuplicateCopies({}, merged, aliases)
+    rows = np.sort(order[repeated])  # rows of the URLs crawled more than once, in part order
+    starts = np.concatenate(([0], np.cumsum([a.size for a in ids])))
+    row_part = np.concatenate(part)[rows]
+    files, offsets = [], []
+    for i in np.unique(row_part).tolist():
+        local = rows[row_part == i] - starts[i]
+        table = read_part(page_parts[i], schemas.PAGES, ["source_file", "record_offset"]).take(pa.array(local))
+        files.append(table.column("source_file"))
+        offsets.append(table.column("record_offset").to_numpy())
+    file_rank = pc.rank(pa.chunked_array(files, pa.string()), sort_keys="ascending", tiebreaker="dense").to_numpy()
+    offset = np.concatenate(offsets)
+    url = every[rows]
+    best = np.lexsort((row_part, offset, file_rank, url))
+    first = np.concatenate(([True], url[best][1:] != url[best][:-1]))
+    losers = best[~first]
+    loser_part, loser_url = row_part[losers], url[losers]
+    return DuplicateCopies({part_of(page_parts[int(i)]): np.unique(loser_url[loser_part == i])
+                            for i in np.unique(loser_part).tolist()}, merged, aliases)
+
+
+_ALIAS_COLUMNS = ["url_id", "target_id", "target_url", "kind", "source_file", "record_offset"]
+
+
+def crawl_aliases(alias_parts: Sequence[str], page_ids: np.ndarray) -> tuple[AliasMap, np.ndarray]:
+    """The crawl's resolved aliases (simweb.core.aliases.build_alias_map over the evidence of
+    ``alias_parts``, ranked by source_file then record_offset) and the ids of the crawled pages
+    merged into another crawled page. An alias that is a crawled page and leads to no crawled
+    page is taken out of the evidence, so that it keeps its own document (repeated until none
+    is left: taking one out can shorten a chain that passed through it)."""
+    tables = [read_part(url, schemas.ALIASES, _ALIAS_COLUMNS) for url in alias_parts]
+    evidence = pa.concat_tables(tables).combine_chunks() if tables else None
+    if evidence is None or not evidence.num_rows:
+        return AliasMap(), np.zeros(0, np.uint64)
+    kinds = pc.index_in(evidence.column("kind"), value_set=pa.array(KINDS)).to_numpy(zero_copy_only=False)
+    if np.isnan(kinds.astype(float)).any():
+        raise ValueError(f"{alias_parts[0]}…: column 'kind': expected one of {', '.join(KINDS)}, found "
+                         f"{set(evidence.column('kind').to_pylist()) - set(KINDS)}; re-run `simweb ingest`")
+    kinds = kinds.astype(np.int8)
+    _, files = np.unique(evidence.column("source_file").to_numpy(zero_copy_only=False), return_inverse=True)
+    order = np.lexsort((evidence.column("record_offset").to_numpy(), files))
+    rank = np.empty(order.size, np.int64)
+    rank[order] = np.arange(order.size)
+    alias_ids = evidence.column("url_id").to_numpy()
+    target_ids = evidence.column("target_id").to_numpy()
+    target_urls = evidence.column("target_url").to_pylist()
+    page_ids = np.unique(np.asarray(page_ids, np.uint64))
+    kept_apart = np.zeros(0, np.uint64)
+    while True:
+        rows = np.flatnonzero(~np.isin(alias_ids, kept_apart))
+        aliases = build_alias_map(alias_ids[rows], target_ids[rows], [target_urls[i] for i in rows.tolist()],
+                                  kinds[rows], rank[rows], page_ids)
+        is_page = np.isin(aliases.ids, page_ids)
+        to_page = np.isin(aliases.targets, page_ids)
+        more = aliases.ids[is_page & ~to_page]
+        if not more.size:
+            break
+        kept_apart = np.union1d(kept_apart, more)
+    merged = aliases.ids[is_page & to_page]
+    aliases.counts.update(pages_merged=int(merged.size), aliased_pages_kept=int(kept_apart.size))
+    return aliases, merged
+
+
+def redirect_links(table: pa.Table, aliases: AliasMap) -> tuple[pa.Table, int]:
+    """``table`` (LINKS columns) with each link to an alias pointing at the alias's final target
+    (``target_id``, and ``target_url`` when read); and how many links were redirected."""
+    if not len(aliases) or not table.num_rows or "target_id" not in table.column_names:
+        return table, 0
+    ids = table.column("target_id").to_numpy()
+    at = aliases.positions(ids)
+    hit = at >= 0
+    n = int(hit.sum())
+    if not n:
+        return table, 0
+    safe = np.maximum(at, 0)
+    where = table.schema.get_field_index("target_id")
+    table = table.set_column(where, table.schema.field(where),
+                             pa.array(np.where(hit, aliases.targets[safe], ids), pa.uint64()))
+    if "target_url" in table.column_names:
+        where = table.schema.get_field_index("target_url")
+        urls = pa.array(aliases.target_urls, pa.string()).take(pa.array(safe))
+        table = table.set_column(where, table.schema.field(where),
+                                 pc.if_else(pa.array(hit), urls, table.column("target_url")))
+    return table, n
+
+
+def alias_report(crawl_dir: str) -> dict[str, int]:
+    """How the crawl's aliases were resolved (the counts of :func:`crawl_aliases`) and how many of
+    its kept links were redirected to an alias's document (``links_redirected_to_aliases``)."""
+    found = crawl_parts(crawl_dir)
+    copies = duplicate_copies(found.pages, found.aliases)
+    redirected = 0
+    if len(copies.aliases):
+        for url in found.links:
+            table, _ = read_links(url, copies.of(url), ["source_id", "target_id"])
+            redirected += redirect_links(table, copies.aliases)[1]
+    return {**copies.aliases.counts, "links_redirected_to_aliases": redirected}
 
 
 def _without(table: pa.Table, column: str, ids: np.ndarray) -> tuple[pa.Table, int]:
@@ -324,20 +453,44 @@ def read_pages(url: str, columns: Sequence[str], skip_ids: np.ndarray | None = N
 
 
 def read_links(url: str, skip_sources: np.ndarray | None = None, columns: Sequence[str] = tuple(LINK_COLUMNS),
-               *, context_words: bool = True) -> tuple[pa.Table, int]:
+               *, aliases: AliasMap | None = None) -> tuple[pa.Table, int]:
     """A links part without the links read from the pages of ``skip_sources``; and how many were
-    skipped. With ``context_words`` the anchor and context word lists are added from the pages
-    part of the same name (simweb.tasks.contexts)."""
+    skipped. With ``aliases`` links to an alias point at its document (:func:`redirect_links`)."""
     if skip_sources is None or not skip_sources.size:
         table, skipped = read_part(url, schemas.LINKS, columns), 0
     else:
         table = read_part(url, schemas.LINKS, list(dict.fromkeys([*columns, "source_id"])))
         table, skipped = _without(table, "source_id", skip_sources)
         table = table.select(list(columns))
-    if context_words:
-        pages = read_part(pages_part_of(url), schemas.PAGES, ["url_id", "words"])
-        table = with_context_words(table, pages, where=url)
+    if aliases is not None:
+        table = redirect_links(table, aliases)[0]
     return table, skipped
+
+
+def _parquet_file(url: str, expected: pa.Schema, columns: Sequence[str]) -> pq.ParquetFile:
+    """An open Parquet part whose schema holds ``columns`` as ``expected`` types them."""
+    fs, path = filesystem(url)
+    try:
+        part = pq.ParquetFile(fs.open(path, "rb"))
+    except pa.ArrowInvalid as err:
+        raise DamagedPart(url, err) from None
+    schema = part.schema_arrow
+    missing = [c for c in columns if c not in schema.names]
+    if missing:
+        raise ValueError(
+            f"{url}: expected columns {', '.join(missing)} (schema simweb.tasks.schemas), found "
+            f"{', '.join(schema.names)}; re-run `simweb ingest` with this version of simweb"
+        )
+    _check_schema(pa.schema([schema.field(c) for c in columns]).empty_table(), expected, url)
+    return part
+
+
+def _batches(part: pq.ParquetFile, url: str, columns: Sequence[str], rows: int) -> Iterator[pa.Table]:
+    try:
+        for batch in part.iter_batches(batch_size=max(1, rows), columns=list(columns)):
+            yield pa.Table.from_batches([batch])
+    except pa.ArrowInvalid as err:
+        raise DamagedPart(url, err) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -366,13 +519,15 @@ def _excluded(urls: pa.ChunkedArray | pa.Array, exclude: Callable[[str], bool]) 
 
 
 def _read_crawl(crawl_dir: str, page_columns: Sequence[str] | None, link_columns: Sequence[str] | None, *,
-                context_words: bool = False, exclude: Callable[[str], bool] = _keep_all) -> _Tables:
+                exclude: Callable[[str], bool] = _keep_all) -> _Tables:
     """The crawl's pages and links (None: that data set is not read) without duplicate copies,
     nor the pages ``exclude`` names and their out-links; with counts of what was read and left out."""
     found = crawl_parts(crawl_dir)
-    copies = duplicate_copies(found.pages)
+    copies = duplicate_copies(found.pages, found.aliases)
     counts = dict.fromkeys(("pages", "duplicate_copies", "excluded_pages", "links", "links_of_duplicate_copies",
                             "links_from_excluded_pages"), 0)
+    if len(copies.aliases):
+        counts["links_redirected_to_aliases"] = 0
     pages = links = None
     if page_columns is not None:
         columns = list(dict.fromkeys([*page_columns, "url"]))
@@ -390,18 +545,18 @@ def _read_crawl(crawl_dir: str, page_columns: Sequence[str] | None, link_columns
         columns = list(dict.fromkeys([*link_columns, "source_url", "source_id"]))
         tables = []
         for url in found.links:
-            table, skipped = read_links(url, copies.of(url), columns, context_words=context_words)
+            table, skipped = read_links(url, copies.of(url), columns)
+            table, redirected = redirect_links(table, copies.aliases)
+            if redirected:
+                counts["links_redirected_to_aliases"] += redirected
             counts["links"] += table.num_rows + skipped
             counts["links_of_duplicate_copies"] += skipped
             tables.append(table)
-        if not tables:
-            empty = _empty(schemas.LINKS, columns)
-            tables = [with_context_words(empty, _empty(schemas.PAGES, ["url_id", "words"])) if context_words else empty]
-        links = pa.concat_tables(tables).combine_chunks()
+        links = pa.concat_tables(tables).combine_chunks() if tables else _empty(schemas.LINKS, columns)
         dropped = _excluded(links.column("source_url"), exclude)
         counts["links_from_excluded_pages"] = int(dropped.sum())
         links = links.filter(pa.array(~dropped))
-        links = links.select(list(dict.fromkeys([*link_columns, *(CONTEXT_COLUMNS if context_words else ())])))
+        links = links.select(list(link_columns))
     return _Tables(pages, links, counts)
 
 
@@ -416,15 +571,44 @@ def flat_lists(column: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, np.ndarray
     return pc.list_flatten(array).cast(pa.string()), offsets
 
 
-def corpus_from_tables(pages: pa.Table | None, links: pa.Table | None) -> Corpus:
+class _Strings(Sequence[str]):
+    """An Arrow string column as a sequence of str, converted item by item when read (a corpus
+    reads the URLs of its bags, not those of its every link)."""
+
+    def __init__(self, column: pa.ChunkedArray | pa.Array) -> None:
+        self._column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+    def __len__(self) -> int:
+        return len(self._column)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return self._column[i].to_pylist()
+        return self._column[i].as_py()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._column.to_pylist())
+
+
+def corpus_from_tables(pages: pa.Table | None, links: pa.Table | None, sources: pa.Table | None = None,
+                       where: str = "links") -> Corpus:
     """A :class:`Corpus` of PAGES and LINKS tables (either may be None); words interned by Arrow
-    in order of first appearance. ``links`` holds the context word lists too (:func:`read_links`)."""
-    if pages is None:
-        pages = schemas.PAGES.empty_table()
-    if links is None:
-        links = with_context_words(schemas.LINKS.empty_table(), schemas.PAGES.empty_table())
-    flats = [flat_lists(pages.column(c)) for c in ("title_words", "words")]
-    flats += [flat_lists(links.column(c)) for c in CONTEXT_COLUMNS]
+    in order of first appearance. Pages without a ``words`` column count as pages of no words
+    (a strategy without contents reads titles only).
+
+    The links' anchors and contexts are offsets into the words of their source pages:
+    ``sources`` (url_id, words; default ``pages``) must hold every link's source page, or a
+    ValueError naming ``where`` says the parts do not belong together. With neither (a strategy
+    without anchor windows reads no words), every anchor and context is empty.
+    """
+    if sources is None and pages is not None and "words" in pages.column_names and links is not None:
+        sources = pages
+    pages = pages if pages is not None else _empty(schemas.PAGES, PAGE_COLUMNS)
+    links = links if links is not None else _empty(schemas.LINKS, LINK_COLUMNS)
+    flats = [flat_lists(pages.column(c) if c in pages.column_names else pa.array([[]] * pages.num_rows, schemas.WORDS))
+             for c in ("title_words", "words")]
+    if sources is not None and sources is not pages:
+        flats.append(flat_lists(sources.column("words")))
     encoded = pc.dictionary_encode(pa.concat_arrays([values for values, _ in flats]))
     codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     lists, start = [], 0
@@ -436,13 +620,22 @@ def corpus_from_tables(pages: pa.Table | None, links: pa.Table | None) -> Corpus
         return table.column(name).to_numpy().astype(dtype)
 
     page_columns = PageColumns(
-        url=pages.column("url").to_pylist(), url_id=ints(pages, "url_id", np.uint64),
+        url=_Strings(pages.column("url")), url_id=ints(pages, "url_id", np.uint64),
         title_words=lists[0], words=lists[1],
     )
+    n = links.num_rows
+    if sources is None:
+        texts, text = WordLists(np.zeros(0, np.int64), np.zeros(2, np.int64)), np.zeros(n, np.int64)
+        offsets = [np.zeros(n, np.int64)] * 4
+    else:
+        texts = lists[-1]
+        text = source_rows(links, sources.column("url_id"), texts.lengths, where)
+        offsets = [ints(links, name, np.int64) for name in ("anchor_start", "anchor_end", "context_start", "context_end")]
     link_columns = LinkColumns(
-        source_url=links.column("source_url").to_pylist(), source_id=ints(links, "source_id", np.uint64),
-        target_url=links.column("target_url").to_pylist(), target_id=ints(links, "target_id", np.uint64),
-        anchor_words=lists[2], left_words=lists[3], right_words=lists[4],
+        source_url=_Strings(links.column("source_url")), source_id=ints(links, "source_id", np.uint64),
+        target_url=_Strings(links.column("target_url")), target_id=ints(links, "target_id", np.uint64),
+        texts=texts, text=text, anchor_start=offsets[0], anchor_end=offsets[1], context_start=offsets[2],
+        context_end=offsets[3],
         syntactic_left=ints(links, "syntactic_left", np.int64), syntactic_right=ints(links, "syntactic_right", np.int64),
         topical_left=ints(links, "topical_left", np.int64), topical_right=ints(links, "topical_right", np.int64),
     )
@@ -452,19 +645,35 @@ def corpus_from_tables(pages: pa.Table | None, links: pa.Table | None) -> Corpus
 def load_corpus(crawl_dir: str, exclude: Callable[[str], bool] = _keep_all) -> Corpus:
     """The whole crawl in memory as a :class:`Corpus`, for sweeping strategies (Section 5):
     duplicate copies dropped, and the pages ``exclude`` names with their out-links."""
-    tables = _read_crawl(crawl_dir, PAGE_COLUMNS, LINK_COLUMNS, context_words=True, exclude=exclude)
-    return corpus_from_tables(tables.pages, tables.links)
+    tables = _read_crawl(crawl_dir, PAGE_COLUMNS, LINK_COLUMNS, exclude=exclude)
+    return corpus_from_tables(tables.pages, tables.links, where=crawl_dir)
 
 
 def link_targets(crawl_dir: str, exclude: Callable[[str], bool] = _keep_all) -> tuple[frozenset[str], dict[str, int]]:
     """The URLs some page of the crawl links to (self-links aside; without the out-links of the
     pages ``exclude`` names), and the counts of what was read and left out (``linked_urls``
-    among them)."""
-    tables = _read_crawl(crawl_dir, ["url"], EDGE_COLUMNS, exclude=exclude)
-    links = tables.links
-    not_self = pc.not_equal(links.column("source_id"), links.column("target_id"))
-    linked = frozenset(pc.unique(links.column("target_url").filter(not_self)).to_pylist())
-    return linked, {**tables.counts, "linked_urls": len(linked)}
+    among them). Part by part: memory holds one part's links and the distinct targets, not the
+    crawl's links."""
+    found = crawl_parts(crawl_dir)
+    copies = duplicate_copies(found.pages)
+    counts = dict.fromkeys(("pages", "duplicate_copies", "excluded_pages", "links", "links_of_duplicate_copies",
+                            "links_from_excluded_pages"), 0)
+    for url in found.pages:
+        table, skipped = read_pages(url, ["url"], copies.of(url))
+        counts["pages"] += table.num_rows + skipped
+        counts["duplicate_copies"] += skipped
+        counts["excluded_pages"] += int(_excluded(table.column("url"), exclude).sum())
+    targets = pa.array([], pa.string())
+    for url in found.links:
+        links, skipped = read_links(url, copies.of(url), EDGE_COLUMNS)
+        counts["links"] += links.num_rows + skipped
+        counts["links_of_duplicate_copies"] += skipped
+        dropped = _excluded(links.column("source_url"), exclude)
+        counts["links_from_excluded_pages"] += int(dropped.sum())
+        keep = pc.and_(pa.array(~dropped), pc.not_equal(links.column("source_id"), links.column("target_id")))
+        targets = pc.unique(pa.chunked_array([targets, *links.column("target_url").filter(keep).chunks], pa.string()))
+    linked = frozenset(targets.to_pylist())
+    return linked, {**counts, "linked_urls": len(linked)}
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -495,28 +704,6 @@ def load_link_graph(crawl_dir: str, exclude: Callable[[str], bool] = _keep_all) 
     return CrawlGraph(graph, urls, counts)
 
 
-def content_tfidf(crawl_dir: str, url_ids: np.ndarray,
-                  exclude: Callable[[str], bool] = _keep_all) -> tuple[sp.csr_matrix, np.ndarray]:
-    """TF-IDF vectors of the crawl's page contents (ENS Section 4.2: the cosine of TF-IDF vectors
-    judges a top-N list, Δ(A, N)) and the row of each of ``url_ids``; a URL that was not crawled
-    gets the all-zero last row (cosine 0 with everything). Document frequencies are those of
-    every page but the ones ``exclude`` names."""
-    pages = _read_crawl(crawl_dir, ["url", "url_id", "words"], None, exclude=exclude).pages
-    ids = pages.column("url_id").to_numpy()
-    _, first = np.unique(ids, return_index=True)  # repeats within a part: the first row
-    first = np.sort(first)
-    pages, ids = pages.take(pa.array(first)), ids[first]
-    vectors = tfidf_vectors(pages.column("words").to_pylist())
-    vectors = sp.vstack([vectors, sp.csr_matrix((1, vectors.shape[1]))]).tocsr()
-    rows = np.full(url_ids.size, ids.size, dtype=np.int64)
-    if ids.size:
-        order = np.argsort(ids, kind="stable")
-        pos = np.minimum(np.searchsorted(ids[order], url_ids), ids.size - 1)
-        hit = ids[order][pos] == url_ids
-        rows[hit] = order[pos[hit]]
-    return vectors, rows
-
-
 def unique_pages(crawl_dir: str, columns: Sequence[str] = tuple(PAGE_COLUMNS)) -> tuple[pa.Table, int]:
     """``columns`` of each URL's page, once (its kept copy; the first row of a repeat within a
     part), in part order; and how many page rows were left out as copies."""
@@ -535,13 +722,13 @@ def _iter_parts(crawl_dir: str, data_set: str, columns: Sequence[str], key: str,
                 url_ids: Iterable[int] | np.ndarray | None) -> Iterator[pa.Table]:
     """Each part of ``data_set`` without duplicate copies, its rows with ``key`` among ``url_ids``."""
     found = crawl_parts(crawl_dir)
-    copies = duplicate_copies(found.pages)
+    copies = duplicate_copies(found.pages, found.aliases)
     wanted = _wanted(url_ids)
     for url in (found.pages if data_set == "pages" else found.links):
         if data_set == "pages":
             table, _ = read_pages(url, columns, copies.of(url))
         else:
-            table, _ = read_links(url, copies.of(url), columns, context_words=False)
+            table, _ = read_links(url, copies.of(url), columns, aliases=copies.aliases)
         if wanted is not None:
             table = table.filter(pc.is_in(table.column(key), value_set=wanted))
         yield table
@@ -566,11 +753,43 @@ def page_titles(crawl_dir: str, url_ids: Iterable[int] | np.ndarray | None = Non
 
 def in_degrees(crawl_dir: str, url_ids: Iterable[int] | np.ndarray | None = None) -> pa.Table:
     """(url_id, in_degree): the number of distinct other pages linking to each URL (to those of
-    ``url_ids`` when given), the in-degree the index filters I by (Section 7.1)."""
-    tables = list(_iter_parts(crawl_dir, "links", ["source_id", "target_id"], "target_id", url_ids))
-    links = pa.concat_tables(tables) if tables else _empty(schemas.LINKS, ["source_id", "target_id"])
-    links = links.filter(pc.not_equal(links.column("source_id"), links.column("target_id")))
-    pairs = links.group_by(["target_id", "source_id"]).aggregate([])
-    counts = pairs.group_by("target_id").aggregate([("source_id", "count")])
-    return pa.table({"url_id": counts.column("target_id"),
-                     "in_degree": pc.cast(counts.column("source_id_count"), pa.int32())})
+    ``url_ids`` when given), the in-degree the index filters I by (Section 7.1).
+
+    Part by part: a page's links all lie in the part of its kept copy, so the (target, source)
+    pairs of two parts never coincide and each part's counts add up. Memory holds one links
+    part's ids and a count per linked URL, not the crawl's links."""
+    total = pa.table({"url_id": pa.array([], pa.uint64()), "in_degree": pa.array([], pa.int64())})
+    pending = []
+    for links in _iter_parts(crawl_dir, "links", ["source_id", "target_id"], "target_id", url_ids):
+        links = links.filter(pc.not_equal(links.column("source_id"), links.column("target_id")))
+        pairs = links.group_by(["target_id", "source_id"], use_threads=False).aggregate([])
+        counts = pairs.group_by("target_id", use_threads=False).aggregate([("source_id", "count")])
+        pending.append(pa.table({"url_id": counts.column("target_id"), "in_degree": counts.column("source_id_count")}))
+        if len(pending) >= 8:
+            total, pending = _add_counts([total, *pending], "url_id", "in_degree"), []
+    total = _add_counts([total, *pending], "url_id", "in_degree")
+    return pa.table({"url_id": total.column("url_id"), "in_degree": pc.cast(total.column("in_degree"), pa.int32())})
+
+
+def _add_counts(tables: list[pa.Table], key: str, count: str) -> pa.Table:
+    """One row per ``key`` with its ``count`` summed over ``tables``."""
+    summed = pa.concat_tables(tables).group_by(key, use_threads=False).aggregate([(count, "sum")])
+    return pa.table({key: summed.column(key), count: summed.column(f"{count}_sum")})
+
+
+def page_words(crawl_dir: str, url_id: int) -> list[str]:
+    """The words of one page of the crawl (empty when it holds no such page), read cheaply: the
+    url_id column of each pages part, then only the row group holding the page."""
+    import pyarrow.parquet as pq
+
+    for part in crawl_parts(crawl_dir).pages:
+        fs, path = filesystem(part)
+        with fs.open(path, "rb") as f:
+            parquet = pq.ParquetFile(f)
+            for group in range(parquet.num_row_groups):
+                ids = parquet.read_row_group(group, columns=["url_id"]).column("url_id").to_numpy()
+                rows = np.flatnonzero(ids == np.uint64(url_id))
+                if rows.size:
+                    words = parquet.read_row_group(group, columns=["words"]).column("words")
+                    return [str(w) for w in words[int(rows[0])].as_py() or []]
+    return []

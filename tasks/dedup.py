@@ -34,9 +34,8 @@ from simweb.core.shingles import (
 )
 from simweb.core.urls import normalize_url, url_id
 from simweb.tasks import schemas
-from simweb.tasks.crawl import crawl_parts, pages_of, read_part, unique_pages
+from simweb.tasks.crawl import crawl_parts, duplicate_copies, pages_of, read_part, redirect_links, unique_pages
 from simweb.tasks.storage import join, write_parquet_atomic
-
 
 CLUSTERS_TABLE = "duplicates.parquet"
 
@@ -98,9 +97,8 @@ def find_duplicates(crawl: str, params: DedupParams = DedupParams()) -> DedupRep
     urls_all = pages.column("url").to_pylist()
     # Representative-first order: duplicate_clusters represents a cluster by its earliest member.
     order = sorted(range(pages.num_rows), key=lambda i: (len(urls_all[i]), urls_all[i]))
-    titles = pages.column("title_words").to_pylist()
-    words = pages.column("words").to_pylist()
-    fingerprints = [shingle_fingerprints((titles[i] or []) + (words[i] or []), params.k) for i in order]
+    fingerprints = page_fingerprints(pages, params.k)
+    fingerprints = [fingerprints[i] for i in order]
     sketches = sketch(fingerprints, params.sketch)
     clusters = duplicate_clusters(sketches, params.threshold)
     urls = [urls_all[i] for i in order]
@@ -121,6 +119,14 @@ def find_duplicates(crawl: str, params: DedupParams = DedupParams()) -> DedupRep
         "common_paths_ignored": mirrors.common_paths_ignored,
     }
     return DedupReport(urls, ids[order], clusters, mirrors, counts, params, round(time.perf_counter() - t0, 3))
+
+
+def page_fingerprints(pages: pa.Table, k: int) -> list[np.ndarray]:
+    """The K-word shingle fingerprints of each page of ``pages`` (columns ``title_words`` and
+    ``words``): its text is its title followed by its words."""
+    titles = pages.column("title_words").to_pylist()
+    words = pages.column("words").to_pylist()
+    return [shingle_fingerprints((title or []) + (text or []), k) for title, text in zip(titles, words)]
 
 
 def _fields(params) -> dict:
@@ -218,6 +224,13 @@ def collapse_duplicates(crawl: str, out: str, params: DedupParams = DedupParams(
     member_ids = pa.array(members, pa.uint64())
     counts = dict.fromkeys(COLLAPSE_COUNTS, 0)
     found = crawl_parts(crawl)
+    # The crawl's aliases go along unchanged (the output is read as a crawl), and links to an
+    # alias are pointed at its document first, so that a link to an alias of a copy reaches the
+    # representative too.
+    aliases = duplicate_copies(found.pages, found.aliases).aliases
+    for path in found.aliases:
+        write_parquet_atomic(read_part(path, schemas.ALIASES, schemas.ALIASES.names),
+                             join(out, "aliases", path.rsplit("/", 1)[-1]))
     for path in found.pages:
         table = read_part(path, schemas.PAGES, schemas.PAGES.names)
         kept = table.filter(pc.invert(pc.is_in(table.column("url_id"), value_set=member_ids)))
@@ -226,7 +239,7 @@ def collapse_duplicates(crawl: str, out: str, params: DedupParams = DedupParams(
         write_parquet_atomic(kept, join(out, "pages", path.rsplit("/", 1)[-1]))
     counts["duplicate_pages_dropped"] = counts["pages_in"] - counts["pages_out"]
     for path in found.links:
-        table = read_part(path, schemas.LINKS, schemas.LINKS.names)
+        table = redirect_links(read_part(path, schemas.LINKS, schemas.LINKS.names), aliases)[0]
         counts["links_in"] += table.num_rows
         from_copy = pc.is_in(table.column("source_id"), value_set=member_ids)
         table = table.filter(pc.invert(from_copy))

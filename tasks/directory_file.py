@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import fsspec
 import pyarrow as pa
 
-from simweb.core.directory import Directory, read_directory, sniff_format
+from simweb.core.directory import CLASS_DEPTH, Directory, read_directory, sniff_format
 from simweb.core.urls import url_id
 
 __all__ = ["directory_format", "read_directory_file", "read_lines", "url_categories"]
@@ -42,6 +42,7 @@ def read_directory_file(
     fmt: str = "auto",
     directory_pages: Sequence[str] = (),
     keep: set[str] | None = None,
+    depth: int = CLASS_DEPTH,
 ) -> Directory:
     """Parse a directory file (ODP RDF dump or ``url<TAB>category`` TSV, optionally .gz/.bz2),
     streaming; ``fmt="auto"`` sniffs the first bytes. ``directory_pages`` and ``keep`` are those
@@ -53,7 +54,7 @@ def read_directory_file(
             stream = io.BufferedReader(_Prepend(head, f), buffer_size=1 << 20)
         else:
             stream = f
-        return read_directory(stream, fmt=fmt, directory_pages=directory_pages, keep=keep)
+        return read_directory(stream, fmt=fmt, directory_pages=directory_pages, keep=keep, depth=depth)
 
 
 def url_categories(url: str) -> pa.Table:

@@ -20,7 +20,7 @@ import numpy as np
 from simweb.core.findings import as_optional
 from simweb.core.gamma import GAMMA_MEASURES, gammas, pair_counts
 from simweb.core.index_agreement import AgreementParams, index_agreement
-from simweb.core.similarity import EmbeddedSimilarity, exact_pairs
+from simweb.core.similarity import EmbeddedSimilarity, ExactRows
 from simweb.core.strategy import Metric, Strategy
 from simweb.tasks.crawl import crawl_parts, in_degrees
 from simweb.tasks.eval_sample import load_sample
@@ -42,11 +42,12 @@ def build_agreement_params(index: IndexParams = IndexParams()) -> AgreementParam
 
 def evaluate_index(crawl: str, sample: StageOutput, strategies: Sequence[Strategy], work: str,
                    params: AgreementParams | None = None) -> list[StageOutput]:
-    """Stage ``eval-index`` for each of ``strategies`` (see the module docstring); the corpus is
-    built once for all of them."""
+    """Stage ``eval-index`` for each of ``strategies`` (see the module docstring): the sample's
+    bags from the bags stage's sub-stages under ``work`` (simweb.tasks.bags.sample_bags), their
+    exact similarity a block of rows at a time (simweb.core.similarity.ExactRows)."""
     params = params or build_agreement_params()
     loaded = load_sample(sample.path)
-    inputs = EvaluationInputs(crawl, loaded.url_ids, loaded.directory_pages().is_directory_page)
+    inputs = EvaluationInputs.of_sample(crawl, loaded, work)
     identity = file_identities(crawl_parts(crawl).files)
     table = in_degrees(crawl, loaded.url_ids)
     degree_of = dict(zip(table.column("url_id").to_pylist(), table.column("in_degree").to_pylist()))
@@ -58,12 +59,12 @@ def evaluate_index(crawl: str, sample: StageOutput, strategies: Sequence[Strateg
                              "measure its agreement for a Jaccard strategy")
 
         def compute(tmp: str, strategy: Strategy = strategy) -> dict:
-            bags = inputs.corpus().bags(strategy, targets=loaded.url_ids.tolist())
+            bags = inputs.bags(strategy)
             present = np.flatnonzero(np.isin(loaded.url_ids, bags.url_ids))
             if present.size < 2:
                 return {"strategy": strategy.label, "spec": strategy.spec(), "agreement": None}
             ids = loaded.url_ids[present]
-            exact = exact_pairs(bags, strategy.metric, ids=ids.tolist())
+            exact = ExactRows(bags, strategy.metric, ids=ids.tolist())  # a block of rows at a time
             degree = np.array([degree_of.get(int(u), 0) for u in ids], dtype=np.int64)
             agreement = index_agreement(bags, ids, exact, present, loaded.codes, n, degree, params,
                                         strategy=strategy.label)

@@ -22,16 +22,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from simweb.core.directory import ODP_HOSTS, Directory, build_directory
+from simweb.core.directory import CLASS_DEPTH, ODP_HOSTS, Directory, build_directory, collapse_depth
 from simweb.core.gamma import class_codes
 from simweb.core.sampling import PAPER_PAIRS, Sample, describe, sample_class_pairs
 from simweb.core.urls import url_id
 from simweb.tasks.crawl import crawl_parts, link_targets
 from simweb.tasks.directory_file import directory_format, read_directory_file, read_lines
+from simweb.tasks.logs import run_logger
 from simweb.tasks.stagecache import StageOutput, file_identities, run_stage
 from simweb.tasks.storage import filesystem, join, write_bytes_atomic, write_parquet_atomic
 
-__all__ = ["STAGE_SAMPLE", "LoadedSample", "SampleParams", "load_sample", "prepare_sample", "sample_table"]
+__all__ = ["STAGE_SAMPLE", "EmptySample", "LoadedSample", "SampleParams", "load_sample", "prepare_sample", "sample_table"]
 
 STAGE_SAMPLE = "eval-sample"
 # Sources shown in the Figure 2-style listing of the report.
@@ -48,6 +49,11 @@ class SampleParams:
     min_pages: int = 2
     max_pages_per_class: int | None = None
     directory_format: str = "auto"
+    depth: int = CLASS_DEPTH  # the collapse depth (Section 2.1); a shallower directory: its own
+
+
+class EmptySample(ValueError):
+    """The directory and the crawl have no pair of sibling classes in common to sample."""
 
 
 def prepare_sample(
@@ -72,18 +78,26 @@ def prepare_sample(
         # Open Directory dump, its hosts. Their links are dropped before anything is counted.
         probe = build_directory((), directory_pages=excluded, directory_hosts=ODP_HOSTS if fmt == "rdf" else ())
         linked, counts = link_targets(crawl, probe.is_directory_page)
-        # The single pass over the directory file, keeping only URLs the crawl links to.
-        parsed = read_directory_file(directory, fmt=fmt, directory_pages=excluded, keep=set(linked))
+        # The single pass over the directory file, keeping only URLs the crawl links to; a second
+        # one at its own depth when the directory is shallower than the collapse depth asked for.
+        parsed = read_directory_file(directory, fmt=fmt, directory_pages=excluded, keep=set(linked), depth=params.depth)
+        depth = collapse_depth(params.depth, parsed.counts["deepest"])
+        notes = []
+        if depth != params.depth:
+            notes.append(f"the directory is {depth} levels deep below Top, shallower than the collapse depth "
+                         f"{params.depth}: its classes are taken at depth {depth}")
+            run_logger("simweb.evaluate").info("eval-sample: %s", notes[-1])
+            parsed = read_directory_file(directory, fmt=fmt, directory_pages=excluded, keep=set(linked), depth=depth)
         sample = sample_class_pairs(
             parsed.classes, linked, n_pairs=params.n_pairs, seed=params.seed,
             min_pages=params.min_pages, max_pages_per_class=params.max_pages_per_class,
         )
         if len(sample.class_pairs) == 0:
-            raise ValueError(
+            counts = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in parsed.counts.items() if n)
+            raise EmptySample(
                 f"no pair of sibling classes with at least {params.min_pages} linked-to URLs each: the "
-                f"directory classifies {len(parsed)} URLs that the crawl links to "
-                f"(directory counts: {parsed.counts}); check that the directory and the crawl name the "
-                "same URLs and that the directory is at least 3 levels deep below Top"
+                f"directory classifies {len(parsed)} URLs that the crawl links to (listings: {counts}); "
+                "check that the directory and the crawl name the same URLs"
             )
         write_parquet_atomic(sample_table(sample), join(tmp, "sample.parquet"))
         description = describe(sample)
@@ -97,7 +111,8 @@ def prepare_sample(
             "seed": params.seed,
             "params": dataclasses.asdict(params),
             "description": dataclasses.asdict(description),
-            "description_lines": description.lines(),
+            "description_lines": notes + description.lines(),
+            "depth": depth,
             "class_pairs": [["/".join(a), "/".join(b)] for a, b in sample.class_pairs],
             "eligible_classes": sample.eligible_classes,
             "eligible_urls": sample.eligible_urls,

@@ -97,10 +97,25 @@ def run_evaluation(
                         recommendation=recommendation, index=index)
 
 
-@task(name=STAGE_SAMPLE, cache_policy=NO_CACHE, persist_result=False, retries=2, retry_delay_seconds=2)
+def _transient(task, task_run, state) -> bool:
+    """Retry the sample stage on an I/O error reading its files, not on a file that is not
+    there or a directory of the wrong shape (the same bytes give the same answer)."""
+    try:
+        state.result()
+    except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
+    except Exception:  # noqa: BLE001 — anything else is deterministic
+        return False
+    return False
+
+
+@task(name=STAGE_SAMPLE, cache_policy=NO_CACHE, persist_result=False, retries=2, retry_delay_seconds=2,
+      retry_condition_fn=_transient)
 def sample_task(crawl: str, directory: str, work: str, params: SampleParams,
                 directory_pages: str | None = None) -> StageOutput:
-    """Parse the directory once and draw the sample (retried: it only reads files)."""
+    """Parse the directory once and draw the sample (retried on I/O errors: it only reads files)."""
     return prepare_sample(crawl, directory, work, params, directory_pages)
 
 

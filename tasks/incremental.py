@@ -43,6 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from simweb.core.aliases import AliasMap
 from simweb.core.minhash import MinHashParams
 from simweb.core.strategy import Strategy
 from simweb.core.weighting import Weighting
@@ -50,20 +51,20 @@ from simweb.tasks import bags as bag_stage
 from simweb.tasks import index_store as store
 from simweb.tasks import schemas
 from simweb.tasks.crawl import (
-    PAGE_COLUMNS,
     count_page_rows,
     crawl_parts,
     duplicate_copies,
     in_degrees,
     page_titles,
-    read_links,
-    read_pages,
+    part_of,
+    redirect_links,
     read_part,
 )
 from simweb.tasks.directory_file import url_categories
 from simweb.tasks.layout import stages_folder
 from simweb.tasks.logs import run_logger
-from simweb.tasks.signatures import SIG_DIR, IndexParams, invert, sign_part
+from simweb.tasks.part_slices import link_slices, page_slices
+from simweb.tasks.signatures import SIG_DIR, IndexParams, sign_part, write_index_version
 from simweb.tasks.stagecache import StageOutput, file_identities, lineage, output_path, published, run_stage
 from simweb.tasks.storage import join, write_bytes_atomic, write_parquet_atomic
 
@@ -143,7 +144,7 @@ def plan_update(out: str, crawl_dir: str, strategy: Strategy, params, new_parts:
     live = live_index(out)
     epoch = read_epoch(out)
     reason = ("the new parts are not known" if new_parts is None
-              else full_rebuild_reason(epoch, live, strategy, params, crawl_dir, max_growth))
+              else full_rebuild_reason(epoch, live, strategy, params, crawl_dir, max_growth, new_parts))
     return UpdatePlan(epoch, live, reason)
 
 
@@ -195,8 +196,12 @@ def _live_lineage(out: str) -> dict[str, dict[str, Any]] | None:
 
 
 def full_rebuild_reason(epoch: Epoch | None, live: str | None, strategy: Strategy, params, crawl_dir: str,
-                        max_growth: float = DEFAULT_MAX_GROWTH) -> str | None:
-    """Why the next update must re-weigh the whole collection, or None when it can be incremental."""
+                        max_growth: float = DEFAULT_MAX_GROWTH, new_parts: list[str] | None = None) -> str | None:
+    """Why the next update must re-weigh the whole collection, or None when it can be incremental.
+
+    An incremental update replaces and adds documents but never removes one: when the aliases of
+    ``new_parts`` give a URL that is a document of the live index another document (``…/d`` of
+    the new page ``…/d/``), its document would stay behind, so the update is a full one."""
     if epoch is None:
         return "no epoch yet (first update after a build of an earlier version)"
     if live is None:
@@ -212,19 +217,43 @@ def full_rebuild_reason(epoch: Epoch | None, live: str | None, strategy: Strateg
     pages = count_page_rows(crawl_dir)
     if epoch.pages and (pages - epoch.pages) / epoch.pages > max_growth:
         return f"the crawl grew by {(pages - epoch.pages) / epoch.pages:.0%} since the epoch began (limit {max_growth:.0%})"
+    if new_parts:
+        version = store.open_version(live)
+        moved = [u for u in _alias_moves(crawl_dir, new_parts)[0].tolist() if version.doc_of(u) is not None]
+        if moved:
+            return f"the new files' redirects and URL variants give {len(moved)} URL(s) of the index another document"
     return None
 
 
+def _alias_moves(crawl_dir: str, new_parts: list[str]) -> tuple[np.ndarray, np.ndarray, AliasMap]:
+    """The URL ids whose document the aliases of ``new_parts`` change (simweb.tasks.crawl: an
+    alias, a page merged or no longer merged), the documents they had and have, and the map."""
+    crawl = crawl_parts(crawl_dir)
+    now = duplicate_copies(crawl.pages, crawl.aliases)
+    new = set(new_parts)
+    before = duplicate_copies([u for u in crawl.pages if part_of(u) not in new],
+                              [u for u in crawl.aliases if part_of(u) not in new])
+    named = np.union1d(now.aliases.ids, before.aliases.ids)
+    then, later = before.aliases.resolve(named), now.aliases.resolve(named)
+    merged = np.setxor1d(now.merged, before.merged)
+    moved = then != later
+    return (np.union1d(named[moved], merged), np.concatenate([then[moved], later[moved], now.aliases.resolve(merged)]),
+            now.aliases)
+
+
 def touched_urls(crawl_dir: str, new_parts: list[str]) -> np.ndarray:
-    """URL ids whose bags the new ingest parts change: their pages and their links' targets."""
-    found = [np.zeros(0, np.uint64)]
+    """URL ids whose bags the new ingest parts change: their pages, their links' targets (each an
+    alias's document when it is an alias), and the URLs whose document the new parts' aliases
+    change with their documents before and after (:func:`_alias_moves`)."""
+    moved, documents, aliases = _alias_moves(crawl_dir, new_parts)
+    found = [np.zeros(0, np.uint64), moved, documents]
     for name in new_parts:
         page = join(crawl_dir, "pages", f"{name}.parquet")
         link = join(crawl_dir, "links", f"{name}.parquet")
         if os.path.exists(page):
             found.append(read_part(page, schemas.PAGES, ["url_id"]).column("url_id").to_numpy())
         if os.path.exists(link):
-            found.append(read_part(link, schemas.LINKS, ["target_id"]).column("target_id").to_numpy())
+            found.append(aliases.resolve(read_part(link, schemas.LINKS, ["target_id"]).column("target_id").to_numpy()))
     return np.unique(np.concatenate(found).astype(np.uint64))
 
 
@@ -234,25 +263,27 @@ def touched_bags(crawl_dir: str, strategy: Strategy, touched: np.ndarray, snapsh
     as the bags stage builds them: each part's fragments of those URLs (the crawl's parts and
     duplicate-copy rule, simweb.tasks.crawl), merged per URL, weighted with the snapshot."""
     found = crawl_parts(crawl_dir)
-    copies = duplicate_copies(found.pages)
+    copies = duplicate_copies(found.pages, found.aliases)
     wanted = pa.array(touched, pa.uint64())
+    size = bag_stage.PartSize()
     fragments = []
     # The bags stage merges its fragment files in name order: links parts, then pages parts.
     for url in found.links:
-        table, _ = read_links(url, copies.of(url))
-        table = table.filter(pc.is_in(table.column("target_id"), value_set=wanted))
-        if table.num_rows:
-            fragments.append(bag_stage.fragments(None, table, strategy)[0])
+        for piece in link_slices(url, copies.of(url), size.link_rows, sources=strategy.uses_anchor):
+            links = redirect_links(piece.links, copies.aliases)[0]
+            links = links.filter(pc.is_in(links.column("target_id"), value_set=wanted))
+            if links.num_rows:
+                fragments.append(bag_stage.fragments(None, links, strategy, piece.sources, where=url)[0])
+    columns = ["url", "url_id", "title_words", "words"]
     for url in found.pages:
-        table, _ = read_pages(url, PAGE_COLUMNS, copies.of(url))
-        table = table.filter(pc.is_in(table.column("url_id"), value_set=wanted))
-        if table.num_rows:
-            fragments.append(bag_stage.fragments(table, None, strategy)[0])
-    frame = (pa.concat_tables(fragments) if fragments else bag_stage.FRAGMENTS.empty_table()).to_pandas()
-    merged = bag_stage.merge_partition(frame)
+        for piece in page_slices(url, columns, copies.of(url), size.page_rows):
+            table = piece.pages.filter(pc.is_in(piece.pages.column("url_id"), value_set=wanted))
+            if table.num_rows:
+                fragments.append(bag_stage.fragments(table, None, strategy)[0])
+    merged, counts = bag_stage.merge_fragments(pa.concat_tables(fragments) if fragments else bag_stage.FRAGMENTS.empty_table())
     merged_path = os.path.join(out, "_merged.parquet")
     bag_stage.write_merged(merged, merged_path)
-    terms = pa.table({"term": pa.array(np.unique(merged["term"].to_numpy(dtype=object)).tolist(), pa.string())})
+    terms = counts.select(["term"])
     df_path = os.path.join(out, "_df.parquet")
     write_parquet_atomic(snapshot.covering(terms), df_path)
     stats = bag_stage.weigh_part(merged_path, df_path, snapshot.weighting, os.path.join(out, "part-00000.parquet"))
@@ -332,7 +363,7 @@ def updated_version(live: str, delta_bags: str, crawl_dir: str, params, director
                    "stats": {"updated_docs": int((~appended).sum()), "new_docs": int(appended.sum())}}, f, indent=1)
     shutil.rmtree(os.path.join(signed, SIG_DIR), ignore_errors=True)
     version = os.path.join(out, "version")
-    stats = invert(signed, version, min_in_degree=params.min_in_degree)
+    stats = write_index_version(signed, version, min_in_degree=params.min_in_degree)
     return {**stats, "updated_docs": int((~appended).sum()), "new_docs": int(appended.sum())}
 
 
@@ -358,6 +389,8 @@ def update(out: str, crawl_dir: str, new_parts: list[str], epoch: Epoch, strateg
     touched = touched_urls(crawl_dir, new_parts)
     found = crawl_parts(crawl_dir)
     crawl_identity = {"pages": file_identities(found.pages), "links": file_identities(found.links)}
+    if found.aliases:
+        crawl_identity["aliases"] = file_identities(found.aliases)
     snapshot = epoch.snapshot()
 
     def bags_compute(tmp: str) -> dict[str, Any]:

@@ -24,11 +24,14 @@ so each is one ``np.memmap``):
     bags.parquet      doc_id, terms, weights (the BAGS rows, Section 6.1) in id order, row groups
                       of BAG_ROW_GROUP rows, read one group at a time for re-ranking and top terms.
 
-An index folder published with :func:`publish` holds ``versions/<name>/`` folders and a
-``CURRENT`` file naming the live one. A new version is written whole under its own name and
-then ``CURRENT`` is replaced by an atomic rename, so a reader resolves either the old or the
-new version, never a mix; a reader keeps the version it opened (its files stay readable while
-it holds them open, and the previous version is kept on disk at each publish).
+An index folder published with :func:`publish` holds ``versions/<name>/`` folders, a
+``CURRENT`` file naming the live one, and ``live``, a symbolic link to it (``OUT/live/docs.parquet``
+is the live document map, for pandas, DuckDB or any tool that reads a path). A new version is
+written whole under its own name and then ``CURRENT`` and ``live`` are each replaced by an atomic
+rename, so a reader resolves either the old or the new version, never a mix; a reader keeps the
+version it opened (its files stay readable while it holds them open, and the previous version is
+kept on disk at each publish). ``CURRENT`` is what simweb reads; ``live`` is for people and
+tools (a file system without symbolic links has only ``CURRENT``).
 """
 from __future__ import annotations
 
@@ -54,6 +57,7 @@ FORMAT = "simweb-index"
 FORMAT_VERSION = 1
 MANIFEST = "index.json"
 CURRENT = "CURRENT"
+LIVE = "live"
 VERSIONS = "versions"
 H_FILE = "H.u32"
 KEYS_FILE = "I.keys.u64"
@@ -217,9 +221,20 @@ def publish(version: str, index: str, *, name: str | None = None, keep: int = KE
         f.flush()
         os.fsync(f.fileno())
     os.replace(pointer, os.path.join(root, CURRENT))
+    _link_live(root, name)
     _fsync_path(root)
     _prune(versions, name, keep)
     return dest
+
+
+def _link_live(root: str, name: str) -> None:
+    """Point ``root/live`` at ``versions/<name>`` (relative, so the folder can move) by an atomic rename."""
+    link = os.path.join(root, f".tmp-{uuid.uuid4().hex[:8]}-{LIVE}")
+    try:
+        os.symlink(os.path.join(VERSIONS, name), link)
+    except (OSError, NotImplementedError):  # no symbolic links here: CURRENT alone names the version
+        return
+    os.replace(link, os.path.join(root, LIVE))
 
 
 _FICLONE = 0x40049409  # ioctl: share the source's extents copy-on-write (btrfs, XFS, …)

@@ -1,4 +1,4 @@
-"""The ingest stage: one WARC file in, its HTML pages and their link contexts out.
+"""The ingest stage: one WARC or ARC file in, its HTML pages and their link contexts out.
 
 Paper Section 6.1 generates bags by scanning the Web repository; Section 3.1 builds them
 from page content and from the anchor windows of pages linking in. This stage does the scan
@@ -6,82 +6,102 @@ once and keeps what every strategy needs (page words; anchors with the word offs
 anchor text and context in the page's words, and their SYNTACTIC/TOPICAL region lengths), so a
 strategy sweep never re-reads WARC files.
 
-For a WARC file with SHA-256 ``h`` (first 16 hex digits ``h16``) it writes::
+For an archive file (WARC or ARC, plain or gzipped) with identity ``h`` — the SHA-256 of a local
+file's bytes, of a remote object's ETag and size (:func:`simweb.tasks.storage.identify`) — whose
+first 16 hex digits are ``h16`` it writes::
 
     DIR/pages/part-<h16>.parquet   one row per HTML page   (schema simweb.tasks.schemas.PAGES)
     DIR/links/part-<h16>.parquet   one row per anchor      (schema simweb.tasks.schemas.LINKS)
+    DIR/aliases/part-<h16>.parquet one row per piece of alias evidence (schema simweb.tasks.schemas.ALIASES)
     DIR/stats/part-<h16>.json      this file's IngestStats, written last
 
 Each part is written under a temporary name and renamed, and the stats file is the mark of
 a finished part: ingesting a file whose content was already ingested into DIR is skipped and
-counted (``files_unchanged``), whatever the file is called now.
+counted (``files_unchanged``), whatever the file is called now (a remote object: while its ETag
+and size stay the same; it is not read at all then).
 
 Which records become pages:
 
 - ``response`` records with an HTTP status 200–299 and ``resource`` records (status 200);
   ``request``, ``metadata``, ``warcinfo``, ``revisit``, ``conversion`` and ``continuation``
-  records are skipped and counted by type. ARC files are not read (WARC only): a file
-  whose records are not WARC records is reported as a file error.
+  records are skipped and counted by type. ARC (v1) files are read like WARC files, their
+  records converted as warcio's ``arc2warc`` does: the version block is a ``warcinfo``
+  record, every other record a ``response`` (:mod:`simweb.tasks.archives`).
 - HTML by Content-Type (``text/html``, ``application/xhtml+xml``); when the type is missing or
   generic (``application/octet-stream`` and the like) the payload is sniffed.
 - The payload is de-chunked (``Transfer-Encoding: chunked``) and decoded (``Content-Encoding``
-  gzip, x-gzip, deflate; br when the ``brotli`` package is installed), then turned into text
+  gzip, x-gzip, deflate; br when the ``brotli`` package is installed; :mod:`simweb.tasks.payloads`),
+  then turned into text
   by :func:`simweb.core.charset.decode_html`.
 - The WARC-Target-URI is normalised with :func:`simweb.core.urls.normalize_url`; a record without
   one, or with one that is not an http(s) URL, is skipped and counted.
+- A response with status 301, 302, 303, 307 or 308 is no page (counted as ``HTTP 3xx``); its URL
+  and Location become a row of the aliases data set (simweb.core.aliases holds the rules; a
+  redirect without a usable Location is counted in ``aliases_skipped``). Each page adds a row for
+  its ``<link rel="canonical">`` to another URL of its origin, and one per slash, index or noslash variant
+  name of its URL: candidates, which the crawl reader (simweb.tasks.crawl) resolves over the whole crawl.
+- Each page keeps what a web-archive player needs to replay its record (simweb.core.replay):
+  ``record_offset``, ``record_length`` (as warcio's indexer counts it), ``surt``, ``timestamp``, ``digest``.
 - The first record of a URL in a file wins; later ones are skipped as ``duplicate URL``.
   Duplicates across files are not removed here (files are ingested in parallel): the
   ``source_file`` and ``record_offset`` columns let a later stage keep the first.
 
 Bad input, three tiers (STYLE.md habit 8): a record that cannot become a page is skipped
 and counted by reason (:data:`SKIP_REASONS`); a damaged file (truncated, corrupt framing,
-gzipped as a whole) keeps the pages read before the damage and is logged and counted in
-``file_errors``; an ``OSError`` (the file cannot be read at all) propagates, so the Prefect
-task can retry it.
+bytes inserted, gzipped as a whole or in members that split records) is read on past the
+damage — a record whose payload was read in full is kept, reading resumes at the next record
+that parses (:mod:`simweb.tasks.archives`) — and is logged and listed in ``file_errors``
+with where it is damaged, the bytes skipped and the records recovered; an ``OSError`` (the
+file cannot be read at all) propagates, so the Prefect task can retry it.
 """
 from __future__ import annotations
 
+import base64
 import dataclasses
+import hashlib
 import json
 import logging
 import os
 import random
-import re
 import time
-import uuid
-import zlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, repeat
 from typing import Any
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from warcio.archiveiterator import ArchiveIterator
+from prefect.states import Failed, State
 from warcio.bufferedreaders import ChunkedDataReader
-from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeadersParser
 
+from simweb.core.aliases import REDIRECT, REDIRECT_STATUSES, redirect_target
 from simweb.core.charset import charset_from_content_type, decode_html, looks_like_html
 from simweb.core.html import parse_page
-from simweb.core.records import ANCHOR_FIELDS, ParsedPage
+from simweb.core.replay import payload_digest, timestamp14
 from simweb.core.urls import normalize_url, url_id
-from simweb.tasks import schemas
+from simweb.tasks.archives import FORMATS, ArchiveRecords, RecordEnd
+from simweb.tasks.ingest_parts import DATA_SETS, IngestParts, RecordPlace
 from simweb.tasks.logs import run_logger
-from simweb.tasks.storage import TMP_PREFIX, file_digest, filesystem, join, local_path, write_bytes_atomic
+from simweb.tasks.payloads import (
+    ENCODING_ERROR,
+    TOO_LARGE,
+    UNSUPPORTED_ENCODING,
+    EncodingError,
+    decode_content_encoding,
+    encoded_payload_ends,
+)
+from simweb.tasks.storage import file_digest, filesystem, identify, join, local_path, write_bytes_atomic
 
 logger = logging.getLogger("simweb.ingest")
 
 # Bumped whenever what a part holds changes (schema, parsing, filtering), so that parts
 # written by an older simweb are re-ingested instead of being taken as finished.
-INGEST_FORMAT = 2
+# 3: ARC files; damaged files read on past the damage.
+# 4: the aliases data set (redirects, canonical links, slash and index variants); pages keep
+#    their record's length, SURT key, timestamp and digest for replay.
+INGEST_FORMAT = 4
 
-# Pages buffered before a row group is written: bounds memory on multi-GB WARC files.
-PAGES_PER_ROW_GROUP = 2_000
 # Decoded payloads above this size are skipped: no web page needs more, and it stops a
 # "gzip bomb" from exhausting memory.
 MAX_PAYLOAD_BYTES = 16 << 20
@@ -101,10 +121,7 @@ INVALID_URI = "invalid target URI"
 NOT_HTML = "not HTML"
 BAD_STATUS = "invalid HTTP status"
 EMPTY = "empty body"
-TRUNCATED = "truncated record"
-TOO_LARGE = "payload too large"
-UNSUPPORTED_ENCODING = "unsupported content-encoding"
-ENCODING_ERROR = "content-encoding error"
+TRUNCATED = "truncated record"  # not read whole, or its payload cut by a short Content-Length
 DUPLICATE = "duplicate URL"
 PARSE_ERROR = "parse error"
 SKIP_REASONS = (
@@ -112,23 +129,18 @@ SKIP_REASONS = (
     TRUNCATED, TOO_LARGE, UNSUPPORTED_ENCODING, ENCODING_ERROR, EMPTY, DUPLICATE, PARSE_ERROR,
 )
 
-_RECOMPRESS_HINT = (
-    "the file is gzipped as a whole instead of record by record, so its records cannot be "
-    "read one at a time; it is likely still valid and can be fixed by running: "
-    "warcio recompress {path} {fixed}"
-)
-
-
 # ---------------------------------------------------------------------------------------
 # Stats
 
 
 @dataclass(frozen=True, slots=True)
 class FileError:
-    """A WARC file that was damaged or unreadable, and why."""
+    """An archive file that was damaged or unreadable, and why; ``damage`` lists where a damaged
+    file was skipped, as (offset, bytes skipped) — see :class:`simweb.tasks.archives.Gap`."""
 
     path: str
     reason: str
+    damage: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,22 +148,35 @@ class IngestStats:
     """What the ingest stage did; ``+`` sums two of them (associative and commutative).
 
     ``files_read`` counts files read in this run, ``files_unchanged`` files skipped because
-    the same content was already ingested into the output folder. ``skipped`` maps a reason
-    (see :data:`SKIP_REASONS`) to the number of records skipped for it; ``links_skipped``
-    the same for links of written pages that were not kept (``simweb.core.html`` reasons, such
-    as a ``mailto:`` target). ``file_errors`` lists the damaged or unreadable files; a
-    damaged file's records before the damage are counted in the other fields. ``parts``
-    names the parts (``part-<h16>``) this run wrote or found unchanged: the identity of the
-    stage's output for the stages after it.
+    the same content was already ingested into the output folder (their ``pages_unchanged``
+    pages and their ``file_errors`` are those of that ingest); ``files_by_format`` counts
+    both kinds by format ("warc", "arc"; "unknown" for a file in which no record was found).
+    ``skipped`` maps a reason (see :data:`SKIP_REASONS`) to the number of records skipped for
+    it; ``links_skipped`` the same for links of written pages that were not kept
+    (``simweb.core.html`` reasons, such as a ``mailto:`` target). ``alias_evidence`` counts the
+    rows of the aliases data set by kind (simweb.core.aliases: redirect records, canonical links,
+    slash and index variant names — candidates the crawl reader resolves), ``aliases_skipped``
+    the redirects and canonical links that named no alias, by reason. ``file_errors`` lists the
+    damaged or unreadable files; a damaged file's records are counted in the other fields,
+    ``records_recovered`` those read after its first damage, ``bytes_skipped`` the bytes
+    between the damage and the next record that parses. ``parts`` names the parts
+    (``part-<h16>``) this run wrote or found unchanged: the identity of the stage's output for
+    the stages after it.
     """
 
     files_read: int = 0
     files_unchanged: int = 0
+    files_by_format: Mapping[str, int] = field(default_factory=dict)
     records_read: int = 0
+    records_recovered: int = 0
+    bytes_skipped: int = 0
     pages_written: int = 0
+    pages_unchanged: int = 0
     links_written: int = 0
     skipped: Mapping[str, int] = field(default_factory=dict)
     links_skipped: Mapping[str, int] = field(default_factory=dict)
+    alias_evidence: Mapping[str, int] = field(default_factory=dict)
+    aliases_skipped: Mapping[str, int] = field(default_factory=dict)
     file_errors: tuple[FileError, ...] = ()
     parts: tuple[str, ...] = ()
 
@@ -161,18 +186,29 @@ class IngestStats:
         return IngestStats(
             files_read=self.files_read + other.files_read,
             files_unchanged=self.files_unchanged + other.files_unchanged,
+            files_by_format=_add_counts(self.files_by_format, other.files_by_format),
             records_read=self.records_read + other.records_read,
+            records_recovered=self.records_recovered + other.records_recovered,
+            bytes_skipped=self.bytes_skipped + other.bytes_skipped,
             pages_written=self.pages_written + other.pages_written,
+            pages_unchanged=self.pages_unchanged + other.pages_unchanged,
             links_written=self.links_written + other.links_written,
             skipped=_add_counts(self.skipped, other.skipped),
             links_skipped=_add_counts(self.links_skipped, other.links_skipped),
-            file_errors=tuple(sorted(self.file_errors + other.file_errors, key=lambda e: (e.path, e.reason))),
+            alias_evidence=_add_counts(self.alias_evidence, other.alias_evidence),
+            aliases_skipped=_add_counts(self.aliases_skipped, other.aliases_skipped),
+            file_errors=tuple(sorted(self.file_errors + other.file_errors, key=lambda e: (e.path, e.reason, e.damage))),
             parts=tuple(sorted(set(self.parts) | set(other.parts))),
         )
 
     @property
     def records_skipped(self) -> int:
         return sum(self.skipped.values())
+
+    @property
+    def usable(self) -> bool:
+        """Whether the crawl gave any page (in this run or an earlier one): something to index."""
+        return self.pages_written + self.pages_unchanged > 0
 
     @classmethod
     def total(cls, stats: Iterable[IngestStats]) -> IngestStats:
@@ -183,24 +219,31 @@ class IngestStats:
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        data["file_errors"] = [dataclasses.asdict(e) for e in self.file_errors]
+        data["file_errors"] = [{"path": e.path, "reason": e.reason, "damage": [list(d) for d in e.damage]}
+                               for e in self.file_errors]
         data["parts"] = list(self.parts)
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> IngestStats:
         values = dict(data)
-        values["skipped"] = {str(k): int(v) for k, v in data["skipped"].items()}
-        values["links_skipped"] = {str(k): int(v) for k, v in data["links_skipped"].items()}
-        values["file_errors"] = tuple(FileError(**e) for e in data["file_errors"])
+        for name in ("files_by_format", "skipped", "links_skipped", "alias_evidence", "aliases_skipped"):
+            values[name] = {str(k): int(v) for k, v in data.get(name, {}).items()}
+        values["file_errors"] = tuple(
+            FileError(e["path"], e["reason"], tuple((int(o), int(n)) for o, n in e.get("damage", ())))
+            for e in data["file_errors"])
         values["parts"] = tuple(data["parts"])
         return cls(**values)
 
     def summary(self) -> str:
-        """A few lines for people: records read, pages and links written, skips, file errors."""
-        files = f"{self.files_read} WARC file{'s' if self.files_read != 1 else ''} read"
+        """A few lines for people: files by format, records read, pages and links written, skips,
+        file errors with what was recovered from them."""
+        files = f"{self.files_read} file{'s' if self.files_read != 1 else ''} read"
         if self.files_unchanged:
             files += f", {self.files_unchanged} unchanged since an earlier ingest (skipped)"
+        if self.files_by_format:
+            files += "; " + ", ".join(f"{n} {fmt.upper() if fmt in FORMATS else fmt}"
+                                      for fmt, n in _by_count(self.files_by_format))
         rows = [
             ("records read", self.records_read, 2),
             ("pages written", self.pages_written, 2),
@@ -211,12 +254,25 @@ class IngestStats:
         if self.links_skipped:
             rows.append(("links not kept", sum(self.links_skipped.values()), 2))
             rows.extend((reason, n, 4) for reason, n in _by_count(self.links_skipped))
+        if self.alias_evidence:
+            rows.append(("alias evidence", sum(self.alias_evidence.values()), 2))
+            rows.extend((_EVIDENCE_LABELS.get(kind, kind), n, 4) for kind, n in _by_count(self.alias_evidence))
+        if self.aliases_skipped:
+            rows.append(("redirects and canonical links not taken", sum(self.aliases_skipped.values()), 2))
+            rows.extend((reason, n, 4) for reason, n in _by_count(self.aliases_skipped))
         rows.append(("file errors", len(self.file_errors), 2))
+        rows.append(("records recovered", self.records_recovered, 4))
+        rows.append(("bytes skipped", self.bytes_skipped, 4))
         width = max(indent + len(label) for label, _, indent in rows) + 2
         lines = [f"ingest: {files}"]
         lines += [f"{' ' * indent}{label:<{width - indent}}{n:>10,}" for label, n, indent in rows]
         lines += [f"    {error.path}: {error.reason}" for error in self.file_errors]
         return "\n".join(lines)
+
+
+_EVIDENCE_LABELS = {"redirect": "redirect records", "canonical": "canonical links",
+                    "slash": "slash variant names", "index": "index variant names",
+                    "noslash": "noslash variant names"}
 
 
 def _add_counts(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
@@ -230,80 +286,7 @@ def _by_count(counts: Mapping[str, int]) -> list[tuple[str, int]]:
 
 
 # ---------------------------------------------------------------------------------------
-# Payloads
-
-
-class _EncodingError(ValueError):
-    def __init__(self, reason: str, detail: str):
-        super().__init__(detail)
-        self.reason = reason
-
-
-def _brotli():
-    try:
-        import brotli  # optional: only pages served with Content-Encoding: br need it
-    except ImportError:
-        return None
-    return brotli
-
-
-def supported_content_encodings() -> frozenset[str]:
-    """Content-Encoding values this installation decodes."""
-    codings = {"identity", "gzip", "x-gzip", "deflate"}
-    if _brotli() is not None:
-        codings.add("br")
-    return frozenset(codings)
-
-
-def _inflate(data: bytes, wbits: int) -> bytes:
-    """zlib/gzip decompression, capped at MAX_PAYLOAD_BYTES, across concatenated gzip members."""
-    out: list[bytes] = []
-    size = 0
-    while data:
-        d = zlib.decompressobj(wbits)
-        chunk = d.decompress(data, MAX_PAYLOAD_BYTES + 1 - size)
-        out.append(chunk)
-        size += len(chunk)
-        if d.unconsumed_tail or size > MAX_PAYLOAD_BYTES:
-            raise _EncodingError(TOO_LARGE, f"decodes to more than {MAX_PAYLOAD_BYTES:,} bytes")
-        if not d.eof:
-            break  # a truncated stream: keep what it held (crawlers cut long payloads)
-        data = d.unused_data
-    return b"".join(out)
-
-
-def decode_content_encoding(body: bytes, content_encoding: str) -> bytes:
-    """The payload with its Content-Encoding undone (RFC 9110 Section 8.4), innermost last.
-
-    A payload that does not even start like the compressed format it claims but looks like
-    HTML is taken as already decoded (some crawlers store decoded payloads and keep the
-    header). Raises ``_EncodingError`` for unsupported or corrupt encodings.
-    """
-    codings = [c.strip().lower() for c in content_encoding.split(",")]
-    for coding in reversed([c for c in codings if c and c != "identity"]):
-        try:
-            if coding in ("gzip", "x-gzip"):
-                body = _inflate(body, 32 + zlib.MAX_WBITS)  # gzip or zlib header, detected
-            elif coding == "deflate":
-                try:
-                    body = _inflate(body, zlib.MAX_WBITS)  # RFC: zlib-wrapped deflate
-                except zlib.error:
-                    body = _inflate(body, -zlib.MAX_WBITS)  # what many servers send: raw deflate
-            elif coding == "br" and (brotli := _brotli()) is not None:
-                body = brotli.decompress(body)
-            else:
-                raise _EncodingError(UNSUPPORTED_ENCODING, f"Content-Encoding {coding!r} is not supported")
-        except zlib.error as exc:
-            if looks_like_html(body):
-                continue
-            raise _EncodingError(ENCODING_ERROR, f"{coding}: {exc}") from exc
-        except _EncodingError:
-            raise
-        except Exception as exc:  # brotli.error and friends
-            if looks_like_html(body):
-                continue
-            raise _EncodingError(ENCODING_ERROR, f"{coding}: {exc}") from exc
-    return body
+# Records
 
 
 def _media_type(content_type: str | None) -> str:
@@ -315,215 +298,95 @@ def _status_reason(status: int) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# Parquet parts, written in row groups and published by rename
-
-
-class _Part:
-    """One Parquet part being written: a temporary file, published by rename when complete."""
-
-    def __init__(self, url: str, schema: pa.Schema):
-        self.schema = schema
-        self.fs, self.path = filesystem(url)
-        parent, name = self.path.rsplit("/", 1)
-        self.fs.makedirs(parent, exist_ok=True)
-        self.tmp = f"{parent}/{TMP_PREFIX}{uuid.uuid4().hex}-{name}"
-        self.rows = 0
-        self.columns: dict[str, list] = {f.name: [] for f in schema}
-        self._file = self.fs.open(self.tmp, "wb")
-        # Dictionary encoding pays for URL-like columns; on word lists zstd alone gives the
-        # same size (they repeat in long runs), and hashing every word costs a third of the write.
-        dictionary = [f.name for f in schema if f.type == pa.string()]
-        self._writer = pq.ParquetWriter(self._file, schema, compression="zstd", use_dictionary=dictionary)
-
-    def write(self) -> None:
-        """Write the buffered columns as a row group."""
-        columns = [_arrow(self.columns[f.name], f.type) for f in self.schema]
-        for values in self.columns.values():
-            values.clear()
-        table = pa.Table.from_arrays(columns, schema=self.schema)
-        if table.num_rows:
-            self._writer.write_table(table)
-            self.rows += table.num_rows
-
-    def publish(self) -> None:
-        self._writer.close()
-        self._file.close()
-        self.fs.mv(self.tmp, self.path)
-
-    def discard(self) -> None:
-        try:
-            self._writer.close()
-            self._file.close()
-        finally:
-            if self.fs.exists(self.tmp):
-                self.fs.rm(self.tmp)
-
-
-class _Parts:
-    """The pages and links parts of one WARC file, buffered together and written in row groups."""
-
-    def __init__(self, out_dir: str, part: str):
-        self.pages = _Part(join(out_dir, "pages", f"{part}.parquet"), schemas.PAGES)
-        try:
-            self.links = _Part(join(out_dir, "links", f"{part}.parquet"), schemas.LINKS)
-        except BaseException:
-            self.pages.discard()
-            raise
-        self.buffered = 0
-        self._ids: dict[str, int] = {}
-
-    def _url_ids(self, urls: tuple[str, ...]) -> list[int]:
-        # Link targets repeat (navigation links), and every one needs its id: one C-level
-        # map over the memo, hashing only the targets not seen before.
-        ids = self._ids
-        found = list(map(ids.get, urls))
-        if None in found:
-            for i, id_ in enumerate(found):
-                if id_ is None:
-                    found[i] = ids[urls[i]] = url_id(urls[i])
-        return found
-
-    def add(self, parsed: ParsedPage, status: int, media_type: str, charset: str, source: str,
-            offset: int) -> None:
-        url = parsed.url
-        source_id = url_id(url)
-        anchors = parsed.anchors
-        target_ids = self._url_ids(anchors.target_url)  # may raise: nothing added yet
-
-        p = self.pages.columns
-        p["url"].append(url)
-        p["url_id"].append(source_id)
-        p["title"].append(parsed.title)
-        p["title_words"].append(parsed.title_words)
-        p["words"].append(parsed.words)
-        p["status"].append(status)
-        p["content_type"].append(media_type)
-        p["charset"].append(charset)
-        p["source_file"].append(source)
-        p["record_offset"].append(offset)
-
-        if target_ids:
-            n = len(target_ids)
-            c = self.links.columns
-            c["source_url"].extend(repeat(url, n))
-            c["source_id"].extend(repeat(source_id, n))
-            c["target_id"].extend(target_ids)
-            for name, column in zip(ANCHOR_FIELDS, anchors.columns()):
-                c[name].extend(column)
-
-        self.buffered += 1
-        if self.buffered >= PAGES_PER_ROW_GROUP:
-            self.flush()
-
-    def flush(self) -> None:
-        self.pages.write()
-        self.links.write()
-        self.buffered = 0
-        if len(self._ids) > 1 << 20:
-            self._ids = {}
-
-    def publish(self) -> None:
-        self.flush()
-        self.pages.publish()
-        self.links.publish()
-
-    def discard(self) -> None:
-        try:
-            self.pages.discard()
-        finally:
-            self.links.discard()
-
-
-def _arrow(values: list, type_: pa.DataType) -> pa.Array:
-    if type_ == schemas.WORDS:
-        # Flattened in C and converted in one call: converting a list of tuples element by
-        # element costs an order of magnitude more.
-        flat = list(chain.from_iterable(values))
-        offsets = np.fromiter(accumulate(map(len, values), initial=0), np.int32, len(values) + 1)
-        return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, pa.string()))
-    return pa.array(values, type_)
-
-
-# ---------------------------------------------------------------------------------------
 # The stage
 
 
 _HTTP_PARSER = StatusAndHeadersParser(["HTTP/1.0", "HTTP/1.1"], verify=False)
-
-
-class _QuietArchiveIterator(ArchiveIterator):
-    # warcio prints a warning to stderr when a record is longer than its Content-Length;
-    # we count and report that ourselves (the record is skipped as truncated).
-    INC_RECORD = ""
+# Damaged places listed per file in its FileError (the totals count them all).
+MAX_DAMAGE_LISTED = 100
 
 
 def part_name(digest: str) -> str:
     return f"part-{digest[:16]}"
 
 
-def _already_ingested(out_dir: str, part: str) -> bool:
-    """Whether ``part`` is finished in ``out_dir``: its stats file (written last) is of this
-    format and its pages and links parts have the sizes it records (a damaged part is
-    ingested again)."""
+def _earlier_ingest(out_dir: str, part: str) -> IngestStats | None:
+    """The stats of the finished ingest of ``part`` into ``out_dir``; None if there is none: its
+    stats file (written last) is missing or of another format, or its pages and links parts
+    do not have the sizes it records (a damaged part is ingested again)."""
     fs, stats_path = filesystem(join(out_dir, "stats", f"{part}.json"))
     try:
         with fs.open(stats_path, "rb") as f:
             saved = json.loads(f.read())
     except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
-        return False
+        return None
     if not isinstance(saved, dict) or saved.get("format") != INGEST_FORMAT or not isinstance(saved.get("files"), dict):
-        return False
-    for rel in (f"pages/{part}.parquet", f"links/{part}.parquet"):
+        return None
+    for rel in (f"{data_set}/{part}.parquet" for data_set in DATA_SETS):
         dfs, p = filesystem(join(out_dir, rel))
         try:
             if int(dfs.size(p)) != saved["files"].get(rel, {}).get("bytes"):
-                return False
+                return None
         except (FileNotFoundError, OSError):
-            return False
-    return True
+            return None
+    try:
+        return IngestStats.from_dict(saved["stats"])
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _part_files(out_dir: str, part: str) -> dict[str, dict[str, Any]]:
-    """Size and SHA-256 of a part's pages and links files, recorded in its stats file."""
+    """Size and SHA-256 of a part's pages, links and aliases files, recorded in its stats file."""
     files = {}
-    for rel in (f"pages/{part}.parquet", f"links/{part}.parquet"):
+    for rel in (f"{data_set}/{part}.parquet" for data_set in DATA_SETS):
         fs, path = filesystem(join(out_dir, rel))
         files[rel] = {"bytes": int(fs.size(path)), "sha256": file_digest(join(out_dir, rel))}
     return files
 
 
 def ingest_warc(path: str, out_dir: str) -> IngestStats:
-    """Ingest one WARC file (local path or fsspec URL) into ``out_dir``; see the module docstring.
+    """Ingest one archive file — WARC or ARC, plain or gzipped, local path or fsspec URL — into
+    ``out_dir``; see the module docstring.
 
     Returns this file's :class:`IngestStats`. Raises ``OSError`` only when the file cannot be
     read at all (missing, unreadable, I/O failure), which is worth retrying; a damaged file is
     reported in ``file_errors`` instead.
     """
     source = local_path(path) or path
-    digest = file_digest(path)
+    identity = identify(path)
+    digest = identity.digest
     part = part_name(digest)
-    if _already_ingested(out_dir, part):
-        return IngestStats(files_unchanged=1, parts=(part,))
+    earlier = _earlier_ingest(out_dir, part)
+    if earlier is not None:
+        return IngestStats(
+            files_unchanged=1, files_by_format=earlier.files_by_format, pages_unchanged=earlier.pages_written,
+            file_errors=tuple(FileError(source, e.reason, e.damage) for e in earlier.file_errors), parts=(part,),
+        )
 
-    parts = _Parts(out_dir, part)
+    parts = IngestParts(out_dir, part)
     try:
-        counts = _read_warc(path, source, parts)
+        counts = _read_archive(path, source, parts)
         parts.publish()
     except BaseException:
         parts.discard()
         raise
     stats = IngestStats(
         files_read=1,
+        files_by_format={counts.format: 1},
         records_read=counts.records,
+        records_recovered=counts.recovered,
+        bytes_skipped=sum(skipped for _, skipped in counts.damage),
         pages_written=parts.pages.rows,
         links_written=parts.links.rows,
         skipped=dict(sorted(counts.skipped.items())),
         links_skipped=dict(sorted(counts.links_skipped.items())),
-        file_errors=(FileError(source, counts.error),) if counts.error else (),
+        alias_evidence=dict(sorted(parts.alias_kinds.items())),
+        aliases_skipped=dict(sorted(counts.aliases_skipped.items())),
+        file_errors=(FileError(source, counts.error, counts.damage[:MAX_DAMAGE_LISTED]),) if counts.error else (),
         parts=(part,),
     )
-    record = {"format": INGEST_FORMAT, "source": source, "sha256": digest, "stats": stats.to_dict(),
-              "files": _part_files(out_dir, part)}
+    record = {"format": INGEST_FORMAT, "source": source, **identity.basis, "identity": digest,
+              "stats": stats.to_dict(), "files": _part_files(out_dir, part)}
     write_bytes_atomic(json.dumps(record, indent=1, sort_keys=True).encode(),
                        join(out_dir, "stats", f"{part}.json"))
     return stats
@@ -531,94 +394,80 @@ def ingest_warc(path: str, out_dir: str) -> IngestStats:
 
 @dataclass
 class _Counts:
+    format: str = "unknown"
     records: int = 0
+    recovered: int = 0
     skipped: Counter = field(default_factory=Counter)
     links_skipped: Counter = field(default_factory=Counter)
+    aliases_skipped: Counter = field(default_factory=Counter)
+    damage: tuple[tuple[int, int], ...] = ()
     error: str | None = None
 
 
-def _read_warc(path: str, source: str, parts: _Parts) -> _Counts:
-    """Stream the records of one WARC file into its parts."""
+def _read_archive(path: str, source: str, parts: IngestParts) -> _Counts:
+    """Stream the records of one WARC or ARC file into its parts, reading on past damage."""
     counts = _Counts()
     skipped = counts.skipped
     seen: set[str] = set()
+    redirected: set[str] = set()
     fs, fs_path = filesystem(path)
     with fs.open(fs_path, "rb") as raw:
-        it = _QuietArchiveIterator(raw)
-        records = iter(it)
-        last_truncated_at: int | None = None
-        truncated = 0
-        while True:
-            offset = it.offset
-            try:
-                record = next(records)
-            except StopIteration:
-                break
-            except OSError:
-                raise
-            except Exception as exc:  # warcio's ArchiveLoadFailed, zlib.error, bad headers, ...
-                counts.error = _describe_failure(exc, source, offset)
-                return counts
-            offset = it.offset
-            if record.format != "warc":
-                counts.error = (
-                    f"not a WARC file: the record at offset {offset} is not a WARC record "
-                    "(simweb reads WARC files only, not ARC files)"
-                )
-                return counts
+        records = ArchiveRecords(raw)
+        for offset, record in records:
             counts.records += 1
-            last_truncated_at = None
-            reason, page = _page_of(record, it)
-            if reason == TRUNCATED:
-                last_truncated_at = offset
-                truncated += 1
+            reason, found = _page_of(record, records)
             if reason is None:
-                url = page[0]
+                url = found[0]
                 if url in seen:
                     reason = DUPLICATE
                 else:
                     seen.add(url)
-                    reason = _add_page(page, offset, source, parts, counts.links_skipped)
+                    reason = _add_page(found, _record_of(record, offset, records, found), source, parts, counts)
+            elif reason == REDIRECT:
+                url, status, media_type, location = found
+                target, why_not = redirect_target(url, location)
+                if target is None:
+                    counts.aliases_skipped[why_not] += 1
+                elif url not in redirected:  # as for pages, the first record of a URL in a file wins
+                    redirected.add(url)
+                    parts.add_alias(url, url_id(url), target, url_id(target), REDIRECT, status, source, offset,
+                                    _record_of(record, offset, records, (url, status, media_type)))
+                reason = _status_reason(status)  # not a page: counted as before, its alias beside
             if reason is not None:
                 skipped[reason] += 1
-        if last_truncated_at is not None:
-            counts.error = (
-                f"the file ends inside the record at offset {last_truncated_at} (truncated); "
-                "the records before it were kept"
-            )
-        elif it.err_count or truncated:
-            counts.error = (
-                f"{max(it.err_count, truncated)} record(s) do not end where their Content-Length "
-                "says (corrupt framing or a cut payload); they were skipped, the other records were kept"
-            )
+        counts.format = records.format or "unknown"
+        counts.recovered = records.recovered
+        counts.damage = tuple((gap.offset, gap.skipped) for gap in records.gaps)
+        counts.error = records.damage(source)
     return counts
 
 
-def _describe_failure(exc: Exception, source: str, offset: int) -> str:
-    text = " ".join(str(exc).split())
-    if isinstance(exc, ArchiveLoadFailed) and "non-chunked gzip" in text:
-        base = source[:-8] if source.endswith(".warc.gz") else source
-        return _RECOMPRESS_HINT.format(path=source, fixed=f"{base}.recompressed.warc.gz")
-    return (
-        f"cannot read the record at offset {offset}: {type(exc).__name__}: {text}; "
-        "the records before it were kept"
-    )
+def _record_of(record, offset: int, records: ArchiveRecords, found: tuple) -> RecordPlace:
+    """Where the record lies and what a CDXJ line says of it (its digest: the WARC-Payload-Digest,
+    else the SHA-1 of the payload read, base32 as the WARC standard writes it)."""
+    headers = record.rec_headers
+    digest = payload_digest(headers.get_header("WARC-Payload-Digest"))
+    if digest == "-" and len(found) > 4:
+        digest = base64.b32encode(hashlib.sha1(found[4]).digest()).decode("ascii")
+    return RecordPlace(offset, records.length or 0, timestamp14(headers.get_header("WARC-Date")) or "", digest,
+                   found[2])
 
 
-def _page_of(record, it: ArchiveIterator):
-    """(skip reason, None) or (None, (url, status, content type, charset label, body))."""
+def _page_of(record, records: ArchiveRecords):
+    """(skip reason, None); (REDIRECT, (url, status, media type, Location)) for a redirect record;
+    or (None, (url, status, media type, charset label, body))."""
     rec_type = record.rec_type
     if rec_type not in PAGE_RECORD_TYPES:
-        it.read_to_end()
+        records.finish()
         return f"{rec_type or 'untyped'} record", None
 
     uri = record.rec_headers.get_header("WARC-Target-URI")
     if not uri or not uri.strip("<> "):
-        it.read_to_end()
+        records.finish()
         return NO_URI, None
     url = normalize_url(uri.strip().strip("<>"))
     if url is None:
-        it.read_to_end()
+        records.finish()
         return INVALID_URI, None
 
     http = record.http_headers
@@ -628,16 +477,19 @@ def _page_of(record, it: ArchiveIterator):
         try:
             http = _HTTP_PARSER.parse(record.raw_stream)
         except Exception:
-            it.read_to_end()
+            records.finish()
             return BAD_STATUS, None
     if http is not None:
         try:
             status = int(http.get_statuscode())
         except (TypeError, ValueError):
-            it.read_to_end()
+            records.finish()
             return BAD_STATUS, None
+        if status in REDIRECT_STATUSES:
+            records.finish()
+            return REDIRECT, (url, status, _media_type(http.get_header("Content-Type")), http.get_header("Location"))
         if not 200 <= status <= 299:
-            it.read_to_end()
+            records.finish()
             return _status_reason(status), None
         content_type = http.get_header("Content-Type")
     else:
@@ -645,7 +497,7 @@ def _page_of(record, it: ArchiveIterator):
         content_type = record.rec_headers.get_header("Content-Type")
     media_type = _media_type(content_type)
     if media_type not in HTML_TYPES and media_type not in GENERIC_TYPES:
-        it.read_to_end()
+        records.finish()
         return NOT_HTML, None
 
     # The payload: de-chunked here, decoded below (we decode Content-Encoding ourselves so that
@@ -653,45 +505,48 @@ def _page_of(record, it: ArchiveIterator):
     stream = record.raw_stream
     if http is not None and "chunked" in (http.get_header("Transfer-Encoding") or "").lower():
         stream = ChunkedDataReader(stream)
-    errors_before = it.err_count
     try:
         body = stream.read(MAX_PAYLOAD_BYTES + 1)
-        too_large = len(body) > MAX_PAYLOAD_BYTES
-        it.read_to_end()
     except OSError:
         raise
-    except Exception:  # a corrupt compressed WARC member: the record cannot be read whole
+    except Exception:  # a corrupt compressed member: the record cannot be read whole
+        records.finish()
         return TRUNCATED, None
-    if getattr(record.raw_stream, "limit", 0) > 0 or it.err_count > errors_before:
+    end = records.finish()
+    if end is RecordEnd.CUT:
         return TRUNCATED, None
-    if too_large:
+    if len(body) > MAX_PAYLOAD_BYTES:
         return TOO_LARGE, None
-
     encoding = http.get_header("Content-Encoding") if http is not None else None
+    if end is RecordEnd.UNFRAMED and not (encoding and encoded_payload_ends(body, encoding, MAX_PAYLOAD_BYTES)):
+        return TRUNCATED, None  # a short Content-Length cut the payload, or may have: nothing tells
+    payload = body
     if encoding:
         try:
-            body = decode_content_encoding(body, encoding)
-        except _EncodingError as exc:
+            body = decode_content_encoding(body, encoding, MAX_PAYLOAD_BYTES)
+        except EncodingError as exc:
             return exc.reason, None
     if not body.strip():
         return EMPTY, None
     if media_type in GENERIC_TYPES and not looks_like_html(body):
         return NOT_HTML, None
-    return None, (url, status, media_type, charset_from_content_type(content_type), body)
+    return None, (url, status, media_type, charset_from_content_type(content_type), payload, body)
 
 
-def _add_page(page, offset: int, source: str, parts: _Parts, links_skipped: Counter) -> str | None:
+def _add_page(page, record: RecordPlace, source: str, parts: IngestParts, counts: _Counts) -> str | None:
     """Decode and parse one page and add its rows; the skip reason if it cannot be parsed."""
-    url, status, media_type, http_charset, body = page
+    url, status, _, http_charset, _, body = page
     link_skips: Counter[str] = Counter()
+    alias_skips: Counter[str] = Counter()
     try:
         text, charset = decode_html(body, http_charset)
-        parts.add(parse_page(text, url, link_skips), status, media_type, charset, source, offset)
+        parts.add(parse_page(text, url, link_skips), status, charset, source, record, alias_skips)
     except Exception as exc:  # a page the parser cannot handle must not stop the file
-        logger.warning("%s: page %s at offset %d skipped: %s: %s", source, url, offset,
+        logger.warning("%s: page %s at offset %d skipped: %s: %s", source, url, record.offset,
                        type(exc).__name__, exc, exc_info=True)
         return PARSE_ERROR
-    links_skipped.update(link_skips)
+    counts.links_skipped.update(link_skips)
+    counts.aliases_skipped.update(alias_skips)
     return None
 
 
@@ -699,49 +554,8 @@ def _add_page(page, offset: int, source: str, parts: _Parts, links_skipped: Coun
 # Many files, in-process (tests, benchmarks, `simweb ingest --no-prefect`)
 
 
-WARC_SUFFIXES = (".warc", ".warc.gz")
-ARC_SUFFIXES = (".arc", ".arc.gz")
-_GLOB_CHARS = re.compile(r"[*?\[]")
-
-
-def list_warc_files(crawl: str | Iterable[str]) -> list[str]:
-    """The WARC files of a crawl: a file, a folder (searched recursively), a glob, or a list of them.
-
-    Folders and globs contribute files named ``*.warc`` or ``*.warc.gz``; a file named
-    explicitly is taken whatever its name. ARC files are not supported. Raises
-    ``FileNotFoundError`` when nothing matches, naming what was looked for.
-    """
-    items = [crawl] if isinstance(crawl, str) else list(crawl)
-    found: list[str] = []
-    arcs = 0
-    for item in items:
-        fs, path = filesystem(item)
-        protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-        prefix = "" if protocol in ("file", "local") else f"{protocol}://"
-        if _GLOB_CHARS.search(path):
-            candidates = [p for p in fs.glob(path) if fs.isfile(p)]
-        elif fs.isdir(path):
-            candidates = fs.find(path)
-        elif fs.isfile(path):
-            found.append(prefix + path if prefix else os.path.abspath(path))
-            continue
-        else:
-            raise FileNotFoundError(f"{item}: no such file or folder; expected a WARC file, a folder of them or a glob")
-        for p in sorted(candidates):
-            name = p.rsplit("/", 1)[-1].lower()
-            if name.endswith(WARC_SUFFIXES):
-                found.append(prefix + p if prefix else os.path.abspath(p))
-            elif name.endswith(ARC_SUFFIXES):
-                arcs += 1
-    unique = list(dict.fromkeys(found))
-    if not unique:
-        hint = f" ({arcs} ARC files were found: simweb reads WARC only)" if arcs else ""
-        raise FileNotFoundError(f"no WARC files (*.warc, *.warc.gz) in {', '.join(items)}{hint}")
-    return unique
-
-
 def ingest_files(files: Iterable[str], out_dir: str) -> IngestStats:
-    """Ingest WARC files one after another in this process (no Prefect, no Dask).
+    """Ingest archive files one after another in this process (no Prefect, no Dask).
 
     A file that cannot be read at all is reported in ``file_errors`` and skipped.
     """
@@ -760,6 +574,25 @@ def unreadable(path: str, exc: BaseException | str) -> IngestStats:
     return IngestStats(file_errors=(FileError(local_path(path) or path, reason),))
 
 
+class NothingIngested(Exception):
+    """No file of a crawl gave a page: there is nothing to build an index from."""
+
+    def __init__(self, stats: IngestStats):
+        self.stats = stats
+        super().__init__(
+            f"nothing usable was read: the crawl's files gave no HTML page ({len(stats.file_errors)} "
+            "damaged or unreadable, listed in the file errors); stopped before the bags stage, no index published"
+        )
+
+
+def nothing_ingested(stats: IngestStats) -> State:
+    """What a flow returns when its crawl gave no page: a Failed state whose result is
+    :class:`NothingIngested`, so that the run fails with a one-line message (no traceback in
+    its log) and a caller of the flow gets the exception."""
+    exc = NothingIngested(stats)
+    return Failed(message=str(exc), data=exc)
+
+
 # ---------------------------------------------------------------------------------------
 # The Prefect task: one shard of WARC files per task run (never one record: a task run on a
 # Dask worker costs a few hundred ms of submission, hand-off and state reporting)
@@ -774,9 +607,16 @@ RETRY_DELAY = 2.0
 
 def is_transient_io_error(exc: BaseException) -> bool:
     """Whether ``exc`` is worth another attempt: an ``OSError`` such as a dropped network mount
-    or an object-store hiccup — not a missing or forbidden file. A damaged WARC file does not
-    raise (it is reported in the stats), and parsing the same bytes again gives the same answer."""
-    return isinstance(exc, OSError) and not isinstance(exc, _PERMANENT_OS_ERRORS)
+    or an object-store hiccup — not a missing or forbidden file — or a web server's dropped
+    connection, cut transfer or answer 5xx / 429 (aiohttp's errors, which are not all OSErrors).
+    A damaged WARC file does not raise (it is reported in the stats), and parsing the same bytes
+    again gives the same answer."""
+    if isinstance(exc, OSError):
+        return not isinstance(exc, _PERMANENT_OS_ERRORS)
+    if type(exc).__module__.split(".", 1)[0] == "aiohttp":
+        status = getattr(exc, "status", None)
+        return status is None or status >= 500 or status == 429
+    return False
 
 
 def ingest_with_retries(path: str, out_dir: str, io_retries: int = 3, retry_delay: float = RETRY_DELAY,

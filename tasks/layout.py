@@ -4,6 +4,7 @@ An index folder ``OUT`` (``simweb build … --out OUT``, the deployments' ``inde
 
     OUT/LOCK                 held (an exclusive file lock) by the run that writes into OUT
     OUT/CURRENT              the name of the live version (switched by an atomic rename)
+    OUT/live                 a symbolic link to the live version (switched by an atomic rename)
     OUT/versions/<name>/     published index versions (layout: simweb.tasks.index_store)
     OUT/crawl/               the ingest output: pages/, links/, stats/ parts, the crawl's
                              selection CRAWL.json and the inbox ledger _ingested.json
@@ -42,8 +43,9 @@ def stages_folder(out: str) -> str:
 
 def sweep_debris(out: str, crawl: str | None = None) -> list[str]:
     """Remove what killed runs left in the index folder ``out``: temporary files of ingest parts
-    (``crawl/{pages,links,stats}/.tmp-*``), of a version being published (``versions/.tmp-*``),
-    of the CURRENT pointer (``.tmp-*-CURRENT``) and of stage outputs (``stages/*/.tmp-*``).
+    (``crawl/{pages,links,aliases,stats}/.tmp-*``), of a version being published (``versions/.tmp-*``),
+    of the CURRENT pointer and the live link (``.tmp-*-CURRENT``, ``.tmp-*-live``) and of stage
+    outputs (``stages/*/.tmp-*``).
 
     Only the holder of the folder's :class:`IndexLock` may call it: every temporary name there
     then belongs to a run that is gone. Returns the paths removed.
@@ -53,7 +55,7 @@ def sweep_debris(out: str, crawl: str | None = None) -> list[str]:
         return []
     crawl_root = local_path(crawl) if crawl else os.path.join(root, "crawl")
     folders = [root, os.path.join(root, "versions")]
-    folders += [os.path.join(crawl_root, name) for name in ("pages", "links", "stats")] if crawl_root else []
+    folders += [os.path.join(crawl_root, name) for name in ("pages", "links", "aliases", "stats")] if crawl_root else []
     stages = os.path.join(root, "stages")
     if os.path.isdir(stages):
         folders += [os.path.join(stages, name) for name in sorted(os.listdir(stages))]

@@ -2,7 +2,8 @@
 
 Incremental ingestion (flows/ingest_new_crawl.py) cannot key a whole stage by its inputs,
 because the inputs grow. Instead the crawl folder keeps a ledger, ``CRAWL/_ingested.json``,
-of the WARC files it has consumed, by the SHA-256 of their bytes: a file is ingested once
+of the WARC files it has consumed, by the SHA-256 of their bytes (of an inbox on an object
+store: of their ETag and size, :func:`simweb.tasks.storage.identify`): a file is ingested once
 however often it is dropped into the inbox, renamed or copied; a file that failed is retried
 by later runs, up to :data:`MAX_ATTEMPTS` times while its bytes stay the same; and each entry
 says whether the live index covers the file yet. The ledger is rewritten whole and atomically
@@ -17,9 +18,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from simweb.tasks.archives import ARCHIVE_SUFFIXES
 from simweb.tasks.crawl import read_selection
-from simweb.tasks.ingest import WARC_SUFFIXES, part_name
-from simweb.tasks.storage import file_digest, filesystem, join, write_bytes_atomic
+from simweb.tasks.ingest import part_name
+from simweb.tasks.storage import filesystem, identify, join, write_bytes_atomic
 
 LEDGER = "_ingested.json"
 LEDGER_FORMAT = 1
@@ -49,7 +51,7 @@ class InboxScan:
     duplicates: tuple[InboxFile, ...]  # same bytes as another file of this scan
     given_up: tuple[InboxFile, ...]  # failed MAX_ATTEMPTS times; retried once the bytes change
     unsettled: tuple[str, ...]  # modified too recently: probably still being copied in
-    ignored: tuple[str, ...] = ()  # not named *.warc / *.warc.gz (hidden files are not listed)
+    ignored: tuple[str, ...] = ()  # not named *.warc(.gz) / *.arc(.gz) (hidden files are not listed)
 
     def summary(self) -> dict[str, int]:
         return {
@@ -96,8 +98,8 @@ def scan_inbox(inbox: str, crawl: str, *, settle_seconds: float = 60.0) -> Inbox
     fs, inbox_p = filesystem(inbox)
     if not fs.isdir(inbox_p):
         raise FileNotFoundError(
-            f"inbox {inbox}: expected a folder of WARC files, found nothing there; create it and drop "
-            f"*.warc / *.warc.gz files into it"
+            f"inbox {inbox}: expected a folder of WARC or ARC files, found nothing there; create it and drop "
+            f"*.warc / *.warc.gz / *.arc / *.arc.gz files into it"
         )
     ledger = read_ledger(crawl)
     in_crawl = set(read_selection(crawl) or ())
@@ -109,7 +111,7 @@ def scan_inbox(inbox: str, crawl: str, *, settle_seconds: float = 60.0) -> Inbox
         if info.get("type") != "file" or name.startswith("."):
             continue
         url = join(inbox, name)
-        if not name.lower().endswith(WARC_SUFFIXES):
+        if not name.lower().endswith(ARCHIVE_SUFFIXES):
             ignored.append(url)
             continue
         try:
@@ -119,7 +121,7 @@ def scan_inbox(inbox: str, crawl: str, *, settle_seconds: float = 60.0) -> Inbox
         if modified is not None and now - modified < settle_seconds:
             unsettled.append(url)
             continue
-        item = InboxFile(url=url, size=int(info.get("size") or 0), digest=file_digest(url))
+        item = InboxFile(url=url, size=int(info.get("size") or 0), digest=identify(url).digest)
         entry = ledger.get(item.digest)
         if (entry is not None and entry.get("status") == "ingested") or part_name(item.digest) in in_crawl:
             already.append(item)

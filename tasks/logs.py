@@ -17,3 +17,41 @@ def run_logger(name: str = "simweb") -> logging.Logger | logging.LoggerAdapter:
         return get_run_logger()
     except MissingContextError:
         return logging.getLogger(name)
+
+
+def user_input_errors() -> tuple[type[BaseException], ...]:
+    """simweb's exception classes that mean "what you gave is not what was expected"."""
+    from simweb.core.directory import DirectoryFormatError
+    from simweb.core.strategy import StrategyError
+    from simweb.tasks.eval_sample import EmptySample
+    from simweb.tasks.index_store import IndexFormatError
+    from simweb.tasks.layout import OutputNotWritable
+
+    return (FileNotFoundError, NotADirectoryError, OutputNotWritable, DirectoryFormatError, StrategyError,
+            IndexFormatError, EmptySample)
+
+
+class OneLineUserErrors(logging.Filter):
+    """On Prefect's run loggers: a log line carrying one of simweb's user-input errors loses its
+    traceback (the message already names the error), so the run's log and the Prefect UI show
+    one line for it, not a screenful per retry."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and isinstance(exc, user_input_errors()):
+            record.exc_info = None
+            record.exc_text = None
+            record.stack_info = None
+        return True
+
+
+#: The loggers Prefect's engines report a failed task or flow run on.
+PREFECT_RUN_LOGGERS = ("prefect.task_runs", "prefect.flow_runs", "prefect.flow_engine", "prefect.task_engine")
+
+
+def install_one_line_user_errors() -> None:
+    """Add :class:`OneLineUserErrors` to Prefect's run loggers (idempotent)."""
+    for name in PREFECT_RUN_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, OneLineUserErrors) for f in logger.filters):
+            logger.addFilter(OneLineUserErrors())

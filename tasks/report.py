@@ -38,8 +38,15 @@ from simweb.core.findings import (
     figure_differences,
     paper_findings,
 )
-from simweb.core.gamma import DISTANCE_NAMES, GAMMA_MEASURES, ORTHOGONALITY, PAIR_COUNT_MEASURES, SIBLING_GAMMA
-from simweb.core.gamma import bootstrap, source_gamma
+from simweb.core.gamma import (
+    GAMMA_MEASURES,
+    ORTHOGONALITY,
+    PAIR_COUNT_MEASURES,
+    SIBLING_GAMMA,
+    bootstrap,
+    distance_names,
+    source_gamma,
+)
 from simweb.core.grids import FIGURE_MEASURE, AnyStrategy, LinkStrategy, figure_label
 from simweb.core.index_agreement import INDEX_STRATEGY
 from simweb.core.retrieval_metrics import RETRIEVAL_MEASURES, RETRIEVAL_N, retrieval_estimates
@@ -266,7 +273,7 @@ def _listings(sample: LoadedSample, best: StrategyResult, worst: StrategyResult)
                     doc = order[rank - 1]
                     distance = int(codes.shape[1] - (codes[doc] == codes[source]).sum())
                     ranks.append(Ranked(rank, float(row[doc]), sample.urls[doc], "/" + "/".join(sample.classes[doc]),
-                                        DISTANCE_NAMES[distance]))
+                                        distance_names(codes.shape[1])[distance]))
             gamma = as_optional(float(source_gamma(result.counts)[source]))
             listings.append(Listing(result.strategy.label, gamma, tuple(ranks)))
         out.append(SourceListings(sample.urls[source], "/" + "/".join(sample.classes[source]), tuple(listings)))

@@ -4,6 +4,10 @@ One bar chart per figure of the grid — each strategy's sibling-Γ (Figure 4: i
 orthogonality) with its bootstrap interval — and Figure 8, the NMDF curve fitted to this crawl
 (Section 3.3). Drawn with matplotlib's object API (no pyplot state, no GUI backend); SVGs are
 written without a date, so a re-run draws the same file.
+
+One y-axis convention for every bar figure: bars start at zero (a bar's length is its value),
+and all figures of one measure share one scale (:func:`shared_ranges`), so that a bar of
+Figure 3 and a bar of Figure 9 compare by eye.
 """
 from __future__ import annotations
 
@@ -52,15 +56,17 @@ def draw_figures(out: str, figures: Mapping[str, tuple[AnyStrategy, ...]],
     """PNG and SVG of every figure of the grid (and Figure 8 when NMDF was evaluated) under
     ``out/figures``, in figure order."""
     drawn: dict[str, FigureFiles] = {}
+    bars = {}
     for figure, strategies in figures.items():
         present = [results[s] for s in dict.fromkeys(strategies) if s in results]
-        if not present:
-            continue
-        measure = FIGURE_MEASURE.get(figure, SIBLING_GAMMA)
-        labels = [figure_label(figure, r.strategy) for r in present]
-        drawn[figure] = _save(out, figure, _bar_figure(FIGURE_TITLES.get(figure, figure), labels,
-                                                       [r.estimates[measure] for r in present], measure,
-                                                       from_zero=figure in ("figure3", "figure4", "links")))
+        if present:
+            measure = FIGURE_MEASURE.get(figure, SIBLING_GAMMA)
+            bars[figure] = (measure, [figure_label(figure, r.strategy) for r in present],
+                            [r.estimates[measure] for r in present])
+    ranges = shared_ranges([(measure, estimates) for measure, _, estimates in bars.values()])
+    for figure, (measure, labels, estimates) in bars.items():
+        drawn[figure] = _save(out, figure, _bar_figure(FIGURE_TITLES.get(figure, figure), labels, estimates,
+                                                       measure, ranges[measure]))
     # Figure 8: the NMDF curve fitted for this crawl, preferably that of Figure 7's NMDF strategy.
     nmdf = [r for r in results.values() if (r.stats.get("weighting") or {}).get("nmdf_mu") is not None]
     nmdf.sort(key=lambda r: r.strategy not in figures.get("figure7", ()))
@@ -83,7 +89,25 @@ def _new_figure(width: float = 6.4, height: float = 3.8):
     return fig, fig.add_subplot(1, 1, 1)
 
 
-def _bar_figure(title: str, labels: list[str], estimates: list[Estimate], measure: str, *, from_zero: bool):
+def shared_ranges(figures: list[tuple[str, list[Estimate]]]) -> dict[str, tuple[float, float]]:
+    """The y-axis range of each measure's bar figures: from zero (or the lowest interval end,
+    when one is negative) to a little above the highest interval end of all its figures, at
+    most 1 (Γ and orthogonality are at most 1)."""
+    ends: dict[str, list[float]] = {}
+    for measure, estimates in figures:
+        ends.setdefault(measure, []).extend(
+            x for e in estimates for x in (e.value, e.low, e.high) if x is not None and math.isfinite(x))
+    ranges = {}
+    for measure, values in ends.items():
+        lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
+        bottom = min(0.0, lo)
+        top = max(hi, 0.0) + 0.12 * max(max(hi, 0.0) - bottom, 0.05)
+        ranges[measure] = (bottom, min(top, 1.05))
+    return ranges
+
+
+def _bar_figure(title: str, labels: list[str], estimates: list[Estimate], measure: str,
+                y_range: tuple[float, float]):
     fig, ax = _new_figure(max(5.0, 0.85 * len(labels) + 2.0))
     values = np.array([e.value for e in estimates], dtype=float)
     low = np.array([e.low for e in estimates], dtype=float)
@@ -101,15 +125,8 @@ def _bar_figure(title: str, labels: list[str], estimates: list[Estimate], measur
     ax.set_xticks(x, labels, rotation=20 if slanted else 0, ha="right" if slanted else "center", fontsize=8)
     ax.set_ylabel(AXIS_LABELS.get(measure, measure))
     ax.set_title(title, fontsize=10)
-    finite = np.concatenate([v[np.isfinite(v)] for v in (values, low, high)])
-    if finite.size:
-        lo, hi = float(finite.min()), float(finite.max())
-        if from_zero or lo <= 0:
-            bottom = min(0.0, lo)
-        else:
-            bottom = max(0.0, lo - 0.25 * max(hi - lo, 0.01))
-        top = hi + 0.12 * max(hi - bottom, 0.01)
-        ax.set_ylim(bottom, top)
+    ax.set_ylim(*y_range)
+    ax.axhline(0.0, color="#333333", linewidth=0.8)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return fig

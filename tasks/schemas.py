@@ -1,7 +1,7 @@
 """One pyarrow schema per Parquet data set (STYLE.md habit 7).
 
-The ingest output is strategy-free: every strategy of the paper is built from these two
-data sets without re-reading WARC files.
+The ingest output is strategy-free: every strategy of the paper is built from its pages, links
+and aliases data sets without re-reading WARC files.
 """
 from __future__ import annotations
 
@@ -22,6 +22,39 @@ PAGES = pa.schema(
         pa.field("charset", pa.string(), nullable=False),  # the charset the page was decoded with
         pa.field("source_file", pa.string(), nullable=False),
         pa.field("record_offset", pa.int64(), nullable=False),
+        # Where a player finds the record again (simweb.core.replay): its bytes in the file (its
+        # gzip member in a gzipped file), the SURT key of url, the WARC-Date as 14 digits in UTC
+        # ("" when the date is not a valid ISO 8601 date-time) and the payload digest without
+        # its algorithm label ("-" when the record has none and it could not be computed).
+        pa.field("record_length", pa.int64(), nullable=False),
+        pa.field("surt", pa.string(), nullable=False),
+        pa.field("timestamp", pa.string(), nullable=False),
+        pa.field("digest", pa.string(), nullable=False),
+    ]
+)
+
+# DIR/aliases/part-<warc content hash>.parquet — the evidence that a URL names another URL's
+# document (simweb.core.aliases): one row per redirect record (kind "redirect"), per page with a
+# canonical link to another URL of its origin ("canonical"), and per slash, index or noslash variant name
+# of a page ("slash", "index", "noslash": candidates, which the crawl reader keeps only when the name was not
+# crawled and names no other page). source_file and record_offset are the record's (the page's for
+# the last three kinds); a redirect row also keeps what a CDXJ line needs of its record, the
+# other rows hold nulls there (the page's row in PAGES has them).
+ALIASES = pa.schema(
+    [
+        pa.field("url", pa.string(), nullable=False),  # the alias
+        pa.field("url_id", pa.uint64(), nullable=False),
+        pa.field("target_url", pa.string(), nullable=False),
+        pa.field("target_id", pa.uint64(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),  # simweb.core.aliases.KINDS
+        pa.field("status", pa.int16(), nullable=False),  # the redirect's status; the page's for the others
+        pa.field("source_file", pa.string(), nullable=False),
+        pa.field("record_offset", pa.int64(), nullable=False),
+        pa.field("record_length", pa.int64()),
+        pa.field("surt", pa.string()),
+        pa.field("timestamp", pa.string()),
+        pa.field("content_type", pa.string()),
+        pa.field("digest", pa.string()),
     ]
 )
 

@@ -403,7 +403,7 @@ def signatures(
     return stats
 
 
-def invert(
+def write_index_version(
     signed: str,
     out: str,
     *,
@@ -412,7 +412,8 @@ def invert(
     reducers: int = REDUCERS,
     fan_out=None,
 ) -> dict[str, int]:
-    """The invert stage (Section 6.2): a complete index version in ``out`` from the signed folder.
+    """The invert stage (Section 6.2): a complete index version in ``out`` from the signed folder
+    (I inverted from its H, and H, the maps and the bags brought along).
 
     Documents with in-degree ≤ ``min_in_degree`` (None: no filter; also none when the
     signatures stage had no links) stay in H but are left out of I (Section 7.1).

@@ -40,7 +40,8 @@ from pathlib import PurePath
 from typing import Any, NamedTuple
 
 from simweb.tasks.logs import run_logger
-from simweb.tasks.storage import file_digest, filesystem, join, local_path
+from simweb.tasks.progress import dask_progress
+from simweb.tasks.storage import file_digest, filesystem, identify, join, local_path
 
 MANIFEST = "_SUCCESS.json"
 TMP_PREFIX = ".tmp-"
@@ -131,9 +132,10 @@ def stage_key(stage: str, inputs: Mapping[str, Any], params: Any = None) -> str:
 
 
 def file_identities(urls: list[str] | tuple[str, ...]) -> list[str]:
-    """Content identities of input files ("sha256:<hex>"), sorted, so that moving or renaming
-    a crawl does not invalidate what was computed from it while any changed byte does."""
-    return sorted(f"{FILE_IDENTITY}:{file_digest(u)}" for u in urls)
+    """Content identities of input files ("sha256:<hex>", :func:`simweb.tasks.storage.identify`),
+    sorted, so that moving or renaming a crawl does not invalidate what was computed from it
+    while any changed byte does (a remote object: any change of its ETag or size)."""
+    return sorted(f"{FILE_IDENTITY}:{identify(u).digest}" for u in urls)
 
 
 def _check_stage_name(stage: str) -> None:
@@ -178,6 +180,7 @@ def run_stage(
     *,
     verify: bool = False,
     log: logging.Logger | logging.LoggerAdapter | None = None,
+    label: str | None = None,
 ) -> StageOutput:
     """Reuse the published output of ``stage`` for these inputs and parameters, or compute it.
 
@@ -189,9 +192,11 @@ def run_stage(
 
     What is reused is checked first (:func:`damage`): every file the manifest lists must be
     there with its size, and with ``verify`` also with its SHA-256. A damaged output is
-    removed and computed again.
+    removed and computed again. ``label`` names what this run of the stage is about in its
+    log lines (an evaluated strategy, say).
     """
     log = log or run_logger("simweb.stagecache")
+    named = f"{stage} ({label})" if label else stage
     key = stage_key(stage, inputs, params)
     final = output_path(root, stage, key)
     found = read_manifest(final)
@@ -200,11 +205,11 @@ def run_stage(
         if not problems:
             log.info(
                 "stage %s: reused %s (computed %s in %.1f s)",
-                stage, key[:12], found.get("finished", "?"), float(found.get("seconds", 0.0)),
+                named, key[:12], found.get("finished", "?"), float(found.get("seconds", 0.0)),
             )
             return StageOutput(final, dict(found.get("stats") or {}), True)
         log.warning("stage %s: the cached output %s is damaged (%s); computing it again",
-                    stage, key[:12], "; ".join(problems[:3]) + (f"; {len(problems) - 3} more" if len(problems) > 3 else ""))
+                    named, key[:12], "; ".join(problems[:3]) + (f"; {len(problems) - 3} more" if len(problems) > 3 else ""))
         _remove(final)
 
     clean_stale(root, stage)
@@ -213,9 +218,10 @@ def run_stage(
     fs.makedirs(filesystem(tmp)[1], exist_ok=True)
     started = _now()
     t0 = time.perf_counter()
-    log.info("stage %s: computing %s", stage, key[:12])
+    log.info("stage %s: computing %s", named, key[:12])
     try:
-        stats = dict(compute(tmp) or {})
+        with dask_progress(stage):
+            stats = dict(compute(tmp) or {})
         seconds = time.perf_counter() - t0
         files = inventory(tmp)
         manifest = {
@@ -237,10 +243,10 @@ def run_stage(
         _remove(tmp)
         raise
     if not published:
-        log.info("stage %s: %s was published by a concurrent run meanwhile; using that", stage, key[:12])
+        log.info("stage %s: %s was published by a concurrent run meanwhile; using that", named, key[:12])
         found = read_manifest(final) or {}
         return StageOutput(final, dict(found.get("stats") or stats), True)
-    log.info("stage %s: computed %s in %.1f s: %s", stage, key[:12], seconds, _brief(stats))
+    log.info("stage %s: computed %s in %.1f s: %s", named, key[:12], seconds, brief_stats(stats))
     return StageOutput(final, stats, False)
 
 
@@ -471,5 +477,9 @@ def _library_version() -> str:
         return "unknown"
 
 
-def _brief(stats: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in stats.items()) or "no stats"
+def brief_stats(stats: Mapping[str, Any]) -> str:
+    """A stage's stats as one readable phrase: its counts ("47 pages, 4,341 links"); nested
+    records (a strategy, a weighting) and timings are left to the manifest."""
+    counts = [f"{value:,} {name.replace('_', ' ')}" for name, value in stats.items()
+              if isinstance(value, int) and not isinstance(value, bool) and name != "seconds"]
+    return ", ".join(counts) or "no counts"

@@ -2,13 +2,18 @@
 
 Every data set is a folder of Parquet parts. A part is written under a temporary name in
 the same folder and then renamed, so a reader (or a resumed run) never sees half a file.
+What names an input file for caching, local or remote, is :func:`identify`'s.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import fsspec
 import pyarrow as pa
@@ -42,6 +47,25 @@ def write_parquet_atomic(table: pa.Table, url: str, *, row_group_size: int = 64_
             fs.rm(tmp)
         raise
     return url
+
+
+@contextmanager
+def parquet_writer_atomic(url: str, schema: pa.Schema) -> Iterator[pq.ParquetWriter]:
+    """A Parquet writer for ``url`` whose tables (one or more row groups each) appear as one
+    file when the block ends without error, and not at all otherwise: a part written slice by
+    slice, never held whole."""
+    fs, path = filesystem(url)
+    parent = path.rsplit("/", 1)[0]
+    fs.makedirs(parent, exist_ok=True)
+    tmp = f"{parent}/{TMP_PREFIX}{uuid.uuid4().hex}-{path.rsplit('/', 1)[1]}"
+    try:
+        with fs.open(tmp, "wb") as out, pq.ParquetWriter(out, schema, compression="zstd") as writer:
+            yield writer
+        fs.mv(tmp, path)
+    except BaseException:
+        if fs.exists(tmp):
+            fs.rm(tmp)
+        raise
 
 
 def write_bytes_atomic(data: bytes, url: str) -> str:
@@ -89,8 +113,52 @@ def file_digest(url: str, *, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+#: What an object store or web server says about an object that changes when its bytes do,
+#: in the order looked for (S3's ETag, a web server's ETag or Last-Modified, other stores').
+_VALIDATORS = ("ETag", "etag", "md5Hash", "Last-Modified", "LastModified", "last_modified", "mtime")
+_MD5_ETAG = re.compile(r'^"?[0-9a-f]{32}"?$')
+
+
+@dataclass(frozen=True, slots=True)
+class FileIdentity:
+    """What names an input file for caching: ``digest`` (64 hex digits) and what it was made from.
+
+    A local file is named by the SHA-256 of its bytes (``basis`` {"sha256": digest}), wherever it
+    lies and whatever it is called. A remote object is not read for it (a Common Crawl WARC file
+    is a gigabyte): it is named by the SHA-256 of what its store says about it — its size and
+    ETag (or Last-Modified), and its URL unless the ETag is an S3 single-part MD5 of the bytes,
+    which names the content wherever it lies. A store that says neither gets the SHA-256 of the
+    bytes after all.
+    """
+
+    digest: str
+    basis: dict
+
+
+def identify(url: str) -> FileIdentity:
+    """The :class:`FileIdentity` of the local file or remote object ``url``."""
+    fs, path = filesystem(url)
+    if local_path(url) is None:
+        fs.invalidate_cache(path)  # what a listing said may be stale by now
+        info = fs.info(path)
+        validator = next(((k, str(info[k])) for k in _VALIDATORS if info.get(k)), None)
+        if validator is not None:
+            basis = {"size": int(info.get("size") or 0), validator[0]: validator[1]}
+            s3_md5 = validator[0] == "ETag" and protocol_of(fs) in ("s3", "s3a") and _MD5_ETAG.match(validator[1])
+            if not s3_md5:
+                basis["url"] = url
+            text = json.dumps(basis, sort_keys=True, separators=(",", ":"))
+            return FileIdentity(hashlib.sha256(text.encode()).hexdigest(), basis)
+    digest = file_digest(url)
+    return FileIdentity(digest, {"sha256": digest})
+
+
+def protocol_of(fs: fsspec.AbstractFileSystem) -> str:
+    """The protocol of an fsspec file system ("file" for the local disk, "s3", "https", ...)."""
+    return fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+
+
 def local_path(url: str) -> str | None:
     """The local file system path of ``url``, or None when it is remote."""
     fs, path = filesystem(url)
-    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-    return os.path.abspath(path) if protocol in ("file", "local") else None
+    return os.path.abspath(path) if protocol_of(fs) in ("file", "local") else None

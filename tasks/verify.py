@@ -148,5 +148,5 @@ def _crawl_damage(crawl: str, digests: bool):
 
 def _part_files(part: str) -> list[str]:
     crawl, name = os.path.split(part)
-    return [os.path.join(crawl, "stats", f"{name}.json"), os.path.join(crawl, "pages", f"{name}.parquet"),
-            os.path.join(crawl, "links", f"{name}.parquet")]
+    return [os.path.join(crawl, "stats", f"{name}.json"),
+            *(os.path.join(crawl, data_set, f"{name}.parquet") for data_set in ("pages", "links", "aliases"))]

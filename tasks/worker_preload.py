@@ -15,3 +15,6 @@ import simweb.tasks.bags  # noqa: F401
 import simweb.tasks.dedup  # noqa: F401
 import simweb.tasks.ingest  # noqa: F401
 import simweb.tasks.signatures  # noqa: F401
+from simweb.core.text import stemmed_stopwords
+
+stemmed_stopwords()  # imports nltk's stemmer (loaded on first use elsewhere): every ingest stems

@@ -97,7 +97,8 @@ def write_synthetic_crawl(root: Path, *, per_topic: int = 12, seed: int = 7) -> 
             bags.append({"url_id": url_id(url), "url": url, "terms": terms, "weights": w.astype(np.float32).tolist()})
             pages.append({"url": url, "url_id": url_id(url), "title": f"{topic.title()} page {i}",
                           "title_words": [topic], "words": terms, "status": 200, "content_type": "text/html",
-                          "charset": "utf-8", "source_file": "synthetic.warc.gz", "record_offset": 0})
+                          "charset": "utf-8", "source_file": "synthetic.warc.gz", "record_offset": 0,
+                          "record_length": 0, "surt": "", "timestamp": "", "digest": "-"})
             for s in range(1 if i == 0 else 4 + i % 4):
                 src = f"http://hub{s}.example.org/{topic}"
                 links.append({"source_url": src, "source_id": url_id(src), "target_url": url, "target_id": url_id(url),
@@ -116,11 +117,11 @@ def write_synthetic_crawl(root: Path, *, per_topic: int = 12, seed: int = 7) -> 
 def build_small_index(root: Path, *, min_in_degree: int | None = 3, directory: str | None = None) -> str:
     """Run the signatures and invert stages on the synthetic crawl and publish to root/index."""
     from simweb.tasks import index_store
-    from simweb.tasks.signatures import invert, signatures
+    from simweb.tasks.signatures import signatures, write_index_version
 
     crawl = write_synthetic_crawl(root / "crawl")
     signatures(crawl["bags"], str(root / "signed"), pages=crawl["pages"], links=crawl["links"], directory=directory)
-    invert(str(root / "signed"), str(root / "version"), min_in_degree=min_in_degree)
+    write_index_version(str(root / "signed"), str(root / "version"), min_in_degree=min_in_degree)
     index_store.publish(str(root / "version"), str(root / "index"))
     return str(root / "index")
 
@@ -143,15 +144,16 @@ def build_in_process():
     def build(crawl, out, *, strategy=None, m: int = 80, seed: int = 1, min_in_degree: int | None = 3,
               directory: str | None = None) -> str:
         from simweb.core.strategy import Strategy
-        from simweb.tasks.ingest import ingest_files, list_warc_files
         from simweb.flows.chain import bags_stage, invert_stage, publish_index, signatures_stage
+        from simweb.tasks.ingest import ingest_files
+        from simweb.tasks.sources import list_archive_files
         from simweb.tasks.layout import crawl_folder
         from simweb.tasks.signatures import IndexParams
 
         out = str(out)
         crawl = [str(c) for c in crawl] if isinstance(crawl, (list, tuple)) else str(crawl)
         params = IndexParams(m=m, seed=seed, min_in_degree=min_in_degree)
-        ingest_files(list_warc_files(crawl), crawl_folder(out))
+        ingest_files(list_archive_files(crawl), crawl_folder(out))
         bags = bags_stage(None, crawl_folder(out), strategy or Strategy(), out)
         signed = signatures_stage(None, bags, crawl_folder(out), params, out, directory)
         return publish_index(invert_stage(None, signed, params, out), out)

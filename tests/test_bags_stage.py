@@ -60,6 +60,8 @@ def pages_table(rows: list[PageRow], source_file: str) -> pa.Table:
         "status": pa.array([200] * len(rows), pa.int16()), "content_type": ["text/html"] * len(rows),
         "charset": ["utf-8"] * len(rows), "source_file": [source_file] * len(rows),
         "record_offset": pa.array(range(len(rows)), pa.int64()),
+        "record_length": pa.array([0] * len(rows), pa.int64()), "surt": [""] * len(rows),
+        "timestamp": [""] * len(rows), "digest": ["-"] * len(rows),
     }, schema=schemas.PAGES)
 
 

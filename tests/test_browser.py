@@ -57,3 +57,24 @@ def test_the_api_documentation_renders_without_a_network(small_index, tmp_path):
         proc.wait(timeout=10)
     assert out.returncode == 0, out.stderr[-2000:]
     assert 'class="swagger-ui' in out.stdout and "/api/related" in out.stdout  # the operations are listed
+
+
+def test_a_page_is_found_by_words_of_its_title_in_chromium(small_index, tmp_path):
+    """Typing words of a title (not an address) lists the pages that have them, each a link to
+    its related pages."""
+    proc, base = start_server(small_index)
+    try:
+        url = f"{base}/?url={urllib.parse.quote('weather page 3')}"
+        out = subprocess.run(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", url],
+            capture_output=True, text=True, timeout=120,
+        )
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    dom = out.stdout
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert '<ol id="found">' in dom and dom.count('class="found"') == 1
+    assert "Weather page 3" in dom and 'href="/?url=http%3A%2F%2Fweather3.example.com%2F' in dom

@@ -74,7 +74,7 @@ def build_and_digest(warc_dir: Path, out: Path) -> dict[str, str]:
     from simweb.tasks.bags import build_bags_stage, read_bags
     from simweb.tasks.crawl import load_corpus
     from simweb.tasks.ingest import ingest_files
-    from simweb.tasks.signatures import invert, signatures
+    from simweb.tasks.signatures import signatures, write_index_version
 
     warcs = sorted(warc_dir.glob("*.warc.gz")) + sorted(warc_dir.glob("*.warc"))
     crawl = out / "crawl"
@@ -87,7 +87,7 @@ def build_and_digest(warc_dir: Path, out: Path) -> dict[str, str]:
     signed, version = out / "signed", out / "version"
     signatures(staged.path, str(signed), MinHashParams(m=32, algorithm="dart"), pages=str(crawl / "pages"),
                links=str(crawl / "links"))
-    invert(str(signed), str(version), min_in_degree=0)
+    write_index_version(str(signed), str(version), min_in_degree=0)
     for name in sorted(os.listdir(version)):
         if name.startswith(("H.", "I.", "urls.")):
             digests[name] = _file_digest(version / name)

@@ -24,8 +24,8 @@ from warcio.warcwriter import WARCWriter
 from simweb.core.bags import LINK_PREFIX
 from simweb.core.strategy import Strategy
 from simweb.core.urls import url_id
-from simweb.tasks import schemas
 from simweb.core.weighting import Weighting
+from simweb.tasks import schemas
 from simweb.tasks.bags import DF_FILE, DfSnapshot, build_bags_stage, read_bags
 from simweb.tasks.crawl import (
     SELECTION_FILE,
@@ -43,9 +43,11 @@ from simweb.tasks.crawl import (
     write_selection,
 )
 from simweb.tasks.dedup import find_duplicates
+from simweb.tasks.overlap import estimate_crawl_overlap
 from simweb.tasks.eval_strategies import EvaluationInputs
 from simweb.tasks.incremental import touched_bags
 from simweb.tasks.ingest import ingest_files, part_name
+from simweb.tasks.part_slices import content_tfidf
 from simweb.tasks.storage import file_digest, join, write_parquet_atomic
 
 STRATEGIES = ("anchor:8+content+links,nostem,dist", "links", "content,stem")
@@ -122,11 +124,13 @@ def test_the_copy_kept_is_the_first_by_source_file_not_by_part(twice):
 
 def test_bags_stage_evaluation_corpus_and_link_graph_agree(twice, tmp_path):
     crawl = twice["crawl"]
-    evaluation = EvaluationInputs(crawl, np.zeros(0, np.uint64), exclude=lambda url: False)
-    corpus = evaluation.corpus()
+    corpus = load_corpus(crawl)
+    every = corpus.url_ids
+    evaluation = EvaluationInputs(crawl, every, exclude=lambda url: False, work=str(tmp_path / "eval"))
     for spec in STRATEGIES:
         stage = build_bags_stage(crawl, Strategy.parse(spec), str(tmp_path / "work"), scheduler="sync")
         assert_same_bags(read_bags(stage.path), corpus.bags(Strategy.parse(spec)))
+        assert_same_bags(evaluation.bags(Strategy.parse(spec)), corpus.bags(Strategy.parse(spec)))
     # The link-id terms of the bags are exactly the graph's in-links.
     links = read_bags(build_bags_stage(crawl, Strategy.parse("links"), str(tmp_path / "work"),
                                        scheduler="sync").path).to_dicts()
@@ -144,6 +148,23 @@ def test_bags_stage_evaluation_corpus_and_link_graph_agree(twice, tmp_path):
     assert graph.counts["links_of_duplicate_copies"] == 2
 
 
+def test_out_links_and_source_shares_agree_in_the_bags_stage_the_evaluation_and_the_corpus(twice, tmp_path):
+    # The out-link source and a strategy with source shares: the bags stage (each source's bags,
+    # then their share-weighted sum), the evaluation's sample bags (each source's sample bags,
+    # added the same way) and the in-memory corpus give the same bags.
+    crawl = twice["crawl"]
+    corpus = load_corpus(crawl)
+    evaluation = EvaluationInputs(crawl, corpus.url_ids, exclude=lambda url: False, work=str(tmp_path / "eval"))
+    for spec in ("outlinks", "anchor:8@0.5+content@0.25+outlinks@0.25,nostem,dist"):
+        strategy = Strategy.parse(spec)
+        stage = build_bags_stage(crawl, strategy, str(tmp_path / "work"), partitions=2, scheduler="sync")
+        assert_same_bags(read_bags(stage.path), corpus.bags(strategy))
+        assert_same_bags(evaluation.bags(strategy), corpus.bags(strategy))
+    hub = corpus.bags(Strategy.parse("outlinks")).row(I("hub"))
+    targets = ("t1", "t2") if twice["kept_words"] == "kept" else ("t3", "t1")
+    assert set(hub) == {"outlink:" + U(t) for t in targets}  # only the kept copy's links count
+
+
 def test_sampling_dedup_titles_and_in_degrees_see_one_copy(twice):
     crawl = twice["crawl"]
     linked, counts = link_targets(crawl)
@@ -156,6 +177,8 @@ def test_sampling_dedup_titles_and_in_degrees_see_one_copy(twice):
     assert only_in_copy not in degree
     report = find_duplicates(crawl)
     assert report.counts["pages"] == 4 and report.counts["repeated_urls"] == 1
+    overlap = estimate_crawl_overlap(crawl, crawl)
+    assert len(overlap.a.crawl.urls) + overlap.a.crawl.without_words == 4 and overlap.a.crawl.repeated_urls == 1
     assert count_page_rows(crawl) == 5  # the measure of growth counts every row
 
 
@@ -193,8 +216,11 @@ def test_a_selection_limits_every_reader_to_its_parts(pool, tmp_path):
     found = crawl_parts(crawl)
     assert found.selected and len(found.pages) == len(found.links) == 2
     # The evaluation's corpus, the bags stage and the reference of two files alone.
-    evaluation = EvaluationInputs(crawl, np.array([I("x1"), I("z1")], np.uint64), exclude=lambda url: False)
-    assert set(evaluation.corpus().urls) == pages
+    evaluation = EvaluationInputs(crawl, np.array([I("x1"), I("z1")], np.uint64), exclude=lambda url: False,
+                                  work=str(tmp_path / "eval"))
+    every = np.array([I(n) for n in ("x1", "x2", "y1", "y2", "z1", "z2")], np.uint64)
+    whole = EvaluationInputs(crawl, every, exclude=lambda url: False, work=str(tmp_path / "eval"))
+    assert set(whole.bags(Strategy.parse("content,stem")).urls) == pages
     for spec in STRATEGIES:
         strategy = Strategy.parse(spec)
         stage = build_bags_stage(crawl, strategy, str(tmp_path / "work"), scheduler="sync")
@@ -209,7 +235,9 @@ def test_a_selection_limits_every_reader_to_its_parts(pool, tmp_path):
     assert {url_id(u) for u in pages} >= set(in_degrees(crawl).column("url_id").to_pylist())
     assert set(page_titles(crawl).column("url_id").to_pylist()) == {url_id(u) for u in pages}
     vectors, rows = evaluation.vectors()
-    assert vectors.shape[0] == 5 and rows.tolist()[1] == 4  # z1 is not in the crawl: the zero row
+    assert vectors.shape[0] == 2 and rows.tolist() == [0, 1]  # x1's page, and z1 not in the crawl: the zero row
+    vectors, rows = content_tfidf(crawl, every)
+    assert vectors.shape[0] == 5 and rows.tolist()[4:] == [4, 4]  # the z pages are not in the selection
     assert find_duplicates(crawl).counts["pages"] == 4
     assert count_page_rows(crawl) == 4
     # An incremental update rebuilds touched bags from the selected parts only.

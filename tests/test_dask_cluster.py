@@ -87,7 +87,7 @@ def test_build_index_on_a_distributed_cluster_equals_the_local_build(dask_cluste
 
     from simweb.flows.build_index import build_index
     from simweb.api import open_index
-    from simweb.tasks.ingest import list_warc_files
+    from simweb.tasks.sources import list_archive_files
     from simweb.tasks.layout import crawl_folder
 
     address, client = dask_cluster
@@ -95,7 +95,7 @@ def test_build_index_on_a_distributed_cluster_equals_the_local_build(dask_cluste
     crawl.mkdir()
     for f in sorted(warc_dir.glob("*.warc*")):
         shutil.copy(f, crawl / f.name)
-    files = list_warc_files(str(crawl))
+    files = list_archive_files(str(crawl))
     before = client.run(lambda dask_worker: dask_worker.state.executed_count)
 
     with temporary_settings({PREFECT_API_URL: prefect_server.api_url}):

@@ -243,3 +243,44 @@ def test_a_file_dropped_into_the_inbox_is_ingested_once_by_simweb_orchestrate_ru
     assert second.returncode == 0, second.stdout + second.stderr
     ledger_after = read_ledger(str(crawl))
     assert ledger_after == ledger
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_ctrl_c_marks_the_running_build_crashed_and_the_database_lives_in_the_data_folder(tmp_path, warc_dir):
+    """`simweb orchestrate up` without PREFECT_HOME keeps its database in DATA/.prefect (not
+    ~/.prefect); Ctrl-C while a build-index run is running (it waits for the index folder's
+    lock, held here) leaves that run Crashed with a message, not "Running" for ever."""
+    from simweb.deployments.server import LocalPrefectServer
+    from simweb.tasks.layout import IndexLock
+
+    data = tmp_path / "data"
+    (data / "warc").mkdir(parents=True)
+    shutil.copy(warc_dir / "example.warc.gz", data / "warc")
+    port = free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1", PREFECT_LOGGING_LEVEL="INFO",
+               HOME=str(tmp_path / "home"))
+    env.pop("PREFECT_API_URL", None)
+    env.pop("PREFECT_HOME", None)
+    log = tmp_path / "up.log"
+    with IndexLock(str(data / "index"), "the test, so that the build waits"), open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "simweb.cli", "orchestrate", "up", "--port", str(port), "--data", str(data),
+             "--only", "build-index"],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=tmp_path,
+            start_new_session=True)
+        try:
+            _wait_for(lambda: is_healthy(api), 240, "the Prefect server", proc, log)
+            deployment = _wait_for(lambda: _api_post(api, "/deployments/filter", {}), 120, "the deployment", proc, log)[0]
+            run = _api_post(api, f"/deployments/{deployment['id']}/create_flow_run", {"parameters": {"n_workers": 1}})
+            _wait_for(lambda: _api_get(api, f"/flow_runs/{run['id']}")["state_type"] == "RUNNING", 240,
+                      "the run to start", proc, log)
+            assert (data / ".prefect").is_dir() and not (tmp_path / "home" / ".prefect").exists()
+        finally:
+            stop_process_group(proc, timeout=60)  # SIGINT to the group: Ctrl-C in its terminal
+    output = log.read_text(errors="replace")
+    assert "marked 1 interrupted run(s) as crashed" in output, output[-3000:]
+    with LocalPrefectServer(prefect_home=data / ".prefect", log_path=tmp_path / "again.log") as again:
+        state = _api_get(again.api_url, f"/flow_runs/{run['id']}")["state"]
+    assert state["type"] == "CRASHED" and "orchestrate up" in state["message"], state

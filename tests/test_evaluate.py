@@ -24,7 +24,7 @@ from simweb.core.gamma import class_codes, gammas, pair_counts
 from simweb.core.grids import figure_label, strategy_grid
 from simweb.core.strategy import Source, Strategy, Window
 from simweb.tasks.crawl import load_corpus
-from simweb.tasks.eval_sample import SampleParams, load_sample, prepare_sample
+from simweb.tasks.eval_sample import EmptySample, SampleParams, load_sample, prepare_sample
 from simweb.tasks.eval_strategies import evaluate_group
 from simweb.tasks.evaluate import run_evaluation, strategy_groups
 from simweb.tasks.ingest import ingest_files
@@ -307,10 +307,10 @@ def test_grids_and_labels():
 def test_missing_crawl_and_empty_sample_say_what_to_do(tmp_path, synthetic):
     with pytest.raises(FileNotFoundError, match="simweb ingest"):
         prepare_sample(str(tmp_path / "nowhere"), synthetic["tsv"], str(tmp_path / "w"))
-    shallow = tmp_path / "shallow.tsv"
-    shallow.write_text("".join(f"{u}\tTop/{c[0]}/{c[1]}\n" for u, c in synthetic["targets"]))
-    with pytest.raises(ValueError, match="no pair of sibling classes"):
-        prepare_sample(synthetic["crawl"], str(shallow), str(tmp_path / "w2"))
+    elsewhere = tmp_path / "elsewhere.tsv"  # a directory of pages the crawl does not link to
+    elsewhere.write_text("".join(f"http://other{i}.example/\tTop/a/b/c{i % 2}\n" for i in range(8)))
+    with pytest.raises(EmptySample, match="no pair of sibling classes.*check that the directory and the crawl"):
+        prepare_sample(synthetic["crawl"], str(elsewhere), str(tmp_path / "w2"))
 
 
 def test_command_line_without_prefect(synthetic, tmp_path, capsys):
@@ -385,3 +385,19 @@ def test_a_directory_with_one_top_level_class_is_measured_without_unrelated_pair
     [output] = evaluate_index(synthetic["crawl"], sample, [Strategy()], str(tmp_path / "work"))
     exact = output.stats["agreement"]["gamma_exact"]
     assert exact["unrelated_gamma"] is None and exact["sibling_gamma"] > 0
+
+
+def test_bar_figures_share_one_y_axis_convention_per_measure():
+    """Every bar starts at zero and the figures of one measure share one scale (report_figures)."""
+    from simweb.core.gamma import ORTHOGONALITY, SIBLING_GAMMA, Estimate
+    from simweb.tasks.report_figures import shared_ranges
+
+    fig3 = [Estimate(0.60, 0.50, 0.70, 0.05), Estimate(0.69, 0.60, 0.77, 0.04)]
+    fig9 = [Estimate(0.72, 0.61, 0.80, 0.05), Estimate(0.74, 0.63, 0.82, 0.05)]  # no bar near zero
+    ortho = [Estimate(0.59, 0.40, 0.70, 0.05)]
+    ranges = shared_ranges([(SIBLING_GAMMA, fig3), (SIBLING_GAMMA, fig9), (ORTHOGONALITY, ortho)])
+    bottom, top = ranges[SIBLING_GAMMA]
+    assert bottom == 0.0 and 0.82 < top <= 1.05
+    assert ranges[ORTHOGONALITY][0] == 0.0 and ranges[ORTHOGONALITY][1] > 0.70
+    negative = shared_ranges([(SIBLING_GAMMA, [Estimate(-0.2, -0.3, 0.1, 0.1)])])[SIBLING_GAMMA]
+    assert negative[0] == -0.3

@@ -613,3 +613,11 @@ def test_only_elements_with_the_attribute_count_as_links_and_alt_images():
     assert page.words == ("x", "named", "bare", "up", "i", "j", "pic")
     assert [(a.target_url, a.anchor_words) for a in contexts(page)] == [("http://example.com/up", ("up",))]
     assert skipped == Counter({LINK_UNPARSEABLE: 1})  # the bare href; <a name> is no link at all
+
+
+def test_canonical_links_of_the_head_resolve_against_the_base():
+    html = ('<html><head><base href="http://h/docs/"><LINK REL="Canonical" href="page.html#x">'
+            '<link rel="alternate canonical" href="mailto:a@h"><link rel="stylesheet" href="s.css"></head>'
+            '<body><link rel="canonical" href="/ignored">text</body></html>')
+    assert parse_page(html, "http://h/docs/page.html?utm=1").canonical == ("http://h/docs/page.html", None)
+    assert parse_page("<html><body>x</body></html>", "http://h/").canonical == ()

@@ -303,3 +303,43 @@ def test_requests_answer_from_the_open_version_while_another_request_opens_a_new
             release.set()
             first.join(30)
         assert client.get("/api/info").json()["version"] == "v-2"
+
+
+def test_the_page_finds_pages_by_words_of_their_title_or_url(client):
+    page = client.get("/", params={"url": "Music page 2"})
+    assert page.status_code == 200
+    assert page.text.count('class="found"') == 1 and "/?url=http%3A%2F%2Fmusic2.example.com%2F" in page.text
+    many = client.get("/", params={"url": "music"}).text
+    assert many.count('class="found"') == 12  # every page of the topic, by title and URL
+    none = client.get("/", params={"url": "nothing-like-this"}).text
+    assert 'id="found"' in none and "No page of this index has all of" in none
+
+
+def test_the_page_explains_pages_and_indexed(client, small_index):
+    import simweb
+
+    info = simweb.open_index(small_index).info()
+    about = client.get("/").text
+    assert f"{info['documents']:,} pages, {info['indexed_documents']:,} indexed" in about
+    assert f"linked to by more than {info['min_in_degree']} pages" in about and "can be asked about" in about
+
+
+def test_top_terms_show_the_pages_own_words(build_in_process, warc_dir, tmp_path):
+    """Under STEM the bag's terms are stems; the page shows, for each, the page's most frequent
+    word with that stem, read from the index's crawl."""
+    from simweb.core.text import porter_stem
+
+    index = build_in_process(warc_dir, tmp_path / "index", min_in_degree=0)
+    del index
+    import simweb
+
+    opened = simweb.open_index(str(tmp_path / "index"))
+    url = "http://example.com/"
+    readable = opened.readable_terms(url, 10)
+    assert [t for t, _, _ in readable] == [t for t, _ in opened.top_terms(url, 10)]
+    assert all(porter_stem(word) == term for term, word, _ in readable)
+    changed = [(t, w) for t, w, _ in readable if t != w]
+    assert changed, readable  # some stem reads differently as a word
+    page = TestClient(create_app(str(tmp_path / "index"))).get("/", params={"url": url}).text
+    term, word = changed[0]
+    assert f"<li>{word} " in page and f"(term {term})" in page

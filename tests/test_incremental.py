@@ -170,3 +170,23 @@ def test_other_parameters_or_no_epoch_mean_a_full_re_weight(updated):
     assert "min-hash" in incremental.full_rebuild_reason(epoch, live, STRATEGY, IndexParams(m=40, min_in_degree=None),
                                                          crawl)
     assert "dedup" in incremental.full_rebuild_reason(epoch, live, Strategy(dedup=True), PARAMS, crawl)
+
+
+def test_new_aliases_that_move_an_indexed_url_mean_a_full_re_weight(tmp_path):
+    """The index holds the linked URL http://h.example/d; a new file crawls /d/, so /d now names
+    /d/'s document: an incremental update would leave /d's document behind."""
+    from test_aliases_crawl import a, page, write_warc
+
+    out = str(tmp_path / "index")
+    crawl = crawl_folder(out)
+    hub = page("http://h.example/hub", a("/d", "river") + a("/e", "lake"))
+    ingest_files([write_warc(tmp_path / "1.warc.gz", [hub])], crawl)
+    bags, live = _full_build(crawl, out)
+    epoch = incremental.start_epoch(out, bags, PARAMS)
+    assert "http://h.example/d" in open_index(out)
+    new_parts = list(ingest_files([write_warc(tmp_path / "2.warc.gz", [page("http://h.example/d/", "dir")])],
+                                  crawl).parts)
+    reason = incremental.full_rebuild_reason(epoch, live, STRATEGY, PARAMS, crawl, 10.0, new_parts)
+    assert reason == "the new files' redirects and URL variants give 1 URL(s) of the index another document"
+    other = list(ingest_files([write_warc(tmp_path / "3.warc.gz", [page("http://h.example/f", "f")])], crawl).parts)
+    assert incremental.full_rebuild_reason(epoch, live, STRATEGY, PARAMS, crawl, 10.0, other) is None

@@ -10,13 +10,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import build_small_index, write_synthetic_crawl
+
 from simweb.core.minhash import MinHashParams, sign_bags
 from simweb.core.query import invert as invert_in_memory
 from simweb.tasks import index_store as store
 from simweb.tasks.schemas import BAGS
-from simweb.tasks.signatures import invert, signatures
+from simweb.tasks.signatures import signatures, write_index_version
 from simweb.tasks.storage import write_parquet_atomic
 
 
@@ -62,8 +62,8 @@ def test_document_map_has_titles_in_degrees_and_url_lookup(small_index):
 def test_sharded_inversion_equals_one_block(tmp_path):
     crawl = write_synthetic_crawl(tmp_path / "crawl", per_topic=10)
     signatures(crawl["bags"], str(tmp_path / "signed"), links=crawl["links"])
-    invert(str(tmp_path / "signed"), str(tmp_path / "one"), min_in_degree=None)
-    invert(str(tmp_path / "signed"), str(tmp_path / "many"), min_in_degree=None, block_docs=7, reducers=5)
+    write_index_version(str(tmp_path / "signed"), str(tmp_path / "one"), min_in_degree=None)
+    write_index_version(str(tmp_path / "signed"), str(tmp_path / "many"), min_in_degree=None, block_docs=7, reducers=5)
     for name in (store.KEYS_FILE, store.DOCS_FILE, "I.offsets.u32", store.H_FILE):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "many" / name).read_bytes()
     assert json.loads((tmp_path / "one" / "index.json").read_text())["min_in_degree"] is None
@@ -81,7 +81,7 @@ def test_bad_bag_rows_and_duplicate_urls_are_skipped_and_counted(tmp_path):
     write_parquet_atomic(pa.Table.from_pylist(dup, schema=BAGS), str(tmp_path / "bags" / "part-1.parquet"))
     stats = signatures(str(tmp_path / "bags"), str(tmp_path / "signed"))
     assert stats == {"parts": 2, "bags": 2, "empty_bags": 1, "bad_rows": 2, "duplicate_urls": 1}
-    inv = invert(str(tmp_path / "signed"), str(tmp_path / "v"))
+    inv = write_index_version(str(tmp_path / "signed"), str(tmp_path / "v"))
     assert inv["n_docs"] == 2 and inv["n_indexed"] == 1  # the empty bag is in H, not in I
     v = store.open_version(str(tmp_path / "v"))
     assert v.bag(0) == {"x": 0.5, "y": 0.5}

@@ -23,11 +23,13 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 import simweb.tasks.ingest as ingest
+import simweb.tasks.ingest_parts as ingest_parts
 from simweb.core.urls import normalize_url, url_id
 from simweb.cli import main as simweb_main
-from simweb.tasks import schemas
+from simweb.tasks import payloads, schemas
 from simweb.tasks.contexts import pages_part_of, with_context_words
-from simweb.tasks.ingest import FileError, IngestStats, ingest_files, ingest_warc, list_warc_files
+from simweb.tasks.ingest import FileError, IngestStats, ingest_files, ingest_warc
+from simweb.tasks.sources import list_archive_files
 from simweb.tasks.storage import file_digest, read_parquet
 
 
@@ -130,49 +132,69 @@ def test_chunked_transfer_encoding(warc_dir, tmp_path):
 
 
 def test_record_longer_than_its_content_length(warc_dir, tmp_path):
-    """example-trunc.warc: 2 warcinfo, response, request. The response declares
-    Content-Length 973, but its gzip payload runs 2 bytes further (``\\x00\\x00`` before the
-    blank line at 0xa00) — the record is cut, warcio warns once. Skipped as truncated; the
-    file is reported; the request after it is still read."""
-    stats = ingest_warc(str(warc_dir / "example-trunc.warc"), str(tmp_path))
-    assert counts(stats) == (4, 0, {"warcinfo record": 2, "truncated record": 1, "request record": 1}, 1)
-    assert "Content-Length" in stats.file_errors[0].reason
-    assert pages_of(tmp_path) == []
+    """example-trunc.warc: 2 warcinfo, response (offset 1197), request. The response declares
+    Content-Length 973, but its gzip payload runs 2 bytes further (``\\x00\\x00`` at 0xa00,
+    the last bytes of the gzip trailer's length field, before the blank lines). Its deflate
+    stream ends inside the 973 bytes, so the page was read in full and is kept; the 2 bytes
+    are skipped and the request after them is read (recovered)."""
+    path = warc_dir / "example-trunc.warc"
+    assert path.read_bytes()[0xA00:0xA0B] == b"\x00\x00\r\n\r\nWARC/"
+    stats = ingest_warc(str(path), str(tmp_path))
+    assert counts(stats) == (4, 1, {"warcinfo record": 2, "request record": 1}, 1)
+    assert (stats.records_recovered, stats.bytes_skipped) == (1, 2)
+    (error,) = stats.file_errors
+    assert error.damage == ((0xA00, 2),)
+    assert "the record at offset 1197 is followed by bytes that do not start a record" in error.reason
+    assert "reading resumed at offset 2566" in error.reason
+    (page,) = pages_of(tmp_path)
+    assert (page["url"], page["title"], page["record_offset"]) == ("http://example.com/", "Example Domain", 1197)
 
 
 def test_clipped_gzip_member(warc_dir, tmp_path):
     """clipped.warc.gz: one response (Content-Length 88275) whose gzip member is cut: the
-    file (18184 bytes) decompresses to about 75 KB. The record is skipped as truncated and
-    the file reported as ending inside it."""
+    file (18184 bytes) decompresses to about 75 KB. The record is skipped as truncated, the
+    whole file is skipped bytes, and the file is reported as ending inside the member."""
     stats = ingest_warc(str(warc_dir / "clipped.warc.gz"), str(tmp_path))
     assert counts(stats) == (1, 0, {"truncated record": 1}, 1)
-    assert "ends inside the record at offset 0" in stats.file_errors[0].reason
+    assert (stats.records_recovered, stats.bytes_skipped) == (0, 18184)
+    (error,) = stats.file_errors
+    assert error.damage == ((0, 18184),)
+    assert "the gzip member of the record at offset 0 is cut: the file ends inside it" in error.reason
 
 
 def test_whole_file_gzip_gets_the_recompress_fix(warc_dir, tmp_path):
     """example-bad-non-chunked.warc.gz: one gzip stream for the whole file (``zcat`` shows 6
-    records). warcio reads the first record (warcinfo) and then refuses; the message names
-    the fix."""
+    records). warcio reads the first record (warcinfo) and then refuses; no other gzip member
+    follows, so the member's 2113 bytes are skipped. The message names the fix."""
     path = warc_dir / "example-bad-non-chunked.warc.gz"
     stats = ingest_warc(str(path), str(tmp_path))
     assert counts(stats) == (1, 0, {"warcinfo record": 1}, 1)
+    assert (stats.records_recovered, stats.bytes_skipped) == (0, 2113)
     reason = stats.file_errors[0].reason
     assert "gzipped as a whole" in reason
-    assert f"warcio recompress {path} " in reason
+    assert f"warcio recompress {path} {warc_dir / 'example-bad-non-chunked.recompressed.warc.gz'}" in reason
 
 
 def test_wrong_chunk_boundaries(warc_dir, tmp_path):
-    """example-wrong-chunks.warc.gz: the response's WARC and HTTP headers are in one gzip
-    member and its body in the next, so the record ends (0 of its body bytes) before its
-    Content-Length, and the next member starts with "<!doctype html>" instead of a WARC
-    header. One record read and skipped as truncated; the file is reported, with the offset."""
-    stats = ingest_warc(str(warc_dir / "example-wrong-chunks.warc.gz"), str(tmp_path))
-    assert counts(stats) == (1, 0, {"truncated record": 1}, 1)
-    assert "offset 516" in stats.file_errors[0].reason and "<!doctype html>" in stats.file_errors[0].reason
+    """example-wrong-chunks.warc.gz: three gzip members, at 0, 516 and 1130. The response's
+    WARC and HTTP headers are in the first, its body ("<!doctype html>…") in the second, and the
+    third starts with the blank lines after that body and then the request record. The response
+    ends (0 of its body bytes) with its member, before its Content-Length: it is skipped as
+    truncated, the split gets the recompress fix, and reading resumes at the third member: the
+    request is recovered."""
+    path = warc_dir / "example-wrong-chunks.warc.gz"
+    stats = ingest_warc(str(path), str(tmp_path))
+    assert counts(stats) == (2, 0, {"truncated record": 1, "request record": 1}, 1)
+    assert (stats.records_recovered, stats.bytes_skipped) == (1, 1130)
+    (error,) = stats.file_errors
+    assert error.damage == ((0, 1130),)
+    assert "ends at offset 516, before the record's Content-Length" in error.reason
+    assert "gzip members split records" in error.reason and "reading resumed at offset 1130" in error.reason
+    assert f"warcio recompress {path} " in error.reason
 
 
 def test_every_shared_fixture_is_covered(warc_dir):
-    names = {p.name for p in warc_dir.iterdir() if p.name.endswith((".warc", ".warc.gz"))}
+    names = {p.name for p in warc_dir.iterdir() if p.name.endswith((".warc", ".warc.gz", ".arc", ".arc.gz"))}
     assert names == {
         "warcfile.warc.gz", "clueweb-quirk.warc.gz", "example.warc.gz", "example-iana.org-chunked.warc",
         "example-trunc.warc", "clipped.warc.gz", "example-bad-non-chunked.warc.gz", "example-wrong-chunks.warc.gz",
@@ -180,20 +202,25 @@ def test_every_shared_fixture_is_covered(warc_dir):
 
 
 def test_all_fixtures_together_and_the_summary(warc_dir, tmp_path):
-    stats = ingest_files(list_warc_files(str(warc_dir)), str(tmp_path))
+    stats = ingest_files(list_archive_files(str(warc_dir)), str(tmp_path))
     # The sums of the per-file expectations above.
-    assert stats.files_read == 8 and stats.records_read == 50 + 30 + 6 + 3 + 4 + 1 + 1 + 1
-    assert stats.pages_written == 16 + 29 + 1 + 1
+    assert stats.files_read == 8 and stats.files_by_format == {"warc": 8}
+    assert stats.records_read == 50 + 30 + 6 + 3 + 4 + 1 + 1 + 2
+    assert stats.pages_written == 16 + 29 + 1 + 1 + 1
     assert dict(stats.skipped) == {
-        "warcinfo record": 1 + 1 + 2 + 1 + 2 + 1, "request record": 17 + 2 + 1 + 1,
-        "metadata record": 16, "revisit record": 1, "truncated record": 1 + 1 + 1,
+        "warcinfo record": 1 + 1 + 2 + 1 + 2 + 1, "request record": 17 + 2 + 1 + 1 + 1,
+        "metadata record": 16, "revisit record": 1, "truncated record": 1 + 1,
     }
+    assert (stats.records_recovered, stats.bytes_skipped) == (1 + 1, 2 + 18184 + 2113 + 1130)
     assert [Path(e.path).name for e in stats.file_errors] == [
         "clipped.warc.gz", "example-bad-non-chunked.warc.gz", "example-trunc.warc", "example-wrong-chunks.warc.gz",
     ]
     text = stats.summary()
-    for line in ("records read", "pages written", "links written", "records skipped", "file errors",
-                 "metadata record", "warcio recompress"):
+    assert text.startswith("ingest: 8 files read; 8 WARC\n")
+    for label, n in (("records read", "97"), ("pages written", "48"), ("file errors", "4"),
+                     ("records recovered", "2"), ("bytes skipped", "21,429")):
+        assert re.search(rf"^ +{label} +{n}$", text, re.M), label
+    for line in ("links written", "records skipped", "metadata record", "warcio recompress", "offset 1197"):
         assert line in text
     assert len(stats.parts) == 8
 
@@ -336,7 +363,7 @@ def test_reingesting_the_same_content_is_skipped(tmp_path):
     shutil.copy(path, renamed)
     moved = ingest_warc(str(renamed), str(out))
     for stats in (again, moved):
-        assert stats == IngestStats(files_unchanged=1, parts=first.parts)
+        assert stats == IngestStats(files_unchanged=1, files_by_format={"warc": 1}, pages_unchanged=1, parts=first.parts)
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*.parquet")} == parquet_before
     assert len(pages_of(out)) == 1
 
@@ -375,7 +402,7 @@ def test_content_encodings(tmp_path):
         http_response("http://e.example/br", b"\x1b\x03\x00\xf8\xa5", headers=[("Content-Type", "text/html"), ("Content-Encoding", "br")]),
     ])
     stats = ingest_warc(str(path), str(tmp_path / "out"))
-    br = "br" in ingest.supported_content_encodings()
+    br = "br" in payloads.supported_content_encodings()
     expected_skips = {"unsupported content-encoding": 1 if br else 2, "content-encoding error": 2 if br else 1}
     assert counts(stats) == (9, 6, expected_skips, 0)
     assert {p["title"] for p in pages_of(tmp_path / "out")} == {"A page"}
@@ -427,12 +454,20 @@ def test_garbage_and_empty_files(tmp_path):
     garbage.write_bytes(b"this is not a WARC file\r\n\r\n")
     stats = ingest_warc(str(garbage), str(tmp_path / "out"))
     assert counts(stats) == (0, 0, {}, 1)
-    assert "not a WARC file" in stats.file_errors[0].reason
+    assert (stats.bytes_skipped, stats.files_by_format) == (27, {"unknown": 1})
+    assert stats.file_errors[0].reason.startswith("not a WARC or ARC file (no record was found in it): expected "
+                                                  "a WARC record ('WARC/1.0') or an ARC file's 'filedesc://' line "
+                                                  "at offset 0, found b'this is not a WARC file")
     binary = tmp_path / "binary.warc.gz"
     binary.write_bytes(bytes(range(256)) * 4)
     stats = ingest_warc(str(binary), str(tmp_path / "out1"))
     assert counts(stats) == (0, 0, {}, 1)
-    assert "offset 0" in stats.file_errors[0].reason
+    assert stats.bytes_skipped == 1024 and "offset 0" in stats.file_errors[0].reason
+    gz = tmp_path / "text.warc.gz"
+    gz.write_bytes(gzip.compress(b"just text, gzipped\n"))
+    stats = ingest_warc(str(gz), str(tmp_path / "out3"))
+    assert counts(stats) == (0, 0, {}, 1)
+    assert "found a gzip member that does not start with one" in stats.file_errors[0].reason
     empty = tmp_path / "empty.warc.gz"
     empty.write_bytes(b"")
     assert counts(ingest_warc(str(empty), str(tmp_path / "out2"))) == (0, 0, {}, 0)
@@ -524,7 +559,7 @@ def test_links_read_back_need_their_own_pages_part(tmp_path, monkeypatch):
 
 
 def test_row_groups_are_written_as_pages_accumulate(tmp_path, monkeypatch):
-    monkeypatch.setattr(ingest, "PAGES_PER_ROW_GROUP", 2)
+    monkeypatch.setattr(ingest_parts, "PAGES_PER_ROW_GROUP", 2)
     path = write_warc(tmp_path / "g.warc.gz", [http_response(f"http://g.example/{i}", PAGE) for i in range(5)])
     stats = ingest_warc(str(path), str(tmp_path / "out"))
     part = tmp_path / "out" / "pages" / f"{stats.parts[0]}.parquet"
@@ -541,9 +576,18 @@ def test_row_groups_are_written_as_pages_accumulate(tmp_path, monkeypatch):
 COUNTS = st.dictionaries(st.sampled_from(["request record", "not HTML", "truncated record"]), st.integers(0, 50), max_size=3)
 STATS = st.builds(
     IngestStats,
-    files_read=st.integers(0, 5), files_unchanged=st.integers(0, 5), records_read=st.integers(0, 1000),
-    pages_written=st.integers(0, 1000), links_written=st.integers(0, 10**6), skipped=COUNTS, links_skipped=COUNTS,
-    file_errors=st.lists(st.builds(FileError, st.sampled_from(["a.warc", "b.warc"]), st.sampled_from(["x", "y"])),
+    files_read=st.integers(0, 5), files_unchanged=st.integers(0, 5),
+    files_by_format=st.dictionaries(st.sampled_from(["warc", "arc", "unknown"]), st.integers(1, 5), max_size=3),
+    records_read=st.integers(0, 1000), records_recovered=st.integers(0, 100), bytes_skipped=st.integers(0, 10**9),
+    pages_written=st.integers(0, 1000), pages_unchanged=st.integers(0, 1000), links_written=st.integers(0, 10**6),
+    skipped=COUNTS, links_skipped=COUNTS,
+    alias_evidence=st.dictionaries(st.sampled_from(["redirect", "canonical", "slash", "index"]), st.integers(0, 50),
+                                   max_size=4),
+    aliases_skipped=st.dictionaries(st.sampled_from(["redirect without Location", "canonical link to another host"]),
+                                    st.integers(0, 50), max_size=2),
+    file_errors=st.lists(st.builds(FileError, st.sampled_from(["a.warc", "b.arc"]), st.sampled_from(["x", "y"]),
+                                   st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**4)),
+                                            max_size=3).map(tuple)),
                          max_size=2).map(tuple),
     parts=st.lists(st.sampled_from(["part-1", "part-2", "part-3"]), max_size=2, unique=True).map(lambda p: tuple(sorted(p))),
 )
@@ -559,19 +603,21 @@ def test_stats_sum_is_associative_and_commutative(a, b, c):
     assert IngestStats.from_dict(json.loads(json.dumps(total.to_dict()))) == total
 
 
-def test_list_warc_files(tmp_path):
+def test_list_archive_files(tmp_path):
     (tmp_path / "crawl" / "sub").mkdir(parents=True)
-    for name in ("a.warc.gz", "b.warc", "sub/c.warc.gz", "notes.txt", "old.arc.gz"):
+    for name in ("a.warc.gz", "b.warc", "sub/c.warc.gz", "notes.txt", "old.arc.gz", "sub/OLDER.ARC", "x.gz"):
         (tmp_path / "crawl" / name).write_bytes(b"")
     crawl = tmp_path / "crawl"
-    assert list_warc_files(str(crawl)) == [str(crawl / n) for n in ("a.warc.gz", "b.warc", "sub/c.warc.gz")]
-    assert list_warc_files(str(crawl / "*.warc.gz")) == [str(crawl / "a.warc.gz")]
-    assert list_warc_files([str(crawl / "b.warc"), str(crawl / "notes.txt"), str(crawl / "b.warc")]) == [
+    assert list_archive_files(str(crawl)) == [
+        str(crawl / n) for n in ("a.warc.gz", "b.warc", "old.arc.gz", "sub/OLDER.ARC", "sub/c.warc.gz")]
+    assert list_archive_files(str(crawl / "*.warc.gz")) == [str(crawl / "a.warc.gz")]
+    assert list_archive_files(str(crawl / "*.arc.gz")) == [str(crawl / "old.arc.gz")]
+    assert list_archive_files([str(crawl / "b.warc"), str(crawl / "notes.txt"), str(crawl / "b.warc")]) == [
         str(crawl / "b.warc"), str(crawl / "notes.txt")]  # named files are taken as they are, once
-    with pytest.raises(FileNotFoundError, match="no WARC files.*ARC files were found"):
-        list_warc_files(str(crawl / "*.arc.gz"))
-    with pytest.raises(FileNotFoundError, match="no such file or folder"):
-        list_warc_files(str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError, match=r"no WARC or ARC files \(\*\.warc, \*\.warc\.gz, \*\.arc, \*\.arc\.gz\)"):
+        list_archive_files(str(crawl / "*.txt.gz"))
+    with pytest.raises(FileNotFoundError, match="no such file or folder; expected a WARC or ARC file"):
+        list_archive_files(str(tmp_path / "nowhere"))
 
 
 def test_ingest_files_reports_an_unreadable_file_and_goes_on(warc_dir, tmp_path):
@@ -584,10 +630,11 @@ def test_ingest_files_reports_an_unreadable_file_and_goes_on(warc_dir, tmp_path)
 def test_command_line_without_prefect(warc_dir, tmp_path, capsys):
     code = simweb_main(["ingest", str(warc_dir / "example.warc.gz"), str(warc_dir / "clipped.warc.gz"),
                         "--out", str(tmp_path / "out"), "--no-prefect"])
-    assert code == 0
+    assert code == 3  # a file was damaged; the other was read
     out = capsys.readouterr().out
-    assert "2 WARC files read" in out
-    for label, n in (("records read", 7), ("pages written", 1), ("truncated record", 1), ("file errors", 1)):
+    assert "ingest: 2 files read; 2 WARC" in out
+    for label, n in (("records read", "7"), ("pages written", "1"), ("truncated record", "1"), ("file errors", "1"),
+                     ("bytes skipped", "18,184")):
         assert re.search(rf"^ +{label} +{n}$", out, re.M), label
     assert simweb_main(["ingest", str(tmp_path / "nothing-here"), "--out", str(tmp_path / "o"), "--no-prefect"]) == 2
     assert "no such file or folder" in capsys.readouterr().err

@@ -38,7 +38,9 @@ def register(subparsers) -> None:
     which.add_argument("--strategy-json", default=None, metavar="JSON",
                        help="the strategy as a JSON object of Strategy fields")
     bags.add_argument("--partitions", type=int, default=None, metavar="P",
-                      help="merge partitions (default: about one per 64 MiB of fragments)")
+                      help="merge partitions (default: as many as --part-mb needs)")
+    bags.add_argument("--part-mb", type=int, default=None, metavar="MB",
+                      help="working memory of each task, in megabytes (default 768)")
     bags.add_argument("--scheduler", choices=("threads", "processes", "sync"), default="threads",
                       help="Dask scheduler for the stage (default: threads)")
     bags.add_argument("--show", action="append", default=[], metavar="URL",
@@ -53,7 +55,8 @@ def register(subparsers) -> None:
     sim.add_argument("url1", metavar="URL1")
     sim.add_argument("url2", metavar="URL2")
     sim.add_argument("--bags", required=True, metavar="DIR",
-                     help="a bags folder, or the --out folder of `simweb bags` when it holds one bag set")
+                     help="an index folder (`simweb build --out`), a bags folder, or the --out folder of "
+                          "`simweb bags` when it holds one bag set")
     sim.add_argument("--top", type=int, default=10, metavar="K", help="shared terms shown (default 10)")
     sim.set_defaults(func=run_similarity)
 
@@ -89,7 +92,9 @@ def _print_top(bags, url: str, uid: int, k: int) -> None:
     if uid not in bags:
         print(f"{url}: no bag (not crawled, not linked to, or only stopwords)")
         return
-    terms = ", ".join(f"{t} {w:.3f}" for t, w in bags.top_terms(uid, k))
+    top = (sorted(bags[uid].items(), key=lambda tw: (-tw[1], tw[0]))[:k] if isinstance(bags, dict)
+           else bags.top_terms(uid, k))
+    terms = ", ".join(f"{t} {w:.3f}" for t, w in top)
     print(f"{url}: {terms}")
 
 
@@ -101,7 +106,8 @@ def run_bags(args) -> int:
     from simweb.tasks.bags import build_bags_stage, read_bags
 
     try:
-        out = build_bags_stage(args.crawl, strategy, args.out, args.partitions, scheduler=args.scheduler)
+        out = build_bags_stage(args.crawl, strategy, args.out, args.partitions, scheduler=args.scheduler,
+                               **({"part_mb": args.part_mb} if args.part_mb is not None else {}))
     except (FileNotFoundError, ValueError) as exc:
         print(f"simweb bags: {exc}", file=sys.stderr)
         return 2
@@ -126,22 +132,47 @@ def run_bags(args) -> int:
     return 0
 
 
+def _index_bags(path: str, urls: list[str]) -> list[dict[str, float]] | None:
+    """The bags of ``urls`` in the published index at ``path`` (an index folder of `simweb build`),
+    or None when ``path`` is not one. Raises UnknownURL for a page the index does not hold."""
+    from simweb.api import open_index
+    from simweb.tasks import index_store
+
+    try:
+        index_store.resolve(path)
+    except (FileNotFoundError, index_store.IndexFormatError, NotADirectoryError):
+        return None
+    index = open_index(path)
+    return [index.bag(url) for url in urls]
+
+
 def run_similarity(args) -> int:
+    from simweb.api import UnknownURL
     from simweb.core.similarity import cosine, jaccard, shared_terms
     from simweb.tasks.bags import find_bags, read_bags
 
     (u1, id1), (u2, id2) = _ids([args.url1, args.url2], "similarity")
     try:
-        bags = read_bags(find_bags(args.bags), [id1, id2])
-    except FileNotFoundError as exc:
+        in_index = _index_bags(args.bags, [u1, u2])
+    except UnknownURL as exc:
         print(f"simweb similarity: {exc}", file=sys.stderr)
-        return 2
-    missing = [u for u, i in ((u1, id1), (u2, id2)) if i not in bags]
-    if missing:
-        print(f"simweb similarity: no bag for {', '.join(missing)} (not crawled, not linked to, "
-              "or only stopwords)", file=sys.stderr)
         return 1
-    a, b = bags.row(id1), bags.row(id2)
+    if in_index is not None:  # an index folder: the bags it was built from, as it stores them
+        a, b = in_index
+        bags = {id1: a, id2: b}
+    else:
+        try:
+            matrix = read_bags(find_bags(args.bags), [id1, id2])
+        except FileNotFoundError as exc:
+            print(f"simweb similarity: {exc}", file=sys.stderr)
+            return 2
+        missing = [u for u, i in ((u1, id1), (u2, id2)) if i not in matrix]
+        if missing:
+            print(f"simweb similarity: no bag for {', '.join(missing)} (not crawled, not linked to, "
+                  "or only stopwords)", file=sys.stderr)
+            return 1
+        a, b = matrix.row(id1), matrix.row(id2)
+        bags = {id1: a, id2: b}
     print(f"jaccard {jaccard(a, b):.4f}")
     print(f"cosine  {cosine(a, b):.4f}")
     common = shared_terms(a, b, args.top)

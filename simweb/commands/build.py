@@ -4,11 +4,17 @@
     simweb build crawl/*.warc.gz --out index --strategy "anchor:32+content,stem,dist,nmdf"
     simweb build crawl/ --out index --directory directory.tsv --min-in-degree 0
     simweb build crawl/ --out index --strategy-from report/     # the strategy `simweb evaluate` recommended
+    simweb build --paths-list warc.paths.gz --paths-prefix https://data.commoncrawl.org/ --out index
 
-ingest → bags → signatures → invert → publish, as Prefect tasks on a Dask cluster (a local
-one sized to this machine, or the scheduler at --dask-address). Finished stages are reused:
-re-running a finished build does no work, a changed strategy re-runs from the bags stage, and
-a build that failed resumes at the stage that failed. Query the result with `simweb related`.
+ingest → bags → signatures → invert → publish. The crawl is WARC and ARC files, plain or
+gzipped; damaged files are read on past the damage and listed in the summary. A small crawl
+(archive files of under 64 MB in all) is built in this process, without a Prefect server or a
+Dask cluster, which take longer to start than such a crawl takes to build; a larger one runs as
+the build-index Prefect flow on a Dask cluster (a local one sized to this machine, or the
+scheduler at --dask-address). --prefect and --no-prefect force the choice; both give the same
+index. Finished stages are reused: re-running a finished build does no work, a changed strategy
+re-runs from the bags stage, and a build that failed resumes at the stage that failed. Query the
+result with `simweb related`.
 """
 from __future__ import annotations
 
@@ -17,15 +23,22 @@ import json
 import os
 import sys
 
+from simweb.commands import EXIT_STATUS_HELP, ingest_exit_status
+from simweb.commands.inputs import add_paths_list_options
+from simweb.commands.runmode import add_mode_options
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "build",
         help="build the related-pages index of a crawl (ingest, bags, signatures, invert)",
         description=__doc__,
+        epilog=EXIT_STATUS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("crawl", nargs="+", metavar="CRAWL", help="WARC files, folders of them, or globs")
+    p.add_argument("crawl", nargs="*", metavar="CRAWL",
+                   help="WARC or ARC files, folders of them, globs, or URLs (s3://bucket/prefix/, "
+                        "s3://bucket/**/*.warc.gz, https://host/file.warc.gz)")
     p.add_argument("--out", required=True, metavar="INDEX", help="the index folder")
     p.add_argument("--strategy", default=None, metavar="SPEC",
                    help="how pages are described, e.g. 'anchor:32+content,stem,dist,nmdf' (the default) or "
@@ -41,8 +54,14 @@ def register(subparsers) -> None:
     p.add_argument("--directory", default=None, metavar="FILE",
                    help="topic directory (ODP RDF or url<TAB>category) whose categories results show")
     p.add_argument("--until", choices=("ingest", "bags", "index"), default="index", help="stop after this stage")
-    p.add_argument("--dask-address", default=None, metavar="ADDR", help="an existing Dask scheduler")
-    p.add_argument("--workers", type=int, default=None, metavar="N", help="local Dask worker processes")
+    p.add_argument("--dask-address", default=None, metavar="ADDR", help="an existing Dask scheduler (implies --prefect)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="local Dask worker processes (implies --prefect)")
+    add_paths_list_options(p)
+    p.add_argument("--part-mb", type=int, default=None, metavar="MB",
+                   help="working memory of each task of the bags stage, in megabytes (default 768: every "
+                        "process stays under 2 GiB, four workers fit in 8 GB)")
+    add_mode_options(p, "build-index")
     p.add_argument("--verify", action="store_true",
                    help="check every reused stage output and the live index by content (SHA-256), not only "
                         "by size, and compute again whatever is damaged")
@@ -54,10 +73,18 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    def say(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    from simweb.commands.runmode import choose_mode, crawl_size, human_size, mode_conflict
+
+    if mode_conflict(args):
+        say(f"simweb build: {mode_conflict(args)}")
+        return 2
     from simweb.core.strategy import Strategy, StrategyError
 
     if args.strategy and args.strategy_from:
-        print("simweb build: give --strategy or --strategy-from, not both", file=sys.stderr)
+        say("simweb build: give --strategy or --strategy-from, not both")
         return 2
     try:
         spec = recommended_spec(args.strategy_from) if args.strategy_from else args.strategy
@@ -66,38 +93,59 @@ def run(args: argparse.Namespace) -> int:
         print(f"simweb build: --{'strategy-from' if args.strategy_from else 'strategy'}: {e}", file=sys.stderr)
         return 2
     if args.strategy_from:
-        print(f"strategy recommended by {args.strategy_from}: {strategy.spec()}")
+        say(f"simweb build: strategy recommended by {args.strategy_from}: {strategy.spec()}")
     if args.dask_address and args.workers is not None:
         print("simweb build: --workers sizes a local cluster; it cannot be combined with --dask-address",
               file=sys.stderr)
         return 2
-    from simweb.commands.inputs import directory_problem, output_problem
+    from simweb.commands.inputs import (crawl_paths_problem, crawl_problem, directory_problem, local_index_problem,
+                                        output_problem, paths_list_problem)
 
-    problem = output_problem(args.out) or (args.directory and directory_problem(args.directory))
+    problem = (local_index_problem(args.out) or output_problem(args.out)
+               or (args.directory and directory_problem(args.directory))
+               or crawl_paths_problem(args.crawl) or paths_list_problem(args.paths_list, args.paths_prefix))
     if problem:
         print(f"simweb build: {problem}", file=sys.stderr)
         return 2
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    say(f"simweb build: {' '.join(args.crawl + ([args.paths_list] if args.paths_list else []))} → {args.out}")
+    files, problem = crawl_problem(args.crawl, args.paths_list, args.paths_prefix)
+    if problem:
+        print(f"simweb build: {problem}", file=sys.stderr)
+        return 2
+    size = crawl_size(files)
+    in_process, why = choose_mode(args, size, "build-index")
+    say(f"{len(files)} archive file{'s' if len(files) != 1 else ''}"
+        + (f", {human_size(size)}" if size is not None else "") + f": {why}")
+    params = dict(strategy=strategy, m=args.m, seed=args.seed,
+                  min_in_degree=None if args.min_in_degree < 0 else args.min_in_degree,
+                  directory=args.directory, until=args.until, verify=args.verify, keep_earlier=args.add)
+    if args.part_mb is not None:
+        params["part_mb"] = args.part_mb
+    if not in_process:
+        params.update(dask_address=args.dask_address, n_workers=args.workers)
+    from simweb.commands.errors import user_input_errors
+    from simweb.commands.runmode import run_flow
     from simweb.flows.build_index import build_index
+    from simweb.flows.chain import BuildSummary
+    from simweb.tasks.ingest import NothingIngested
 
     try:
-        built = build_index(
-            args.crawl, args.out, strategy=strategy, m=args.m, seed=args.seed,
-            min_in_degree=None if args.min_in_degree < 0 else args.min_in_degree,
-            directory=args.directory, until=args.until,
-            dask_address=args.dask_address, n_workers=args.workers, verify=args.verify,
-            keep_earlier=args.add,
-        )
-    except FileNotFoundError as e:
+        built = run_flow(build_index, in_process, files, args.out, **params)
+    except user_input_errors() as e:
         print(f"simweb build: {e}", file=sys.stderr)
         return 2
+    except NothingIngested as e:
+        nothing = BuildSummary(ingest=e.stats)
+        print(json.dumps(nothing.to_dict(), indent=1) if args.json else nothing.summary())
+        print(f"simweb build: {e}", file=sys.stderr)
+        return ingest_exit_status(e.stats, keep_earlier=args.add)
     if args.json:
         print(json.dumps(built.to_dict(), indent=1, default=str))
     else:
         print(built.summary())
         if built.index:
             print(f"query it: simweb related URL --index {args.out}")
-    return 0
+    return ingest_exit_status(built.ingest, keep_earlier=args.add)
 
 
 def recommended_spec(report: str) -> str:

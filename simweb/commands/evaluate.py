@@ -18,6 +18,8 @@ import os
 import sys
 from typing import TextIO
 
+from simweb.commands.runmode import add_mode_options
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -46,6 +48,9 @@ def register(subparsers) -> None:
     parser.add_argument("--directory-pages", default=None,
                         help="the directory's own pages, one URL a line, kept out of the data "
                         "(default: directory_pages.txt beside FILE if there is one)")
+    parser.add_argument("--depth", type=int, default=3, metavar="N",
+                        help="collapse the directory's categories at this depth below Top (default 3, the "
+                             "paper's); a shallower directory is taken at its own depth, and the summary says so")
     parser.add_argument("--format", dest="directory_format", choices=("auto", "rdf", "tsv"), default="auto",
                         help="directory file format (default: sniffed)")
     parser.add_argument("--work", default=None, help="stage cache folder (default REPORT/_work)")
@@ -53,8 +58,7 @@ def register(subparsers) -> None:
     parser.add_argument("--group-size", type=int, default=4, help="strategies per task (default 4)")
     parser.add_argument("--workers", type=int, default=None, help="local Dask workers (default: one per core)")
     parser.add_argument("--dask-address", default=None, help="an existing Dask scheduler to run on")
-    parser.add_argument("--no-prefect", action="store_true",
-                        help="run in this process without Prefect or Dask (quicker to start on small crawls)")
+    add_mode_options(parser, "evaluate-strategies")
     parser.set_defaults(func=run)
 
 
@@ -68,6 +72,15 @@ def default_directory_pages(directory: str) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     from simweb.commands.inputs import directory_problem, output_problem
+    from simweb.commands.runmode import choose_mode, folder_size, mode_conflict, run_flow
+
+    if mode_conflict(args):
+        print(f"simweb evaluate: {mode_conflict(args)}", file=sys.stderr)
+        return 2
+    if args.depth < 2:
+        print(f"simweb evaluate: --depth: expected at least 2 levels (sibling classes need a parent), got "
+              f"{args.depth}", file=sys.stderr)
+        return 2
 
     problem = ((f"--crawl {args.crawl} does not exist" if "://" not in args.crawl and not os.path.exists(args.crawl)
                 else None) or directory_problem(args.directory) or output_problem(args.out))
@@ -77,31 +90,24 @@ def run(args: argparse.Namespace) -> int:
     directory_pages = args.directory_pages or default_directory_pages(args.directory)
     if directory_pages:
         print(f"directory's own pages (kept out of the data): {directory_pages}")
+    in_process, why = choose_mode(args, folder_size(args.crawl), "evaluate-strategies")
+    print(f"simweb evaluate: {args.crawl} against {args.directory}: {why}", file=sys.stderr, flush=True)
+    params = {} if in_process else {"dask_address": args.dask_address, "n_workers": args.workers}
+    from simweb.commands.errors import user_input_errors
+    from simweb.flows.evaluate_strategies import evaluate_strategies
+
     try:
-        if args.no_prefect:
-            from simweb.tasks.eval_sample import SampleParams
-            from simweb.tasks.evaluate import run_evaluation
-
-            summary = run_evaluation(
-                args.crawl, args.directory, args.out, grid=args.grid, work=args.work,
-                sample_params=SampleParams(seed=args.seed, n_pairs=args.pairs, min_pages=args.min_pages,
-                                           max_pages_per_class=args.max_pages_per_class,
-                                           directory_format=args.directory_format),
-                directory_pages=directory_pages, n_resamples=args.resamples,
-            )
-        else:
-            # The temporary Prefect server can take a while to start on a busy machine.
-            os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-            from simweb.flows.evaluate_strategies import evaluate_strategies
-
-            summary = evaluate_strategies(
-                crawl=args.crawl, directory=args.directory, out=args.out, grid=args.grid, seed=args.seed,
-                n_pairs=args.pairs, min_pages=args.min_pages, max_pages_per_class=args.max_pages_per_class,
-                directory_pages=directory_pages, directory_format=args.directory_format, work=args.work,
-                n_resamples=args.resamples, group_size=args.group_size, dask_address=args.dask_address,
-                n_workers=args.workers,
-            )
-    except (FileNotFoundError, ValueError) as err:
+        summary = run_flow(
+            evaluate_strategies, in_process,
+            crawl=args.crawl, directory=args.directory, out=args.out, grid=args.grid, seed=args.seed,
+            n_pairs=args.pairs, min_pages=args.min_pages, max_pages_per_class=args.max_pages_per_class,
+            directory_pages=directory_pages, directory_format=args.directory_format, depth=args.depth, work=args.work,
+            n_resamples=args.resamples, group_size=args.group_size, **params,
+        )
+    except user_input_errors() as err:
+        print(f"simweb evaluate: {err}", file=sys.stderr)
+        return 2
+    except ValueError as err:
         print(f"simweb evaluate: {err}", file=sys.stderr)
         return 1
     print_summary(summary)

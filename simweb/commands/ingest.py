@@ -2,34 +2,46 @@
 
     simweb ingest crawl/*.warc.gz --out data
     simweb ingest crawl/ --out data --dask-address tcp://scheduler:8786
-    simweb ingest one.warc.gz --out data --no-prefect
+    simweb ingest one.arc.gz --out data --no-prefect
+    simweb ingest s3://bucket/crawl/ https://example.org/extra.warc.gz --out data
+    simweb ingest --paths-list warc.paths.gz --paths-prefix https://data.commoncrawl.org/ --out data
 
 Writes DIR/pages/ (one row per HTML page) and DIR/links/ (one row per anchor with its
-context words), one Parquet part per WARC file, and prints what was read, written and
-skipped. A WARC file whose content was ingested into DIR before is skipped. By default the
-files are ingested by the build-index flow's ingest stage: a Prefect task per shard of
-files (about equal bytes, a few per worker) on a Dask cluster (a local one sized to this machine, or the scheduler at --dask-address);
---no-prefect ingests them one after another in this process.
+context words), one Parquet part per archive file (WARC or ARC, plain or gzipped), and
+prints what was read, written and skipped. A damaged file is read on past the damage; the
+summary lists where, the bytes skipped and the records recovered. A file whose content was
+ingested into DIR before is skipped. The files are ingested by the build-index flow's ingest
+stage: for a small crawl (under 64 MB) one after another in this process, otherwise as a
+Prefect task per shard of files (about equal bytes, a few per worker) on a Dask cluster (a
+local one sized to this machine, or the scheduler at --dask-address); --prefect and
+--no-prefect force either way.
 """
 from __future__ import annotations
 
 import argparse
-import os
 import sys
+
+from simweb.commands import EXIT_NOTHING_READ, EXIT_STATUS_HELP, ingest_exit_status
+from simweb.commands.inputs import add_paths_list_options
+from simweb.commands.runmode import add_mode_options
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "ingest",
-        help="read WARC files into the pages and links data sets",
+        help="read WARC and ARC files into the pages and links data sets",
         description=__doc__,
+        epilog=EXIT_STATUS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "warc", nargs="+", metavar="WARC",
-        help="a WARC file (.warc or .warc.gz), a folder of them (searched recursively) or a glob",
+        "warc", nargs="*", metavar="ARCHIVE",
+        help="a WARC or ARC file (.warc, .warc.gz, .arc, .arc.gz), a folder of them (searched "
+             "recursively), a glob, or a URL: s3://bucket/prefix/ (every archive file under it), "
+             "s3://bucket/**/*.warc.gz, https://host/file.warc.gz",
     )
-    parser.add_argument("--out", required=True, metavar="DIR", help="output folder (local path or fsspec URL)")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="output folder: a local path, or an object-store URL (s3://bucket/data)")
     parser.add_argument(
         "--dask-address", default=None, metavar="ADDR",
         help="address of an existing Dask scheduler (default: start a local cluster)",
@@ -38,10 +50,8 @@ def register(subparsers) -> None:
         "--workers", type=int, default=None, metavar="N",
         help="worker processes of the local Dask cluster (default: one per available core)",
     )
-    parser.add_argument(
-        "--no-prefect", action="store_true",
-        help="ingest in this process, one file after another, without Prefect or Dask",
-    )
+    add_paths_list_options(parser)
+    add_mode_options(parser, "build-index")
     parser.add_argument(
         "--add", action="store_true",
         help="add these files to the crawl already in DIR (by default DIR's crawl becomes exactly these files; "
@@ -51,6 +61,11 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from simweb.commands.runmode import choose_mode, crawl_size, human_size, mode_conflict, run_flow
+
+    if mode_conflict(args):
+        print(f"simweb ingest: {mode_conflict(args)}", file=sys.stderr)
+        return 2
     if args.dask_address and args.workers is not None:
         print("simweb ingest: --workers sizes a local cluster; it cannot be combined with --dask-address",
               file=sys.stderr)
@@ -59,37 +74,60 @@ def run(args) -> int:
         print(f"simweb ingest: --workers: expected at least 1, got {args.workers}", file=sys.stderr)
         return 2
 
-    from simweb.commands.inputs import output_problem
-    from simweb.tasks.ingest import ingest_files, list_warc_files
+    from simweb.commands.inputs import (crawl_paths_problem, crawl_problem, output_problem, paths_list_problem,
+                                        remote_problem)
 
-    problem = output_problem(args.out)
+    problem = (remote_problem(args.out) or output_problem(args.out) or crawl_paths_problem(args.warc)
+               or paths_list_problem(args.paths_list, args.paths_prefix))
     if problem:
         print(f"simweb ingest: {problem}", file=sys.stderr)
         return 2
+    print(f"simweb ingest: {' '.join(args.warc + ([args.paths_list] if args.paths_list else []))} → {args.out}", file=sys.stderr, flush=True)
+    files, problem = crawl_problem(args.warc, args.paths_list, args.paths_prefix)
+    if problem:
+        print(f"simweb ingest: {problem}", file=sys.stderr)
+        return 2
+    size = crawl_size(files)
+    in_process, why = choose_mode(args, size, "build-index")
+    print(f"{len(files)} archive file{'s' if len(files) != 1 else ''}"
+          + (f", {human_size(size)}" if size is not None else "") + f": {why}", file=sys.stderr, flush=True)
+    params = {} if in_process else {"dask_address": args.dask_address, "n_workers": args.workers}
+    from simweb.flows.build_index import build_index
+
+    # The build-index flow's ingest stage alone, into DIR itself (no index folder around it).
+    from simweb.tasks.ingest import NothingIngested
 
     try:
-        files = list_warc_files(args.warc)
-    except FileNotFoundError as exc:
-        print(f"simweb ingest: {exc}", file=sys.stderr)
-        return 2
-
-    if args.no_prefect:
-        from simweb.tasks.crawl import write_selection
-        from simweb.tasks.layout import IndexLock, sweep_debris
-        from simweb.tasks.ledger import crawl_selection
-
-        with IndexLock(args.out, "simweb ingest", on_wait=lambda message: print(message, file=sys.stderr)):
-            sweep_debris(args.out, args.out)
-            stats = ingest_files(files, args.out)
-            write_selection(args.out, crawl_selection(args.out, stats.parts, keep_earlier=args.add))
-    else:
-        # The temporary Prefect server can take a while to start on a busy machine.
-        os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-        from simweb.flows.build_index import build_index
-
-        built = build_index(files, args.out, until="ingest", crawl_out=args.out,
-                            dask_address=args.dask_address, n_workers=args.workers, keep_earlier=args.add)
-        print(built.ingest.summary())
-        return 0
+        stats = run_flow(build_index, in_process, files, args.out, until="ingest", crawl_out=args.out,
+                         keep_earlier=args.add, **params).ingest
+    except NothingIngested as exc:
+        stats = exc.stats
     print(stats.summary())
-    return 0
+    if stats.usable:
+        from simweb.tasks.crawl import alias_report
+
+        print("\n".join(alias_lines(alias_report(args.out))))
+    status = ingest_exit_status(stats, keep_earlier=args.add)
+    if status == EXIT_NOTHING_READ:
+        print(f"simweb ingest: nothing usable was read: no file gave a page ({len(stats.file_errors)} "
+              "damaged or unreadable, listed above)", file=sys.stderr)
+    return status
+
+
+def alias_lines(report: dict[str, int]) -> list[str]:
+    """A few lines for people from simweb.tasks.crawl.alias_report: aliases found by rule, links
+    redirected, pages merged, and the evidence left aside."""
+    from simweb.core.aliases import KINDS
+
+    kinds = ", ".join(f"{report.get(f'aliases_{kind}', 0):,} {kind}" for kind in KINDS)
+    lines = [f"aliases: {report.get('aliases', 0):,} URLs name another URL's document ({kinds})",
+             f"  links redirected to an alias's document {report.get('links_redirected_to_aliases', 0):>10,}",
+             f"  pages merged into another page         {report.get('pages_merged', 0):>10,}"]
+    aside = {"conflicting redirects or canonical links": report.get("conflicting_aliases", 0),
+             "variant names crawled themselves": report.get("variants_crawled", 0),
+             "variant names of two pages (ambiguous)": report.get("variants_ambiguous", 0),
+             "aliases in a loop": report.get("aliases_in_loops", 0),
+             "aliases on an over-long chain": report.get("aliases_too_long", 0),
+             "aliased pages kept (target not crawled)": report.get("aliased_pages_kept", 0)}
+    lines += [f"  {label:<39}{n:>10,}" for label, n in aside.items() if n]
+    return lines

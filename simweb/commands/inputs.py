@@ -60,3 +60,164 @@ def output_problem(path: str, option: str = "--out") -> str | None:
     except OutputNotWritable as err:
         return f"{option} {err}"
     return None
+
+
+def local_index_problem(path: str, option: str = "--out") -> str | None:
+    """Why ``path`` cannot hold an index: it is remote (an index is a local folder, memory-mapped
+    by queries, published by renames and locked by the kernel), or None."""
+    if "://" not in path or path.startswith("file://"):
+        return None
+    return (f"{option} {path}: an index is written to a local folder (queries memory-map it); give a local "
+            "folder — the crawl itself may be remote, and `simweb ingest --out` writes the ingested pages "
+            "and links to an object store")
+
+
+#: fsspec protocols that need an optional extra, and the extra that installs them.
+REMOTE_EXTRAS = {"s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3"), "http": ("aiohttp", "http"), "https": ("aiohttp", "http")}
+
+
+def remote_problem(url: str) -> str | None:
+    """Why a remote ``url`` (s3://, http(s)://) cannot be read here — the package that reads it is
+    not installed — or None."""
+    import importlib.util
+
+    protocol = url.split("://", 1)[0].lower() if "://" in url else ""
+    if protocol not in REMOTE_EXTRAS:
+        return None
+    module, extra = REMOTE_EXTRAS[protocol]
+    if importlib.util.find_spec(module) is None:
+        return (f"{url}: reading {protocol}:// URLs needs the '{module}' package, which is not installed; "
+                f"install simweb's {extra} extra: pip install 'simweb[{extra}]'")
+    return None
+
+
+#: Names a crawl's archive files have; a file named otherwise is looked into before it is read.
+ARCHIVE_SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz")
+
+
+def not_an_archive(path: str) -> str | None:
+    """Why the local file ``path``, named without an archive suffix, is not a WARC (or ARC) file —
+    its first bytes are neither "WARC/" nor "filedesc://", plain or gzipped — or None."""
+    import gzip
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+        if head[:2] == b"\x1f\x8b":
+            with gzip.open(path, "rb") as f:
+                head = f.read(64)
+    except (OSError, EOFError):
+        return None  # unreadable or cut: the ingest reports it, with the file's other errors
+    if head.lstrip().startswith((b"WARC/", b"filedesc://")):
+        return None
+    shown = head.lstrip()[:16].decode("latin-1").encode("unicode_escape").decode("ascii")
+    return (f"{path} is not a WARC file: it starts with \"{shown}\", not \"WARC/\" (nor an ARC file's "
+            "\"filedesc://\"); expected a WARC or ARC file, plain or gzipped, a folder of them or a glob")
+
+
+def crawl_paths_problem(items: list[str]) -> str | None:
+    """Why ``items`` (WARC or ARC files, folders, globs, URLs) cannot name a crawl, found without reading
+    anything (no heavy import): a local path that is not there, an empty folder, a glob matching
+    nothing, a remote URL whose reader is not installed; or None."""
+    import glob
+
+    for item in items:
+        if "://" in item:
+            problem = remote_problem(item)
+            if problem:
+                return problem
+            continue
+        if any(c in item for c in "*?["):
+            if not glob.glob(item, recursive=True):
+                return f"{item}: no file matches; expected a glob naming WARC or ARC files (*.warc.gz, *.arc.gz, …)"
+        elif not os.path.exists(item):
+            return f"{item}: no such file or folder; expected a WARC or ARC file (.warc, .warc.gz, .arc, .arc.gz), a folder of them or a glob"
+        elif os.path.isdir(item) and not any(names for _, _, names in os.walk(item)):
+            return f"{item} is an empty folder; expected WARC or ARC files (.warc.gz, .arc.gz, …) in it"
+        elif os.path.isfile(item) and not item.lower().endswith(ARCHIVE_SUFFIXES):
+            # A file named explicitly is read whatever its name: not when it is no archive at all.
+            problem = not_an_archive(item)
+            if problem:
+                return problem
+    return None
+
+
+def add_paths_list_options(parser) -> None:
+    """--paths-list and --paths-prefix: a crawl named by a list of archive paths (Common Crawl's
+    warc.paths.gz), beside or instead of the files, folders, globs and URLs named."""
+    parser.add_argument(
+        "--paths-list", default=None, metavar="FILE",
+        help="a file (local or URL, plain or .gz) naming one WARC or ARC file per line, such as Common "
+             "Crawl's warc.paths.gz; its files are read besides any named before it")
+    parser.add_argument(
+        "--paths-prefix", default=None, metavar="PREFIX",
+        help="what --paths-list's relative lines are relative to, e.g. https://data.commoncrawl.org/ "
+             "or s3://commoncrawl/ (lines that are URLs are taken as they are)")
+
+
+def paths_list_problem(paths_list: str | None, prefix: str | None) -> str | None:
+    """Why --paths-list / --paths-prefix cannot be used (found without reading the list), or None."""
+    if paths_list is None:
+        return "--paths-prefix joins the lines of --paths-list: give --paths-list FILE too" if prefix else None
+    for url in (paths_list, prefix or ""):
+        if "://" in url and (problem := remote_problem(url)):
+            return problem
+    if "://" not in paths_list and not os.path.isfile(paths_list):
+        return (f"--paths-list {paths_list}: no such file; expected a list of WARC or ARC paths, one per "
+                "line (as Common Crawl's warc.paths.gz)")
+    return None
+
+
+def crawl_problem(items: list[str], paths_list: str | None = None,
+                  paths_prefix: str | None = None) -> tuple[list[str], str | None]:
+    """The WARC and ARC files that ``items`` (files, folders, globs, URLs) and the paths list name,
+    or the one-line reason there are none (nothing there, an empty folder, no archive file among
+    them, a web URL its server does not have, a remote URL whose reader is not installed)."""
+    if not items and not paths_list:
+        return [], ("no crawl named; expected WARC or ARC files, folders of them, globs or URLs "
+                    "(s3://…, https://…), or --paths-list FILE")
+    problem = crawl_paths_problem(items) or paths_list_problem(paths_list, paths_prefix)
+    if problem:
+        return [], problem
+    from simweb.tasks.sources import PathsListError, crawl_files
+
+    try:
+        for item in items:
+            if item.split("://", 1)[0].lower() in ("http", "https") and (problem := web_file_problem(item)):
+                return [], problem
+        files = crawl_files(items, paths_list, paths_prefix)
+        for url in dict.fromkeys(f.split("://", 1)[0] + "://" for f in files if "://" in f):
+            if problem := remote_problem(url):
+                return [], f"--paths-list {paths_list}: {problem}"
+        return files, None
+    except (PathsListError, FileNotFoundError, NotADirectoryError, PermissionError) as err:
+        return [], str(err)
+    except ImportError as err:  # an fsspec protocol whose package is missing, not one named above
+        return [], f"{', '.join(items)}: {err}"
+    except Exception as err:  # noqa: BLE001 — an object store or web server that does not answer
+        named = items + ([paths_list] if paths_list else [])
+        if not any("://" in item for item in named):
+            raise
+        said = " ".join(f"{type(err).__name__}: {err}".split())[:200]
+        return [], (f"{', '.join(named)}: cannot be listed or read ({said}); check the URL, and the store's "
+                    "endpoint (AWS_ENDPOINT_URL for an S3-compatible store) and credentials")
+
+
+def web_file_problem(url: str) -> str | None:
+    """Why the web server of ``url`` cannot serve it as an archive file (asked with one HEAD
+    request), or None."""
+    from simweb.tasks.storage import filesystem
+
+    fs, path = filesystem(url)
+    try:
+        info = fs.info(path)
+    except FileNotFoundError as err:
+        cause = err.__cause__
+        if cause is None or getattr(cause, "status", None) in (404, 410):
+            return f"{url}: the web server has no such file; expected the URL of a WARC or ARC file"
+        said = " ".join(f"{type(cause).__name__}: {cause}".split())[:200]
+        return f"{url}: cannot be read from its web server ({said}); check the URL and that the server is reachable"
+    if not info.get("size"):
+        return (f"{url}: the web server does not tell this file's size; simweb reads web files by byte "
+                "ranges and needs a server that gives Content-Length (and supports Range requests)")
+    return None

@@ -71,10 +71,16 @@ def register(subparsers) -> None:
 
 def _up(args) -> int:
     from simweb.deployments import definitions
-    from simweb.deployments.server import DEFAULT_PORT, LocalPrefectServer, ServerFailed, is_healthy, api_url
+
+    data = args.data or definitions.DEFAULT_DATA_DIR
+    if not os.environ.get("PREFECT_HOME"):
+        # The server's database beside the data it orchestrates, not in ~/.prefect, where every
+        # temporary server of a `simweb build --prefect` keeps its own.
+        os.environ["PREFECT_HOME"] = os.path.abspath(os.path.join(data, PREFECT_HOME_IN_DATA))
+    from simweb.deployments.server import DEFAULT_PORT, LocalPrefectServer, ServerFailed, api_url, is_healthy
 
     port = args.port or DEFAULT_PORT
-    workspace = definitions.Workspace.at(args.data or definitions.DEFAULT_DATA_DIR)
+    workspace = definitions.Workspace.at(data)
     unknown = sorted(set(args.only or ()) - {s.name for s in definitions.SPECS})
     if unknown:
         print(f"unknown deployment {', '.join(unknown)}; expected some of "
@@ -112,13 +118,59 @@ def _up(args) -> int:
                 print("no deployment to serve: none of their flows is installed", file=sys.stderr)
                 return 1
             _print_welcome(port, workspace, deployments, cron)
-            # Poll for runs every 2 s (Prefect's default is 10 s): the UI's Run starts promptly.
-            serve(*deployments, print_starting_message=False, query_seconds=2)
+            try:
+                # Poll for runs every 2 s (Prefect's default is 10 s): the UI's Run starts promptly.
+                serve(*deployments, print_starting_message=False, query_seconds=2)
+            finally:
+                # Ctrl-C stops the runs this process started with it; the server would show them
+                # "Running" for ever. Say what happened to them.
+                _mark_stopped_runs([d.name for d in deployments])
     finally:
         if server is not None:
             print("Stopping the Prefect server ...", flush=True)
             server.stop()
     return 0
+
+
+#: Where `orchestrate up` keeps the Prefect server's database inside the data folder, unless
+#: PREFECT_HOME is set (the Makefile sets ./.prefect).
+PREFECT_HOME_IN_DATA = ".prefect"
+
+
+def _mark_stopped_runs(deployment_names: list[str]) -> list[str]:
+    """Mark the runs of these deployments that are still Running or Pending as Crashed, with a
+    message saying they stopped with `simweb orchestrate up` (their processes went with it).
+    Returns their names. A server that does not answer is left as it is."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        DeploymentFilter,
+        DeploymentFilterName,
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+    from prefect.states import Crashed
+
+    marked = []
+    try:
+        with get_client(sync_client=True) as client:
+            runs = client.read_flow_runs(
+                flow_run_filter=FlowRunFilter(state=FlowRunFilterState(
+                    type=FlowRunFilterStateType(any_=[StateType.RUNNING, StateType.PENDING]))),
+                deployment_filter=DeploymentFilter(name=DeploymentFilterName(any_=list(deployment_names))),
+            )
+            for run in runs:
+                client.set_flow_run_state(run.id, Crashed(
+                    message="stopped with `simweb orchestrate up` (Ctrl-C) while running; run it again: "
+                            "finished stages are reused"), force=True)
+                marked.append(run.name)
+    except Exception as err:  # noqa: BLE001 — the server may already be gone; nothing to mark then
+        print(f"could not mark the interrupted runs ({type(err).__name__}: {err})", file=sys.stderr)
+        return marked
+    if marked:
+        print(f"marked {len(marked)} interrupted run(s) as crashed: {', '.join(marked)}", flush=True)
+    return marked
 
 
 def _check_cron(cron: str) -> None:
@@ -136,6 +188,7 @@ def _print_welcome(port: int, workspace, deployments, cron: str | None) -> None:
     print()
     print(f"Prefect UI:        {ui}   (deployments: {ui}/deployments)")
     print(f"Data folder:       {workspace.root}")
+    print(f"Prefect database:  {os.environ.get('PREFECT_HOME', '~/.prefect')} (PREFECT_HOME)")
     print(f"  full builds read {workspace.warc}/*.warc.gz")
     if "ingest-new-crawl" in names:
         when = f'on cron "{cron}"' if cron else "on demand only (no schedule)"

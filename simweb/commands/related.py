@@ -4,6 +4,8 @@ Prints rank, similarity, URL, title and category (when the index was built with 
 or with --json the same JSON document as the HTTP API's GET /api/related: schema
 "simweb.related/1", documented in simweb/answers.py, JSON Schema in simweb/schemas/related-1.json.
 --dedup leaves out results that nearly duplicate the query page or an earlier result (mirrored copies).
+--replay-prefix adds, under each result the crawl captured, the address where a web-archive player
+(pywb, a Wayback Machine) replays that capture; `simweb cdxj CRAWL` writes the index pywb needs for it.
 
 With --measure M the answer comes from a link measure of the crawl's link graph instead of the
 index (co-citation, bibliographic coupling, ECBC, SimRank, extended SimRank, PageSim, extended
@@ -39,6 +41,9 @@ def register(subparsers) -> None:
                    help="leave out near-duplicates of the query page and of earlier results")
     p.add_argument("--measure", choices=RELATED_MEASURES, metavar="M",
                    help=f"answer by a link measure instead of the index: {', '.join(RELATED_MEASURES)}")
+    p.add_argument("--replay-prefix", metavar="PREFIX",
+                   help="show where a web-archive player replays each crawled result: PREFIX + 14-digit timestamp "
+                        "+ / + URL (pywb: http://localhost:8080/COLL/; Wayback Machine: https://web.archive.org/web/)")
     p.add_argument("--json", action="store_true", help="print JSON (schema simweb.related/1, as the HTTP API)")
     p.set_defaults(func=run)
 
@@ -62,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
     args.rerank = args.rerank is not False  # re-ranked unless --no-rerank
     try:
         index = open_index(args.index, crawl=args.crawl)
-        results = index.related(args.url, top=args.top, alpha=args.alpha, rerank=args.rerank, dedup=args.dedup)
+        results = index.related(args.url, top=args.top, alpha=args.alpha, rerank=args.rerank, dedup=args.dedup,
+                                replay_prefix=args.replay_prefix)
     except UnknownURL as e:
         print(f"simweb related: {e}", file=sys.stderr)
         return 2
@@ -84,16 +90,18 @@ def run(args: argparse.Namespace) -> int:
     print(head)
     for r in results:
         _print_row(f"{r.rank:>4}  {r.similarity:5.3f}  " + (f"{r.exact:5.3f}  " if exact else ""), r.url,
-                   r.title, r.category)
+                   r.title, r.category, r.replay)
     return 0
 
 
-def _print_row(head: str, url: str, title: str | None, category: str | None) -> None:
-    """One result: its numbers and URL, then its title and [category] under the URL."""
+def _print_row(head: str, url: str, title: str | None, category: str | None, replay: str | None = None) -> None:
+    """One result: its numbers and URL, then its title and [category] under the URL, and its replay address."""
     print(head + url)
     extra = "  ".join(x for x in (title, f"[{category}]" if category else None) if x)
     if extra:
         print(" " * len(head) + extra)
+    if replay:
+        print(" " * len(head) + f"replay: {replay}")
 
 
 def _by_link_measure(args: argparse.Namespace) -> int:

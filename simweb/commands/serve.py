@@ -28,6 +28,9 @@ def register(subparsers) -> None:
     p.add_argument("--port", type=int, default=8080, help="port (default 8080)")
     p.add_argument("--crawl", metavar="DIR",
                    help="the ingested crawl the index was built from (default INDEX/crawl), for dedup and link measures")
+    p.add_argument("--replay-prefix", metavar="PREFIX",
+                   help="a web-archive player's address (pywb http://localhost:8080/COLL/ or a Wayback Machine's): "
+                        "results link to PREFIX + 14-digit timestamp + / + URL")
     p.add_argument("--verify", action="store_true",
                    help="check every file of the index against its SHA-256 before serving it")
     p.set_defaults(func=run)
@@ -43,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"simweb serve: --port: expected 1..65535, got {args.port}", file=sys.stderr)
         return 2
     try:
-        app = create_app(open_index(args.index, verify=args.verify, crawl=args.crawl))
+        app = create_app(open_index(args.index, verify=args.verify, crawl=args.crawl), replay_prefix=args.replay_prefix)
     except (ValueError, OSError) as e:
         print(f"simweb serve: {e}", file=sys.stderr)
         return 2

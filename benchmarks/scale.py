@@ -1,0 +1,135 @@
+"""`simweb build` on crawls of growing size, stage by stage, beside the paper's per-machine figures.
+
+    python -m benchmarks.scale [--sizes 10000 100000 1000000] [--cache DIR] [--workers N] [--part-mb MB]
+
+For each size N, the crawl is ``simweb corpus scale --pages N`` (real pages of Debian documentation
+packages, then perturbed copies under mirror host names once the real pages run out), built once
+into ``CACHE/scale-N`` and reused on later runs. Each build runs in a fresh process, as a user
+runs it, in two steps — the ingest alone (``--until ingest``), then the rest of the build on the
+ingested crawl — while the resident set of every process of the command's tree (Dask workers and
+the Prefect server included) is sampled five times a second.
+
+Printed per size: for the ingest and for each stage (bag fragments, merge, weighting, signatures,
+invert, as their log lines time them), the wall time, pages/s, links/s and MB/s per core (MB of
+gzipped WARC input); the peak RSS of every process, largest first; the bytes of each
+intermediate beside the gzipped WARC bytes; and, beside them, the paper's per-machine figures
+(Section 6: bag fragments 24 h on three machines for 45 million pages, 174 pages/s per machine;
+signatures 22 h for 75 million bags, ~950 bags/s). Across sizes: time(N) / time(previous size).
+Issue 15's targets: every process ≤ 2 GiB at every size; intermediates ≤ 2× the gzipped WARC
+bytes; 1M pages in ≤ 30 minutes; time(1M) / time(100k) ≤ 11.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.memory import GIB, watch
+
+#: The paper's per-machine rates (Section 6.1–6.2, machines of 2002).
+PAPER = {"bag-fragments": ("pages/s", 174.0), "signatures": ("bags/s", 950.0)}
+STAGE_LINE = re.compile(r"stage (?P<stage>[\w-]+): computed \w+ in (?P<seconds>[\d.]+) s")
+BAGS_LINE = re.compile(r"stage bags: computed .*?(?P<bags>[\d,]+) bags")
+STAGES = ("bag-fragments", "bag-merge", "bags", "signatures", "invert")
+
+
+def corpus(size: int, cache: Path) -> Path:
+    """The scale crawl of ``size`` pages under ``cache`` (built by ``simweb corpus scale`` once)."""
+    folder = cache / f"scale-{size}"
+    if not (folder / "SUMMARY.json").exists():
+        print(f"building the {size:,}-page crawl into {folder} (once; later runs reuse it)", flush=True)
+        subprocess.run([sys.executable, "-m", "simweb", "corpus", "scale", "--pages", str(size), "--out", str(folder)],
+                       check=True)
+    return folder
+
+
+def folder_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
+
+
+def build(crawl: Path, out: Path, workers: int | None, part_mb: int | None, until: str | None) -> dict:
+    command = [sys.executable, "-m", "simweb", "build", str(crawl / "warc"), "--out", str(out), "--min-in-degree", "3"]
+    if workers is not None:
+        command += ["--workers", str(workers)]
+    if part_mb is not None:
+        command += ["--part-mb", str(part_mb)]
+    if until:
+        command += ["--until", until]
+    env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "SIMWEB_PROGRESS": "log",
+           "PREFECT_LOGGING_LEVEL": "INFO"}
+    return watch(command, env, str(out.parent))
+
+
+def per_second(count: float, seconds: float, cores: int) -> str:
+    return f"{count / seconds / cores:>12,.0f}" if seconds > 0 else f"{'—':>12}"
+
+
+def measure(size: int, cache: Path, workers: int | None, part_mb: int | None) -> dict:
+    crawl = corpus(size, cache)
+    summary = json.loads((crawl / "SUMMARY.json").read_text())
+    pages, links = summary["pages"], summary["links"]
+    warc_bytes = folder_bytes(crawl / "warc")
+    cores = workers or os.cpu_count() or 1
+    with tempfile.TemporaryDirectory(prefix="simweb-bench-scale-", dir=cache) as tmp:
+        out = Path(tmp, "index")
+        ingest = build(crawl, out, workers, part_mb, "ingest")
+        rest = build(crawl, out, workers, part_mb, None)
+        for run, what in ((ingest, "ingest"), (rest, "build")):
+            if run["returncode"] not in (0, 3):
+                print(run["output"][-3000:])
+                raise SystemExit(f"the {what} of the {size:,}-page crawl failed (exit {run['returncode']})")
+        seconds = {m["stage"]: float(m["seconds"]) for m in STAGE_LINE.finditer(rest["output"])}
+        found = BAGS_LINE.search(rest["output"])
+        bags = int(found["bags"].replace(",", "")) if found else None
+        sizes = {"crawl (ingest output)": folder_bytes(out / "crawl"),
+                 **{f"stages/{p.name}": folder_bytes(p) for p in sorted((out / "stages").glob("*"))},
+                 "versions (published index)": folder_bytes(out / "versions")}
+    print(f"\n{size:,} pages ({summary.get('copied_pages', 0):,} of them perturbed copies), {links:,} links, "
+          f"{warc_bytes / 1e6:,.0f} MB of gzipped WARC; {cores} core(s)")
+    print(f"  {'step':<14}{'seconds':>9}{'pages/s/core':>14}{'links/s/core':>14}{'MB/s/core':>11}   paper, per machine")
+    rows = [("ingest", ingest["seconds"])] + [(s, seconds[s]) for s in STAGES if s in seconds]
+    if bags and "signatures" in seconds:
+        print(f"  ({bags:,} bags — crawled pages and the pages they link to — signed at "
+              f"{bags / seconds['signatures'] / cores:,.0f} bags/s per core; the paper: ~950 bags/s per machine)")
+    for stage, t in rows:
+        paper = PAPER.get(stage)
+        mb = f"{warc_bytes / 1e6 / t / cores:>11.2f}" if stage == "ingest" and t > 0 else f"{'':>11}"
+        print(f"  {stage:<14}{t:>9.1f}{per_second(pages, t, cores):>14}{per_second(links, t, cores):>14}{mb}"
+              + (f"   {paper[1]:,.0f} {paper[0]}" if paper else ""))
+    total = ingest["seconds"] + rest["seconds"]
+    print(f"  {'whole build':<14}{total:>9.1f}{per_second(pages, total, cores):>14}{per_second(links, total, cores):>14}"
+          f"   (the two commands' wall time, start-up included)")
+    peak = max((rss for rss, _ in ingest["peaks"] + rest["peaks"]), default=0)
+    print(f"  peak RSS of one process: {peak / GIB:.2f} GiB (target ≤ 2 GiB); of the whole tree: "
+          f"{max(ingest['tree_peak'], rest['tree_peak']) / GIB:.2f} GiB")
+    for rss, name in sorted(ingest["peaks"] + rest["peaks"], reverse=True)[:6]:
+        print(f"      {rss / GIB:5.2f} GiB  {name}")
+    intermediate = sizes["crawl (ingest output)"] + sum(v for k, v in sizes.items() if k.startswith("stages/"))
+    print(f"  intermediates {intermediate / 1e6:,.0f} MB = {intermediate / warc_bytes:.2f}× the gzipped WARC "
+          f"(target ≤ 2×):", ", ".join(f"{k} {v / 1e6:,.0f} MB" for k, v in sizes.items()))
+    return {"size": size, "seconds": total, "peak": peak}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.scale", description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000], help="pages per crawl")
+    parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "simweb" / "scale",
+                        help="where the crawls are built and kept (default ~/.cache/simweb/scale)")
+    parser.add_argument("--workers", type=int, default=None, help="local Dask worker processes (default: one per core)")
+    parser.add_argument("--part-mb", type=int, default=None, help="simweb build's --part-mb (default: its own)")
+    args = parser.parse_args(argv)
+    args.cache.mkdir(parents=True, exist_ok=True)
+    results = [measure(size, args.cache, args.workers, args.part_mb) for size in sorted(args.sizes)]
+    print()
+    for before, after in zip(results, results[1:]):
+        print(f"time({after['size']:,}) / time({before['size']:,}) = {after['seconds'] / before['seconds']:.2f} "
+              f"for {after['size'] / before['size']:.0f}× the pages")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""A CDXJ index of a crawl's captures, for a web-archive player (pywb) to replay them.
+
+Each page of the crawl's ingest parts, and each redirect record beside them (so that the
+address a link used replays too), gives one line (simweb.core.replay.cdxj_line)::
+
+    <SURT key> <14-digit timestamp> {"url", "mime", "status", "digest", "length", "offset", "filename"}
+
+read from the columns the ingest keeps for it (schemas.PAGES and schemas.ALIASES: surt,
+timestamp, record_offset, record_length, digest, source_file). A record whose WARC-Date is not
+a valid date has no timestamp and is left out, counted. Every capture is listed, copies of a URL
+in several files too: a player picks among captures by timestamp.
+
+Lines are sorted as pywb expects (byte order of the whole line, as ``LC_ALL=C sort`` does: by
+SURT key, then timestamp). Memory is bounded by a part: each part's lines are sorted into a
+temporary run, and the runs are merged as they are written.
+
+``filename`` is the archive file's name (pywb finds it in the collection's ``archive`` folder, or
+through its ``archive_paths`` setting); ``full_paths`` keeps the path the crawl was read from.
+"""
+from __future__ import annotations
+
+import heapq
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack
+
+from simweb.core.replay import cdxj_line
+from simweb.tasks import schemas
+from simweb.tasks.crawl import crawl_parts, read_part
+
+__all__ = ["crawl_folder_of", "write_cdxj"]
+
+_PAGE_COLUMNS = ["url", "surt", "timestamp", "content_type", "status", "digest", "record_length", "record_offset",
+                 "source_file"]
+_ALIAS_COLUMNS = [*_PAGE_COLUMNS, "kind"]
+
+
+def crawl_folder_of(path: str) -> str:
+    """The ingested crawl at ``path``: the folder itself (``simweb ingest --out DIR``), or the
+    crawl an index folder keeps (``INDEX/crawl``)."""
+    if not os.path.isdir(os.path.join(path, "pages")) and os.path.isdir(os.path.join(path, "crawl", "pages")):
+        return os.path.join(path, "crawl")
+    return path
+
+
+def _lines(table, full_paths: bool, counts: dict[str, int], kind: str) -> list[str]:
+    out = []
+    columns = {name: table.column(name).to_pylist() for name in _PAGE_COLUMNS}
+    for i in range(table.num_rows):
+        stamp = columns["timestamp"][i]
+        if not stamp:
+            counts["without_timestamp"] += 1
+            continue
+        source = columns["source_file"][i]
+        out.append(cdxj_line(columns["surt"][i], stamp, columns["url"][i], columns["content_type"][i],
+                             columns["status"][i], columns["digest"][i], columns["record_length"][i] or 0,
+                             columns["record_offset"][i], source if full_paths else os.path.basename(source)))
+        counts[kind] += 1
+    out.sort()
+    return out
+
+
+def _runs(crawl_dir: str, full_paths: bool, counts: dict[str, int], tmp: str) -> list[str]:
+    found = crawl_parts(crawl_dir)
+    runs = []
+    for data_set, urls in (("pages", found.pages), ("redirects", found.aliases)):
+        for url in urls:
+            if data_set == "pages":
+                table = read_part(url, schemas.PAGES, _PAGE_COLUMNS)
+            else:
+                table = read_part(url, schemas.ALIASES, _ALIAS_COLUMNS)
+                table = table.filter(table.column("kind").to_numpy(zero_copy_only=False) == "redirect")
+            lines = _lines(table, full_paths, counts, data_set)
+            if lines:
+                run = os.path.join(tmp, f"run-{len(runs):06d}.cdxj")
+                with open(run, "w", encoding="utf-8") as f:
+                    f.writelines(line + "\n" for line in lines)
+                runs.append(run)
+    return runs
+
+
+def _merged(runs: list[str], stack: ExitStack) -> Iterator[str]:
+    files = [stack.enter_context(open(run, encoding="utf-8")) for run in runs]
+    return heapq.merge(*files)
+
+
+def write_cdxj(crawl_dir: str, out: str | None = None, full_paths: bool = False) -> dict[str, int]:
+    """Write the CDXJ index of the crawl in ``crawl_dir`` to ``out`` (a local file, written under a
+    temporary name and renamed; None or ``-``: standard output). Returns the lines written by
+    kind (``pages``, ``redirects``) and the records left out (``without_timestamp``)."""
+    counts = {"pages": 0, "redirects": 0, "without_timestamp": 0}
+    with tempfile.TemporaryDirectory(prefix="simweb-cdxj-") as tmp, ExitStack() as stack:
+        lines = _merged(_runs(crawl_dir, full_paths, counts, tmp), stack)
+        if out in (None, "-"):
+            sys.stdout.writelines(lines)
+            sys.stdout.flush()
+            return counts
+        folder = os.path.dirname(os.path.abspath(out))
+        os.makedirs(folder, exist_ok=True)
+        fd, partial = tempfile.mkstemp(prefix=".tmp-", suffix=".cdxj", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.writelines(lines)
+            os.replace(partial, out)
+        except BaseException:
+            if os.path.exists(partial):
+                os.remove(partial)
+            raise
+    return counts

@@ -1,0 +1,127 @@
+"""Where a crawl's archive files are: local paths, object stores, web servers, paths lists.
+
+A crawl is named by any mix of:
+
+- local paths: a WARC or ARC file, a folder (searched recursively), a glob;
+- object-store URLs (``s3://bucket/key.warc.gz``; ``s3://bucket/prefix/``, every archive file
+  under it; ``s3://bucket/crawl/**/*.warc.gz``, a glob), listed through fsspec (``simweb[s3]``);
+- web URLs (``https://host/path/file.warc.gz``): one file each, since a web server lists no
+  folders; read through fsspec with HTTP range requests (``simweb[http]``);
+- a paths list (:func:`read_paths_list`): a file of one archive path per line, plain or gzipped,
+  local or remote, each line joined to a prefix — Common Crawl's ``warc.paths.gz`` with
+  ``https://data.commoncrawl.org/`` or ``s3://commoncrawl/``.
+
+Remote files are read streamed, never copied to local disk first; their identity for the
+ingest's parts, the stage cache and the inbox ledger is :func:`simweb.tasks.storage.identify`'s
+(the store's ETag and size), so a re-run over the same objects reads none of them again.
+"""
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+
+from simweb.tasks.archives import ARCHIVE_SUFFIXES
+from simweb.tasks.storage import filesystem, protocol_of
+
+_GLOB_CHARS = re.compile(r"[*?\[]")
+#: Protocols whose URLs name one file each: their servers list no folders, and a glob
+#: character may be part of the URL (a query string).
+SINGLE_FILE_PROTOCOLS = ("http", "https")
+
+
+def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
+    """The archive files of a crawl: a file, a folder (searched recursively), a glob, an
+    object-store prefix, a web URL, or a list of them (see the module docstring).
+
+    Folders, prefixes and globs contribute files named ``*.warc``, ``*.warc.gz``, ``*.arc`` or
+    ``*.arc.gz``; a file named explicitly is taken whatever its name, and a web URL is taken
+    without asking its server (an unreachable one is reported by the ingest). Raises
+    ``FileNotFoundError`` when nothing matches, naming what was looked for.
+    """
+    items = [crawl] if isinstance(crawl, str) else list(crawl)
+    found: list[str] = []
+    for item in items:
+        if "://" in item and item.split("://", 1)[0].lower() in SINGLE_FILE_PROTOCOLS:
+            found.append(item)
+            continue
+        fs, path = filesystem(item)
+        protocol = protocol_of(fs)
+        prefix = "" if protocol in ("file", "local") else f"{protocol}://"
+        if prefix:
+            fs.invalidate_cache()  # a long-lived process must see objects added since it last listed
+        if _GLOB_CHARS.search(path):
+            try:
+                candidates = [p for p in fs.glob(path) if fs.isfile(p)]
+            except ValueError as err:  # fsspec's "'**' can only be an entire path component"
+                raise FileNotFoundError(f"{item}: not a usable glob ({err}); expected e.g. "
+                                        f"{prefix}bucket/crawl/**/*.warc.gz") from None
+        elif fs.isdir(path):
+            candidates = fs.find(path)
+        elif fs.isfile(path):
+            found.append(prefix + path if prefix else os.path.abspath(path))
+            continue
+        else:
+            raise FileNotFoundError(
+                f"{item}: no such file or folder; expected a WARC or ARC file, a folder of them or a glob")
+        for p in sorted(candidates):
+            if p.rsplit("/", 1)[-1].lower().endswith(ARCHIVE_SUFFIXES):
+                found.append(prefix + p if prefix else os.path.abspath(p))
+    unique = list(dict.fromkeys(found))
+    if not unique:
+        raise FileNotFoundError(f"no WARC or ARC files (*.warc, *.warc.gz, *.arc, *.arc.gz) in {', '.join(items)}")
+    return unique
+
+
+def crawl_files(crawl: str | Iterable[str], paths_list: str | None = None, paths_prefix: str | None = None) -> list[str]:
+    """The archive files of a crawl named by ``crawl`` (:func:`list_archive_files`; may be empty
+    when there is a paths list) and by a paths list (:func:`read_paths_list`), in that order,
+    each once."""
+    items = [crawl] if isinstance(crawl, str) else list(crawl)
+    if not items and not paths_list:
+        raise FileNotFoundError("no crawl named; expected WARC or ARC files, folders of them, globs or URLs "
+                                "(s3://…, https://…), or a paths list")
+    files = list_archive_files(items) if items else []
+    if paths_list:
+        files += read_paths_list(paths_list, paths_prefix)
+    return list(dict.fromkeys(files))
+
+
+class PathsListError(ValueError):
+    """A paths list that cannot name a crawl: empty, or relative lines without a prefix."""
+
+
+def read_paths_list(url: str, prefix: str | None = None) -> list[str]:
+    """The archive files a paths list names, in its order, duplicates dropped.
+
+    ``url`` is a local file or remote object, plain or gzipped (``.gz``), with one path per
+    line; blank lines and lines starting with ``#`` are ignored. A line that is a URL
+    (``https://…``, ``s3://…``) is taken as it is; any other line is joined to ``prefix``
+    (``https://data.commoncrawl.org/`` + ``crawl-data/CC-MAIN-…/warc/….warc.gz``). Raises
+    ``FileNotFoundError`` when the list is not there, :class:`PathsListError` when it names
+    nothing or has relative lines and no prefix was given.
+    """
+    fs, path = filesystem(url)
+    compression = "gzip" if path.lower().endswith(".gz") else None
+    try:
+        with fs.open(path, "rb", compression=compression) as f:
+            lines = [line.strip() for line in f.read().decode("utf-8", "replace").splitlines()]
+    except FileNotFoundError:
+        raise FileNotFoundError(f"paths list {url}: no such file; expected a list of WARC or ARC paths, one per "
+                                "line (as Common Crawl's warc.paths.gz)") from None
+    lines = [line for line in lines if line and not line.startswith("#")]
+    if not lines:
+        raise PathsListError(f"paths list {url} names no file; expected one WARC or ARC path per line "
+                             "(as Common Crawl's warc.paths.gz)")
+    files = []
+    for number, line in enumerate(lines, 1):
+        if "://" in line:
+            files.append(line)
+        elif prefix is None:
+            raise PathsListError(
+                f"paths list {url}: line {number} ({line[:80]}) is a relative path; give the prefix the "
+                "lines are relative to (--paths-prefix; the build-index flow's paths_prefix), e.g. "
+                "https://data.commoncrawl.org/ for Common Crawl")
+        else:
+            files.append(prefix.rstrip("/") + "/" + line.lstrip("/"))
+    return list(dict.fromkeys(files))
