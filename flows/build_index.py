@@ -36,7 +36,7 @@ def build_index(
     strategy: Strategy = Strategy(),
     m: int = 80,
     seed: int = 1,
-    min_in_degree: int | None = 3,
+    min_in_degree: int | None = None,
     directory: str | None = None,
     until: Literal["ingest", "bags", "index"] = "index",
     crawl_out: str | None = None,
@@ -64,7 +64,7 @@ def build_index(
         strategy: How pages are described (paper Sections 3–4): sources, window, stemming, weighting; the default is the paper's Section 7 choice.
         m: Min-hash signatures per page (Section 6.2); more is more accurate and slower.
         seed: Seed of the min-hash functions; two indexes compare only with the same seed and m.
-        min_in_degree: Pages with at most this many inlinks stay queryable but are not returned as results (Section 7.1); empty keeps every page.
+        min_in_degree: Pages with at most this many inlinks stay queryable but are not returned as results (Section 7.1); empty, the default, keeps every page.
         directory: A topic directory (Open Directory RDF dump or url<TAB>category file) whose categories results show.
         until: Stop after this stage: ingest, bags or index (the whole build).
         crawl_out: Where the ingested pages and links go (default: OUT/crawl). Point several indexes at one to ingest once.

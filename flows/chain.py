@@ -246,5 +246,6 @@ def index_chain(runner, crawl: str, out: str, strategy: Strategy, params: IndexP
     # Publish: queries switch to the new index atomically; its df starts an epoch for
     # incremental updates (simweb.tasks.incremental).
     live = publish_index(inverted, out, verify)
-    start_epoch(out, bags, params)
+    if strategy.shares is None:  # shared bags have one df per source: they are rebuilt in full
+        start_epoch(out, bags, params)
     return ChainResult(stages, live)

@@ -4,7 +4,9 @@ Paper Sections 2 and 5: sample pairs of sibling third-level classes of a topic d
 compute every strategy's exact similarities on the sample, and compare the similarity
 ordering with the directory's familial ordering by the Kruskal–Goodman Γ (overall and the
 sibling, cousin and unrelated partial Γs) and intra-cluster orthogonality, with bootstrap
-intervals; then draw the paper's Figures 3–9 for this crawl and write the report.
+intervals; recommend the strategy to build the index with, its sibling-Γ cross-validated over
+directory classes; measure the index's agreement with exact similarity (Section 6.2); then
+draw the paper's Figures 3–9 for this crawl and write the report.
 
 The directory is parsed once (stage 1); each task builds the bag corpus once from the
 crawl's ingest output and evaluates a small group of strategies (stage 2); every stage is
@@ -22,7 +24,15 @@ from prefect import flow
 from simweb.core.grids import grid_strategies, strategy_grid
 from simweb.flows.cluster import call_task, publish_markdown, run_task, stage_runner
 from simweb.tasks.eval_sample import SampleParams
-from simweb.tasks.evaluate import report_task, sample_task, strategy_groups, strategy_task
+from simweb.tasks.evaluate import (
+    index_strategies,
+    index_task,
+    recommend_task,
+    report_task,
+    sample_task,
+    strategy_groups,
+    strategy_task,
+)
 from simweb.tasks.logs import run_logger
 from simweb.tasks.storage import join
 
@@ -32,7 +42,7 @@ def evaluate_strategies(
     crawl: str,
     directory: str,
     out: str,
-    grid: Literal["paper", "quick", "links", "full"] = "paper",
+    grid: Literal["paper", "quick", "links", "hybrids", "full"] = "hybrids",
     seed: int = 0,
     n_pairs: int = 300,
     min_pages: int = 2,
@@ -54,7 +64,7 @@ def evaluate_strategies(
         crawl: An ingested crawl folder (OUT/crawl of build-index, or the output of `simweb ingest`).
         directory: The topic directory: an Open Directory RDF dump or a url<TAB>Top/category/path file, optionally .gz or .bz2.
         out: The report folder: report.html, summary.md, measures.parquet, figures/.
-        grid: Which strategies: paper (Figures 3–9 and Jaccard vs cosine), quick, links (the link measures) or full.
+        grid: Which strategies: hybrids (the default: the paper's grid, the out-link source and a search over source shares), paper (Figures 3–9 and Jaccard vs cosine), quick, links (the link measures) or full (hybrids and links).
         seed: Seed of the sample and of the bootstrap.
         n_pairs: Pairs of sibling classes to sample (the paper's 300).
         min_pages: Linked-to URLs a class needs to be sampled.
@@ -88,9 +98,16 @@ def evaluate_strategies(
         futures = [run_task(runner, strategy_task, {"crawl": crawl, "sample": sample, "strategies": group,
                                                     "work": work}) for group in groups]
         outputs = [future.result() for future in futures]
-    # 3. Bootstrap intervals, the measures table, Figures 3–9 (and the link-measure figure) and the report.
+        # 3. The recommendation: the indexable strategy of best sibling-Γ, cross-validated over classes.
+        recommendation = call_task(recommend_task, sample=sample, outputs=outputs, groups=groups, seed=seed,
+                                   n_resamples=n_resamples)
+        # 4. The index's agreement with exact similarity for Section 7's strategy and the recommended one (Section 6.2).
+        index_specs = [s.to_dict() for s in index_strategies(recommendation)]
+        index = run_task(runner, index_task, {"crawl": crawl, "sample": sample, "strategies": index_specs,
+                                              "work": work}).result()
+    # 5. Bootstrap intervals, the measures table, Figures 3–9 (and the link-measure figure) and the report.
     summary = call_task(report_task, out=out, sample=sample, grid=grid, outputs=outputs, groups=groups, seed=seed,
-                        n_resamples=n_resamples, title=title)
+                        n_resamples=n_resamples, title=title, recommendation=recommendation, index=index)
     log.info("evaluate-strategies: report at %s", summary["report"])
     best = "\n".join(f"| {r['strategy']} | {r['value']:.3f} |" for r in summary.get("sibling_gamma", [])[:10]
                      if isinstance(r.get("value"), float))

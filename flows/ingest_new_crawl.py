@@ -59,7 +59,7 @@ def ingest_new_crawl(
     strategy: Strategy = Strategy(),
     m: int = 80,
     seed: int = 1,
-    min_in_degree: int | None = 3,
+    min_in_degree: int | None = None,
     directory: str | None = None,
     crawl_out: str | None = None,
     settle_seconds: float = 60.0,

@@ -24,6 +24,7 @@ __all__ = [
     "Fragment",
     "FragmentKind",
     "LINK_PREFIX",
+    "OUTLINK_PREFIX",
     "LinkRow",
     "PageRow",
     "anchor_fragment",
@@ -33,8 +34,10 @@ __all__ = [
     "link_fragments",
     "merge_bags",
     "merge_fragments",
+    "outlink_fragment",
     "page_fragments",
     "reference_bags",
+    "share_bags",
     "title_fragment",
     "weigh_bags",
     "window_terms",
@@ -42,6 +45,8 @@ __all__ = [
 
 #: Link-id terms are the inlinking URL behind this prefix, so they never collide with words.
 LINK_PREFIX = "link:"
+#: Out-link-id terms are the linked-to URL behind this prefix (beyond the paper).
+OUTLINK_PREFIX = "outlink:"
 
 Bag = dict[str, float]
 
@@ -86,6 +91,7 @@ class FragmentKind(str, enum.Enum):
     TITLE = "title"
     ANCHOR = "anchor"
     LINK = "link"
+    OUTLINK = "outlink"
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,14 +192,25 @@ def link_fragment(link: LinkRow, strategy: Strategy) -> Fragment | None:
     return _fragment(link.target_id, link.target_url, FragmentKind.LINK, {LINK_PREFIX + link.source_url: 1.0})
 
 
+def outlink_fragment(link: LinkRow, strategy: Strategy) -> Fragment | None:
+    """The linked-to URL as one term ``outlink:<target URL>`` of the *linking* page's bag; None for
+    a self-link. The in-link id of Section 1 seen from the other end: two pages share such a
+    term when they link to the same page, bibliographic coupling as a bag (ENS Section 3.2)."""
+    if not strategy.uses_outlinks or link.source_id == link.target_id:
+        return None
+    return _fragment(link.source_id, link.source_url, FragmentKind.OUTLINK, {OUTLINK_PREFIX + link.target_url: 1.0})
+
+
 def page_fragments(page: PageRow, strategy: Strategy) -> list[Fragment]:
     """The fragments one crawled page contributes to its own bag: content and title."""
     return [f for f in (content_fragment(page, strategy), title_fragment(page, strategy)) if f is not None]
 
 
 def link_fragments(link: LinkRow, strategy: Strategy) -> list[Fragment]:
-    """The fragments one link contributes to its target's bag: anchor window and link id."""
-    return [f for f in (anchor_fragment(link, strategy), link_fragment(link, strategy)) if f is not None]
+    """The fragments one link contributes: anchor window and link id to its target's bag, the
+    out-link id to its source's."""
+    fragments = (anchor_fragment(link, strategy), link_fragment(link, strategy), outlink_fragment(link, strategy))
+    return [f for f in fragments if f is not None]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,11 +264,32 @@ def weigh_bags(bags: dict[int, tuple[str, Bag]], strategy: Strategy) -> tuple[di
     return out, weighting
 
 
+def share_bags(parts: Iterable[tuple[float, dict[int, tuple[str, Bag]]]]) -> dict[int, tuple[str, Bag]]:
+    """Σ_k share_k · B_k over the weighted single-source bags B_k of each URL (``parts``: pairs of
+    a share and the bags ``reference_bags`` gives for that source alone): the bag of a strategy
+    with source shares (simweb.core.strategy, "Source shares"). A URL without a part for a
+    source gets nothing for it."""
+    out: dict[int, tuple[str, Bag]] = {}
+    for share, bags in parts:
+        for u, (url, bag) in bags.items():
+            known, combined = out.get(u, (url, {}))
+            for t, w in bag.items():
+                combined[t] = combined.get(t, 0.0) + share * w
+            out[u] = (min(known, url), combined)
+    return out
+
+
 def reference_bags(pages: Iterable[PageRow], links: Iterable[LinkRow], strategy: Strategy) -> dict[int, tuple[str, Bag]]:
     """The weighted bag of every URL, computed record by record: the definition :class:`Corpus` must match.
 
     A URL crawled more than once keeps its first page (at most one content fragment per page).
+    With source shares, each source's bags are weighted on their own and then added in their
+    shares (:func:`share_bags`).
     """
+    if strategy.shares is not None:
+        pages, links = list(pages), list(links)
+        return share_bags([(share, reference_bags(pages, links, strategy.source_strategy(source)))
+                           for source, share in strategy.share_of().items()])
     seen: set[int] = set()
     fragments: list[Fragment] = []
     for page in pages:

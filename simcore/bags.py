@@ -15,12 +15,14 @@ A page u's bag B_u = {(term, weight)} (Section 3) is the sum of *fragments* (Sec
   per bag, at d = 0, from the page's own title — not once per inlink, which would let the
   title swamp the anchor text of a much-linked page. A target that was not crawled has no
   known title and gets none; a crawled page nobody links to gets a bag of its title only;
-* one **link-id** fragment per inlink: the term ``link:<source URL>`` counting 1.
+* one **link-id** fragment per inlink: the term ``link:<source URL>`` counting 1;
+* beyond the paper, one **out-link-id** fragment per outlink u → v, in u's bag: the term
+  ``outlink:<target URL>`` counting 1 (bibliographic coupling as a bag, ENS Section 3.2).
 
 With distance weighting an anchor-window occurrence counts log2(32/(1+d)) (so anchor and
 title words count 5), otherwise 1; content and link-id terms always count 1 per occurrence.
 **Self-links** (a page linking to itself, e.g. "top of page") are left out of the anchor and
-link-id fragments: they would describe a page by its own words and give every page a
+link-id fragments (in and out): they would describe a page by its own words and give every page a
 ``link:`` term of its own, and the paper's anchor-window rationale — other authors' opinions
 of u (Section 1) — does not hold for them. They are counted in :class:`CorpusStats`.
 
@@ -28,7 +30,9 @@ Fragments merge by adding weights term by term (associative and commutative, so 
 combined in any order and grouping: within an input part, after a shuffle, …). The document
 frequency of a term is the number of merged bags in the collection that contain it. Each
 merged bag is then frequency-weighted and normalised to a constant sum (Section 6.1,
-:mod:`simweb.core.weighting`).
+:mod:`simweb.core.weighting`). A strategy with source shares (simweb.core.strategy) weighs
+each source's bags on their own and adds them in their shares, after merging
+(:func:`weigh_shared`).
 
 Two implementations of the same definitions:
 
@@ -49,7 +53,7 @@ from itertools import chain
 import numpy as np
 import scipy.sparse as sp
 
-from simweb.core.bag_reference import LINK_PREFIX, LinkRow, PageRow
+from simweb.core.bag_reference import LINK_PREFIX, OUTLINK_PREFIX, LinkRow, PageRow
 from simweb.core.strategy import MAX_WINDOW, Strategy, Window
 from simweb.core.text import Stemming, term
 from simweb.core.weighting import ANCHOR_DISTANCE_WEIGHT, Weighting, distance_weights, normalise_rows
@@ -66,6 +70,7 @@ __all__ = [
     "build_bags",
     "merge_entries",
     "weigh_merged",
+    "weigh_shared",
 ]
 
 
@@ -381,11 +386,15 @@ class Corpus:
                              np.asarray(links.topical_right, np.int64)[kept]),
         }
 
-        ids = np.concatenate([self._page_ids, target_id[kept]])
+        # Link sources are URLs too: an out-link-id fragment goes to the linking page's bag.
+        ids = np.concatenate([self._page_ids, target_id[kept], source_id[kept]])
         self.url_ids, first_url, inverse = np.unique(ids, return_index=True, return_inverse=True)
-        self.urls: Sequence[str] = _Picked([(pages.url, keep), (links.target_url, kept)], first_url)
-        self._page_row = inverse[: self._page_ids.size].astype(np.int64)
-        self._link_row = inverse[self._page_ids.size:].astype(np.int64)
+        self.urls: Sequence[str] = _Picked([(pages.url, keep), (links.target_url, kept), (links.source_url, kept)],
+                                           first_url)
+        n_kept_pages, n_kept = self._page_ids.size, kept.size
+        self._page_row = inverse[:n_kept_pages].astype(np.int64)
+        self._link_row = inverse[n_kept_pages:n_kept_pages + n_kept].astype(np.int64)
+        self._link_source_row = inverse[n_kept_pages + n_kept:].astype(np.int64)
 
         self._source_ids, first_src, link_source = np.unique(source_id[kept], return_index=True, return_inverse=True)
         self._source_urls: Sequence[str] = _Picked([(links.source_url, kept[first_src])], np.arange(first_src.size))
@@ -528,13 +537,19 @@ class Corpus:
             rows.append(self._link_row)
             cols.append(n_words + self._link_source)
             vals.append(np.ones(self._link_row.size))
+        if strategy.uses_outlinks:
+            # Out-link ids have one column per URL: the target's row.
+            rows.append(self._link_source_row)
+            cols.append(n_words + len(self._source_urls) + self._link_row)
+            vals.append(np.ones(self._link_row.size))
         if not rows:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
         return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
 
     def vocabulary(self, stemming: Stemming) -> list[str]:
-        """Every term column: word terms under ``stemming``, then ``link:<URL>`` of every inlinking page."""
-        return self._term_map(stemming)[1] + [LINK_PREFIX + u for u in self._source_urls]
+        """Every term column: word terms under ``stemming``, then ``link:<URL>`` of every inlinking
+        page, then ``outlink:<URL>`` of every URL."""
+        return list(_LazyVocabulary(self, stemming))
 
     def merged(self, strategy: Strategy) -> MergedBags:
         """Every URL's fragments merged (summed), before frequency weighting (Section 6.1)."""
@@ -542,7 +557,7 @@ class Corpus:
         cached = self._merged.get(key)
         if cached is None:
             rows, cols, vals = self._entries(strategy)
-            n_cols = len(self._term_map(strategy.stemming)[1]) + len(self._source_urls)
+            n_cols = len(_LazyVocabulary(self, strategy.stemming))
             csr = sp.csr_matrix((vals, (rows, cols)), shape=(self.url_ids.size, n_cols))
             csr.sum_duplicates()
             csr.eliminate_zeros()
@@ -558,8 +573,15 @@ class Corpus:
         Document frequencies and fitted NMDF parameters always come from every bag in the
         corpus, so a sample's bags are exactly those of the full collection. Targets without a
         bag (not crawled and not linked to, or all their words stopwords) are absent from the
-        result; check with ``url_id in matrix``.
+        result; check with ``url_id in matrix``. With source shares, each source is weighted on
+        its own (:func:`weigh_shared`).
         """
+        if strategy.shares is not None:
+            parts = []
+            for source, share in strategy.share_of().items():
+                single = strategy.source_strategy(source)
+                parts.append((share, weigh_merged(self.merged(single), single, keep_empty=True)))
+            return weigh_shared(parts, targets)
         merged = self.merged(strategy)
         return weigh_merged(merged, strategy, targets)
 
@@ -570,22 +592,27 @@ class _LazyVocabulary(Sequence[str]):
     def __init__(self, corpus: Corpus, stemming: Stemming) -> None:
         self._words = corpus._term_map(stemming)[1]
         self._sources = corpus._source_urls
+        self._targets = corpus.urls
 
     def __len__(self) -> int:
-        return len(self._words) + len(self._sources)
+        return len(self._words) + len(self._sources) + len(self._targets)
 
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         if i < 0:
             i += len(self)
-        n = len(self._words)
-        return self._words[i] if i < n else LINK_PREFIX + self._sources[i - n]
+        n, k = len(self._words), len(self._sources)
+        if i < n:
+            return self._words[i]
+        return LINK_PREFIX + self._sources[i - n] if i < n + k else OUTLINK_PREFIX + self._targets[i - n - k]
 
     def __iter__(self) -> Iterator[str]:
         yield from self._words
         for u in self._sources:
             yield LINK_PREFIX + u
+        for u in self._targets:
+            yield OUTLINK_PREFIX + u
 
 
 def _runs(starts: np.ndarray, lengths: np.ndarray, step: int) -> tuple[np.ndarray, np.ndarray]:
@@ -657,8 +684,13 @@ class _Picked(Sequence[str]):
             yield self._sequences[part][index]
 
 
-def weigh_merged(merged: MergedBags, strategy: Strategy, targets: Collection[int] | None = None) -> BagMatrix:
-    """Frequency-weight and normalise merged bags (Sections 5.2, 6.1); keep the rows of ``targets``."""
+def weigh_merged(merged: MergedBags, strategy: Strategy, targets: Collection[int] | None = None, *,
+                 keep_empty: bool = False) -> BagMatrix:
+    """Frequency-weight and normalise merged bags (Sections 5.2, 6.1); keep the rows of ``targets``.
+
+    ``keep_empty`` keeps every row of ``merged``, empty bags included, so that the bags of several
+    sources line up row by row (:func:`weigh_shared`); ``targets`` must then be None.
+    """
     csr = merged.csr
     df = np.bincount(csr.indices, minlength=csr.shape[1]).astype(np.int64)
     weighting = Weighting.resolve(strategy, df[df > 0])
@@ -674,9 +706,44 @@ def weigh_merged(merged: MergedBags, strategy: Strategy, targets: Collection[int
     if targets is not None:
         wanted = np.fromiter((int(t) for t in targets), dtype=np.uint64)
         keep &= np.isin(merged.url_ids, wanted)
-    rows = np.flatnonzero(keep)
     full = BagMatrix(merged.url_ids, merged.urls, merged.vocabulary, weighted, df, collection_size, weighting)
-    return full._subset(rows)
+    if keep_empty:
+        if targets is not None:
+            raise ValueError("weigh_merged: keep_empty keeps every row; select targets afterwards")
+        return full
+    return full._subset(np.flatnonzero(keep))
+
+
+def weigh_shared(parts: Sequence[tuple[float, BagMatrix]], targets: Collection[int] | None = None) -> BagMatrix:
+    """Σ_k share_k · B_k: the bags of a strategy with source shares (simweb.core.strategy, "Source
+    shares"), from each source's weighted bags B_k over the same URLs and term columns, every
+    row kept (``weigh_merged(..., keep_empty=True)`` for that source alone); the rows of
+    ``targets`` kept.
+
+    The result's ``df`` counts the bags of the combined collection holding each term; its
+    ``weighting`` is None (each source has its own).
+    """
+    if not parts:
+        raise ValueError("source shares: expected the weighted bags of at least one source, got none")
+    first = parts[0][1]
+    for _, part in parts[1:]:
+        if part.csr.shape != first.csr.shape or not np.array_equal(part.url_ids, first.url_ids):
+            raise ValueError(
+                f"source shares: expected every source's bags over the same URLs and term columns, got "
+                f"{part.csr.shape} and {first.csr.shape}; build them from one Corpus"
+            )
+    combined = sum((share * part.csr for share, part in parts[1:]), parts[0][0] * first.csr).tocsr()
+    combined.sum_duplicates()
+    combined.eliminate_zeros()
+    combined.sort_indices()
+    df = np.bincount(combined.indices, minlength=combined.shape[1]).astype(np.int64)
+    keep = np.diff(combined.indptr) > 0
+    collection_size = int(keep.sum())
+    if targets is not None:
+        wanted = np.fromiter((int(t) for t in targets), dtype=np.uint64)
+        keep &= np.isin(first.url_ids, wanted)
+    full = BagMatrix(first.url_ids, first.urls, first.vocabulary, combined, df, collection_size, None)
+    return full._subset(np.flatnonzero(keep))
 
 
 def build_bags(pages: Iterable[PageRow] | Corpus, links: Iterable[LinkRow] = (), strategy: Strategy | None = None,

@@ -312,6 +312,75 @@ def _count_block(sims: np.ndarray, levels: np.ndarray, depth: int) -> tuple[dict
     return below, above
 
 
+@dataclass(frozen=True, slots=True)
+class SiblingCounts:
+    """The sibling-Γ's pairs split by the sibling class they compare with (Section 2.3): row r
+    counts, for source ``sources[r]`` and one of its sibling classes ``classes[r]`` (a class code,
+    ``class_codes(...)[:, -1]``), the pairs (d1, d2) with d1 in the source's class and d2 in that
+    class, that the similarity orders in the familial order (``concordant``) or against it
+    (``discordant``). Summed over a source's rows they are its sibling-Γ counts of
+    :class:`PairCounts`; restricted to rows whose two classes lie in a set of classes, the
+    sibling-Γ of that set alone (simweb.core.crossval)."""
+
+    sources: np.ndarray
+    classes: np.ndarray
+    concordant: np.ndarray
+    discordant: np.ndarray
+
+    @staticmethod
+    def stack(parts: Sequence[SiblingCounts]) -> SiblingCounts:
+        """The rows of ``parts`` (blocks of sources, in order) together."""
+        if not parts:
+            empty = np.zeros(0, dtype=np.int64)
+            return SiblingCounts(empty, empty.copy(), empty.copy(), empty.copy())
+        return SiblingCounts(*(np.concatenate([getattr(p, k) for p in parts])
+                               for k in ("sources", "classes", "concordant", "discordant")))
+
+
+def sibling_counts(similarity, codes: np.ndarray, *, block_elements: int = 1 << 18) -> SiblingCounts:
+    """:class:`SiblingCounts` of every source: for each document d2 of a sibling class, the
+    same-class documents d1 (not the source) more and less similar to the source than d2, added
+    up per sibling class. Ties as in :func:`pair_counts` (``tie_round``); rows ordered by source
+    then class."""
+    n = codes.shape[0]
+    if similarity.shape != (n, n):
+        raise ValueError(f"expected an ({n}, {n}) similarity matrix for {n} documents, got {similarity.shape}")
+    step = max(1, block_elements // max(n, 1))
+    return SiblingCounts.stack([sibling_counts_rows(_rows(similarity, start, min(n, start + step)), codes,
+                                                    np.arange(start, min(n, start + step)))
+                                for start in range(0, n, step)])
+
+
+def sibling_counts_rows(sims: np.ndarray, codes: np.ndarray, rows: np.ndarray) -> SiblingCounts:
+    """:func:`sibling_counts` for the sources ``rows`` alone, from their similarity rows ``sims``
+    (len(rows) × n), as :func:`pair_counts_rows` counts a block of sources."""
+    n = codes.shape[0]
+    rows = np.asarray(rows, dtype=np.int64)
+    if np.shape(sims) != (rows.size, n):
+        raise ValueError(f"expected the similarity rows of {rows.size} sources against {n} documents, got {np.shape(sims)}")
+    sims = _check_similarity_block(sims)
+    levels = familial_distances(codes, rows)
+    out_s, out_c, out_con, out_dis = [], [], [], []
+    for i, s in enumerate(rows.tolist()):
+        same = np.flatnonzero(levels[i] == SAME)
+        same = np.sort(sims[i, same[same != s]])
+        sibling = np.flatnonzero(levels[i] == SIBLING)
+        if not same.size or not sibling.size:
+            continue
+        v = sims[i, sibling]
+        above = same.size - np.searchsorted(same, v, side="right")  # d1 more similar than d2: concordant
+        below = np.searchsorted(same, v, side="left")  # d1 less similar: discordant
+        classes, at = np.unique(codes[sibling, -1], return_inverse=True)
+        out_s.append(np.full(classes.size, s, dtype=np.int64))
+        out_c.append(classes.astype(np.int64))
+        out_con.append(np.bincount(at, weights=above, minlength=classes.size).astype(np.int64))
+        out_dis.append(np.bincount(at, weights=below, minlength=classes.size).astype(np.int64))
+    if not out_s:
+        empty = np.zeros(0, dtype=np.int64)
+        return SiblingCounts(empty, empty.copy(), empty.copy(), empty.copy())
+    return SiblingCounts(*(np.concatenate(x) for x in (out_s, out_c, out_con, out_dis)))
+
+
 def pair_counts_bruteforce(similarity, codes: np.ndarray) -> PairCounts:
     """The O(n²)-per-source reference for :func:`pair_counts`: every pair compared directly."""
     n, depth = codes.shape

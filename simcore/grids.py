@@ -9,6 +9,12 @@ plots do, which is also how the paper's findings name them (simweb.core.findings
 Beside the bag strategies, the link-based similarity measures of the ENS paper (Lin, Lyu,
 King, Sections 3.2–3.4) are judged by the same Γ as :class:`LinkStrategy`, on the crawl's
 link graph with the Table 1 parameters.
+
+Beyond the paper, the ``hybrids`` grid adds each term source alone at the Section 7 settings
+(W = 32 anchor windows, distance and NMDF weighting, STEM) — out-link ids among them — and a
+small search over their source shares (every split of the bag's mass into quarters among two
+or more sources, simweb.core.strategy "Source shares"): the space the evaluation's
+recommendation is chosen from (simweb.core.crossval).
 """
 from __future__ import annotations
 
@@ -30,11 +36,16 @@ __all__ = [
     "grid_strategies",
     "link_strategies",
     "parse_strategy",
+    "share_grid",
     "strategy_from_dict",
     "strategy_grid",
 ]
 
-GRIDS = ("paper", "quick", "links", "full")
+GRIDS = ("paper", "quick", "links", "hybrids", "full")
+#: The step of the search over source shares: every share a multiple of a quarter.
+SHARE_STEP = 0.25
+#: The sources the search over shares combines, in the order of simweb.core.strategy.Source.
+SHARE_SOURCES = (Source.ANCHOR, Source.CONTENT, Source.LINKS, Source.OUTLINKS)
 
 #: The measure a figure plots when it is not the sibling-Γ (Figure 4: intra-cluster orthogonality).
 FIGURE_MEASURE = {"figure4": ORTHOGONALITY}
@@ -104,14 +115,51 @@ def link_strategies() -> tuple[LinkStrategy, ...]:
     return tuple(LinkStrategy(m) for m in LINK_MEASURES)
 
 
+def share_grid(base: Strategy = Strategy(), sources: tuple[Source, ...] = SHARE_SOURCES,
+               step: float = SHARE_STEP) -> tuple[Strategy, ...]:
+    """``base`` (default: the Section 7 settings) with every split of the bag's mass among two or
+    more of ``sources`` into multiples of ``step``: fewer sources first, then by the sources, the
+    larger first share first."""
+    units = round(1 / step)
+    if abs(units * step - 1.0) > 1e-12:
+        raise ValueError(f"share step: expected 1 divided by a whole number, got {step!r}")
+    found = []
+
+    def splits(left: int, parts: int):
+        if parts == 1:
+            yield (left,)
+            return
+        for first in range(left + 1):
+            for rest in splits(left - first, parts - 1):
+                yield (first, *rest)
+
+    for quarters in splits(units, len(sources)):
+        used = [(source, q) for source, q in zip(sources, quarters) if q]
+        if len(used) >= 2:
+            found.append(dataclasses.replace(base, sources=tuple(s for s, _ in used),
+                                             shares=tuple(q / units for _, q in used)))
+    return tuple(sorted(found, key=lambda s: (len(s.sources), [sources.index(x) for x in s.sources],
+                                              [-x for x in s.shares])))
+
+
+def hybrid_figures() -> dict[str, tuple[Strategy, ...]]:
+    """Beyond the paper: each source alone at the Section 7 settings (``sources``) and the
+    search over their shares (``shares``)."""
+    best = Strategy()
+    return {"sources": tuple(dataclasses.replace(best, sources=(s,)) for s in SHARE_SOURCES), "shares": share_grid(best)}
+
+
 def strategy_grid(name: str) -> dict[str, tuple[AnyStrategy, ...]]:
     """The strategies of a grid, by figure. ``paper``: every sweep of Section 5 (Figures 3–9)
     plus Jaccard vs cosine; ``quick``: window sizes, content and links (Figures 3–4) and the
     metric comparison, for a first look in a minute; ``links``: the ENS paper's link measures
-    beside Figure 3's anchor windows, contents and link-id bags; ``full``: ``paper`` plus the
-    ``links`` figure."""
+    beside Figure 3's anchor windows, contents and link-id bags; ``hybrids``: ``paper`` plus each
+    source alone and the search over source shares (:func:`hybrid_figures`); ``full``:
+    ``hybrids`` plus the ``links`` figure."""
+    if name == "hybrids":
+        return {**strategy_grid("paper"), **hybrid_figures()}
     if name in ("links", "full"):
-        figures = strategy_grid("paper") if name == "full" else {}
+        figures = strategy_grid("hybrids") if name == "full" else {}
         figures["links"] = tuple(paper_grid()["figure3"]) + link_strategies()
         return figures
     figures = dict(paper_grid())
@@ -161,4 +209,10 @@ def figure_label(figure: str, strategy: AnyStrategy) -> str:
     if figure == "metric":
         short = "Section 7 choice" if strategy.frequency is Frequency.NMDF else "anchor w32"
         return f"{short}, {strategy.metric.value}"
+    if figure in ("sources", "shares"):
+        letters = {Source.ANCHOR: "A", Source.CONTENT: "C", Source.LINKS: "In", Source.OUTLINKS: "Out"}
+        if strategy.shares is None:
+            return {Source.ANCHOR: "anchor w32", Source.CONTENT: "contents", Source.LINKS: "in-link ids",
+                    Source.OUTLINKS: "out-link ids"}[strategy.sources[0]] if len(strategy.sources) == 1 else strategy.label
+        return " ".join(f"{letters[s]}{round(100 * x)}" for s, x in zip(strategy.sources, strategy.shares))
     return strategy.label

@@ -36,10 +36,13 @@ import numpy as np
 from simweb.core.minhash import EMPTY
 
 __all__ = [
+    "RERANK_SIGMAS",
     "InvertedIndex",
     "Matches",
     "all_pairs",
     "bucket_keys",
+    "candidate_alpha",
+    "exact_order",
     "invert",
     "min_count",
     "prepare",
@@ -104,6 +107,36 @@ def min_count(alpha: float, m: int) -> int:
     if not 0.0 <= alpha <= 1.0 or math.isnan(alpha):
         raise ValueError(f"alpha: expected a similarity threshold in [0, 1], got {alpha!r}")
     return max(1, math.ceil(alpha * m - 1e-9))
+
+
+#: How many standard deviations of the estimate below α the candidates of an exact re-rank reach.
+RERANK_SIGMAS = 2.0
+
+
+def candidate_alpha(alpha: float, m: int, sigmas: float = RERANK_SIGMAS) -> float:
+    """The threshold of the candidates an exact re-rank at α looks at: α − ``sigmas``·σ, with
+    σ = √(α(1−α)/m) the spread of the m-position estimate of a Jaccard value α (Section 6.2;
+    the positions of an exact weighted min-hash are independent samples).
+
+    The estimate of a pair whose exact Jaccard J ≥ α falls below α − 2σ(α) with probability
+    under 2.5 % (less the further J lies above α), where PROCESSQUERY at α itself misses about
+    half of the pairs with J just above α; the exact similarity of the candidates then keeps
+    exactly the pairs ≥ α.
+    """
+    if sigmas < 0 or math.isnan(sigmas):
+        raise ValueError(f"sigmas: expected a number of standard deviations ≥ 0, got {sigmas!r}")
+    min_count(alpha, m)  # checks α
+    return max(0.0, alpha - sigmas * math.sqrt(alpha * (1.0 - alpha) / m))
+
+
+def exact_order(docs: np.ndarray, exact: np.ndarray, alpha: float, top: int | None = None) -> np.ndarray:
+    """The re-ranked answer (Section 4's exact similarity in place of the estimate): positions of
+    the candidates ``docs`` whose ``exact`` similarity is ≥ α, by exact similarity descending,
+    ties by document id, at most ``top``."""
+    docs, exact = np.asarray(docs), np.asarray(exact, dtype=np.float64)
+    order = np.lexsort((docs, -exact))
+    order = order[exact[order] >= alpha - 1e-12]
+    return order if top is None else order[:top]
 
 
 def bucket_keys(values: np.ndarray) -> np.ndarray:

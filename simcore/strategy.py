@@ -3,7 +3,9 @@
 Paper Sections 3 and 4 name the dimensions; Section 5 sweeps them (Figures 3–9):
 
 * term sources (Section 3.1): page **content**, **anchor** windows of inlinks, **links**
-  (the URLs of inlinking pages), or any non-empty combination (Figure 5's hybrids);
+  (the URLs of inlinking pages), or any non-empty combination (Figure 5's hybrids); beyond
+  the paper, **outlinks** (the URLs a page links to: bibliographic coupling as a bag, ENS
+  Section 3.2) and **source shares** (see below);
 * anchor window (Section 3.1): BASIC with ``W`` non-stopword words each side
   (W ∈ {0, 4, 8, 16, 32} in the paper), SYNTACTIC or TOPICAL region bounds;
 * stemming (Section 3.2): NOSTEM, STOPSTEM, STEM;
@@ -15,6 +17,19 @@ Paper Sections 3 and 4 name the dimensions; Section 5 sweeps them (Figures 3–9
 A :class:`Strategy` is a stdlib frozen dataclass: hashable, comparable, usable as a cache key
 (:meth:`Strategy.key`) and as a Prefect flow parameter (pydantic validates a dict or JSON
 into it and calls ``__post_init__``, so a bad value is refused before a flow runs).
+
+Source shares (beyond the paper)
+--------------------------------
+The paper's hybrids (Figure 5) add the terms of every source on an equal footing, so a long
+page's content swamps the anchor words of a hybrid bag and link ids are a sliver of it
+(Section 5.1 notes both effects). With **shares** each source is weighted on its own — its
+terms frequency-weighted by their document frequency among that source's parts — and
+normalised to its share of the bag's mass: a page's bag is Σ_k share_k · B_k, where B_k is its
+bag under the source k alone (normalised to the strategy's constant sum). A page without terms
+from a source has no part for it (its bag's mass is the sum of the shares of the sources it
+has: what is missing is missing evidence, not a reason to inflate the other sources). Shares
+are positive and sum to 1; a strategy of one source has none (that source is the whole bag).
+Text form: ``anchor:32@0.5+links@0.25+outlinks@0.25,stem,dist,nmdf``.
 
 Choosing μ and σ of NMDF
 ------------------------
@@ -67,11 +82,17 @@ class StrategyError(ValueError):
 
 
 class Source(str, enum.Enum):
-    """Where a bag's terms come from (Section 3.1 and the introduction's three approaches)."""
+    """Where a bag's terms come from (Section 3.1 and the introduction's three approaches).
+
+    ``links`` are the ids of the pages linking to a page (in-links, the paper's link-based
+    approach); ``outlinks`` the ids of the pages it links to (bibliographic coupling as a bag,
+    ENS Section 3.2), beyond the paper.
+    """
 
     ANCHOR = "anchor"
     CONTENT = "content"
     LINKS = "links"
+    OUTLINKS = "outlinks"
 
 
 class Window(str, enum.Enum):
@@ -98,7 +119,11 @@ class Metric(str, enum.Enum):
     COSINE = "cosine"
 
 
-_SOURCE_ORDER = {Source.ANCHOR: 0, Source.CONTENT: 1, Source.LINKS: 2}
+_SOURCE_ORDER = {Source.ANCHOR: 0, Source.CONTENT: 1, Source.LINKS: 2, Source.OUTLINKS: 3}
+#: Source names the text form reads besides the values of :class:`Source`.
+_SOURCE_ALIASES = {"inlinks": Source.LINKS}
+#: How far the shares of a strategy may sum from 1 (rounding of decimal shares such as 0.1 + 0.2).
+_SHARE_TOLERANCE = 1e-9
 
 
 def _coerce(enum_type: type[enum.Enum], value: Any, field: str) -> Any:
@@ -133,17 +158,21 @@ class Strategy:
     normalise_to: float = 1.0
     metric: Metric = Metric.JACCARD
     dedup: bool = False
+    shares: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
         raw_sources = (self.sources,) if isinstance(self.sources, (str, Source)) else tuple(self.sources)
-        sources = {_coerce(Source, s, "sources") for s in raw_sources}
+        coerced = [_coerce(Source, s, "sources") for s in raw_sources]
+        sources = set(coerced)
         if not sources:
             raise StrategyError(
-                "sources: expected at least one of 'anchor', 'content', 'links', got none; "
+                "sources: expected at least one of 'anchor', 'content', 'links', 'outlinks', got none; "
                 "name the term sources, e.g. sources=('anchor', 'content')"
             )
-        set_(self, "sources", tuple(sorted(sources, key=_SOURCE_ORDER.__getitem__)))
+        ordered = tuple(sorted(sources, key=_SOURCE_ORDER.__getitem__))
+        set_(self, "shares", _canonical_shares(self.shares, coerced, ordered))
+        set_(self, "sources", ordered)
         set_(self, "window", _coerce(Window, self.window, "window"))
         set_(self, "stemming", _coerce(Stemming, self.stemming, "stemming"))
         set_(self, "frequency", _coerce(Frequency, self.frequency, "frequency"))
@@ -203,6 +232,21 @@ class Strategy:
     def uses_links(self) -> bool:
         return Source.LINKS in self.sources
 
+    @property
+    def uses_outlinks(self) -> bool:
+        return Source.OUTLINKS in self.sources
+
+    def share_of(self) -> dict[Source, float]:
+        """Each source's share of the bag's mass (empty without shares: one bag, equal footing)."""
+        return dict(zip(self.sources, self.shares)) if self.shares is not None else {}
+
+    def source_strategy(self, source: Source) -> Strategy:
+        """This strategy restricted to one of its sources, without shares: how that source's
+        part of a shared bag is built and weighted (see "Source shares" above)."""
+        if source not in self.sources:
+            raise StrategyError(f"{source.value!r} is not a source of {self.spec()!r}")
+        return dataclasses.replace(self, sources=(source,), shares=None)
+
     # -- plain forms ------------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
@@ -213,7 +257,7 @@ class Strategy:
             if isinstance(value, enum.Enum):
                 value = value.value
             elif isinstance(value, tuple):
-                value = [v.value for v in value]
+                value = [v.value if isinstance(v, enum.Enum) else v for v in value]
             out[f.name] = value
         return out
 
@@ -241,6 +285,8 @@ class Strategy:
         if self.frequency is Frequency.NMDF:
             params["nmdf"] = "fit" if self.nmdf_mu is None else [self.nmdf_mu, self.nmdf_sigma]
         params["normalise_to"] = self.normalise_to
+        if self.shares is not None:
+            params["shares"] = list(self.shares)
         return params
 
     def fragment_params(self) -> dict[str, Any]:
@@ -273,7 +319,7 @@ class Strategy:
                 parts.append(f"anchor-{w}")
             else:
                 parts.append(source.value)
-        words = ["+".join(parts)]
+        words = ["+".join(self._with_shares(parts))]
         if self.uses_anchor and self.distance_weighting:
             words.append("dist")
         if self.frequency is Frequency.NMDF and self.nmdf_mu is not None:
@@ -292,6 +338,11 @@ class Strategy:
     def __str__(self) -> str:
         return self.label
 
+    def _with_shares(self, parts: list[str]) -> list[str]:
+        if self.shares is None:
+            return parts
+        return [f"{part}@{share!r}" for part, share in zip(parts, self.shares)]
+
     # -- the compact text form --------------------------------------------------------------------
 
     def spec(self) -> str:
@@ -306,7 +357,7 @@ class Strategy:
                 parts.append(f"anchor:{w}")
             else:
                 parts.append(source.value)
-        tokens = ["+".join(parts), self.stemming.value, "dist" if self.distance_weighting else "nodist"]
+        tokens = ["+".join(self._with_shares(parts)), self.stemming.value, "dist" if self.distance_weighting else "nodist"]
         tokens.append(self.frequency.value)
         if self.nmdf_mu is not None:
             tokens += [f"mu={self.nmdf_mu!r}", f"sigma={self.nmdf_sigma!r}"]
@@ -321,8 +372,10 @@ class Strategy:
     def parse(cls, spec: str) -> Strategy:
         """Read the compact text form.
 
-        ``SOURCES[,TOKEN…]`` where SOURCES joins ``anchor[:W|:syntactic|:topical]``, ``content``
-        and ``links`` with ``+`` (``anchor`` alone means ``anchor:32``), and each TOKEN is a
+        ``SOURCES[,TOKEN…]`` where SOURCES joins ``anchor[:W|:syntactic|:topical]``, ``content``,
+        ``links`` (in-link ids; ``inlinks`` is read too) and ``outlinks`` (out-link ids) with ``+``
+        (``anchor`` alone means ``anchor:32``), each optionally with its share of the bag's mass
+        after ``@`` (all sources or none, summing to 1: ``anchor:32@0.5+outlinks@0.5``), and each TOKEN is a
         stemming (``nostem``, ``stopstem``, ``stem``), ``dist`` or ``nodist``, a frequency
         weighting (``none``, ``log``, ``sqrt``, ``nmdf``), ``mu=X``/``sigma=Y`` (NMDF in ln df
         units), ``norm=C`` (bag sum), a metric (``jaccard``, ``cosine``) or ``dedup``/``nodedup``
@@ -350,11 +403,16 @@ class Strategy:
             given[field] = token
             fields[field] = value
 
-        sources = []
+        sources: list[Source] = []
+        shares: list[float | None] = []
         for part in head.split("+"):
-            name, _, arg = part.strip().lower().partition(":")
-            if (name == "anchor" and Source.ANCHOR in sources) or (name in ("content", "links") and Source(name) in sources):
+            body, at, share_text = part.strip().lower().partition("@")
+            name, _, arg = body.strip().partition(":")
+            name = name.strip()
+            source = _SOURCE_ALIASES.get(name) or (Source(name) if name in {s.value for s in Source} else None)
+            if source in sources:
                 raise StrategyError(f"{part!r} in {spec!r}: the source {name!r} is named twice; name each source once")
+            shares.append(_read_share(share_text, part, spec) if at else None)
             if name == "anchor":
                 sources.append(Source.ANCHOR)
                 if arg in ("syntactic", "topical"):
@@ -366,14 +424,22 @@ class Strategy:
                             "anchor:syntactic or anchor:topical"
                         )
                     fields["window"], fields["window_size"] = Window.BASIC, int(arg)
-            elif name in ("content", "links") and not arg:
-                sources.append(Source(name))
+            elif source is not None and not arg:
+                sources.append(source)
             else:
                 raise StrategyError(
                     f"{part!r} in {spec!r}: expected term sources joined by '+', each 'anchor[:W]', "
-                    "'anchor:syntactic', 'anchor:topical', 'content' or 'links'"
+                    "'anchor:syntactic', 'anchor:topical', 'content', 'links' or 'outlinks', "
+                    "optionally with a share such as '@0.5'"
                 )
         fields["sources"] = tuple(sources)
+        if any(share is not None for share in shares):
+            if any(share is None for share in shares):
+                raise StrategyError(
+                    f"{head!r} in {spec!r}: expected a share for every source or for none, e.g. "
+                    "'anchor:32@0.5+outlinks@0.5'"
+                )
+            fields["shares"] = tuple(shares)
         for token in tokens:
             low = token.lower()
             key, eq, value = low.partition("=")
@@ -405,7 +471,7 @@ class Strategy:
         return cls(**fields)
 
 
-_LABEL_HEAD = re.compile(r"^(anchor-|content\b|links\b)", re.IGNORECASE)
+_LABEL_HEAD = re.compile(r"^(anchor-|content\b|links\b|outlinks\b)", re.IGNORECASE)
 _LABEL_NMDF = re.compile(r"^nmdf\(mu=([^,]+),sigma=([^)]+)\)$", re.IGNORECASE)
 
 
@@ -416,10 +482,11 @@ def _label_to_spec(label: str) -> str:
     head, *words = label.split()
     sources = []
     for part in head.split("+"):
-        name, _, arg = part.partition("-")
+        body, at, share = part.partition("@")
+        name, _, arg = body.partition("-")
         if name.lower() == "anchor" and arg[:1].lower() == "w" and arg[1:].isdigit():
             arg = arg[1:]
-        sources.append(f"{name}:{arg}" if arg else name)
+        sources.append((f"{name}:{arg}" if arg else name) + (f"@{share}" if at else ""))
     tokens = []
     for word in words:
         nmdf = _LABEL_NMDF.match(word)
@@ -427,6 +494,55 @@ def _label_to_spec(label: str) -> str:
     if "dist" not in (t.lower() for t in tokens):
         tokens.append("nodist")
     return ",".join(["+".join(sources), *tokens])
+
+
+def _read_share(text: str, part: str, spec: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise StrategyError(f"{part!r} in {spec!r}: expected a share after '@', a number in (0, 1]") from None
+
+
+def _canonical_shares(shares: Any, given: list[Source], ordered: tuple[Source, ...]) -> tuple[float, ...] | None:
+    """Shares in the canonical source order, checked (see "Source shares" in the module docstring).
+
+    ``shares`` is None, a mapping source → share, or a sequence aligned with the sources as
+    ``given``. One source takes the whole bag, so its share (which must be 1) is dropped.
+    """
+    if shares is None:
+        return None
+    if isinstance(shares, dict):
+        by_source = {_coerce(Source, k, "shares"): v for k, v in shares.items()}
+        if set(by_source) != set(ordered):
+            raise StrategyError(
+                f"shares: expected one share for each source ({', '.join(s.value for s in ordered)}), "
+                f"got shares for {', '.join(sorted(s.value for s in by_source)) or 'none'}"
+            )
+    else:
+        values = (shares,) if isinstance(shares, (int, float)) else tuple(shares)
+        if len(values) != len(given) or len(set(given)) != len(given):
+            raise StrategyError(
+                f"shares: expected one share for each of the {len(given)} sources, each source named once, "
+                f"got {len(values)} shares for {', '.join(s.value for s in given)}"
+            )
+        by_source = dict(zip(given, values))
+    out = []
+    for source in ordered:
+        share = by_source[source]
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not math.isfinite(share) \
+                or not 0 < share <= 1:
+            raise StrategyError(
+                f"shares: expected each share in (0, 1], got {share!r} for {source.value!r}; "
+                "leave a source out instead of giving it share 0"
+            )
+        out.append(float(share))
+    total = math.fsum(out)
+    if abs(total - 1.0) > _SHARE_TOLERANCE:
+        raise StrategyError(
+            f"shares: expected shares summing to 1 (each source's part of the bag's mass), got "
+            f"{' + '.join(f'{x:g}' for x in out)} = {total:g}"
+        )
+    return None if len(out) == 1 else tuple(out)
 
 
 def _digest(value: Any) -> str:

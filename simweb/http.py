@@ -7,7 +7,7 @@
     GET  /api/related?url=…&replay_prefix=…      with each crawled result's replay address (pywb or a
                                  Wayback Machine: prefix + 14-digit timestamp + "/" + URL); the page
                                  takes it too, and `simweb serve --replay-prefix` sets it for every request
-    POST /api/related            {"urls": [...], "top": 10, "alpha": 0.15, "rerank": false, "dedup": false}:
+    POST /api/related            {"urls": [...], "top": 10, "alpha": 0.15, "rerank": true, "dedup": false}:
                                  a batch, {"answers": [one simweb.related/1 document per URL]}
     GET  /api/terms?url=…&k=10   the heaviest terms of the page's bag
     GET  /api/info               what the index holds, the version served, what CURRENT names now
@@ -66,7 +66,7 @@ class BatchRequest(BaseModel):
     urls: list[str] = Field(min_length=1, max_length=MAX_BATCH)
     top: int = Field(DEFAULT_TOP, ge=1, le=MAX_TOP)
     alpha: float = Field(DEFAULT_ALPHA, ge=0.0, le=1.0)
-    rerank: bool = False
+    rerank: bool = True
     dedup: bool = False
     replay_prefix: str | None = Field(None, max_length=2000)
 
@@ -267,8 +267,9 @@ def create_app(index: Index | str, replay_prefix: str | None = None) -> FastAPI:
     def related(
         url: str = Query(..., min_length=1, description="the page's URL"),
         top: int = Query(DEFAULT_TOP, ge=1, le=MAX_TOP, description="at most this many results"),
-        alpha: float = Query(DEFAULT_ALPHA, ge=0.0, le=1.0, description="least estimated similarity"),
-        rerank: bool = Query(False, description="re-rank the best candidates by exact weighted Jaccard"),
+        alpha: float = Query(DEFAULT_ALPHA, ge=0.0, le=1.0, description="least similarity"),
+        rerank: bool | None = Query(None, description="re-rank the candidates by exact weighted Jaccard (the "
+                                                      "default for the index; false: the min-hash estimate alone)"),
         dedup: bool = Query(False, description="leave out near-duplicates of the query page and of earlier results"),
         measure: Literal[RELATED_MEASURES] | None = Query(  # type: ignore[valid-type]
             None, description="answer by this link measure of the crawl instead of the index (ENS paper Table 1)"),
@@ -277,7 +278,8 @@ def create_app(index: Index | str, replay_prefix: str | None = None) -> FastAPI:
         index_now = current()
         try:
             if measure is not None:
-                return _by_link_measure(index_now, url, measure, top, rerank, dedup)
+                return _by_link_measure(index_now, url, measure, top, rerank is not None, dedup)
+            rerank = rerank is not False
             found = index_now.related(url, top, alpha, rerank, dedup, replay_prefix or replay_prefix_default)
         except UnknownURL as e:
             raise unknown(e) from None
@@ -334,10 +336,11 @@ def create_app(index: Index | str, replay_prefix: str | None = None) -> FastAPI:
         url: str | None = Query(None, description="the page's URL, or words of its title or URL to find it by"),
         top: int = Query(DEFAULT_TOP, ge=1, le=MAX_TOP),
         alpha: float = Query(DEFAULT_ALPHA, ge=0.0, le=1.0),
-        rerank: bool = Query(False),
+        estimate: bool = Query(False, description="the min-hash estimate alone, without the exact re-rank"),
         dedup: bool = Query(False),
         replay_prefix: str | None = Query(None, max_length=2000, description=_REPLAY_HELP),
     ) -> HTMLResponse:
+        rerank = not estimate
         index_now = current()
         body, status = "", 200
         if url and not _is_address(url):
@@ -410,7 +413,7 @@ def _replay_html(replay: str | None) -> str:
 
 
 def _link(url: str, top: int, alpha: float, rerank: bool, dedup: bool = False, replay_prefix: str | None = None) -> str:
-    return (f"/?url={quote(url, safe='')}&top={top}&alpha={alpha}" + ("&rerank=true" if rerank else "")
+    return (f"/?url={quote(url, safe='')}&top={top}&alpha={alpha}" + ("" if rerank else "&estimate=true")
             + ("&dedup=true" if dedup else "")
             + (f"&replay_prefix={quote(replay_prefix, safe='')}" if replay_prefix else ""))
 
@@ -420,7 +423,7 @@ def _page_html(url: str, top: int, alpha: float, rerank: bool, body: str, info: 
     # A replay prefix given in the address is kept by the form (the server's own needs none).
     kept = (f'<input type="hidden" name="replay_prefix" value="{html.escape(replay_prefix)}">'
             if replay_prefix else "")
-    checked = " checked" if rerank else ""
+    checked = "" if rerank else " checked"
     dedup_checked = " checked" if dedup else ""
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>simweb — related pages</title>
@@ -431,7 +434,7 @@ def _page_html(url: str, top: int, alpha: float, rerank: bool, body: str, info: 
  aria-label="a page's address, or words of its title or URL" required style="min-width:24rem">
 <label>top <input name="top" type="number" min="1" max="{MAX_TOP}" value="{top}" style="width:4rem"></label>
 <label>α <input name="alpha" type="number" min="0" max="1" step="0.01" value="{alpha}" style="width:4.5rem"></label>
-<label><input name="rerank" type="checkbox" value="true"{checked}> exact re-rank</label>
+<label><input name="estimate" type="checkbox" value="true"{checked}> estimate only (no exact re-rank)</label>
 <label><input name="dedup" type="checkbox" value="true"{dedup_checked}> hide near-duplicates</label>
 {kept}<button type="submit">Find</button></form>
 {body}

@@ -10,8 +10,8 @@ whole with a manifest), so a second strategy reuses what it shares with the firs
         (simweb.tasks.part_slices.page_slices / link_slices; a links slice comes with the words of
         its source pages, into which its anchors are word offsets, simweb.tasks.contexts):
         simweb.core.bags.Corpus builds the slice's fragments (content + title per page; anchor
-        window + link id per inlink) and adds up equal (URL, term) pairs within the slice —
-        fragments merge associatively, so combining early is exact and shrinks the merge.
+        window + link id per inlink; out-link id per outlink) and adds up equal (URL, term)
+        pairs within the slice: fragments merge associatively, so combining early is exact.
         Each slice is written sorted by URL id, in row groups of FRAGMENT_ROW_GROUP rows.
     OUT/bag-merge/<key>/part-*.parquet       (url_id, url, term, tf)           MERGED
     OUT/bag-merge/<key>/_terms/counts-*.parquet   (term, df) per partition
@@ -53,6 +53,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
+import scipy.sparse as sp
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
@@ -125,7 +126,6 @@ MERGED = pa.schema([
     pa.field("tf", pa.float64(), nullable=False),
 ])
 DF = pa.schema([pa.field("term", pa.string(), nullable=False), pa.field("df", pa.int64(), nullable=False)])
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,9 +210,10 @@ def fragments(pages: pa.Table | None, links: pa.Table | None, strategy: Strategy
 
 
 def _urls(url_ids: np.ndarray, pages: pa.Table | None, links: pa.Table | None) -> pa.Array:
-    """The URL of each of ``url_ids`` (a crawled page or a link target), by a hash look-up."""
-    ids = [t.column(c) for t, c in ((pages, "url_id"), (links, "target_id")) if t is not None]
-    urls = [t.column(c) for t, c in ((pages, "url"), (links, "target_url")) if t is not None]
+    """The URL of each of ``url_ids`` (a crawled page, a link's target or source), by a hash look-up."""
+    named = ((pages, "url_id", "url"), (links, "target_id", "target_url"), (links, "source_id", "source_url"))
+    ids = [t.column(c) for t, c, _ in named if t is not None]
+    urls = [t.column(c) for t, _, c in named if t is not None]
     ids = pa.chunked_array([c for col in ids for c in col.chunks], pa.uint64())
     urls = pa.chunked_array([c for col in urls for c in col.chunks], pa.string())
     return urls.take(pc.index_in(pa.array(url_ids, pa.uint64()), value_set=ids)).combine_chunks()
@@ -627,6 +628,11 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
     import dask
 
     strategy = _strategy(strategy)
+    if strategy.shares is not None:  # each source's bags, then their share-weighted sum
+        from simweb.tasks.bag_shares import build_shared_bags_stage
+
+        return build_shared_bags_stage(crawl_dir, strategy, out_dir, partitions, scheduler=scheduler, verify=verify,
+                                       part_mb=part_mb, df_snapshot=df_snapshot)
     stages = merge_stages(crawl_dir, strategy, out_dir, partitions, scheduler=scheduler, verify=verify,
                           part_mb=part_mb)
     frag, merged_out = stages.fragments, stages.merged
@@ -698,8 +704,6 @@ def sample_bags(crawl_dir: str, strategy: Strategy, out_dir: str, url_ids: np.nd
     terms_flat, offsets = flat_lists(bags.column("terms"))
     encoded = pc.dictionary_encode(terms_flat)
     vocabulary = tuple(encoded.dictionary.to_pylist())
-    import scipy.sparse as sp
-
     csr = sp.csr_matrix((pc.list_flatten(bags.column("weights")).to_numpy(zero_copy_only=False).astype(np.float64),
                          encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), offsets),
                         shape=(bags.num_rows, len(vocabulary)))
@@ -775,8 +779,6 @@ def read_bags(bags_dir: str, url_ids: Iterable[int] | None = None) -> BagMatrix:
     weights = pc.list_flatten(table.column("weights").combine_chunks()).to_numpy(zero_copy_only=False).astype(np.float64)
     encoded = pc.dictionary_encode(terms_flat)
     vocabulary = tuple(encoded.dictionary.to_pylist())
-    import scipy.sparse as sp
-
     csr = sp.csr_matrix((weights, encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), offsets),
                         shape=(ids.size, len(vocabulary)))
     csr.sort_indices()

@@ -14,12 +14,10 @@ strategy → reused):
   the graph;
 * the per-source concordant/discordant counts behind every Γ and the intra-cluster
   orthogonality (simweb.core.gamma), and each query's precision, recall, F, average precision
-  and Δ at 10 (simweb.core.retrieval_metrics);
-* for the strategy the index is built with, the index's agreement with exact similarity
-  (simweb.core.index_agreement, Section 6.2).
+  and Δ at 10 (simweb.core.retrieval_metrics).
 
-Writes ``counts.npz`` per strategy (and ``index_counts.npz`` for the index's strategy); the
-stage's stats hold the point values and timings.
+Writes ``counts.npz`` per strategy; the stage's stats hold the point values and timings. (The
+index's agreement with exact similarity is stage ``eval-index``, tasks/eval_index.py.)
 
 Memory is bounded by the sample, never by the crawl or by n × n: a process holds the sample's
 bags, one block of similarity rows (``BLOCK_CELLS``) and a part of the crawl at a time. For a
@@ -39,9 +37,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from simweb.core.bags import BagMatrix
-from simweb.core.gamma import GAMMA_MEASURES, ORTHOGONALITY, PairCounts, gammas, orthogonality, pair_counts_rows
+from simweb.core.gamma import (
+    ORTHOGONALITY,
+    PairCounts,
+    SiblingCounts,
+    gammas,
+    orthogonality,
+    pair_counts_rows,
+    sibling_counts_rows,
+)
 from simweb.core.grids import AnyStrategy, LinkStrategy
-from simweb.core.index_agreement import INDEX_STRATEGY, index_agreement
 from simweb.core.linkgraph import ExtendedSimRankParams, SimRankParams, pagerank
 from simweb.core.linkmeasures import link_similarity
 from simweb.core.retrieval_metrics import (
@@ -54,6 +59,7 @@ from simweb.core.retrieval_metrics import (
 from simweb.core.similarity import EmbeddedSimilarity, ExactRows
 from simweb.core.simrank import simrank_plan
 from simweb.core.strategy import Strategy
+from simweb.tasks.bag_shares import shared_sample_bags
 from simweb.tasks.bags import LeftOut, sample_bags
 from simweb.tasks.crawl import CrawlGraph, crawl_parts, load_link_graph
 from simweb.tasks.eval_sample import LoadedSample, load_sample
@@ -63,9 +69,12 @@ from simweb.tasks.progress import reporter, track
 from simweb.tasks.stagecache import StageOutput, file_identities, run_stage
 from simweb.tasks.storage import filesystem, join, write_bytes_atomic
 
-__all__ = ["STAGE_STRATEGY", "EvaluationInputs", "StrategyCounts", "evaluate_group", "load_strategy_output"]
+__all__ = ["STAGE_STRATEGY", "EvaluationInputs", "StrategyCounts", "evaluate_group", "load_strategy_output",
+           "save_arrays"]
 
 STAGE_STRATEGY = "eval-strategy"
+# Bumped when counts.npz changes, so older outputs are not reused (2: the sibling pairs by class).
+COUNTS_FORMAT = 2
 LOGGER = "simweb.evaluate"
 #: Similarity cells per block of source rows (× 8 bytes, and about 40 bytes of the Γ count's
 #: temporaries): 4 million keep a block near 200 MB whatever the sample's size.
@@ -89,12 +98,22 @@ class EvaluationInputs:
         self._graph: tuple[CrawlGraph, dict] | None = None
         self._vectors: tuple[sp.csr_matrix, np.ndarray] | None = None
 
+    @classmethod
+    def of_sample(cls, crawl: str, loaded: LoadedSample, work: str) -> EvaluationInputs:
+        """The inputs of the sample ``loaded``, the directory's own pages left out (Section 5)."""
+        directory = loaded.directory_pages()
+        identity = {"directory_pages": hashlib.sha256("\n".join(sorted(directory.directory_pages)).encode()).hexdigest(),
+                    "directory_hosts": sorted(directory.directory_hosts)}
+        return cls(crawl, loaded.url_ids, directory.is_directory_page, work, identity)
+
     def bags(self, strategy: Strategy) -> BagMatrix:
         """The sample's weighted bags under ``strategy`` in double precision (simweb.tasks.bags.sample_bags)."""
         if self._work is None:
             raise ValueError("EvaluationInputs: the sample's bags need a work folder for the bags stage's sub-stages")
         t0 = time.perf_counter()
-        bags = sample_bags(self.crawl, strategy, self._work, self._url_ids, scheduler="sync", left_out=self._left_out)
+        # A strategy with source shares: each source's sample bags, added in their shares (tasks/bag_shares.py).
+        build = sample_bags if strategy.shares is None else shared_sample_bags
+        bags = build(self.crawl, strategy, self._work, self._url_ids, scheduler="sync", left_out=self._left_out)
         run_logger(LOGGER).info("evaluate: %d bags of the sample under %s in %.1f s", len(bags), strategy.label,
                                 time.perf_counter() - t0)
         return bags
@@ -130,10 +149,7 @@ def evaluate_group(crawl: str, sample: StageOutput, strategies: Sequence[AnyStra
         )
     loaded = load_sample(sample.path)
     crawl_identity = file_identities(crawl_parts(crawl).files)
-    directory = loaded.directory_pages()
-    identity = {"directory_pages": hashlib.sha256("\n".join(sorted(directory.directory_pages)).encode()).hexdigest(),
-                "directory_hosts": sorted(directory.directory_hosts)}
-    inputs = EvaluationInputs(crawl, loaded.url_ids, directory.is_directory_page, work, identity)
+    inputs = EvaluationInputs.of_sample(crawl, loaded, work)
     log = run_logger(LOGGER)
     outputs = []
     for strategy in track(strategies, "evaluate", "strategies", log=log):
@@ -143,8 +159,8 @@ def evaluate_group(crawl: str, sample: StageOutput, strategies: Sequence[AnyStra
             return _evaluate_bags(inputs, loaded, strategy, tmp)
 
         outputs.append(run_stage(work, STAGE_STRATEGY, {"crawl": crawl_identity, "sample": sample},
-                                 {"strategy": strategy.to_dict(), "retrieval_n": RETRIEVAL_N}, compute, log=log,
-                                 label=strategy.label))
+                                 {"strategy": strategy.to_dict(), "retrieval_n": RETRIEVAL_N, "format": COUNTS_FORMAT},
+                                 compute, log=log, label=strategy.label))
     return outputs
 
 
@@ -159,15 +175,8 @@ def _evaluate_bags(inputs: EvaluationInputs, sample: LoadedSample, strategy: Str
     inner = ExactRows(bags, strategy.metric, ids=sample.url_ids[present].tolist())
     similarity = EmbeddedSimilarity(n, present, inner)
     weighting = bags.weighting.to_dict() if bags.weighting is not None else {}
-    index = None
     stats = _count_and_save(similarity, vectors, sample, strategy, present, out)
-    if strategy == INDEX_STRATEGY and present.size > 1:
-        agreement = index_agreement(bags, sample.url_ids[present], inner, present, sample.codes, n)
-        _save_arrays(join(out, "index_counts.npz"), concordant=agreement.counts.concordant,
-                     discordant=agreement.counts.discordant)
-        index = {**agreement.stats, "gamma_exact": {k: stats["values"][k] for k in GAMMA_MEASURES}}
-    stats.update(index=index, weighting=weighting, seconds_bags=round(t1 - t0, 4),
-                 seconds_similarity=stats.pop("seconds_rows"))
+    stats.update(weighting=weighting, seconds_bags=round(t1 - t0, 4), seconds_similarity=stats.pop("seconds_rows"))
     stats["seconds"] = round(stats["seconds_bags"] + stats["seconds_similarity"] + stats["seconds_gamma"], 4)
     return stats
 
@@ -202,7 +211,7 @@ def _evaluate_link(graph_and_counts: tuple[CrawlGraph, dict], vectors, sample: L
     similarity = EmbeddedSimilarity(n, present, np.asarray(inner))
     stats = _count_and_save(similarity, vectors, sample, strategy, present, out)
     stats.pop("seconds_rows")
-    stats.update(index=None, weighting={}, params=_params_dict(params), graph=graph_counts, simrank_plan=plan,
+    stats.update(weighting={}, params=_params_dict(params), graph=graph_counts, simrank_plan=plan,
                  seconds_similarity=round(t1 - t0, 4))
     stats["seconds"] = round(stats["seconds_similarity"] + stats["seconds_gamma"], 4)
     return stats
@@ -213,7 +222,8 @@ def _params_dict(params) -> dict:
                      else getattr(params, f.name)) for f in dataclasses.fields(params)}
 
 
-def _save_arrays(url: str, **arrays: np.ndarray) -> None:
+def save_arrays(url: str, **arrays: np.ndarray) -> None:
+    """``arrays`` as one compressed ``.npz`` file at ``url``, written atomically."""
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays)
     write_bytes_atomic(buffer.getvalue(), url)
@@ -230,7 +240,7 @@ def _count_and_save(similarity: EmbeddedSimilarity, vectors, sample: LoadedSampl
     n = len(sample.urls)
     showcase = np.asarray(sample.info.get("showcase", []), dtype=np.int64)
     showcase_rows = np.zeros((showcase.size, n))
-    counted, measured = [], []
+    counted, measured, by_class = [], [], []
     seconds = {"similarity": 0.0, "gamma": 0.0, "retrieval": 0.0}
     step = max(1, BLOCK_CELLS // max(n, 1))
     for start in range(0, n, step):
@@ -239,6 +249,7 @@ def _count_and_save(similarity: EmbeddedSimilarity, vectors, sample: LoadedSampl
         dense = similarity.take(rows)
         t1 = time.perf_counter()
         counted.append(pair_counts_rows(dense, sample.codes, rows))
+        by_class.append(sibling_counts_rows(dense, sample.codes, rows))
         t2 = time.perf_counter()
         measured.append(retrieval_rows(dense, rows, sample.codes, *vectors))
         t3 = time.perf_counter()
@@ -249,9 +260,12 @@ def _count_and_save(similarity: EmbeddedSimilarity, vectors, sample: LoadedSampl
         seconds["retrieval"] += t3 - t2
     counts = PairCounts.stack(counted, sample.codes.shape[1])
     retrieval = stack_retrieval(measured, sample.codes)
-    _save_arrays(join(out, "counts.npz"), types=np.asarray(counts.types), concordant=counts.concordant,
+    sibling = SiblingCounts.stack(by_class)
+    save_arrays(join(out, "counts.npz"), types=np.asarray(counts.types), concordant=counts.concordant,
                  discordant=counts.discordant, orthogonal=counts.orthogonal, same_class=counts.same_class,
                  showcase=showcase, showcase_rows=showcase_rows,
+                 sibling_sources=sibling.sources, sibling_classes=sibling.classes,
+                 sibling_concordant=sibling.concordant, sibling_discordant=sibling.discordant,
                  **{f"retrieval_{k}": v for k, v in retrieval.items()})
     values = {**gammas(counts), ORTHOGONALITY: orthogonality(counts)}
     for name, key in zip(RETRIEVAL_MEASURES, RETRIEVAL_KEYS):
@@ -272,13 +286,15 @@ def _count_and_save(similarity: EmbeddedSimilarity, vectors, sample: LoadedSampl
 
 @dataclass(frozen=True, slots=True, eq=False)
 class StrategyCounts:
-    """What the stage saved for one strategy: its pair counts, the similarity rows of the
-    showcase sources, and the per-query retrieval values (simweb.core.retrieval_metrics.retrieval_values)."""
+    """What the stage saved for one strategy: its pair counts, its sibling-Γ pairs by sibling
+    class, the similarity rows of the showcase sources, and the per-query retrieval values
+    (simweb.core.retrieval_metrics.retrieval_values)."""
 
     counts: PairCounts
     showcase: np.ndarray
     showcase_rows: np.ndarray
     retrieval: dict[str, np.ndarray]
+    sibling: SiblingCounts
 
 
 def load_strategy_output(output_path: str) -> StrategyCounts:
@@ -291,4 +307,5 @@ def load_strategy_output(output_path: str) -> StrategyCounts:
         counts = PairCounts(np.arange(n), types, data["concordant"], data["discordant"],
                             data["orthogonal"], data["same_class"])
         retrieval = {k[len("retrieval_"):]: data[k] for k in data.files if k.startswith("retrieval_")}
-        return StrategyCounts(counts, data["showcase"], data["showcase_rows"], retrieval)
+        sibling = SiblingCounts(*(data[f"sibling_{k}"] for k in ("sources", "classes", "concordant", "discordant")))
+        return StrategyCounts(counts, data["showcase"], data["showcase_rows"], retrieval, sibling)

@@ -16,7 +16,7 @@ build's crawl folder. Which work an update does is decided by the **epoch policy
   ``max_growth`` (default 0.2: a fifth more pages than when the epoch began) — df drifts as
   the collection grows, and frozen weights would drift from what a full build gives — and
   whenever the update cannot be incremental: no epoch or no live index yet, a strategy or
-  min-hash parameters other than the epoch's, or a ``dedup`` strategy.
+  min-hash parameters other than the epoch's, a ``dedup`` strategy, or one with source shares.
 
 The invariant the tests check: an incremental update gives, URL for URL, the bag,
 signatures, title, in-degree, category and related pages of a full build over the same
@@ -208,6 +208,8 @@ def full_rebuild_reason(epoch: Epoch | None, live: str | None, strategy: Strateg
         return "no live index"
     if strategy.dedup:
         return "dedup strategies are rebuilt in full"
+    if strategy.shares is not None:
+        return "strategies with source shares are rebuilt in full (each source has its own df)"
     if Strategy.from_dict(epoch.strategy) != strategy:
         return "the strategy differs from the epoch's"
     if epoch.minhash != params.minhash().to_dict() or epoch.min_in_degree != params.min_in_degree:

@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from simweb.core.minhash import MinHashParams
@@ -367,6 +368,25 @@ class IndexVersion:
         terms = group.column("terms")[row].as_py()
         weights = group.column("weights")[row].as_py()
         return dict(zip(terms, weights))
+
+    def bag_columns(self, doc_ids: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+        """The bags of several documents, given in rising id order, as flat columns: (terms,
+        offsets, weights), document i's terms being ``terms[offsets[i]:offsets[i + 1]]``; read a
+        row group at a time (for re-ranking many candidates at once)."""
+        doc_ids = np.asarray(doc_ids, dtype=np.int64)
+        if doc_ids.size > 1 and np.any(np.diff(doc_ids) < 0):
+            raise ValueError("bag_columns: expected document ids in rising order")
+        groups = doc_ids // BAG_ROW_GROUP
+        tables = [self._bag_group(g).take(pa.array(doc_ids[groups == g] % BAG_ROW_GROUP))
+                  for g in np.unique(groups).tolist()]
+        if not tables:
+            return pa.array([], pa.string()), np.zeros(1, dtype=np.int64), np.zeros(0)
+        rows = pa.concat_tables(tables)
+        terms = rows.column("terms").combine_chunks()
+        offsets = np.zeros(doc_ids.size + 1, dtype=np.int64)
+        np.cumsum(pc.list_value_length(terms).to_numpy(zero_copy_only=False), out=offsets[1:])
+        weights = pc.list_flatten(rows.column("weights").combine_chunks()).to_numpy(zero_copy_only=False)
+        return pc.list_flatten(terms), offsets, weights.astype(np.float64)
 
     def _bag_group(self, g: int) -> pa.Table:
         groups = self._cache.setdefault("bag_groups", {})

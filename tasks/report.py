@@ -11,7 +11,8 @@ into the report folder:
     figures/              the paper's Figures 3–9 for this crawl, PNG and SVG
     summary.md            the report in Markdown
     report.html           the same, self-contained (figures embedded)
-    summary.json          the sibling-Γ of every strategy, the findings, the index's agreement
+    summary.json          the sibling-Γ of every strategy, the findings, the recommended strategy
+                          (tasks/eval_recommend.py) and the index's agreement (tasks/eval_index.py)
 
 The pages are rendered from one :class:`ReportContext`.
 """
@@ -47,6 +48,7 @@ from simweb.core.gamma import (
     source_gamma,
 )
 from simweb.core.grids import FIGURE_MEASURE, AnyStrategy, LinkStrategy, figure_label
+from simweb.core.index_agreement import INDEX_STRATEGY
 from simweb.core.retrieval_metrics import RETRIEVAL_MEASURES, RETRIEVAL_N, retrieval_estimates
 from simweb.core.strategy import Metric, Strategy
 from simweb.tasks.eval_sample import LoadedSample, load_sample
@@ -135,6 +137,7 @@ class ReportContext:
     index: dict | None  # the index's agreement with exact similarity (simweb.core.index_agreement)
     n_resamples: int
     seed: int
+    recommendation: dict | None = None  # tasks/eval_recommend.py, with its index's agreement
 
 
 def write_report(
@@ -146,10 +149,14 @@ def write_report(
     seed: int = 0,
     n_resamples: int = 1000,
     title: str = "",
+    recommendation: dict | None = None,
+    index: list[StageOutput] = (),
 ) -> dict:
     """Bootstrap intervals, tables, figures and the HTML/Markdown report in ``out``.
 
-    Returns a summary: paths of the report files and each strategy's sibling-Γ with its interval.
+    ``recommendation`` is tasks/eval_recommend.py's record, ``index`` the ``eval-index`` outputs
+    (tasks/eval_index.py) of the Section 7 strategy and the recommended one. Returns a summary:
+    paths of the report files, each strategy's sibling-Γ with its interval, the recommendation.
     """
     loaded = load_sample(sample.path)
     groups = loaded.codes[:, -1]  # resample whole classes: their sources share the ground truth
@@ -174,7 +181,10 @@ def write_report(
     ranked = best_first({r.strategy: r for r in jaccard})
     best, worst = (ranked[0], ranked[-1]) if ranked else (None, None)
     findings = paper_findings(figures, by_strategy, groups, n_resamples=n_resamples, seed=seed)
-    index = next((r.stats.get("index") for r in by_strategy.values() if r.stats.get("index")), None)
+    agreements = {o.stats.get("spec"): o.stats.get("agreement") for o in index}
+    section7 = agreements.get(INDEX_STRATEGY.spec())
+    if recommendation is not None:
+        recommendation = {**recommendation, "index": agreements.get(recommendation["spec"])}
     context = ReportContext(
         title=title or "simweb evaluation report",
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -184,9 +194,10 @@ def write_report(
         figure_files=figure_files,
         listings=_listings(loaded, best, worst) if best is not None else [],
         findings=findings,
-        index=index,
+        index=section7,
         n_resamples=n_resamples,
         seed=seed,
+        recommendation=recommendation,
     )
     write_bytes_atomic(markdown_page(context).encode(), join(out, "summary.md"))
     write_bytes_atomic(html_page(context).encode(), join(out, "report.html"))
@@ -204,7 +215,8 @@ def write_report(
         "best": best.strategy.label if best else None,
         "worst": worst.strategy.label if worst else None,
         "findings": [f.to_dict() for f in findings],
-        "index": index,
+        "recommended": recommendation,
+        "index": section7,
     }
     write_bytes_atomic(json.dumps(summary, indent=1, default=_json_default).encode(), join(out, "summary.json"))
     return summary
@@ -381,8 +393,7 @@ def _listing_rows(listing: Listing) -> Table:
     return Table(["rank", "sim", "category", "familial distance", "url"], rows)
 
 
-def _index_rows(context: ReportContext) -> Table:
-    index = context.index
+def _index_rows(index: dict) -> Table:
     rows = []
     for measure in GAMMA_MEASURES:
         rows.append([measure.replace("_", "-").replace("gamma", "Γ"), _fmt(index["gamma_exact"].get(measure)),
@@ -390,14 +401,74 @@ def _index_rows(context: ReportContext) -> Table:
     return Table(["measure", "exact Jaccard", f"min-hash estimate (m = {index['m']})"], rows)
 
 
-def _index_lines(context: ReportContext) -> list[str]:
-    index = context.index
+def _index_lines(index: dict) -> list[str]:
+    """The agreement in words: both query paths, what the re-rank costs, why the paper's path misses pairs."""
+    est, rr, miss = index["estimate"], index["rerank"], index["misses"]
+    kept = ("every document in I" if index["min_in_degree"] is None
+            else f"I without the documents of in-degree ≤ {index['min_in_degree']} "
+                 f"({index['documents'] - index['indexed_documents']:,} of {index['documents']:,} here)")
     return [
-        f"Strategy {index['strategy']}, m = {index['m']} ICWS min-hash signatures per bag, α = {index['alpha']}.",
-        f"PROCESSQUERY at α: recall {_fmt(index['recall'])} ({index['hits']:,} of {index['relevant_pairs']:,} pairs "
-        f"with exact Jaccard ≥ α found), precision {_fmt(index['precision'])} ({index['retrieved_pairs']:,} pairs "
-        f"retrieved); mean absolute error of the estimates {_fmt(index['mean_abs_error'], 4)}.",
+        f"Strategy {index['strategy']}: m = {index['m']} {index['algorithm']} min-hash signatures per bag (seed "
+        f"{index['seed']}), α = {index['alpha']}, {kept}; {index['relevant_pairs']:,} pairs of the sample have exact "
+        "Jaccard ≥ α.",
+        f"The index's queries (candidates estimated ≥ α − {index['rerank_sigmas']:g}σ = {_fmt(rr['candidate_alpha'])}, "
+        f"kept when their exact Jaccard from the stored bags is ≥ α): recall {_fmt(rr['recall'])}, precision "
+        f"{_fmt(rr['precision'])}; {_fmt(rr['candidates_per_query'], 1)} candidates re-ranked per query for "
+        f"{_fmt(rr['results_per_query'], 1)} results.",
+        f"The paper's PROCESSQUERY (estimate ≥ α, `--no-rerank`): recall {_fmt(est['recall'])}, precision "
+        f"{_fmt(est['precision'])} ({est['retrieved_pairs']:,} pairs retrieved); mean absolute error of the estimates "
+        f"{_fmt(index['mean_abs_error'], 4)}.",
+        f"Why PROCESSQUERY misses pairs: of its {miss['pairs']:,} misses, {miss['within_sigma_of_alpha']:,} have exact "
+        f"Jaccard within σ = {_fmt(miss['sigma'])} of α (the estimate's noise; their median exact Jaccard "
+        f"{_fmt(miss['median_exact'])}) and {miss['both_out_of_i']:,} have both documents out of I; "
+        f"{index['relevant_within_sigma_of_alpha']:,} of all {index['relevant_pairs']:,} pairs ≥ α lie within σ of α.",
     ]
+
+
+def _recommendation_lines(context: ReportContext) -> list[str]:
+    rec = context.recommendation
+
+    def value(entry: dict) -> str:
+        est = entry["sibling_gamma"]
+        shown = _fmt(est["value"]) if est["low"] is None else f"{_fmt(est['value'])} [{_fmt(est['low'])}, {_fmt(est['high'])}]"
+        held = entry.get("held_out")
+        held = held if held is None or not isinstance(held, dict) else held["value"]
+        return f"{shown} on the whole sample, {_fmt(held)} on the held-out halves"
+
+    lines = [f"Build the index with `{rec['spec']}` ({rec['strategy']}): `simweb build CRAWL --out INDEX "
+             "--strategy-from REPORT`, REPORT being this report's folder."]
+    cv = rec.get("cross_validation") or {}
+    held = rec.get("held_out")
+    if held is None:
+        lines.append(f"Not cross-validated: {cv.get('reason', 'no classes to hold out')}. Whole-sample sibling-Γ "
+                     f"{_fmt(rec['sibling_gamma']['value'])} (inflated by the choice).")
+    else:
+        lines.append(
+            f"Cross-validated sibling-Γ {_fmt(held['value'])} [{_fmt(held['low'])}, {_fmt(held['high'])}]: the "
+            f"indexable strategy of best sibling-Γ (among {cv['candidates']}) chosen on half of the classes (the "
+            f"{cv['units']} sampled pairs of sibling classes, each kept together) and scored on the pairs of "
+            f"documents of the other half's classes only; {cv['folds']} folds ({cv['splits']} random halvings, seed "
+            f"{cv['seed']}); interval: {cv['n_resamples']} bootstrap resamples of the pairs of classes, the whole "
+            f"procedure repeated on each. On the whole sample it scores {_fmt(rec['sibling_gamma']['value'])}, a "
+            "value its choice inflates.")
+        chosen = ", ".join(f"{c['strategy']} ({c['folds']})" for c in cv.get("chosen_in_folds", []))
+        lines.append(f"Chosen in the folds: {chosen}.")
+        families = rec.get("held_out_families")
+        if families:
+            refs = "; ".join(f"{k} {_fmt(v)}" for k, v in families["references"].items())
+            lines.append(
+                f"Held out by whole families instead ({families['units']} second-level classes: does the choice "
+                f"carry over to other parts of the directory?): {_fmt(families['value'])} [{_fmt(families['low'])}, "
+                f"{_fmt(families['high'])}]; on the same halves {refs}.")
+    for key, name in (("section7", "The paper's Section 7 strategy"), ("best_single", "The best single strategy"),
+                      ("best_indexable_single", "The best single strategy an index can be built with")):
+        entry = rec.get(key)
+        if entry is not None:
+            lines.append(f"{name}, {entry['strategy']}: {value(entry)} (held-out value as if chosen in advance); "
+                         f"it orders {_fmt(entry['ordered_pairs'])} of the same-class/sibling-class pairs.")
+    lines.append(f"The recommended strategy orders {_fmt(rec['ordered_pairs'])} of those pairs (Γ leaves ties out, "
+                 "footnote 4).")
+    return lines
 
 
 def _method_lines(context: ReportContext) -> list[str]:
@@ -466,9 +537,18 @@ def report_blocks(context: ReportContext) -> list[Block]:
         blocks += [Heading(files.title), Figure(files)]
         if figure in context.figures:
             blocks.append(_figure_rows(context, figure))
-    if context.index:
-        blocks += [Heading("The min-hash index against exact similarity (Section 6)"),
-                   Bullets(tuple(_index_lines(context))), _index_rows(context)]
+    if context.recommendation:
+        blocks += [Heading("Recommended strategy (cross-validated over directory classes)"),
+                   Bullets(tuple(_recommendation_lines(context)))]
+    agreements = [context.index]
+    if context.recommendation and context.recommendation.get("index") \
+            and context.recommendation["spec"] != INDEX_STRATEGY.spec():
+        agreements.append(context.recommendation["index"])
+    agreements = [a for a in agreements if a]
+    if agreements:
+        blocks.append(Heading("The min-hash index against exact similarity (Section 6)"))
+        for agreement in agreements:
+            blocks += [Bullets(tuple(_index_lines(agreement))), _index_rows(agreement)]
     if context.listings:
         blocks.append(Heading("Ranked listings (as in the paper's Figure 2): best and worst strategy"))
         for entry in context.listings:

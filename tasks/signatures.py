@@ -53,12 +53,18 @@ class IndexParams:
     ``algorithm`` is the weighted min-hash sampler: DartMinHash (``"dart"``, simweb.core.dartminhash)
     by default, ICWS (``"icws"``) as before; both estimate the bag Jaccard of Section 4 with the
     same distribution, DartMinHash about seven times faster.
+
+    ``min_in_degree`` is the paper's filter of I (Section 7.1: documents with in-degree ≤ 3 can
+    be queried but are never results), off by default: on documentation crawls whole classes of
+    pages have few inlinks (DebDocs: the 244 sampled release-notes pages, in-degree 3 each), and
+    the filter left out 60 % of the sampled page pairs with exact Jaccard ≥ α, for 286 bytes per
+    page of I saved (tasks/eval_index.py measures it for a crawl; README, "Results").
     """
 
     m: int = 80
     seed: int = 1
     algorithm: str = INDEX_ALGORITHM
-    min_in_degree: int | None = 3
+    min_in_degree: int | None = None
 
     def minhash(self) -> MinHashParams:
         return MinHashParams(m=self.m, seed=self.seed, algorithm=self.algorithm)
@@ -401,7 +407,7 @@ def write_index_version(
     signed: str,
     out: str,
     *,
-    min_in_degree: int | None = 3,
+    min_in_degree: int | None = None,
     block_docs: int = BLOCK_DOCS,
     reducers: int = REDUCERS,
     fan_out=None,

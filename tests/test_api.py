@@ -19,7 +19,7 @@ def index(small_index) -> Index:
 
 
 def test_related_finds_the_same_topic_ranked_by_estimate(index):
-    res = index.related(JAVA1, top=5)
+    res = index.related(JAVA1, top=5, rerank=False)
     assert 1 <= len(res) <= 5 and [r.rank for r in res] == list(range(1, len(res) + 1))
     assert all(r.url.startswith("http://java") and r.url != JAVA1 for r in res)
     sims = [(-r.similarity, r.doc_id) for r in res]
@@ -32,14 +32,30 @@ def test_url_forms_normalise_to_the_same_page(index):
 
 
 def test_rerank_orders_by_exact_weighted_jaccard(index):
-    res = index.related(JAVA1, top=10, rerank=True)
-    assert res
+    res = index.related(JAVA1, top=10)  # re-ranked by default
+    assert res and res == index.related(JAVA1, top=10, rerank=True)
     query = dict(index.top_terms(JAVA1, k=1000))
     for r in res:
         other = dict(index.top_terms(r.url, k=1000))
         assert r.exact == pytest.approx(jaccard(query, other))
         assert r.exact >= 0.15
     assert [r.exact for r in res] == sorted((r.exact for r in res), reverse=True)
+
+
+def test_rerank_scores_every_candidate_down_to_two_sigma_below_alpha(index):
+    from simweb.core.query import candidate_alpha
+
+    everything = index.related(JAVA1, top=1000, alpha=0.0, rerank=False)
+    low = candidate_alpha(0.15, 80)
+    assert 0.0 < low < 0.15
+    query = dict(index.top_terms(JAVA1, k=1000))
+    exact = {r.url: jaccard(query, dict(index.top_terms(r.url, k=1000))) for r in everything if r.similarity >= low}
+    want = sorted((u for u, j in exact.items() if j >= 0.15), key=lambda u: (-exact[u], index.doc_id(u)))
+    assert [r.url for r in index.related(JAVA1, top=1000)] == want
+    pairs = index.all_pairs()
+    assert all(j >= 0.15 for _, _, j in pairs) and [j for _, _, j in pairs] == sorted((j for _, _, j in pairs), reverse=True)
+    # A pair is found from either of its pages: JAVA1's answers, and the pages of I's filter that find JAVA1.
+    assert {frozenset((a, b)) for a, b, _ in pairs if JAVA1 in (a, b)} >= {frozenset((JAVA1, u)) for u in want}
 
 
 def test_related_many_equals_one_at_a_time(index):
@@ -57,11 +73,14 @@ def test_filtered_pages_are_queryable_but_never_results(index):
 
 
 def test_all_pairs_agrees_with_related(index):
-    pairs = index.all_pairs(0.3)
-    assert pairs and all(s >= 0.3 for _, _, s in pairs)
-    a, b, s = pairs[0]
-    assert any(r.url == b and r.similarity == s for r in index.related(a, top=100, alpha=0.3)) or \
-        any(r.url == a and r.similarity == s for r in index.related(b, top=100, alpha=0.3))
+    for rerank, value in ((False, "similarity"), (True, "exact")):
+        pairs = index.all_pairs(0.3, rerank=rerank)
+        assert pairs and all(s >= 0.3 for _, _, s in pairs)
+        a, b, s = pairs[0]
+        assert any(r.url == b and getattr(r, value) == pytest.approx(s)
+                   for r in index.related(a, top=100, alpha=0.3, rerank=rerank)) or \
+            any(r.url == a and getattr(r, value) == pytest.approx(s)
+                for r in index.related(b, top=100, alpha=0.3, rerank=rerank))
 
 
 def test_top_terms_are_the_heaviest_terms_of_the_bag(index):
@@ -95,7 +114,10 @@ def test_cli_prints_the_same_ranking_as_the_api(index, small_index, capsys):
     assert cli(["related", JAVA1, "--index", small_index, "--top", "3"]) == 0
     text = capsys.readouterr().out
     first = index.related(JAVA1, top=3)[0]
-    assert f"   1  {first.similarity:5.3f}  {first.url}" in text and first.title in text
+    assert f"   1  {first.similarity:5.3f}  {first.exact:5.3f}  {first.url}" in text and first.title in text
+    assert cli(["related", JAVA1, "--index", small_index, "--top", "3", "--no-rerank"]) == 0
+    first = index.related(JAVA1, top=3, rerank=False)[0]
+    assert f"   1  {first.similarity:5.3f}  {first.url}" in capsys.readouterr().out
     assert cli(["related", "http://nowhere.example.com/", "--index", small_index]) == 2
     assert "unknown URL" in capsys.readouterr().err
 

@@ -1,6 +1,7 @@
 """Bag fragments, merging and weighting, checked by hand against the paper (Sections 3, 5.2, 6.1)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
@@ -19,6 +20,7 @@ from simweb.core.bag_reference import (
     document_frequencies,
     link_fragment,
     link_fragments,
+    outlink_fragment,
     merge_bags,
     merge_fragments,
     page_fragments,
@@ -252,6 +254,18 @@ def test_corpus_matches_the_record_by_record_reference(strategy):
     _assert_same(corpus.bags(strategy), reference_bags(PAGES, LINKS, strategy))
 
 
+def test_an_outlink_id_goes_to_the_linking_page_and_self_links_give_none():
+    f = outlink_fragment(link(), Strategy(sources=["outlinks"]))
+    assert (f.url_id, f.url, f.kind) == (IA, A, FragmentKind.OUTLINK) and f.bag() == {"outlink:" + B: 1.0}
+    assert outlink_fragment(link(dst=A, did=IA), Strategy(sources=["outlinks"])) is None
+    assert outlink_fragment(link(), Strategy(sources=["links"])) is None
+    bags = Corpus.from_rows(PAGES, LINKS).bags(Strategy(sources=["outlinks"], frequency="none")).to_dicts()
+    # A links to B; B to C (and to itself: left out); C to B. A target nobody crawled links out from has no bag.
+    assert bags == {IA: (A, {"outlink:" + B: 1.0}), IB: (B, {"outlink:" + C: 1.0}), IC: (C, {"outlink:" + B: 1.0})}
+    assert [f.kind for f in link_fragments(link(), Strategy(sources=["anchor", "links", "outlinks"]))] == [
+        FragmentKind.ANCHOR, FragmentKind.LINK, FragmentKind.OUTLINK]
+
+
 def _assert_same(matrix: BagMatrix, reference: dict) -> None:
     got = matrix.to_dicts()
     assert set(got) == set(reference)
@@ -319,10 +333,69 @@ random_strategies = st.builds(
 )
 
 
+@st.composite
+def shared_strategies(draw) -> Strategy:
+    """A strategy of two or more sources with random shares (summing to 1 by construction)."""
+    base = draw(random_strategies)
+    sources = draw(st.sets(st.sampled_from(list(Source)), min_size=2).map(sorted))
+    raw = [draw(st.integers(1, 9)) for _ in sources]
+    shares = [r / sum(raw) for r in raw]
+    shares[-1] = 1.0 - math.fsum(shares[:-1])
+    return dataclasses.replace(base, sources=tuple(sources), shares=tuple(shares))
+
+
 @settings(max_examples=150, deadline=None)
 @given(random_pages, random_links, random_strategies)
 def test_corpus_equals_reference_on_random_crawls(pages, links, strategy):
     _assert_same(Corpus.from_rows(pages, links).bags(strategy), reference_bags(pages, links, strategy))
+
+
+@settings(max_examples=100, deadline=None)
+@given(random_pages, random_links, shared_strategies())
+def test_corpus_equals_reference_with_source_shares_on_random_crawls(pages, links, strategy):
+    _assert_same(Corpus.from_rows(pages, links).bags(strategy), reference_bags(pages, links, strategy))
+
+
+@settings(max_examples=100, deadline=None)
+@given(random_pages, random_links, shared_strategies())
+def test_a_shared_bag_is_its_sources_bags_in_their_shares_and_its_mass_the_shares_present(pages, links, strategy):
+    corpus = Corpus.from_rows(pages, links)
+    shared = corpus.bags(strategy).to_dicts()
+    singles = {source: corpus.bags(strategy.source_strategy(source)).to_dicts() for source in strategy.sources}
+    assert set(shared) == set().union(*singles.values())
+    for u, (_, bag) in shared.items():
+        present = [source for source in strategy.sources if u in singles[source]]
+        share = strategy.share_of()
+        # Shares sum to the bag's mass: each source present gives share × the constant sum.
+        assert sum(bag.values()) == pytest.approx(strategy.normalise_to * sum(share[k] for k in present))
+        expected: dict[str, float] = {}
+        for k in present:
+            for t, w in singles[k][u][1].items():
+                expected[t] = expected.get(t, 0.0) + share[k] * w
+        assert bag == pytest.approx(expected, rel=1e-9, abs=1e-12)
+        if len(present) == 1:  # one source of the hybrid: that source's bag up to scale
+            assert {t: w / share[present[0]] for t, w in bag.items()} == pytest.approx(singles[present[0]][u][1])
+
+
+def test_a_single_source_with_share_1_is_that_source_alone():
+    corpus = Corpus.from_rows(PAGES, LINKS)
+    for source in Source:
+        whole = Strategy(sources=[source], shares=[1.0])
+        assert whole == Strategy(sources=[source]) and whole.shares is None
+        assert corpus.bags(whole).to_dicts() == corpus.bags(Strategy(sources=[source])).to_dicts()
+
+
+def test_shares_weigh_each_source_by_its_own_document_frequencies():
+    # With shares, a term's weight in B's content part uses its df among content parts, in B's
+    # anchor part its df among anchor parts: the bag is the two single-source bags, halved.
+    corpus = Corpus.from_rows(PAGES, LINKS)
+    shared = Strategy(sources=["anchor", "content"], shares=[0.5, 0.5], frequency="sqrt")
+    anchor = corpus.bags(Strategy(sources=["anchor"], frequency="sqrt")).row(IB)
+    content = corpus.bags(Strategy(sources=["content"], frequency="sqrt")).row(IB)
+    expected = {t: 0.5 * anchor.get(t, 0.0) + 0.5 * content.get(t, 0.0) for t in {*anchor, *content}}
+    assert corpus.bags(shared).row(IB) == pytest.approx(expected)
+    # On an equal footing (no shares) the same two sources give another bag: one df over both.
+    assert corpus.bags(dataclasses.replace(shared, shares=None)).row(IB) != pytest.approx(expected)
 
 
 def test_one_corpus_serves_many_strategies():

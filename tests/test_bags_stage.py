@@ -245,3 +245,39 @@ def test_bags_task_in_a_prefect_flow(prefect_harness, crawl, tmp_path):
         return bags_task(crawl_dir, strategy, out).stats["bags"]
 
     assert build(crawl, STRATEGY.to_dict(), str(tmp_path / "work")) == 3
+
+
+# --- strategies with source shares (beyond the paper) -----------------------------------------------
+
+SHARED = Strategy(sources=["anchor", "content", "outlinks"], shares=[0.5, 0.25, 0.25])
+
+
+def test_a_shared_strategy_builds_each_source_and_their_share_weighted_sum(crawl, tmp_path):
+    from simweb.tasks.bag_shares import SOURCES_FOLDER
+
+    work = str(tmp_path / "work")
+    out = build_bags_stage(crawl, SHARED, work, partitions=3, scheduler="sync")
+    assert not out.reused and out.stats["label"] == SHARED.label and out.stats["partitions"] == 3
+    # Each source's own bags stage, kept apart so that `find_bags(work)` finds the strategy's bags.
+    assert sorted(out.stats["sources"]) == ["anchor", "content", "outlinks"]
+    assert len(published(f"{work}/{SOURCES_FOLDER}", STAGE_BAGS)) == 3 and find_bags(work) == out.path
+    assert_bags_equal(read_bags(out.path), reference_bags(PAGES_1, LINKS_1, SHARED))
+    assert_bags_equal(read_bags(out.path), load_corpus(crawl).bags(SHARED).to_dicts())
+    for row in pq.read_table(out.path, schema=schemas.BAGS).to_pylist():
+        assert row["terms"] == sorted(set(row["terms"]))
+    # c was never crawled and links nowhere: only its anchor part, half the mass.
+    assert sum(read_bags(out.path).row(I("c")).values()) == pytest.approx(0.5, abs=1e-6)
+    again = build_bags_stage(crawl, SHARED, work, partitions=1, scheduler="sync")
+    assert again.reused  # the partitions cut the work, not the bags
+    other = build_bags_stage(crawl, Strategy(sources=["anchor", "content", "outlinks"], shares=[0.2, 0.4, 0.4]),
+                             work, scheduler="sync")
+    assert not other.reused and other.stats["sources"]["anchor"]["path"] == out.stats["sources"]["anchor"]["path"]
+
+
+def test_a_shared_strategy_refuses_a_frozen_df(crawl, tmp_path):
+    from simweb.tasks.bags import DfSnapshot
+    from simweb.core.weighting import Weighting
+
+    snapshot = DfSnapshot(str(tmp_path / "df.parquet"), Weighting(SHARED.frequency, 1.0, 1.0, 1.0))
+    with pytest.raises(ValueError, match="one df per source"):
+        build_bags_stage(crawl, SHARED, str(tmp_path / "work"), scheduler="sync", df_snapshot=snapshot)

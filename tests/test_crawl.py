@@ -148,6 +148,23 @@ def test_bags_stage_evaluation_corpus_and_link_graph_agree(twice, tmp_path):
     assert graph.counts["links_of_duplicate_copies"] == 2
 
 
+def test_out_links_and_source_shares_agree_in_the_bags_stage_the_evaluation_and_the_corpus(twice, tmp_path):
+    # The out-link source and a strategy with source shares: the bags stage (each source's bags,
+    # then their share-weighted sum), the evaluation's sample bags (each source's sample bags,
+    # added the same way) and the in-memory corpus give the same bags.
+    crawl = twice["crawl"]
+    corpus = load_corpus(crawl)
+    evaluation = EvaluationInputs(crawl, corpus.url_ids, exclude=lambda url: False, work=str(tmp_path / "eval"))
+    for spec in ("outlinks", "anchor:8@0.5+content@0.25+outlinks@0.25,nostem,dist"):
+        strategy = Strategy.parse(spec)
+        stage = build_bags_stage(crawl, strategy, str(tmp_path / "work"), partitions=2, scheduler="sync")
+        assert_same_bags(read_bags(stage.path), corpus.bags(strategy))
+        assert_same_bags(evaluation.bags(strategy), corpus.bags(strategy))
+    hub = corpus.bags(Strategy.parse("outlinks")).row(I("hub"))
+    targets = ("t1", "t2") if twice["kept_words"] == "kept" else ("t3", "t1")
+    assert set(hub) == {"outlink:" + U(t) for t in targets}  # only the kept copy's links count
+
+
 def test_sampling_dedup_titles_and_in_degrees_see_one_copy(twice):
     crawl = twice["crawl"]
     linked, counts = link_targets(crawl)

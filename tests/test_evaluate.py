@@ -296,7 +296,7 @@ def test_grids_and_labels():
     assert [figure_label("figure9", s) for s in paper["figure9"]] == ["NoStem", "StopStem", "Stem"]
     assert [figure_label("figure5", s) for s in paper["figure5"]] == [
         "Anchor Window", "Anchor Window, Content", "Anchor Window, Content, Links"]
-    with pytest.raises(ValueError, match="paper, quick, links, full"):
+    with pytest.raises(ValueError, match="paper, quick, links, hybrids, full"):
         strategy_grid("huge")
     groups = strategy_groups(list(dict.fromkeys(s for g in paper.values() for s in g)), 4)
     assert all(1 <= len(g) <= 4 for g in groups)
@@ -352,6 +352,39 @@ def test_index_agreement_is_reported_for_the_section_7_strategy(report):
     assert index["mean_abs_error"] < 0.06
     assert abs(index["gamma_estimate"]["sibling_gamma"] - index["gamma_exact"]["sibling_gamma"]) < 0.1
     assert "min-hash index against exact similarity" in (report["out"] / "summary.md").read_text()
+
+
+def test_the_recommendation_is_cross_validated_over_classes(report):
+    rec = json.loads((report["out"] / "summary.json").read_text())["recommended"]
+    cv = rec["cross_validation"]
+    # Chosen on half of the 12 sampled pairs of sibling classes, scored on the other half.
+    assert cv["units"] == 12 and cv["folds"] == 2 * cv["splits"]
+    assert sum(c["folds"] for c in cv["chosen_in_folds"]) <= cv["folds"]
+    held = rec["held_out"]
+    assert -1.0 <= held["low"] <= held["value"] <= held["high"] <= 1.0
+    assert rec["section7"]["strategy"] == Strategy().label and -1.0 <= rec["section7"]["held_out"] <= 1.0
+    # The stricter split by whole second-level classes: 6 of them in the synthetic directory.
+    assert rec["held_out_families"]["units"] == 6
+    assert Strategy().label in rec["held_out_families"]["references"]
+    summary = (report["out"] / "summary.md").read_text()
+    assert "## Recommended strategy (cross-validated over directory classes)" in summary
+    assert "12 sampled pairs of sibling classes" in summary
+
+
+def test_a_directory_with_one_top_level_class_is_measured_without_unrelated_pairs(synthetic, tmp_path):
+    # A directory under a single top-level class (as one documentation site's navigation) has
+    # no unrelated pairs: its unrelated-Γ is undefined, reported as no value, not an error.
+    from simweb.tasks.eval_index import evaluate_index
+
+    top = TOPS[0]
+    lines = [line for line in Path(synthetic["tsv"]).read_text().splitlines() if line.split("\t")[1].startswith(f"Top/{top}/")]
+    tsv = tmp_path / "one_top.tsv"
+    tsv.write_text("\n".join(lines) + "\n")
+    sample = prepare_sample(synthetic["crawl"], str(tsv), str(tmp_path / "work"), SampleParams(seed=1),
+                            synthetic["directory_pages"])
+    [output] = evaluate_index(synthetic["crawl"], sample, [Strategy()], str(tmp_path / "work"))
+    exact = output.stats["agreement"]["gamma_exact"]
+    assert exact["unrelated_gamma"] is None and exact["sibling_gamma"] > 0
 
 
 def test_bar_figures_share_one_y_axis_convention_per_measure():

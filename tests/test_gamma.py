@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from simweb.core.gamma import (
@@ -14,6 +14,7 @@ from simweb.core.gamma import (
     ORTHOGONALITY,
     SAME,
     SIBLING,
+    SIBLING_GAMMA,
     UNRELATED,
     bootstrap,
     bootstrap_difference,
@@ -25,6 +26,7 @@ from simweb.core.gamma import (
     orthogonality,
     pair_counts,
     pair_counts_bruteforce,
+    sibling_counts,
     source_gamma,
 )
 
@@ -278,3 +280,44 @@ def test_similarities_equal_but_for_summation_order_are_ties():
     assert (counts.concordant[0][t[(2, 3)]], counts.discordant[0][t[(2, 3)]]) == (0, 0)
     brute = pair_counts_bruteforce(sims, class_codes(classes))
     assert np.array_equal(brute.concordant, counts.concordant)
+
+
+# --- the sibling-Γ's pairs per sibling class (for the cross-validated recommendation) -----------------
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.integers(3, 14))
+def test_sibling_counts_split_the_sibling_pairs_by_class(seed, n):
+    rng = np.random.default_rng(seed)
+    classes = [("A", "x", str(rng.integers(0, 3))) if rng.random() < 0.6 else ("A", "y", str(rng.integers(0, 2)))
+               for _ in range(n)]
+    codes = class_codes(classes)
+    sims = np.round(rng.random((n, n)), 1)  # coarse: ties happen
+    split = sibling_counts(sims, codes)
+    whole = pair_counts(sims, codes)
+    c, d = whole.per_source(SIBLING_GAMMA)
+    assert np.array_equal(np.bincount(split.sources, weights=split.concordant, minlength=n), c)
+    assert np.array_equal(np.bincount(split.sources, weights=split.discordant, minlength=n), d)
+    for s, y, con, dis in zip(split.sources, split.classes, split.concordant, split.discordant):
+        assert codes[s, 1] == codes[codes[:, 2] == y][0, 1] and codes[s, 2] != y  # a sibling class
+        same = [j for j in range(n) if j != s and codes[j, 2] == codes[s, 2]]
+        other = [j for j in range(n) if codes[j, 2] == y]
+        assert con == sum(sims[s, a] > sims[s, b] for a in same for b in other)
+        assert dis == sum(sims[s, a] < sims[s, b] for a in same for b in other)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.integers(4, 16))
+def test_sibling_counts_of_a_set_of_classes_are_its_own_sibling_gamma(seed, n):
+    # The cross-validation scores a half of the classes by the rows whose two classes lie in it:
+    # that must be the sibling-Γ of those classes' documents alone, no other document taking part.
+    rng = np.random.default_rng(seed)
+    classes = [("A", str(rng.integers(0, 2)), str(rng.integers(0, 3))) for _ in range(n)]
+    codes = class_codes(classes)
+    sims = np.round(rng.random((n, n)), 1)
+    split = sibling_counts(sims, codes)
+    assume(np.unique(codes[:, 2]).size >= 2)  # two classes to keep
+    kept = set(rng.choice(np.unique(codes[:, 2]), size=2, replace=False).tolist())
+    sub = np.flatnonzero(np.isin(codes[:, 2], list(kept)))
+    rows = np.isin(codes[split.sources, 2], list(kept)) & np.isin(split.classes, list(kept))
+    c, d = pair_counts(sims[np.ix_(sub, sub)], codes[sub]).per_source(SIBLING_GAMMA)
+    assert split.concordant[rows].sum() == c.sum() and split.discordant[rows].sum() == d.sum()

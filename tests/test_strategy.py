@@ -213,3 +213,49 @@ def test_the_report_labels_are_read_back():
             assert Strategy.parse(strategy.label) == strategy, strategy.label
     assert Strategy.parse("anchor-W32 dist nmdf nostem") == Strategy.parse("anchor:32,dist,nmdf,nostem")
     assert Strategy.parse("content") == Strategy.parse("content,stem")  # a bare source stays a spec
+
+
+# --- source shares and out-links (beyond the paper) -------------------------------------------------
+
+def test_shares_round_trip_through_the_text_form_the_label_and_dicts():
+    s = Strategy.parse("anchor:32@0.5+inlinks@0.3+outlinks@0.2,stem,dist,nmdf")
+    assert s.sources == (Source.ANCHOR, Source.LINKS, Source.OUTLINKS) and s.shares == (0.5, 0.3, 0.2)
+    assert s.spec() == "anchor:32@0.5+links@0.3+outlinks@0.2,stem,dist,nmdf,jaccard"
+    assert s.label == "anchor-W32@0.5+links@0.3+outlinks@0.2 dist nmdf stem"
+    assert Strategy.parse(s.spec()) == s == Strategy.parse(s.label) == Strategy.from_dict(s.to_dict())
+    assert s.share_of() == {Source.ANCHOR: 0.5, Source.LINKS: 0.3, Source.OUTLINKS: 0.2}
+    # Shares follow their sources into the canonical order, whatever order they were given in.
+    assert Strategy.parse("outlinks@0.25+anchor@0.75") == Strategy(sources=["anchor", "outlinks"], shares=[0.75, 0.25])
+    assert Strategy(sources=["content", "anchor"], shares={"anchor": 0.7, "content": 0.3}).shares == (0.7, 0.3)
+
+
+def test_todays_specs_keep_their_meaning_and_their_keys():
+    assert Strategy.parse("anchor:32+content").shares is None
+    assert Strategy.parse("links").sources == (Source.LINKS,) == Strategy.parse("inlinks").sources
+    # No shares: the same bag parameters, hence the same cached bags, as before shares existed.
+    assert "shares" not in Strategy().bag_params()
+    shared = Strategy(shares=[0.5, 0.5])
+    assert shared.bag_params()["shares"] == [0.5, 0.5] and shared.key() != Strategy().key()
+    assert shared.fragment_params() == Strategy().fragment_params()
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("anchor@0.5+content", "a share for every source or for none"),
+    ("anchor@0.5+content@0.6", "summing to 1"),
+    ("anchor@0.5", "summing to 1"),
+    ("anchor@0+content@1", r"in \(0, 1\]"),
+    ("anchor@-0.5+content@1.5", r"in \(0, 1\]"),
+    ("anchor@x+content@1", "a share after '@'"),
+    ("links@0.5+inlinks@0.5", "named twice"),
+    ("outlinks:3", "expected term sources"),
+])
+def test_bad_shares_are_refused_with_what_was_expected(spec, words):
+    with pytest.raises(StrategyError, match=words):
+        Strategy.parse(spec)
+
+
+def test_a_source_strategy_is_one_source_without_shares():
+    s = Strategy(sources=["anchor", "outlinks"], shares=[0.6, 0.4], stemming="nostem")
+    assert s.source_strategy(Source.OUTLINKS) == Strategy(sources=["outlinks"], stemming="nostem")
+    with pytest.raises(StrategyError, match="not a source"):
+        s.source_strategy(Source.CONTENT)

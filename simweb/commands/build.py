@@ -3,6 +3,7 @@
     simweb build crawl/ --out index
     simweb build crawl/*.warc.gz --out index --strategy "anchor:32+content,stem,dist,nmdf"
     simweb build crawl/ --out index --directory directory.tsv --min-in-degree 0
+    simweb build crawl/ --out index --strategy-from report/     # the strategy `simweb evaluate` recommended
     simweb build --paths-list warc.paths.gz --paths-prefix https://data.commoncrawl.org/ --out index
 
 ingest → bags → signatures → invert → publish. The crawl is WARC and ARC files, plain or
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from simweb.commands import EXIT_STATUS_HELP, ingest_exit_status
@@ -39,12 +41,16 @@ def register(subparsers) -> None:
                         "s3://bucket/**/*.warc.gz, https://host/file.warc.gz)")
     p.add_argument("--out", required=True, metavar="INDEX", help="the index folder")
     p.add_argument("--strategy", default=None, metavar="SPEC",
-                   help="how pages are described, e.g. 'anchor:32+content,stem,dist,nmdf' (the default)")
+                   help="how pages are described, e.g. 'anchor:32+content,stem,dist,nmdf' (the default) or "
+                        "'anchor:32@0.5+content@0.25+outlinks@0.25' (source shares)")
+    p.add_argument("--strategy-from", default=None, metavar="REPORT",
+                   help="the strategy an evaluation report recommends (`simweb evaluate --out REPORT`: "
+                        "its summary.json's recommended spec)")
     p.add_argument("--m", type=int, default=80, help="min-hash signatures per page (default 80)")
     p.add_argument("--seed", type=int, default=1, help="min-hash seed (default 1)")
-    p.add_argument("--min-in-degree", type=int, default=3, metavar="N",
+    p.add_argument("--min-in-degree", type=int, default=-1, metavar="N",
                    help="pages with at most N inlinks stay queryable but are not returned as results "
-                        "(default 3, the paper's filter; -1 keeps every page)")
+                        "(3 is the paper's filter, Section 7.1; default -1: every page can be a result)")
     p.add_argument("--directory", default=None, metavar="FILE",
                    help="topic directory (ODP RDF or url<TAB>category) whose categories results show")
     p.add_argument("--until", choices=("ingest", "bags", "index"), default="index", help="stop after this stage")
@@ -77,11 +83,17 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from simweb.core.strategy import Strategy, StrategyError
 
-    try:
-        strategy = Strategy.parse(args.strategy) if args.strategy else Strategy()
-    except (StrategyError, ValueError) as e:
-        print(f"simweb build: --strategy: {e}", file=sys.stderr)
+    if args.strategy and args.strategy_from:
+        say("simweb build: give --strategy or --strategy-from, not both")
         return 2
+    try:
+        spec = recommended_spec(args.strategy_from) if args.strategy_from else args.strategy
+        strategy = Strategy.parse(spec) if spec else Strategy()
+    except (StrategyError, ValueError, FileNotFoundError) as e:
+        print(f"simweb build: --{'strategy-from' if args.strategy_from else 'strategy'}: {e}", file=sys.stderr)
+        return 2
+    if args.strategy_from:
+        say(f"simweb build: strategy recommended by {args.strategy_from}: {strategy.spec()}")
     if args.dask_address and args.workers is not None:
         print("simweb build: --workers sizes a local cluster; it cannot be combined with --dask-address",
               file=sys.stderr)
@@ -134,3 +146,22 @@ def run(args: argparse.Namespace) -> int:
         if built.index:
             print(f"query it: simweb related URL --index {args.out}")
     return ingest_exit_status(built.ingest, keep_earlier=args.add)
+
+
+def recommended_spec(report: str) -> str:
+    """The spec of the strategy the evaluation report at ``report`` (its folder, or its
+    summary.json) recommends."""
+    path = os.path.join(report, "summary.json") if os.path.isdir(report) else report
+    try:
+        with open(path, encoding="utf-8") as f:
+            summary = json.load(f)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no evaluation report at {report}: expected the folder `simweb evaluate --out` "
+                                "wrote (with summary.json)") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path} is not valid JSON ({e}); run `simweb evaluate` again") from None
+    recommended = summary.get("recommended") if isinstance(summary, dict) else None
+    if not recommended or not recommended.get("spec"):
+        raise ValueError(f"{path} recommends no strategy: the evaluation judged no strategy an index can be built "
+                         "with (a bag strategy compared by Jaccard); evaluate with --grid hybrids")
+    return recommended["spec"]

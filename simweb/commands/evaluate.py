@@ -1,12 +1,14 @@
 """`simweb evaluate`: judge similarity-search strategies against a topic directory (paper Section 5).
 
-    simweb evaluate --crawl DIR --directory FILE --out REPORT [--grid paper|quick|links|full] [--seed N]
+    simweb evaluate --crawl DIR --directory FILE --out REPORT [--grid paper|quick|links|hybrids|full] [--seed N]
 
 DIR is the output of `simweb ingest`; FILE an Open Directory RDF dump (content.rdf.u8, also
 .gz/.bz2) or a url<TAB>Top/category/path file. REPORT receives report.html (self-contained),
 summary.md, measures.parquet (strategy, measure, value, low, high: the Γ measures, orthogonality,
 coverage, and precision/recall/F/average precision and Δ of each query's top 10), differences.parquet
-and figures/ (PNG and SVG of the paper's Figures 3–9 for this crawl, and the link measures').
+and figures/ (PNG and SVG of the paper's Figures 3–9 for this crawl, and the link measures'), and
+summary.json with the recommended strategy — the indexable strategy of best sibling-Γ, its Γ
+cross-validated over directory classes — that `simweb build --strategy-from REPORT` builds with.
 """
 from __future__ import annotations
 
@@ -30,11 +32,12 @@ def register(subparsers) -> None:
     parser.add_argument("--directory", required=True,
                         help="the topic directory: ODP RDF dump or url<TAB>category TSV (.gz/.bz2 fine)")
     parser.add_argument("--out", required=True, help="the report folder to write")
-    parser.add_argument("--grid", choices=("paper", "quick", "links", "full"), default="paper",
+    parser.add_argument("--grid", choices=("paper", "quick", "links", "hybrids", "full"), default="hybrids",
                         help="paper: every sweep of Figures 3–9 plus Jaccard vs cosine; quick: window sizes, "
                         "contents, links and the metric; links: the link measures of the ENS paper (co-citation "
-                        "to extended PageSim, PageRank as a baseline) beside Figure 3's anchor windows; full: "
-                        "paper plus links (default paper)")
+                        "to extended PageSim, PageRank as a baseline) beside Figure 3's anchor windows; hybrids: "
+                        "paper plus each term source alone (out-link ids too) and a search over their shares "
+                        "(default); full: hybrids plus links")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample and the bootstrap (default 0)")
     parser.add_argument("--pairs", type=int, default=300,
                         help="pairs of sibling third-level classes to sample (default 300, as the paper)")
@@ -132,6 +135,22 @@ def print_summary(summary: dict, out: TextIO | None = None) -> None:
         seconds = "" if r.get("seconds") is None else f"{r['seconds']:.2f}"
         print(f"{r['strategy']:<{width}}  {shown:>9}  {interval:<17}  {seconds:>7}{extra}",
               file=out)
+    recommended = summary.get("recommended")
+    if recommended:
+        held = recommended.get("held_out") or {}
+        section7 = recommended.get("section7") or {}
+        print(f"\nrecommended: {recommended['strategy']}  ({recommended['spec']})", file=out)
+        print(f"  sibling-Γ held out (cross-validated over directory classes): {_number(held.get('value'))} "
+              f"[{_number(held.get('low'))}, {_number(held.get('high'))}]; whole sample "
+              f"{_number(recommended['sibling_gamma']['value'])}", file=out)
+        if section7:
+            print(f"  the paper's Section 7 strategy on the same held-out halves: {_number(section7.get('held_out'))}",
+                  file=out)
+        index = recommended.get("index") or {}
+        if index:
+            print(f"  its index (m = {index['m']}, α = {index['alpha']}): recall {_number(index['recall'])}, precision "
+                  f"{_number(index['precision'])}", file=out)
+        print("  build with it: simweb build CRAWL --out INDEX --strategy-from REPORT", file=out)
     findings = summary.get("findings", [])
     if findings:
         print("\nthe paper's findings on this crawl:", file=out)

@@ -33,8 +33,10 @@ def register(subparsers) -> None:
                         "with --measure it may replace --index")
     p.add_argument("--top", type=int, default=10, metavar="K", help="at most K results (default 10)")
     p.add_argument("--alpha", type=float, default=0.15, metavar="A",
-                   help="least estimated similarity, 0..1 (default 0.15, the paper's α)")
-    p.add_argument("--rerank", action="store_true", help="re-rank the best candidates by exact weighted Jaccard")
+                   help="least similarity, 0..1 (default 0.15, the paper's α)")
+    p.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,
+                   help="re-rank the candidates (estimated ≥ α − 2σ) by exact weighted Jaccard and keep those ≥ α "
+                        "(default); --no-rerank answers with the min-hash estimate alone (the paper's PROCESSQUERY)")
     p.add_argument("--dedup", action="store_true",
                    help="leave out near-duplicates of the query page and of earlier results")
     p.add_argument("--measure", choices=RELATED_MEASURES, metavar="M",
@@ -57,11 +59,12 @@ def run(args: argparse.Namespace) -> int:
         print("simweb related: give --index INDEX (or, with --measure, --crawl DIR)", file=sys.stderr)
         return 2
     if args.measure is not None:
-        if args.rerank or args.dedup:
-            print("simweb related: --rerank and --dedup apply to the index's answers, not to --measure; "
+        if args.rerank is not None or args.dedup:
+            print("simweb related: --rerank/--no-rerank and --dedup apply to the index's answers, not to --measure; "
                   "leave them out or leave out --measure", file=sys.stderr)
             return 2
         return _by_link_measure(args)
+    args.rerank = args.rerank is not False  # re-ranked unless --no-rerank
     try:
         index = open_index(args.index, crawl=args.crawl)
         results = index.related(args.url, top=args.top, alpha=args.alpha, rerank=args.rerank, dedup=args.dedup,
