@@ -478,8 +478,10 @@ def _library_version() -> str:
 
 
 def brief_stats(stats: Mapping[str, Any]) -> str:
-    """A stage's stats as one readable phrase: its counts ("47 pages, 4,341 links"); nested
-    records (a strategy, a weighting) and timings are left to the manifest."""
-    counts = [f"{value:,} {name.replace('_', ' ')}" for name, value in stats.items()
-              if isinstance(value, int) and not isinstance(value, bool) and name != "seconds"]
+    """A stage's stats as one readable phrase: its counts ("47 pages, 4,341 links"), the first
+    always and the others when not zero; nested records (a strategy, a weighting) and timings
+    are left to the manifest."""
+    counts = [f"{value:,} {name.replace('_', ' ')}" for i, (name, value) in enumerate(
+              (n, v) for n, v in stats.items() if isinstance(v, int) and not isinstance(v, bool) and n != "seconds")
+              if value or i == 0]
     return ", ".join(counts) or "no counts"
