@@ -1,6 +1,7 @@
 """The evaluation: exact pair similarities and Γ on a 5,000-URL sample, directory parsing, the sweep.
 
     python -m benchmarks.evaluate [--urls 5000] [--crawl DIR --directory FILE] [--grid paper]
+    python -m benchmarks.evaluate --blockwise 5000 20000 50000
 
 1. A 5,000-URL sample of a synthetic crawl (benchmarks.bags.synthetic_crawl, shaped like a web
    crawl's anchor windows) with a three-level class per URL: seconds for its bags, its exact
@@ -14,6 +15,12 @@
    in this process — seconds per strategy (bags, similarity, Γ) and for the whole grid.
    ``--debdocs DIR`` takes the crawl and directory from a `simweb corpus debdocs` folder,
    ingesting its WARC files into DIR/crawl first if needed.
+4. With ``--blockwise N …``: the evaluation's way at the paper's sample size (51,469 URLs) — the
+   exact similarity a block of source rows at a time (simweb.core.similarity.ExactRows) and the
+   Γ pair counts block by block (simweb.core.gamma.pair_counts_rows), never an n × n matrix —
+   for samples of N URLs of the synthetic crawl, each in a fresh process: seconds for the bags,
+   the similarity and the counts, and the process's peak RSS (a dense matrix of 50,000 URLs
+   would need 20 GB).
 """
 from __future__ import annotations
 
@@ -157,6 +164,50 @@ def sweep_benchmark(crawl: str, directory: str, grid: str, directory_pages: str 
         shutil.rmtree(out, ignore_errors=True)
 
 
+#: Similarity cells per block of source rows (as the evaluation's strategy stage cuts them).
+BLOCK_CELLS = 1 << 24
+
+
+def blockwise_benchmark(n_urls: int, seed: int) -> None:
+    """One sample size of the block-by-block evaluation, in this process (see the docstring)."""
+    import resource
+
+    from benchmarks.bags import synthetic_crawl
+    from simweb.core.gamma import SIBLING_GAMMA, PairCounts, gammas, pair_counts_rows
+    from simweb.core.similarity import ExactRows
+
+    t0 = time.perf_counter()
+    pages, links = synthetic_crawl(n_urls + n_urls // 5, 12 * (n_urls + n_urls // 5), seed=seed)
+    corpus = Corpus.from_rows(pages, links)
+    strategy = Strategy()
+    rng = np.random.default_rng(seed)
+    full = corpus.bags(strategy)
+    ids = full.url_ids[np.sort(rng.choice(len(full), size=min(n_urls, len(full)), replace=False))]
+    n = ids.size
+    classes = [(f"t{rng.integers(16)}", f"s{rng.integers(8)}", f"c{rng.integers(6)}") for _ in range(n)]
+    codes = class_codes([(a, a + b, a + b + c) for a, b, c in classes])
+    bags = corpus.bags(strategy, targets=ids.tolist())
+    bags_s = time.perf_counter() - t0
+    similarity = ExactRows(bags, strategy.metric, ids=ids.tolist())
+    sim_s = count_s = 0.0
+    counted = []
+    step = max(1, BLOCK_CELLS // n)
+    for start in range(0, n, step):
+        rows = np.arange(start, min(n, start + step))
+        t1 = time.perf_counter()
+        dense = similarity[rows]
+        t2 = time.perf_counter()
+        counted.append(pair_counts_rows(dense, codes, rows))
+        sim_s += t2 - t1
+        count_s += time.perf_counter() - t2
+    counts = PairCounts.stack(counted, codes.shape[1])
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20)  # KiB → GiB
+    sibling = gammas(counts)[SIBLING_GAMMA]
+    print(f"  {n:>7,} URLs  crawl and bags {bags_s:7.1f} s   exact similarity {sim_s:8.1f} s   "
+          f"Γ counts {count_s:8.1f} s   peak RSS {peak:5.2f} GiB   (sibling-Γ {sibling:.3f}; "
+          f"a dense matrix: {n * n * 8 / (1 << 30):.1f} GiB)", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.evaluate", description=__doc__.splitlines()[0])
     parser.add_argument("--urls", type=int, default=5000, help="URLs in the exact-similarity sample")
@@ -167,7 +218,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--debdocs", default=None, help="a `simweb corpus debdocs` folder for the sweep")
     parser.add_argument("--grid", default="paper", choices=("paper", "quick"))
     parser.add_argument("--max-pages-per-class", type=int, default=None)
+    parser.add_argument("--blockwise", type=int, nargs="+", default=None, metavar="N",
+                        help="only the block-by-block evaluation, for samples of these sizes (each in a fresh process)")
+    parser.add_argument("--blockwise-one", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.blockwise_one:
+        blockwise_benchmark(args.blockwise_one, args.seed)
+        return
+    if args.blockwise:
+        import subprocess
+        import sys
+
+        print("the evaluation block by block (ExactRows, pair_counts_rows), a fresh process per sample size:")
+        for n in args.blockwise:
+            subprocess.run([sys.executable, "-m", "benchmarks.evaluate", "--blockwise-one", str(n),
+                            "--seed", str(args.seed)], check=True)
+        return
 
     sample_benchmark(args.urls, args.seed)
     directory_benchmark()
