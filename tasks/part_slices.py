@@ -36,6 +36,19 @@ from simweb.tasks.crawl import (
 __all__ = ["LinkSlice", "PageSlice", "content_tfidf", "link_slices", "page_slices"]
 
 
+def _left_out(table: pa.Table, id_column: str, skip_ids: np.ndarray | None, url_column: str,
+              exclude: Callable[[str], bool] | None) -> tuple[pa.Table, int, int]:
+    """``table`` without the rows whose ``id_column`` is in ``skip_ids`` (duplicate copies) nor
+    those whose ``url_column`` ``exclude`` names; and how many of each were left out."""
+    skipped = 0
+    if skip_ids is not None and skip_ids.size:
+        table, skipped = _without(table, id_column, skip_ids)
+    dropped = _excluded(table.column(url_column), exclude) if exclude is not None else np.zeros(0, bool)
+    if dropped.any():
+        table = table.filter(pa.array(~dropped))
+    return table, skipped, int(dropped.sum())
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class PageSlice:
     """Up to a slice's worth of a pages part's rows, and how many rows of the slice were left
@@ -53,13 +66,8 @@ def page_slices(url: str, columns: Sequence[str], skip_ids: np.ndarray | None, r
     columns = list(dict.fromkeys(columns))
     read = list(dict.fromkeys([*columns, "url_id", *(["url"] if exclude is not None else [])]))
     for table in _batches(_parquet_file(url, schemas.PAGES, read), url, read, rows):
-        skipped = 0
-        if skip_ids is not None and skip_ids.size:
-            table, skipped = _without(table, "url_id", skip_ids)
-        dropped = _excluded(table.column("url"), exclude) if exclude is not None else np.zeros(0, bool)
-        if dropped.any():
-            table = table.filter(pa.array(~dropped))
-        yield PageSlice(table.select(columns), skipped, int(dropped.sum()))
+        table, skipped, excluded = _left_out(table, "url_id", skip_ids, "url", exclude)
+        yield PageSlice(table.select(columns), skipped, excluded)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -89,14 +97,8 @@ def link_slices(url: str, skip_sources: np.ndarray | None, rows: int, *,
     columns = list(dict.fromkeys([*columns, "source_id", *(["source_url"] if exclude is not None else [])]))
     pages: _SourcePages | None = _SourcePages(pages_part_of(url), url) if sources else None
     for table in _batches(_parquet_file(url, schemas.LINKS, columns), url, columns, rows):
-        skipped = 0
-        if skip_sources is not None and skip_sources.size:
-            table, skipped = _without(table, "source_id", skip_sources)
-        dropped = _excluded(table.column("source_url"), exclude) if exclude is not None else np.zeros(0, bool)
-        if dropped.any():
-            table = table.filter(pa.array(~dropped))
-        yield LinkSlice(table, pages.of(table.column("source_id")) if pages is not None else None, skipped,
-                        int(dropped.sum()))
+        table, skipped, excluded = _left_out(table, "source_id", skip_sources, "source_url", exclude)
+        yield LinkSlice(table, pages.of(table.column("source_id")) if pages is not None else None, skipped, excluded)
 
 
 class _SourcePages:
