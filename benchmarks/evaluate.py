@@ -71,6 +71,17 @@ def _best(run, repeat: int = 3) -> tuple[float, float]:
     return wall, cpu
 
 
+def synthetic_sample(corpus: Corpus, n_urls: int, seed: int) -> tuple[Strategy, np.ndarray, np.ndarray]:
+    """The Section 7 strategy, a sample of ``n_urls`` URL ids with a bag in ``corpus`` and a
+    random three-level class code for each (16 × 8 × 6 classes), deterministic given ``seed``."""
+    strategy = Strategy()
+    rng = np.random.default_rng(seed)
+    full = corpus.bags(strategy)
+    ids = full.url_ids[np.sort(rng.choice(len(full), size=min(n_urls, len(full)), replace=False))]
+    classes = [(f"t{rng.integers(16)}", f"s{rng.integers(8)}", f"c{rng.integers(6)}") for _ in range(ids.size)]
+    return strategy, ids, class_codes([(a, a + b, a + b + c) for a, b, c in classes])
+
+
 def sample_benchmark(n_urls: int, seed: int) -> None:
     from benchmarks.bags import synthetic_crawl
 
@@ -78,13 +89,8 @@ def sample_benchmark(n_urls: int, seed: int) -> None:
     pages, links = synthetic_crawl(max(n_urls, 6000), 12 * max(n_urls, 6000), seed=seed)
     corpus = Corpus.from_rows(pages, links)
     print(f"synthetic crawl: {len(pages):,} pages, {len(links):,} links ({time.perf_counter() - t0:.1f} s to generate)")
-    strategy = Strategy()
-    rng = np.random.default_rng(seed)
-    full = corpus.bags(strategy)
-    ids = full.url_ids[np.sort(rng.choice(len(full), size=min(n_urls, len(full)), replace=False))]
+    strategy, ids, codes = synthetic_sample(corpus, n_urls, seed)
     n = ids.size
-    classes = [(f"t{rng.integers(16)}", f"s{rng.integers(8)}", f"c{rng.integers(6)}") for _ in range(n)]
-    codes = class_codes([(a, a + b, a + b + c) for a, b, c in classes])
 
     t0 = time.perf_counter()
     bags = corpus.bags(strategy, targets=ids.tolist())
@@ -164,10 +170,6 @@ def sweep_benchmark(crawl: str, directory: str, grid: str, directory_pages: str 
         shutil.rmtree(out, ignore_errors=True)
 
 
-#: Similarity cells per block of source rows (as the evaluation's strategy stage cuts them).
-BLOCK_CELLS = 1 << 24
-
-
 def blockwise_benchmark(n_urls: int, seed: int) -> None:
     """One sample size of the block-by-block evaluation, in this process (see the docstring)."""
     import resource
@@ -175,17 +177,13 @@ def blockwise_benchmark(n_urls: int, seed: int) -> None:
     from benchmarks.bags import synthetic_crawl
     from simweb.core.gamma import SIBLING_GAMMA, PairCounts, gammas, pair_counts_rows
     from simweb.core.similarity import ExactRows
+    from simweb.tasks.eval_strategies import BLOCK_CELLS  # the blocks the evaluation cuts
 
     t0 = time.perf_counter()
     pages, links = synthetic_crawl(n_urls + n_urls // 5, 12 * (n_urls + n_urls // 5), seed=seed)
     corpus = Corpus.from_rows(pages, links)
-    strategy = Strategy()
-    rng = np.random.default_rng(seed)
-    full = corpus.bags(strategy)
-    ids = full.url_ids[np.sort(rng.choice(len(full), size=min(n_urls, len(full)), replace=False))]
+    strategy, ids, codes = synthetic_sample(corpus, n_urls, seed)
     n = ids.size
-    classes = [(f"t{rng.integers(16)}", f"s{rng.integers(8)}", f"c{rng.integers(6)}") for _ in range(n)]
-    codes = class_codes([(a, a + b, a + b + c) for a, b, c in classes])
     bags = corpus.bags(strategy, targets=ids.tolist())
     bags_s = time.perf_counter() - t0
     similarity = ExactRows(bags, strategy.metric, ids=ids.tolist())
