@@ -10,8 +10,9 @@ pages. The same packages, N and perturbation give the same bytes.
 
 Outputs in ``DIR``:
 
-- ``warc/scale-<NNNNN>.warc.gz`` — gzip-per-record WARC files of at most ``warc_bytes`` bytes
-  of pages each (uncompressed; ~1 GB by default), each opened by a warcinfo record;
+- ``warc/scale-<NNNNN>.warc.gz`` (the real pages) and ``warc/scale-copy<KKK>-<NNNNN>.warc.gz``
+  (copy round ``K``) — gzip-per-record WARC files of at most ``warc_bytes`` bytes of pages each
+  (uncompressed; ~1 GB by default), each opened by a warcinfo record;
 - ``directory.rdf``, ``directory.tsv`` and ``directory_pages.txt`` — each site's own tree
   ``Top/<Site>/…`` over its real pages, and a tree of its own, ``Top/<Site>-mirror<k>/…``, over
   the copies of round ``k`` (each copy where its original sits), so the evaluation can judge
@@ -21,7 +22,8 @@ Outputs in ``DIR``:
 
 Memory is bounded by the real pages' list and directory entries, whatever N: pages are read
 from their unpacked package one at a time, copies made and written one at a time, and the
-directory written tree by tree.
+directory written tree by tree. Copy rounds run in parallel, one process per core, each into WARC
+files of its own, so the bytes written do not depend on how many run at once.
 """
 from __future__ import annotations
 
@@ -29,7 +31,9 @@ import json
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
+from multiprocessing import get_context
 
 import fsspec
 
@@ -92,10 +96,12 @@ class _Source:
 
 
 class _WarcParts:
-    """WARC files of at most ``budget`` page bytes each, opened as pages come (a context manager)."""
+    """WARC files ``<prefix>-NNNNN.warc.gz`` of at most ``budget`` page bytes each, opened as pages
+    come (a context manager)."""
 
-    def __init__(self, out: str, budget: int, info: Callable[[int], str], info_id: Callable[[int], str]):
-        self.out, self.budget, self.info, self.info_id = out, budget, info, info_id
+    def __init__(self, out: str, budget: int, info: Callable[[int], str], info_id: Callable[[int], str],
+                 prefix: str = "scale"):
+        self.out, self.budget, self.info, self.info_id, self.prefix = out, budget, info, info_id, prefix
         self.files: dict[str, str] = {}
         self.payload_bytes = 0
         self._current: WarcFile | None = None
@@ -110,7 +116,7 @@ class _WarcParts:
             current = None
         if current is None:
             part = len(self.files)
-            name = f"scale-{part:05d}.warc.gz"
+            name = f"{self.prefix}-{part:05d}.warc.gz"
             current = self._current = WarcFile(join(self.out, "warc", name), self.info(part), self.info_id(part),
                                                warc_date(mtime))
             current.__enter__()
@@ -231,9 +237,12 @@ def _remove_stale_parts(out: str, written: dict[str, str]) -> int:
     return len(stale)
 
 
-def _warc_info(pages: int, perturbation: Perturbation) -> tuple[Callable[[int], str], Callable[[int], str]]:
-    """The warcinfo text and record id of WARC part ``n``: what was asked for, never the clock."""
+def _warc_info(pages: int, perturbation: Perturbation,
+               copy: int = 0) -> tuple[Callable[[int], str], Callable[[int], str]]:
+    """The warcinfo text and record id of WARC part ``n`` of the real pages (``copy`` 0) or of copy
+    round ``copy``: what was asked for, never the clock."""
     asked = json.dumps(asdict(perturbation), sort_keys=True)
+    holds = f"copy round: {copy}\r\n" if copy else ""
 
     def info(part: int) -> str:
         return (
@@ -243,20 +252,26 @@ def _warc_info(pages: int, perturbation: Perturbation) -> tuple[Callable[[int], 
             "copies of them under mirror hosts (simweb corpus scale)\r\n"
             f"pages: {pages}\r\n"
             f"perturbation: {asked}\r\n"
+            f"{holds}"
             f"part: {part + 1}\r\n"
         )
 
     def info_id(part: int) -> str:
-        return record_id("warcinfo", SOFTWARE, str(pages), asked, str(part))
+        round_ = (str(copy),) if copy else ()
+        return record_id("warcinfo", SOFTWARE, str(pages), asked, *round_, str(part))
 
     return info, info_id
 
 
 def _write_real(sources: Sequence[_Source], collection: Collection, warcs: _WarcParts,
-                vocabulary: Vocabulary | None) -> list[LinkStats]:
-    """Every taken page, links rewritten; its words sampled into ``vocabulary`` when copies follow."""
+                vocabulary: Vocabulary | None) -> tuple[list[LinkStats], int]:
+    """Every taken page, links rewritten; its words sampled into ``vocabulary`` when copies follow.
+
+    Returns the link numbers per source and the pages written (a page that cannot be decoded is not).
+    """
     listed = frozenset(e.url for s in sources for e in s.entries if e.topic is not None and not e.directory_page)
     link_stats = []
+    written = 0
     for source in sources:
         site = source.survey.site
         counter = LinkCounter(site, collection, listed)
@@ -265,45 +280,102 @@ def _write_real(sources: Sequence[_Source], collection: Collection, warcs: _Warc
             if vocabulary is not None:
                 vocabulary.add(rewritten.html)
             warcs.add(site.canonical_url(path), mtime, rewritten.html.encode(charset), charset)
+            written += 1
         link_stats.append(counter.stats())
-    return link_stats
+    return link_stats, written
 
 
-def _write_copies(sources: Sequence[_Source], collection: Collection, warcs: _WarcParts, wanted: int,
-                  vocabulary: Vocabulary, perturbation: Perturbation,
-                  log: Callable[[str], None]) -> tuple[int, dict[tuple[int, int], int], Counter]:
-    """``wanted`` copies, round after round over the taken pages in order.
+@dataclass(frozen=True, slots=True)
+class _Round:
+    """Copy round ``copy``: the first ``limit`` pages written, copied in order into WARC files of its own."""
 
-    Returns the rounds made, the pages each (source index, round) copied, and what the copies changed.
-    """
+    copy: int
+    limit: int
+    pages: int
+    out: str
+    budget: int
+    words: tuple[str, ...]
+    perturbation: Perturbation
+
+
+@dataclass(frozen=True, slots=True)
+class _RoundDone:
+    copy: int
+    files: dict[str, str]
+    payload_bytes: int
+    copied: dict[tuple[int, int], int]
+    changed: Counter
+
+
+# What every copy round reads, set before the rounds' processes are forked (never pickled).
+_SHARED: tuple[Sequence[_Source], Collection] | None = None
+
+
+def _copy_round(task: _Round) -> _RoundDone:
+    """One copy round, in a process of its own: its pages perturbed and written to its own WARC files."""
+    sources, collection = _SHARED
     site_pages = {s.survey.site.key: tuple(s.survey.site.canonical_url(p) for p in s.taken) for s in sources}
     copied: dict[tuple[int, int], int] = {}
     changed: Counter = Counter()
-    made_so_far = 0
-    copy = 0
-    while made_so_far < wanted:
-        copy += 1
+    made = 0
+    with _WarcParts(task.out, task.budget, *_warc_info(task.pages, task.perturbation, task.copy),
+                    prefix=f"scale-copy{task.copy:03d}") as warcs:
         for i, source in enumerate(sources):
             site = source.survey.site
             count = 0
             for path, mtime, rewritten, charset in _pages(source, collection):
-                if made_so_far == wanted:
+                if made == task.limit:
                     break
                 url = site.canonical_url(path)
-                made = perturb_page(rewritten.html, rewritten.anchors, url, copy, site.base_url,
-                                    site_pages[site.key], vocabulary.words, perturbation)
-                changed.update(words=made.words, words_replaced=made.words_replaced, links=made.links,
-                               links_dropped=made.links_dropped, links_retargeted=made.links_retargeted,
-                               anchors=len(rewritten.anchors) - made.links_dropped)
-                warcs.add(mirror_url(url, copy), mtime, made.html.encode(charset), charset)
-                made_so_far += 1
+                page = perturb_page(rewritten.html, rewritten.anchors, url, task.copy, site.base_url,
+                                    site_pages[site.key], task.words, task.perturbation)
+                changed.update(words=page.words, words_replaced=page.words_replaced, links=page.links,
+                               links_dropped=page.links_dropped, links_retargeted=page.links_retargeted,
+                               anchors=len(rewritten.anchors) - page.links_dropped)
+                warcs.add(mirror_url(url, task.copy), mtime, page.html.encode(charset), charset)
+                made += 1
                 count += 1
             if count:
-                copied[(i, copy)] = count
-        if not any(k == copy for _, k in copied):
-            raise CorpusError(f"copy round {copy} found no page to copy: the packages' pages could not be read again")
-        log(f"copy round {copy}: {made_so_far:,} of {wanted:,} copies")
-    return copy, copied, changed
+                copied[(i, task.copy)] = count
+    if made < task.limit:
+        raise CorpusError(f"copy round {task.copy} copied {made:,} of {task.limit:,} pages: "
+                          "the packages' pages could not be read again")
+    return _RoundDone(task.copy, warcs.files, warcs.payload_bytes, copied, changed)
+
+
+def _write_copies(sources: Sequence[_Source], collection: Collection, out: str, budget: int, written: int,
+                  wanted: int, pages: int, vocabulary: Vocabulary, perturbation: Perturbation, jobs: int,
+                  log: Callable[[str], None]) -> tuple[int, list[_RoundDone]]:
+    """``wanted`` copies, round after round over the ``written`` real pages in order, ``jobs`` rounds
+    at a time in processes of their own; each round writes WARC files of its own, so the crawl's
+    bytes do not depend on ``jobs``.
+
+    Returns the rounds made and what each wrote, copied and changed (in round order).
+    """
+    global _SHARED
+    if written == 0:
+        raise CorpusError("no real page could be read, so none can be copied")
+    rounds = [_Round(copy, min(written, wanted - (copy - 1) * written), pages, out, budget,
+                     tuple(vocabulary.words), perturbation)
+              for copy in range(1, -(-wanted // written) + 1)]
+    _SHARED = (sources, collection)
+    done: list[_RoundDone] = []
+    try:
+        if jobs <= 1 or len(rounds) == 1:
+            results = map(_copy_round, rounds)
+        else:
+            pool = ProcessPoolExecutor(max_workers=min(jobs, len(rounds)), mp_context=get_context("fork"))
+            results = pool.map(_copy_round, rounds)
+        made = 0
+        for result in results:
+            done.append(result)
+            made += sum(result.copied.values())
+            log(f"copy round {result.copy}: {made:,} of {wanted:,} copies")
+    finally:
+        _SHARED = None
+        if jobs > 1 and len(rounds) > 1:
+            pool.shutdown(cancel_futures=True)
+    return len(rounds), done
 
 
 def build_scale(
@@ -314,11 +386,13 @@ def build_scale(
     cache: str | None = None,
     perturbation: Perturbation = Perturbation(),
     warc_bytes: int = WARC_BYTES,
+    jobs: int | None = None,
     log: Callable[[str], None] = lambda line: None,
 ) -> dict:
     """Build a crawl of exactly ``pages`` pages (real ones first, then perturbed copies) into ``out``.
 
-    ``log`` receives one line per package and per copy round. Returns the summary (SUMMARY.json).
+    Copy rounds run ``jobs`` at a time (default: one per core). ``log`` receives one line per
+    package and per copy round. Returns the summary (SUMMARY.json).
     """
     if pages < 1:
         raise CorpusError(f"expected a number of pages ≥ 1, got {pages}")
@@ -334,18 +408,24 @@ def build_scale(
     vocabulary = Vocabulary(seed=perturbation.seed) if pages > real else None
     # Write the real pages, then the copies, into WARC files of bounded size.
     with _WarcParts(out, warc_bytes, *_warc_info(pages, perturbation)) as warcs:
-        link_stats = _write_real(sources, collection, warcs, vocabulary)
-        rounds, copied, changed = 0, {}, Counter()
-        if vocabulary is not None:
-            rounds, copied, changed = _write_copies(sources, collection, warcs, pages - real, vocabulary,
-                                                    perturbation, log)
-    stale = _remove_stale_parts(out, warcs.files)
+        link_stats, written = _write_real(sources, collection, warcs, vocabulary)
+    files, payload_bytes = dict(warcs.files), warcs.payload_bytes
+    rounds, copied, changed = 0, {}, Counter()
+    if vocabulary is not None:
+        rounds, done = _write_copies(sources, collection, out, warc_bytes, written, pages - real, pages,
+                                     vocabulary, perturbation, jobs or os.cpu_count() or 1, log)
+        for result in done:
+            files.update(result.files)
+            payload_bytes += result.payload_bytes
+            copied.update(result.copied)
+            changed.update(result.changed)
+    stale = _remove_stale_parts(out, files)
     # The directory: a tree per site and per mirror round.
     comment = f"scale crawl of {pages} pages built by simweb from: " + ", ".join(
         f"{s.deb.package} {s.deb.version}" for s in sources)
     directory_outputs, stats = _write_directory(out, _trees(sources, copied), comment)
     # What was asked for and built, and the numbers.
-    summary = _summary(pages, real, rounds, sources, link_stats, changed, stats, warcs, stale)
+    summary = _summary(pages, real, rounds, sources, link_stats, changed, stats, files, payload_bytes, stale)
     manifest = {
         "corpus": "scale",
         "software": SOFTWARE,
@@ -358,14 +438,15 @@ def build_scale(
              "site": s.survey.site.name, "base_url": s.survey.site.base_url, "pages_taken": len(s.taken)}
             for s in sources
         ],
-        "outputs": {**warcs.files, **directory_outputs},
+        "outputs": {**files, **directory_outputs},
     }
     for name, value in (("SUMMARY.json", summary), ("MANIFEST.json", manifest)):
         write_output(join(out, name), (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
     return summary
 
 
-def _summary(pages, real, rounds, sources, link_stats, changed, stats: DirectoryStats, warcs, stale) -> dict:
+def _summary(pages, real, rounds, sources, link_stats, changed, stats: DirectoryStats, files, payload_bytes,
+             stale) -> dict:
     real_links = {f: sum(getattr(s, f) for s in link_stats) for f in LinkStats.__slots__}
     return {
         "pages": pages,
@@ -382,8 +463,8 @@ def _summary(pages, real, rounds, sources, link_stats, changed, stats: Directory
             "links_retargeted": changed["links_retargeted"],
         },
         **stats.as_dict(),
-        "warc_files": len(warcs.files),
-        "warc_page_bytes": warcs.payload_bytes,
+        "warc_files": len(files),
+        "warc_page_bytes": payload_bytes,
         "stale_warc_files_removed": stale,
         "sites": {s.survey.site.key: {"package": s.deb.package, "version": s.deb.version,
                                       "pages": len(s.survey.pages), "pages_taken": len(s.taken)} for s in sources},

@@ -132,6 +132,18 @@ def test_the_same_request_gives_the_same_bytes_and_another_seed_other_copies(cac
     assert len(copies) == 18 + 6 and all(b != reseeded[u] for u, b in copies.items())
 
 
+def test_the_bytes_do_not_depend_on_how_many_copy_rounds_run_at_once(cache, tmp_path):
+    one = build_scale(67, str(tmp_path / "one"), packages=PACKAGES, cache=str(cache), jobs=1)
+    two = build_scale(67, str(tmp_path / "two"), packages=PACKAGES, cache=str(cache), jobs=2)
+    assert one == two and one["copy_rounds"] == 3 and one["copied_pages"] == 47
+    assert digests(tmp_path / "one") == digests(tmp_path / "two")
+    # Each round in files of its own, whose warcinfo names the round.
+    names = sorted(records(tmp_path / "two"))
+    assert names == ["scale-00000.warc.gz"] + [f"scale-copy{k:03d}-00000.warc.gz" for k in (1, 2, 3)]
+    with gzip.open(tmp_path / "two" / "warc" / names[2]) as f:
+        assert b"copy round: 2\r\n" in f.read(800)
+
+
 def test_the_directory_gives_every_copy_a_tree_of_its_own(cache, tmp_path):
     summary = build_scale(47, str(tmp_path), packages=PACKAGES, cache=str(cache))
     pages = (tmp_path / "directory_pages.txt").read_text().split()

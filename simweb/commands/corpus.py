@@ -88,6 +88,8 @@ def register(subparsers) -> None:
                        help="share of a copy's links into its site re-targeted (default 0.1)")
     scale.add_argument("--warc-mb", type=_positive, default=1000, metavar="MB",
                        help="uncompressed page megabytes per WARC file (default 1000)")
+    scale.add_argument("--jobs", type=_positive, default=None, metavar="N",
+                       help="copy rounds made at once, each in a process of its own (default: one per core)")
     scale.add_argument("--cache", metavar="DIR", default=None, help=_CACHE_HELP)
     scale.set_defaults(func=run_scale)
 
@@ -152,7 +154,7 @@ def run_scale(args: argparse.Namespace) -> int:
         perturbation = Perturbation(args.words, args.drop_links, args.retarget_links, args.seed)
         summary = build_scale(
             args.pages, args.out, packages=args.packages or SCALE_PACKAGES, cache=args.cache,
-            perturbation=perturbation, warc_bytes=args.warc_mb * 1_000_000,
+            perturbation=perturbation, warc_bytes=args.warc_mb * 1_000_000, jobs=args.jobs,
             log=lambda line: print(line, flush=True),
         )
     except (CorpusError, ValueError) as err:  # ValueError: a fraction out of range
