@@ -12,7 +12,8 @@ the Prefect server included) is sampled five times a second.
 Printed per size: for the ingest and for each stage (bag fragments, merge, weighting, signatures,
 invert, as their completion records time them), the wall time, pages/s, links/s and MB/s per core (MB of
 gzipped WARC input); the peak RSS of every process, largest first; the bytes of each
-intermediate beside the gzipped WARC bytes; and, beside them, the paper's per-machine figures
+intermediate beside the gzipped WARC bytes (a file two stages share by a hard link counted
+once, under the first in name order); and, beside them, the paper's per-machine figures
 (Section 6: bag fragments 24 h on three machines for 45 million pages, 174 pages/s per machine;
 signatures 22 h for 75 million bags, ~950 bags/s). Across sizes: time(N) / time(previous size).
 Issue 15's targets: every process ≤ 2 GiB at every size; intermediates ≤ 2× the gzipped WARC
@@ -57,8 +58,18 @@ def stage_seconds(stages: Path) -> tuple[dict[str, float], int | None]:
     return seconds, bags
 
 
-def folder_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
+def folder_bytes(path: Path, seen: set[tuple[int, int]] | None = None) -> int:
+    """Bytes of the files under ``path``, a file linked twice counted once (as on disk): across
+    calls that pass the same ``seen``, too."""
+    seen = set() if seen is None else seen
+    total = 0
+    for f in path.rglob("*") if path.exists() else ():
+        if f.is_file():
+            st = f.stat()
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_size
+    return total
 
 
 def build(crawl: Path, out: Path, workers: int | None, part_mb: int | None, until: str | None) -> dict:
@@ -93,9 +104,10 @@ def measure(size: int, cache: Path, workers: int | None, part_mb: int | None) ->
                 print(run["output"][-3000:])
                 raise SystemExit(f"the {what} of the {size:,}-page crawl failed (exit {run['returncode']})")
         seconds, bags = stage_seconds(out / "stages")
-        sizes = {"crawl (ingest output)": folder_bytes(out / "crawl"),
-                 **{f"stages/{p.name}": folder_bytes(p) for p in sorted((out / "stages").glob("*"))},
-                 "versions (published index)": folder_bytes(out / "versions")}
+        seen: set[tuple[int, int]] = set()  # the invert stage links the signatures stage's files
+        sizes = {"crawl (ingest output)": folder_bytes(out / "crawl", seen),
+                 **{f"stages/{p.name}": folder_bytes(p, seen) for p in sorted((out / "stages").glob("*"))},
+                 "versions (published index)": folder_bytes(out / "versions", seen)}
     print(f"\n{size:,} pages ({summary.get('copied_pages', 0):,} of them perturbed copies), {links:,} links, "
           f"{warc_bytes / 1e6:,.0f} MB of gzipped WARC; {cores} core(s)")
     print(f"  {'step':<14}{'seconds':>9}{'pages/s/core':>14}{'links/s/core':>14}{'MB/s/core':>11}   paper, per machine")

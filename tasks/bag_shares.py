@@ -21,8 +21,8 @@ sources in their shares. Built from cached pieces:
         sources' stages did the heavy work in parallel); each holds one range of every source,
         read by the row groups whose URL id statistics fall in it.
 
-The combined output is the strategy's ``bags`` stage, so the signatures stage, ``read_bags`` and
-``simweb bags`` read it like any other; its manifest's stats name each source's output and weighting.
+The combined output is the strategy's ``bags`` stage, so the signatures stage,
+``bag_reader.read_bags`` and ``simweb bags`` read it like any other; its manifest's stats name each source's output and weighting.
 
 The evaluation's bags of a sample (:func:`shared_sample_bags`) are made the same way from each
 source's sample bags (simweb.tasks.bags.sample_bags), df and weighting of each source over the

@@ -37,14 +37,14 @@ two WARC files counts: the first by (source_file, record_offset); the other copi
 the links read from them are skipped and counted, so a page crawled twice contributes one
 content fragment and its anchors once.
 
-``build_bags_stage`` is the plain function; ``bags_task`` its Prefect task. ``read_bags``
-returns a :class:`simweb.core.bags.BagMatrix` of chosen URLs from a published bags folder.
+``build_bags_stage`` is the plain function; ``bags_task`` its Prefect task. Reading a
+published bags folder back is simweb.tasks.bag_reader's.
 """
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,7 +72,7 @@ from simweb.tasks.crawl import (
     redirect_links,
 )
 from simweb.tasks.part_slices import link_slices, page_slices
-from simweb.tasks.stagecache import MANIFEST, StageOutput, file_identities, published, read_manifest, run_stage
+from simweb.tasks.stagecache import StageOutput, consume, file_identities, find, recorded, run_stage
 from simweb.tasks.storage import filesystem, join, parquet_writer_atomic, parts, write_parquet_atomic
 
 __all__ = [
@@ -84,13 +84,11 @@ __all__ = [
     "PartSize",
     "bags_task",
     "build_bags_stage",
-    "find_bags",
     "fragments",
     "fragments_of_links_part",
     "fragments_of_pages_part",
     "merge_fragments",
     "merge_range",
-    "read_bags",
     "sum_counts",
     "url_ranges",
     "weigh_part",
@@ -583,6 +581,16 @@ def merge_stages(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: i
     params: dict[str, Any] = {"format": BAGS_FORMAT, "strategy": strategy.fragment_params()}
     if left_out is not None:
         params["left_out"] = left_out.identity
+    # The merge is a function of the fragments alone: once it is published the fragments are
+    # consumed (their files deleted, their manifest kept), and a later run that finds the merge
+    # whole needs neither them nor their work.
+    frag = recorded(out_dir, STAGE_FRAGMENTS, inputs, params)
+    merge_params = {"format": BAGS_FORMAT}
+    if frag is not None:
+        merged = find(out_dir, STAGE_MERGE, {"fragments": frag}, merge_params, verify=verify)
+        if merged is not None:
+            consume(frag)
+            return Merged(frag, merged)
     frag = run_stage(out_dir, STAGE_FRAGMENTS, inputs, params, fragments, verify=verify)
     p = partitions or max(1, math.ceil(int(frag.stats.get("fragment_rows", 0)) / size.fragment_rows))
 
@@ -602,7 +610,8 @@ def merge_stages(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: i
         return {"partitions": len(written), "rows": int(sum(written)), "seconds": round(time.perf_counter() - t0, 3)}
 
     # P only sets how the work is cut, not the result: it is not part of the key.
-    merged = run_stage(out_dir, STAGE_MERGE, {"fragments": frag}, {"format": BAGS_FORMAT}, merge, verify=verify)
+    merged = run_stage(out_dir, STAGE_MERGE, {"fragments": frag}, merge_params, merge, verify=verify)
+    consume(frag)
     return Merged(frag, merged)
 
 
@@ -724,77 +733,3 @@ def bags_task(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: int 
     """
     return build_bags_stage(crawl_dir, strategy, out_dir, partitions, scheduler="sync" if in_task else None,
                             verify=verify, part_mb=part_mb)
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading bags and crawls
-
-
-def find_bags(path: str) -> str:
-    """The BAGS folder at ``path``: a published bags folder itself, or the only one under ``path/bags``.
-
-    Raises FileNotFoundError naming the folders (and strategies) to choose from when there
-    are none or several.
-    """
-    manifest = read_manifest(path)
-    if manifest is not None and manifest.get("stage") == STAGE_BAGS:
-        return path
-    if parts(path) and manifest is None:
-        return path  # a plain folder of BAGS parts
-    found = published(path, STAGE_BAGS)
-    if len(found) == 1:
-        return join(path, STAGE_BAGS, found[0]["key"])
-    if not found:
-        raise FileNotFoundError(
-            f"no bags under {path}: expected a folder written by `simweb bags --out {path}` "
-            f"(with {STAGE_BAGS}/<key>/{MANIFEST}) or a bags folder itself"
-        )
-    choices = "\n".join(f"  {join(path, STAGE_BAGS, m['key'])}   {m.get('stats', {}).get('label', '?')}" for m in found)
-    raise FileNotFoundError(f"{len(found)} bag sets under {path}; pass one of them:\n{choices}")
-
-
-def read_bags(bags_dir: str, url_ids: Iterable[int] | None = None) -> BagMatrix:
-    """The bags of ``url_ids`` (all when None) from a BAGS folder, as a :class:`BagMatrix`.
-
-    URL ids without a bag are left out (check with ``url_id in matrix``). ``df`` and
-    ``collection_size`` come from the stage's df table and manifest when present.
-    """
-    bags_dir = find_bags(bags_dir)
-    files = parts(bags_dir)
-    if not files:
-        raise FileNotFoundError(f"no BAGS parts in {bags_dir}")
-    fs, _ = filesystem(bags_dir)
-    dataset = ds.dataset([filesystem(f)[1] for f in files], format="parquet", filesystem=fs, schema=schemas.BAGS)
-    if url_ids is None:
-        table = dataset.to_table()
-    else:
-        wanted = pa.array(sorted({int(u) for u in url_ids}), pa.uint64())
-        table = dataset.to_table(filter=pc.field("url_id").isin(wanted))
-    table = table.sort_by("url_id")
-    ids = table.column("url_id").to_numpy()
-    if ids.size > 1 and np.any(ids[1:] == ids[:-1]):
-        keep = np.concatenate(([True], ids[1:] != ids[:-1]))
-        table, ids = table.filter(pa.array(keep)), ids[keep]
-    terms_flat, offsets = flat_lists(table.column("terms"))
-    weights = pc.list_flatten(table.column("weights").combine_chunks()).to_numpy(zero_copy_only=False).astype(np.float64)
-    encoded = pc.dictionary_encode(terms_flat)
-    vocabulary = tuple(encoded.dictionary.to_pylist())
-    csr = sp.csr_matrix((weights, encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), offsets),
-                        shape=(ids.size, len(vocabulary)))
-    csr.sort_indices()
-    manifest = read_manifest(bags_dir) or {}
-    stats = manifest.get("stats", {})
-    df = np.zeros(len(vocabulary), dtype=np.int64)
-    df_path = join(bags_dir, DF_FILE)
-    fs_df, p_df = filesystem(df_path)
-    if fs_df.exists(p_df) and vocabulary:
-        df_table = pq.read_table(p_df, filesystem=fs_df)
-        at = pc.index_in(encoded.dictionary, value_set=df_table.column("term"))
-        df = pc.fill_null(df_table.column("df").take(at), 0).to_numpy().astype(np.int64)
-    weighting = None
-    if "weighting" in stats:
-        w = stats["weighting"]
-        weighting = Weighting(Strategy(frequency=w["frequency"]).frequency, w.get("nmdf_mu"), w.get("nmdf_sigma"),
-                              float(w.get("normalise_to", 1.0)))
-    return BagMatrix(ids.astype(np.uint64), tuple(table.column("url").to_pylist()), vocabulary, csr, df,
-                     int(stats.get("collection_size", ids.size)), weighting)

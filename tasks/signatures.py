@@ -317,9 +317,12 @@ def invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | N
     shutil.rmtree(shuffle, ignore_errors=True)
     info = _signed_info(signed)
     mask = _indexed_mask(signed, min_in_degree)
+    # H, the maps and the bags are the signatures stage's, unchanged: both stages are cache, so
+    # they share the files (a hard link; a copy where the file system has none). Publishing
+    # copies them out of the cache, checked against their digests (index_store.publish).
     for name in (store.H_FILE, store.URLS_FILE, store.URL_DOCS_FILE, store.BAGS_FILE):
         if os.path.abspath(signed) != os.path.abspath(out):
-            store.copy_file(os.path.join(signed, name), os.path.join(out, name))
+            _link_or_copy(os.path.join(signed, name), os.path.join(out, name))
     docmap = pq.read_table(os.path.join(signed, store.DOCMAP_FILE))
     docmap = docmap.set_column(docmap.schema.get_field_index("indexed"), "indexed", pa.array(mask))
     pq.write_table(docmap.cast(store.DOCMAP), os.path.join(out, store.DOCMAP_FILE))
@@ -338,6 +341,13 @@ def invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | N
         "signature_stats": info.get("stats", {}),
     })
     return stats
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system, or one without hard links
+        store.copy_file(src, dst)
 
 
 def _signed_info(signed: str) -> dict[str, Any]:
@@ -413,7 +423,8 @@ def write_index_version(
     fan_out=None,
 ) -> dict[str, int]:
     """The invert stage (Section 6.2): a complete index version in ``out`` from the signed folder
-    (I inverted from its H, and H, the maps and the bags brought along).
+    (I inverted from its H, and H, the maps and the bags brought along as links to the signed
+    folder's files).
 
     Documents with in-degree ≤ ``min_in_degree`` (None: no filter; also none when the
     signatures stage had no links) stay in H but are left out of I (Section 7.1).

@@ -199,19 +199,9 @@ def run_stage(
     named = f"{stage} ({label})" if label else stage
     key = stage_key(stage, inputs, params)
     final = output_path(root, stage, key)
-    found = read_manifest(final)
-    if found is not None and found.get("key") == key:
-        problems = damage(final, found, digests=verify)
-        if not problems:
-            log.info(
-                "stage %s: reused %s (computed %s in %.1f s)",
-                named, key[:12], found.get("finished", "?"), float(found.get("seconds", 0.0)),
-            )
-            return StageOutput(final, dict(found.get("stats") or {}), True)
-        log.warning("stage %s: the cached output %s is damaged (%s); computing it again",
-                    named, key[:12], "; ".join(problems[:3]) + (f"; {len(problems) - 3} more" if len(problems) > 3 else ""))
-        _remove(final)
-
+    reused = _reuse(final, key, named, verify, log)
+    if reused is not None:
+        return reused
     clean_stale(root, stage)
     fs, _ = filesystem(root)
     tmp = join(root, stage, f"{TMP_PREFIX}{key[:16]}-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
@@ -248,6 +238,99 @@ def run_stage(
         return StageOutput(final, dict(found.get("stats") or stats), True)
     log.info("stage %s: computed %s in %.1f s: %s", named, key[:12], seconds, brief_stats(stats))
     return StageOutput(final, stats, False)
+
+
+def find(root: str, stage: str, inputs: Mapping[str, Any], params: Any, *, verify: bool = False,
+         log: logging.Logger | logging.LoggerAdapter | None = None) -> StageOutput | None:
+    """The published output of ``stage`` for these inputs and parameters if it can be reused as
+    :func:`run_stage` would reuse it (whole, not consumed), else None; a damaged one is removed."""
+    key = stage_key(stage, inputs, params)
+    return _reuse(output_path(root, stage, key), key, stage, verify, log or run_logger("simweb.stagecache"))
+
+
+def recorded(root: str, stage: str, inputs: Mapping[str, Any], params: Any) -> StageOutput | None:
+    """The output of ``stage`` for these inputs and parameters as its manifest records it —
+    its folder and stats — whether or not its files are still there (:func:`consume`); None
+    when it was never published."""
+    key = stage_key(stage, inputs, params)
+    path = output_path(root, stage, key)
+    manifest = read_manifest(path)
+    if manifest is None or manifest.get("key") != key:
+        return None
+    return StageOutput(path, dict(manifest.get("stats") or {}), True)
+
+
+def consume(output: StageOutput, log: logging.Logger | logging.LoggerAdapter | None = None) -> int:
+    """Delete the files of an output that the next stage has turned wholly into its own (the
+    bag fragments, once merged), keeping its manifest, so its key and stats still name it in
+    the lineage; returns the bytes freed. A consumed output is never reused: should the next
+    stage's output be lost, :func:`run_stage` computes it anew.
+
+    The manifest saying so is replaced first and the files deleted after, so a run stopped in
+    between leaves an output that is known to be consumed, never one that looks whole.
+    """
+    manifest = read_manifest(output.path)
+    if manifest is None or manifest.get("consumed") or not isinstance(manifest.get("files"), Mapping):
+        return 0
+    files = manifest["files"]
+    freed = int(sum(int(meta.get("bytes", 0)) for meta in files.values()))
+    _write_manifest(output.path, {**manifest, "files": {}, "consumed": {"at": _now(), "bytes": freed}})
+    fs, root = filesystem(output.path)
+    for name in files:
+        try:
+            fs.rm(f"{root.rstrip('/')}/{name}")
+        except FileNotFoundError:
+            pass
+    (log or run_logger("simweb.stagecache")).debug(
+        "stage %s: %s consumed by the next stage; its %s of files deleted", output.stage, output.key[:12],
+        _megabytes(freed))
+    return freed
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB"
+
+
+def _write_manifest(folder: str, manifest: Mapping[str, Any]) -> None:
+    """Replace a published output's manifest (atomically on a local file system)."""
+    text = json.dumps(manifest, sort_keys=True, indent=1).encode()
+    local = local_path(folder)
+    if local is None:
+        fs, p = filesystem(join(folder, MANIFEST))
+        with fs.open(p, "wb") as f:
+            f.write(text)
+        return
+    tmp = os.path.join(local, f"{MANIFEST}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, os.path.join(local, MANIFEST))
+    _fsync_dir(local)
+
+
+def _reuse(final: str, key: str, named: str, verify: bool,
+           log: logging.Logger | logging.LoggerAdapter) -> StageOutput | None:
+    """The output at ``final`` if it is whole and not consumed; a damaged or consumed one is
+    removed so that it can be computed anew."""
+    found = read_manifest(final)
+    if found is None or found.get("key") != key:
+        return None
+    if found.get("consumed"):
+        log.info("stage %s: %s was consumed by the next stage; computing it again", named, key[:12])
+        _remove(final)
+        return None
+    problems = damage(final, found, digests=verify)
+    if not problems:
+        log.info(
+            "stage %s: reused %s (computed %s in %.1f s)",
+            named, key[:12], found.get("finished", "?"), float(found.get("seconds", 0.0)),
+        )
+        return StageOutput(final, dict(found.get("stats") or {}), True)
+    log.warning("stage %s: the cached output %s is damaged (%s); computing it again",
+                named, key[:12], "; ".join(problems[:3]) + (f"; {len(problems) - 3} more" if len(problems) > 3 else ""))
+    _remove(final)
+    return None
 
 
 def inventory(folder: str) -> dict[str, dict[str, Any]]:

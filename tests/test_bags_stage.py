@@ -19,9 +19,8 @@ from simweb.tasks.bags import (
     STAGE_MERGE,
     bags_task,
     build_bags_stage,
-    find_bags,
-    read_bags,
 )
+from simweb.tasks.bag_reader import find_bags, read_bags
 from simweb.tasks.crawl import load_corpus
 from simweb.tasks.stagecache import published
 from simweb.tasks.storage import write_parquet_atomic
@@ -145,6 +144,30 @@ def test_partitioning_does_not_change_the_bags(crawl, tmp_path):
     three = build_bags_stage(crawl, STRATEGY, str(tmp_path / "p3"), partitions=3, scheduler="threads")
     assert read_bags(one.path).to_dicts() == read_bags(three.path).to_dicts()
     assert one.stats["partitions"] == 1 and three.stats["partitions"] == 3
+
+
+def test_the_fragments_are_consumed_by_the_merge_and_made_again_only_when_it_is_lost(crawl, tmp_path):
+    import shutil
+
+    work = str(tmp_path / "work")
+    first = build_bags_stage(crawl, STRATEGY, work, scheduler="sync")
+    (fragments,) = published(work, STAGE_FRAGMENTS)
+    folder = tmp_path / "work" / STAGE_FRAGMENTS / fragments["key"]
+    # Merged, the fragments' files are gone; their manifest and stats remain.
+    assert fragments["consumed"]["bytes"] > 0 and sorted(p.name for p in folder.iterdir()) == ["_SUCCESS.json"]
+    assert first.stats["fragment_rows"] == fragments["stats"]["fragment_rows"] > 0
+    # Another weighting needs only the merge: nothing is made again.
+    sqrt = Strategy(sources=["anchor", "content", "links"], frequency="sqrt", metric="cosine")
+    build_bags_stage(crawl, sqrt, work, scheduler="sync")
+    assert published(work, STAGE_FRAGMENTS) == [fragments]
+    # The merge lost: fragments and merge are made again, and the bags are the same.
+    (merged,) = published(work, STAGE_MERGE)
+    shutil.rmtree(tmp_path / "work" / STAGE_MERGE / merged["key"])
+    shutil.rmtree(first.path)
+    again = build_bags_stage(crawl, STRATEGY, work, scheduler="sync")
+    assert not again.reused and again.path == first.path and again.stats["fragment_rows"] == first.stats["fragment_rows"]
+    assert published(work, STAGE_FRAGMENTS)[0]["finished"] != fragments["finished"]
+    assert_bags_equal(read_bags(again.path), reference_bags(PAGES_1, LINKS_1, STRATEGY))
 
 
 def test_read_bags_of_chosen_urls_and_find_bags(crawl, tmp_path):

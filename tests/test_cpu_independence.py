@@ -71,7 +71,8 @@ def build_and_digest(warc_dir: Path, out: Path) -> dict[str, str]:
     by the signatures stage) and invert; a digest of each output."""
     from simweb.core.minhash import MinHashParams
     from simweb.core.strategy import Strategy
-    from simweb.tasks.bags import build_bags_stage, read_bags
+    from simweb.tasks.bag_reader import read_bags
+    from simweb.tasks.bags import build_bags_stage
     from simweb.tasks.crawl import load_corpus
     from simweb.tasks.ingest import ingest_files
     from simweb.tasks.signatures import signatures, write_index_version

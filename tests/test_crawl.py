@@ -26,7 +26,8 @@ from simweb.core.strategy import Strategy
 from simweb.core.urls import url_id
 from simweb.core.weighting import Weighting
 from simweb.tasks import schemas
-from simweb.tasks.bags import DF_FILE, DfSnapshot, build_bags_stage, read_bags
+from simweb.tasks.bag_reader import read_bags
+from simweb.tasks.bags import DF_FILE, DfSnapshot, build_bags_stage
 from simweb.tasks.crawl import (
     SELECTION_FILE,
     count_page_rows,

@@ -67,6 +67,9 @@ def test_sharded_inversion_equals_one_block(tmp_path):
     for name in (store.KEYS_FILE, store.DOCS_FILE, "I.offsets.u32", store.H_FILE):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "many" / name).read_bytes()
     assert json.loads((tmp_path / "one" / "index.json").read_text())["min_in_degree"] is None
+    # H, the maps and the bags are the signed folder's files, linked, not copied.
+    for name in (store.H_FILE, store.URLS_FILE, store.URL_DOCS_FILE, store.BAGS_FILE):
+        assert (tmp_path / "one" / name).samefile(tmp_path / "signed" / name), name
 
 
 def test_bad_bag_rows_and_duplicate_urls_are_skipped_and_counted(tmp_path):

@@ -22,7 +22,8 @@ import hashlib
 import pytest
 
 from simweb.core.strategy import Strategy
-from simweb.tasks.bags import build_bags_stage, read_bags
+from simweb.tasks.bag_reader import read_bags
+from simweb.tasks.bags import build_bags_stage
 from simweb.tasks.crawl import alias_report, load_corpus
 from simweb.tasks.ingest import ingest_files
 

@@ -33,10 +33,13 @@ def build(warcs: list[str], root: Path, strategy: Strategy):
     return build_bags_stage(str(root / "crawl"), strategy, str(root / "stages"), scheduler="sync")
 
 
-def finished(root: Path) -> dict[str, int]:
-    """Every finished unit of work with its modification time: stage manifests and ingest parts."""
-    marks = list(root.glob("stages/*/*/" + stagecache.MANIFEST)) + list(root.glob("crawl/stats/part-*.json"))
-    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in marks}
+def finished(root: Path) -> dict[str, int | str]:
+    """Every finished unit of work with when it was computed: stage manifests (the time they
+    record: consuming an output rewrites its manifest, not its work) and ingest parts."""
+    marks = {str(p.relative_to(root)): json.loads(p.read_text())["finished"]
+             for p in root.glob("stages/*/*/" + stagecache.MANIFEST)}
+    marks.update((str(p.relative_to(root)), p.stat().st_mtime_ns) for p in root.glob("crawl/stats/part-*.json"))
+    return marks
 
 
 def computed_since(before: dict[str, int], after: dict[str, int]) -> list[str]:
@@ -130,10 +133,9 @@ def prefect_api(tmp_path_factory):
             yield server.api_url
 
 
-def flow_marks(out: Path) -> dict[str, int]:
+def flow_marks(out: Path) -> dict[str, int | str]:
     """Finished units of a build-index output folder: ingest parts and stage manifests."""
-    marks = list(out.glob("stages/*/*/" + stagecache.MANIFEST)) + list(out.glob("crawl/stats/part-*.json"))
-    return {str(p.relative_to(out)): p.stat().st_mtime_ns for p in marks}
+    return finished(out)
 
 
 @pytest.mark.slow

@@ -212,3 +212,39 @@ def test_the_lineage_of_an_output_names_every_stage_it_was_computed_from(tmp_pat
     shutil.rmtree(ingest.path)
     with pytest.raises(FileNotFoundError, match="expected a finished stage output"):
         stagecache.lineage(root, index)
+
+
+def test_a_consumed_output_keeps_its_manifest_and_stats_but_is_never_reused(tmp_path):
+    root = str(tmp_path)
+    calls = []
+
+    def compute(tmp):
+        calls.append(tmp)
+        return write_numbers(5)(tmp)
+
+    first = run_stage(root, "frag", {"crawl": ["sha256:aa"]}, Params(), compute)
+    down = run_stage(root, "merge", {"frag": first}, None, write_numbers(2))
+    size = Path(first.path, "numbers.txt").stat().st_size
+    assert stagecache.consume(first) == size and stagecache.consume(first) == 0  # once
+    assert not Path(first.path, "numbers.txt").exists()
+    manifest = json.loads(Path(first.path, MANIFEST).read_text())
+    assert manifest["files"] == {} and manifest["consumed"]["bytes"] == size
+    # Its key and stats still name it: in the lineage, and for a stage that reads only its record.
+    assert stagecache.recorded(root, "frag", {"crawl": ["sha256:aa"]}, Params()) == \
+        StageOutput(first.path, {"records_out": 5}, True)
+    assert set(stagecache.lineage(root, down)) == {"merge", "frag"}
+    assert stagecache.find(root, "merge", {"frag": first}, None) == StageOutput(down.path, {"records_out": 2}, True)
+    # Never reused: looked for, it is not there; run again, it is computed anew, whole.
+    assert stagecache.find(root, "frag", {"crawl": ["sha256:aa"]}, Params()) is None
+    again = run_stage(root, "frag", {"crawl": ["sha256:aa"]}, Params(), compute)
+    assert len(calls) == 2 and not again.reused and again.path == first.path
+    assert Path(again.path, "numbers.txt").read_text() == "0\n1\n2\n3\n4"
+    assert "consumed" not in json.loads(Path(again.path, MANIFEST).read_text())
+
+
+def test_find_removes_a_damaged_output_as_run_stage_would(tmp_path):
+    root = str(tmp_path)
+    out = run_stage(root, "merge", {"frag": "frag:" + "0" * 64}, None, write_numbers(4))
+    Path(out.path, "numbers.txt").write_text("0\n1")
+    assert stagecache.find(root, "merge", {"frag": "frag:" + "0" * 64}, None) is None
+    assert not Path(out.path).exists()

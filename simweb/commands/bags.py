@@ -103,7 +103,8 @@ def run_bags(args) -> int:
     if args.partitions is not None and args.partitions < 1:
         print(f"simweb bags: --partitions: expected at least 1, got {args.partitions}", file=sys.stderr)
         return 2
-    from simweb.tasks.bags import build_bags_stage, read_bags
+    from simweb.tasks.bag_reader import read_bags
+    from simweb.tasks.bags import build_bags_stage
 
     try:
         out = build_bags_stage(args.crawl, strategy, args.out, args.partitions, scheduler=args.scheduler,
@@ -149,7 +150,7 @@ def _index_bags(path: str, urls: list[str]) -> list[dict[str, float]] | None:
 def run_similarity(args) -> int:
     from simweb.api import UnknownURL
     from simweb.core.similarity import cosine, jaccard, shared_terms
-    from simweb.tasks.bags import find_bags, read_bags
+    from simweb.tasks.bag_reader import find_bags, read_bags
 
     (u1, id1), (u2, id2) = _ids([args.url1, args.url2], "similarity")
     try:
