@@ -13,6 +13,9 @@ whole with a manifest), so a second strategy reuses what it shares with the firs
         window + link id per inlink; out-link id per outlink) and adds up equal (URL, term)
         pairs within the slice: fragments merge associatively, so combining early is exact.
         Each slice is written sorted by URL id, in row groups of FRAGMENT_ROW_GROUP rows.
+        Once the merge is published the fragments are consumed (stagecache.consume: files
+        deleted, manifest and stats kept): the merge is a function of them alone, so they are
+        made again only if the merge is lost.
     OUT/bag-merge/<key>/part-*.parquet       (url_id, url, term, tf)           MERGED
     OUT/bag-merge/<key>/_terms/counts-*.parquet   (term, df) per partition
         key: the fragments (not P: partitioning changes how the work is cut, not the bags)
