@@ -31,7 +31,7 @@ import json
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, replace
 from multiprocessing import get_context
 
@@ -332,7 +332,10 @@ def _copy_round(task: _Round) -> _RoundDone:
                 changed.update(words=page.words, words_replaced=page.words_replaced, links=page.links,
                                links_dropped=page.links_dropped, links_retargeted=page.links_retargeted,
                                anchors=len(rewritten.anchors) - page.links_dropped)
-                warcs.add(mirror_url(url, task.copy), mtime, page.html.encode(charset), charset)
+                # A word from another page may not exist in this page's charset: HTML writes it
+                # as a character reference then (&#937;), which every reader decodes back.
+                warcs.add(mirror_url(url, task.copy), mtime, page.html.encode(charset, "xmlcharrefreplace"),
+                          charset)
                 made += 1
                 count += 1
             if count:
@@ -360,22 +363,34 @@ def _write_copies(sources: Sequence[_Source], collection: Collection, out: str, 
               for copy in range(1, -(-wanted // written) + 1)]
     _SHARED = (sources, collection)
     done: list[_RoundDone] = []
+    made = 0
+
+    def finished(result: _RoundDone) -> None:
+        nonlocal made
+        done.append(result)
+        made += sum(result.copied.values())
+        log(f"copy round {result.copy}: done ({made:,} of {wanted:,} copies)")
+
     try:
         if jobs <= 1 or len(rounds) == 1:
-            results = map(_copy_round, rounds)
+            for task in rounds:
+                finished(_copy_round(task))
         else:
-            pool = ProcessPoolExecutor(max_workers=min(jobs, len(rounds)), mp_context=get_context("fork"))
-            results = pool.map(_copy_round, rounds)
-        made = 0
-        for result in results:
-            done.append(result)
-            made += sum(result.copied.values())
-            log(f"copy round {result.copy}: {made:,} of {wanted:,} copies")
+            # Rounds are reported as they finish, and the first that fails stops the others.
+            with ProcessPoolExecutor(max_workers=min(jobs, len(rounds)), mp_context=get_context("fork")) as pool:
+                futures = [pool.submit(_copy_round, task) for task in rounds]
+                try:
+                    for future in as_completed(futures):
+                        finished(future.result())
+                except BaseException:
+                    for future in futures:
+                        future.cancel()
+                    for process in list(getattr(pool, "_processes", {}).values()):
+                        process.terminate()  # a round can take many minutes: do not wait for it
+                    raise
     finally:
         _SHARED = None
-        if jobs > 1 and len(rounds) > 1:
-            pool.shutdown(cancel_futures=True)
-    return len(rounds), done
+    return len(rounds), sorted(done, key=lambda result: result.copy)
 
 
 def build_scale(

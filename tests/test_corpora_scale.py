@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import html
 import json
 import re
 from collections import Counter
@@ -142,6 +143,29 @@ def test_the_bytes_do_not_depend_on_how_many_copy_rounds_run_at_once(cache, tmp_
     assert names == ["scale-00000.warc.gz"] + [f"scale-copy{k:03d}-00000.warc.gz" for k in (1, 2, 3)]
     with gzip.open(tmp_path / "two" / "warc" / names[2]) as f:
         assert b"copy round: 2\r\n" in f.read(800)
+
+
+def test_a_copy_of_a_page_in_a_narrow_charset_writes_foreign_words_as_character_references(tmp_path):
+    greek = "ωμέγα αλφάβητο λέξη κείμενο σελίδα".split()
+    folder = tmp_path / "debs"
+    folder.mkdir()
+    root = "usr/share/doc/{}/html/"
+    make_deb(folder, "ggg-doc", "1.0-1", {
+        root.format("ggg-doc") + f"p{i}.html": (
+            f"<html><head><meta charset='utf-8'><title>g{i}</title></head><body><p>"
+            + " ".join(greek[(i + k) % len(greek)] for k in range(200)) + "</p></body></html>").encode()
+        for i in range(4)})
+    make_deb(folder, "lll-doc", "1.0-1", {
+        root.format("lll-doc") + "p0.html": (
+            "<html><head><meta charset='iso-8859-1'><title>Café</title></head><body><p>"
+            + " ".join(["café naïve façade"] * 40) + "</p></body></html>").encode("iso-8859-1")})
+    build_scale(10, str(tmp_path / "out"), packages=("ggg-doc", "lll-doc"), cache=str(folder))
+    copies = {u: b for recs in records(tmp_path / "out").values() for u, b in recs if "mirror" in u and "lll-doc" in u}
+    assert copies
+    for body in copies.values():
+        text = body.decode("iso-8859-1")
+        assert "&#" in text and "café" in text
+        assert html.unescape(text).count("ω") + sum(html.unescape(text).count(w[0]) for w in greek) > 0
 
 
 def test_the_directory_gives_every_copy_a_tree_of_its_own(cache, tmp_path):
