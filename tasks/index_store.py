@@ -40,6 +40,7 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -67,6 +68,8 @@ URL_DOCS_FILE = "urls.docs.u32"
 DOCMAP_FILE = "docs.parquet"
 BAGS_FILE = "bags.parquet"
 BAG_ROW_GROUP = 1024
+#: Row groups of the bags an opened version keeps in memory (the most recently read).
+BAG_GROUPS_KEPT = 64
 KEEP_VERSIONS = 2
 
 DOCMAP = pa.schema(
@@ -389,16 +392,19 @@ class IndexVersion:
         return pc.list_flatten(terms), offsets, weights.astype(np.float64)
 
     def _bag_group(self, g: int) -> pa.Table:
-        groups = self._cache.setdefault("bag_groups", {})
-        table = groups.get(g)
-        if table is None:
-            pf = self._cache.get("bags_file")
-            if pf is None:
-                pf = self._cache["bags_file"] = pq.ParquetFile(os.path.join(self.path, BAGS_FILE))
-            if len(groups) >= 64:
-                groups.pop(next(iter(groups)))
-            table = groups[g] = pf.read_row_group(g)
-        return table
+        # The server may answer from several threads: one reader of the file and its 64
+        # most recent row groups, under one lock (dict.setdefault is atomic).
+        with self._cache.setdefault("bags_lock", threading.Lock()):
+            groups = self._cache.setdefault("bag_groups", {})
+            table = groups.get(g)
+            if table is None:
+                pf = self._cache.get("bags_file")
+                if pf is None:
+                    pf = self._cache["bags_file"] = pq.ParquetFile(os.path.join(self.path, BAGS_FILE))
+                if len(groups) >= BAG_GROUPS_KEPT:
+                    groups.pop(next(iter(groups)))
+                table = groups[g] = pf.read_row_group(g)
+            return table
 
     def verify(self) -> None:
         """Check every file's SHA-256 against the manifest (reads the whole index)."""
