@@ -22,9 +22,9 @@ from collections.abc import Iterable
 from importlib import resources
 
 
+# STEMMED_STOPWORDS is an attribute too (module __getattr__, built with the stemmer on first
+# use); the function stemmed_stopwords() is its exported form.
 __all__ = [
-    "STEMMED_STOPWORDS",
-    "surface_forms",
     "STOPWORDS",
     "WORD_RE",
     "Stemming",
@@ -32,6 +32,8 @@ __all__ = [
     "never_stop",
     "never_stop_flags",
     "porter_stem",
+    "stemmed_stopwords",
+    "surface_forms",
     "term",
     "terms",
     "tokenize",
