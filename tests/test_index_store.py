@@ -129,7 +129,7 @@ def test_damaged_or_foreign_folders_are_refused_with_a_clear_message(tmp_path, s
         (copy / name).write_bytes((open(os.path.join(v, name), "rb")).read())
     with open(copy / store.H_FILE, "r+b") as f:
         f.write(b"\x00\x01\x02\x03")
-    with pytest.raises(store.IndexFormatError, match="H.u32: expected SHA-256 [0-9a-f]{64} \(in index.json\), found [0-9a-f]{64}"):
+    with pytest.raises(store.IndexFormatError, match=r"H.u32: expected SHA-256 [0-9a-f]{64} \(in index.json\), found [0-9a-f]{64}"):
         store.open_version(str(copy), verify=True)
     with open(copy / store.DOCS_FILE, "ab") as f:
         f.write(b"\x00")
