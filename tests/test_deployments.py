@@ -137,7 +137,7 @@ def orchestrated(tmp_path_factory, warc_dir):
         proc = subprocess.Popen(
             [sys.executable, "-m", "simweb.cli", "orchestrate", "up", "--port", str(port), "--data", str(data)],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=base,
-            start_new_session=True,
+            start_new_session=True, preexec_fn=_interruptible,
         )
     try:
         _wait_for(lambda: is_healthy(api), 240, "the Prefect server", proc, log)
@@ -209,22 +209,13 @@ def test_a_rebuild_with_a_changed_strategy_from_the_cli_reruns_from_the_bags_sta
     assert marks() == ingested and ingested, "the ingest ran again for a strategy change"
 
 
-def _ctrl_c(proc: subprocess.Popen, log: Path, patience: float = 90.0) -> None:
-    """Ctrl-C in the command's terminal: SIGINT to its process group. A Ctrl-C that lands while
-    Prefect's runner is still starting a flow run's process can go unnoticed (no shutdown begins);
-    then it is pressed again, as a user would, every 10 s until the shutdown has begun."""
+def _interruptible() -> None:
+    """In the child, before it runs: Ctrl-C (SIGINT) back to its default. A shell starts a
+    background job with SIGINT ignored, the child inherits that, and a Python started so never
+    turns Ctrl-C into KeyboardInterrupt — the test would then stop a command that cannot hear it."""
     import signal
 
-    deadline = time.monotonic() + patience
-    while proc.poll() is None and time.monotonic() < deadline:
-        text = log.read_text(errors="replace")
-        if "Received KeyboardInterrupt" not in text and "Pausing all deployments" not in text:
-            os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            pass
-    stop_process_group(proc, timeout=30)  # whatever is left of the group
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _live(out: Path) -> str:
@@ -298,7 +289,7 @@ def test_ctrl_c_marks_the_running_build_crashed_and_the_database_lives_in_the_da
             [sys.executable, "-m", "simweb.cli", "orchestrate", "up", "--port", str(port), "--data", str(data),
              "--only", "build-index"],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=tmp_path,
-            start_new_session=True)
+            start_new_session=True, preexec_fn=_interruptible)
         try:
             _wait_for(lambda: is_healthy(api), 240, "the Prefect server", proc, log)
             deployment = _wait_for(lambda: _api_post(api, "/deployments/filter", {}), 120, "the deployment", proc, log)[0]
@@ -307,7 +298,7 @@ def test_ctrl_c_marks_the_running_build_crashed_and_the_database_lives_in_the_da
                       "the run to start", proc, log)
             assert (data / ".prefect").is_dir() and not (tmp_path / "home" / ".prefect").exists()
         finally:
-            _ctrl_c(proc, log)
+            stop_process_group(proc, timeout=60)  # SIGINT to the group: Ctrl-C in its terminal
     output = log.read_text(errors="replace")
     assert "marked 1 interrupted run(s) as crashed" in output, output[-3000:]
     with LocalPrefectServer(prefect_home=data / ".prefect", log_path=tmp_path / "again.log") as again:
