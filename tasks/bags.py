@@ -3,7 +3,7 @@
 Three cached sub-stages (simweb.tasks.stagecache: outputs keyed by inputs and parameters, published
 whole with a manifest), so a second strategy reuses what it shares with the first:
 
-    OUT/bag-fragments/<key>/part-{pages,links}-<part>.parquet   (url_id, url, term, weight)   FRAGMENTS
+    OUT/bag-fragments/<key>/part-{pages,links}-<part>.c<cell>.parquet   (url_id, url, term, weight)   FRAGMENTS
         key: the content digests of the crawl's parts (those CRAWL.json selects, if it exists;
         simweb.tasks.crawl) + Strategy.fragment_params()
         One Dask task per pages part and per links part, each reading its part slice by slice
@@ -12,7 +12,10 @@ whole with a manifest), so a second strategy reuses what it shares with the firs
         simweb.core.bags.Corpus builds the slice's fragments (content + title per page; anchor
         window + link id per inlink; out-link id per outlink) and adds up equal (URL, term)
         pairs within the slice: fragments merge associatively, so combining early is exact.
-        Each slice is written sorted by URL id, in row groups of FRAGMENT_ROW_GROUP rows.
+        Each part's fragments go to one file per cell of a grid of 2^L equal ranges of URL ids
+        (:class:`CellFiles`; 2^L the merge partitions the crawl's size suggests, recorded as
+        the stats' "cells"), each slice's rows sorted by URL id in row groups cut at a finer
+        grid (:func:`write_fragments`), so that a merge partition opens only its own cells.
         Once the merge is published the fragments are consumed (stagecache.consume: files
         deleted, manifest and stats kept): the merge is a function of them alone, so they are
         made again only if the merge is lost.
@@ -20,8 +23,9 @@ whole with a manifest), so a second strategy reuses what it shares with the firs
     OUT/bag-merge/<key>/_terms/counts-*.parquet   (term, df) per partition
         key: the fragments (not P: partitioning changes how the work is cut, not the bags)
         Partition i of P holds the URLs of the i-th of P equal ranges of URL ids
-        (:func:`url_ranges`); its task reads from every fragment file the row groups of that
-        range (their URL id statistics say which) and merges them (:func:`merge_fragments`):
+        (:func:`url_ranges`; P a power of two unless the user names it); its task reads from
+        the fragment files of its cells the row groups of that range (their URL id statistics
+        say which) and merges them (:func:`merge_fragments`):
         one row per (URL, term), sorted by URL id then term, and how many URLs each term
         occurs in. No shuffle of Python objects; the partitions in order are sorted by URL id.
     OUT/bags/<key>/part-*.parquet            simweb.tasks.schemas.BAGS
@@ -48,6 +52,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,6 +100,9 @@ __all__ = [
     "sum_counts",
     "url_ranges",
     "weigh_part",
+    "CellFiles",
+    "merge_partitions",
+    "write_fragments",
     "write_merged",
 ]
 
@@ -106,9 +114,14 @@ STAGE_FRAGMENTS, STAGE_MERGE, STAGE_BAGS = "bag-fragments", "bag-merge", "bags"
 DF_FILE = "_terms/df.parquet"
 SNAPSHOT_DF_FILE = "_terms/df-snapshot.parquet"  # the frozen df a bags folder was weighted with
 COUNTS_FILE = "_terms/counts-{:05d}.parquet"  # a merge partition's (term, df)
-#: Rows per row group of a fragments file: the URL id statistics of a row group let a merge
+#: Most rows per row group of a fragments file: the URL id statistics of a row group let a merge
 #: partition skip what is not in its range, so row groups are kept small next to a partition.
 FRAGMENT_ROW_GROUP = 16_384
+#: Fewest rows a fragments row group holds on average: a slice's rows are cut at the cells of
+#: the finest grid of 2^L equal URL id ranges that leaves this many rows a cell (write_fragments).
+FRAGMENT_MIN_ROWS = 512
+#: The finest grid a slice is cut at: 2^16 cells.
+FRAGMENT_MAX_LEVEL = 16
 #: Rows per row group of a merged part, its strings decoded for writing one row group at a time.
 MERGED_ROW_GROUP = 262_144
 #: Terms per row group of a BAGS part, for the same reason.
@@ -221,20 +234,22 @@ def _urls(url_ids: np.ndarray, pages: pa.Table | None, links: pa.Table | None) -
 
 
 def fragments_of_pages_part(url: str, strategy: Strategy, skip_ids: np.ndarray, out: str,
-                            size: PartSize = PartSize(), exclude: Callable[[str], bool] | None = None) -> dict[str, int]:
+                            size: PartSize = PartSize(), exclude: Callable[[str], bool] | None = None,
+                            level: int = 0) -> dict[str, int]:
     """Content and title fragments of one pages part, slice by slice (at most
-    ``size.page_rows`` pages at once), pre-merged per (URL, term) within a slice, to ``out``;
-    the pages ``exclude`` names are left out."""
+    ``size.page_rows`` pages at once), pre-merged per (URL, term) within a slice, to the files
+    ``out``.c<cell>.parquet of its cells of 2^``level`` (:class:`CellFiles`); the pages
+    ``exclude`` names are left out."""
     columns = ["url", "url_id", "title_words", *(["words"] if strategy.uses_content else [])]
     stats = {"pages": 0, "duplicate_pages": 0, "excluded_pages": 0, "fragment_rows": 0, "slices": 0}
     seen = np.zeros(0, np.uint64)  # a URL repeated within the part keeps its first page
-    with parquet_writer_atomic(out, FRAGMENTS) as writer:
+    with CellFiles(out, level) as writer:
         for piece in page_slices(url, columns, skip_ids, size.page_rows, exclude):
             ids = piece.pages.column("url_id").to_numpy()
             again = np.isin(ids, seen)
             table, seen = piece.pages.filter(pa.array(~again)), np.concatenate([seen, ids[~again]])
             frags, frag_stats = fragments(table, None, strategy)
-            writer.write_table(frags, row_group_size=FRAGMENT_ROW_GROUP)
+            writer.write(frags)
             stats["pages"] += piece.pages.num_rows + piece.skipped + piece.excluded
             stats["duplicate_pages"] += frag_stats.duplicate_pages + piece.skipped + int(again.sum())
             stats["excluded_pages"] += piece.excluded
@@ -245,22 +260,23 @@ def fragments_of_pages_part(url: str, strategy: Strategy, skip_ids: np.ndarray, 
 
 def fragments_of_links_part(url: str, strategy: Strategy, skip_sources: np.ndarray, out: str,
                             size: PartSize = PartSize(), exclude: Callable[[str], bool] | None = None,
-                            aliases: AliasMap | None = None) -> dict[str, int]:
+                            aliases: AliasMap | None = None, level: int = 0) -> dict[str, int]:
     """Anchor-window and link-id fragments of one links part, slice by slice (at most
     ``size.link_rows`` links and the row groups of source pages they point into),
-    pre-merged per (URL, term) within a slice, to ``out``; the out-links of the pages
+    pre-merged per (URL, term) within a slice, to the files ``out``.c<cell>.parquet of its
+    cells of 2^``level`` (:class:`CellFiles`); the out-links of the pages
     ``exclude`` names are left out; links to an alias count for its document
     (simweb.tasks.crawl.redirect_links)."""
     stats = {"links": 0, "links_of_duplicate_pages": 0, "links_from_excluded_pages": 0, "self_links": 0,
              "fragment_rows": 0, "slices": 0, **({"links_redirected_to_aliases": 0} if aliases else {})}
-    with parquet_writer_atomic(out, FRAGMENTS) as writer:
+    with CellFiles(out, level) as writer:
         for piece in link_slices(url, skip_sources, size.link_rows, sources=strategy.uses_anchor,
                                  exclude=exclude):
             links, redirected = redirect_links(piece.links, aliases) if aliases else (piece.links, 0)
             if aliases:
                 stats["links_redirected_to_aliases"] += redirected
             table, piece_stats = fragments(None, links, strategy, piece.sources, where=url)
-            writer.write_table(table, row_group_size=FRAGMENT_ROW_GROUP)
+            writer.write(table)
             stats["links"] += piece.links.num_rows + piece.skipped + piece.excluded
             stats["links_of_duplicate_pages"] += piece.skipped
             stats["links_from_excluded_pages"] += piece.excluded
@@ -268,6 +284,118 @@ def fragments_of_links_part(url: str, strategy: Strategy, skip_sources: np.ndarr
             stats["fragment_rows"] += table.num_rows
             stats["slices"] += 1
     return stats
+
+
+def write_fragments(writer: pq.ParquetWriter, table: pa.Table, level: int = 0) -> None:
+    """Write fragments (FRAGMENTS, sorted by URL id, all in one cell of the grid of 2^``level``
+    equal URL id ranges) with ``writer``, in row groups cut at the cells of a finer grid — as
+    fine as leaves FRAGMENT_MIN_ROWS rows a cell on average, at most 2^FRAGMENT_MAX_LEVEL cells
+    a file — and of at most FRAGMENT_ROW_GROUP rows: a merge partition narrower than the file's
+    cell reads from it, by the row groups' URL id statistics, little more than its own rows."""
+    n = table.num_rows
+    finer = min(FRAGMENT_MAX_LEVEL, max(0, (n // FRAGMENT_MIN_ROWS).bit_length() - 1))
+    if finer == 0:
+        writer.write_table(table, row_group_size=FRAGMENT_ROW_GROUP)
+        return
+    for start, stop in _runs(table.column("url_id").to_numpy(), level + finer):
+        writer.write_table(table.slice(start, stop - start), row_group_size=FRAGMENT_ROW_GROUP)
+
+
+def _runs(ids: np.ndarray, level: int) -> list[tuple[int, int]]:
+    """[start, stop) of each run of sorted URL ``ids`` that falls in one cell of 2^``level``."""
+    if level == 0 or ids.size == 0:
+        return [(0, int(ids.size))] if ids.size else []
+    cells = ids >> np.uint64(64 - level)
+    bounds = [0, *(np.flatnonzero(cells[1:] != cells[:-1]) + 1).tolist(), int(ids.size)]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def cell_of(url_id: int, level: int) -> int:
+    """The cell of the grid of 2^``level`` equal URL id ranges that ``url_id`` falls in."""
+    return url_id >> (64 - level) if level else 0
+
+
+class CellFiles:
+    """A part's fragments written as one file per cell of a grid of 2^``level`` equal ranges of
+    URL ids (``<stem>.c<cell>.parquet``, opened when the cell's first rows arrive), so that a
+    merge partition opens only the files of its own cells: their footers describe its rows and
+    no others'. (Cut into row groups alone, every partition read the footers and straddling
+    row groups of every slice of the crawl — at a million pages 26 million rows to merge 4
+    million, the merge growing with the square of the crawl.) Each file appears whole when the
+    block ends without error, and none of them otherwise."""
+
+    def __init__(self, stem: str, level: int):
+        self.stem, self.level = stem, level
+        self._writers: dict[int, pq.ParquetWriter] = {}
+        self._stack = ExitStack()
+
+    def __enter__(self) -> CellFiles:
+        self._stack.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> bool | None:
+        return self._stack.__exit__(*exc)
+
+    def write(self, table: pa.Table) -> None:
+        """Add ``table`` (FRAGMENTS, sorted by URL id) to the files of its cells."""
+        ids = table.column("url_id").to_numpy()
+        for start, stop in _runs(ids, self.level):
+            cell = cell_of(int(ids[start]), self.level)
+            if cell not in self._writers:
+                self._writers[cell] = self._stack.enter_context(
+                    parquet_writer_atomic(f"{self.stem}.c{cell:05d}.parquet", FRAGMENTS))
+            write_fragments(self._writers[cell], table.slice(start, stop - start), self.level)
+
+
+def file_cell(url: str) -> int:
+    """The cell a fragments file holds (its ``.c<cell>`` suffix); 0 for a file of the whole range."""
+    name = url.rsplit("/", 1)[-1].split(".")
+    return int(name[-2][1:]) if len(name) >= 3 and name[-2].startswith("c") and name[-2][1:].isdigit() else 0
+
+
+def estimated_fragment_rows(crawl: Any, strategy: Strategy) -> int:
+    """A guess of the fragment rows the crawl's parts make under ``strategy``, from their row
+    counts (Parquet footers) alone: measured on DebDocs and the scale corpora, an anchor
+    window of 32 words makes 4–9 rows a link (window terms of one target summed within a
+    slice), link ids well under one, a page's content 100–200 rows. Only the number of cells
+    the fragments are cut into depends on it (:func:`fragment_level`): a wrong guess costs
+    files or reads, never memory or correctness."""
+    def rows(urls: Sequence[str]) -> int:
+        total = 0
+        for u in urls:
+            fs, path = filesystem(u)
+            with fs.open(path, "rb") as f:
+                total += pq.ParquetFile(f).metadata.num_rows
+        return total
+
+    links = rows(crawl.links) if (strategy.uses_anchor or strategy.uses_links or strategy.uses_outlinks) else 0
+    per_link = (6 if strategy.uses_anchor else 0) + (1 if strategy.uses_links or strategy.uses_outlinks else 0)
+    return links * per_link + rows(crawl.pages) * (200 if strategy.uses_content else 10)
+
+
+#: The most cells a part's fragments are cut into: every fragments task holds one open file per cell.
+FRAGMENT_MAX_CELLS = 256
+
+
+def fragment_level(estimated_rows: int, size: PartSize) -> int:
+    """log2 of the cells each part's fragments are cut into: as many as the merge partitions
+    the estimated rows would take (:func:`merge_partitions`), at most FRAGMENT_MAX_CELLS."""
+    cells = min(FRAGMENT_MAX_CELLS, merge_partitions(estimated_rows, size))
+    return cells.bit_length() - 1
+
+
+def merge_partitions(fragment_rows: int, size: PartSize) -> int:
+    """How many merge partitions ``fragment_rows`` rows take at ``size``: the fewest that hold at
+    most ``size.fragment_rows`` rows each on average, rounded up to a power of two so that each
+    partition is a union of whole cells of the fragments (or a part of one cell)."""
+    need = max(1, math.ceil(fragment_rows / size.fragment_rows))
+    return 1 << (need - 1).bit_length()
+
+
+def partition_files(files: Sequence[str], level: int, low: int, high: int) -> list[str]:
+    """The fragments files (of cells of 2^``level``) that hold URL ids between ``low`` and ``high``."""
+    first, last = cell_of(low, level), cell_of(high, level)
+    return [f for f in files if first <= file_cell(f) <= last]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,6 +478,13 @@ def merge_range(fragment_files: Sequence[str], low: int, high: int, out: str, co
     write_merged(merged, out)
     write_parquet_atomic(counts, counts_out)
     return merged.num_rows
+
+
+def _empty_partition(out: str, counts_out: str) -> int:
+    """A merge partition no fragment falls in: an empty part and empty term counts."""
+    write_merged(MERGED.empty_table(), out)
+    write_parquet_atomic(DF.empty_table(), counts_out)
+    return 0
 
 
 def write_merged(table: pa.Table, out: str) -> int:
@@ -561,13 +696,14 @@ def merge_stages(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: i
         t0 = time.perf_counter()
         copies = duplicate_copies(crawl.pages, crawl.aliases)
         aliases = copies.aliases if len(copies.aliases) else None
-        work = [dask.delayed(fragments_of_pages_part)(u, strategy, copies.of(u), join(tmp, f"part-pages-{part_of(u)}.parquet"),
-                                                     size, exclude)
+        level = fragment_level(estimated_fragment_rows(crawl, strategy), size)
+        work = [dask.delayed(fragments_of_pages_part)(u, strategy, copies.of(u), join(tmp, f"part-pages-{part_of(u)}"),
+                                                     size, exclude, level)
                 for u in crawl.pages]
-        work += [dask.delayed(fragments_of_links_part)(u, strategy, copies.of(u), join(tmp, f"part-links-{part_of(u)}.parquet"),
-                                                      size, exclude, aliases)
+        work += [dask.delayed(fragments_of_links_part)(u, strategy, copies.of(u), join(tmp, f"part-links-{part_of(u)}"),
+                                                      size, exclude, aliases, level)
                  for u in crawl.links]
-        stats: dict[str, Any] = {"pages": 0, "duplicate_pages": 0, "excluded_pages": 0, "links": 0,
+        stats: dict[str, Any] = {"cells": 1 << level, "pages": 0, "duplicate_pages": 0, "excluded_pages": 0, "links": 0,
                                  "links_of_duplicate_pages": 0, "links_from_excluded_pages": 0, "self_links": 0,
                                  "fragment_rows": 0, "slices": 0}
         for part_stats in _compute(work, scheduler):
@@ -595,7 +731,7 @@ def merge_stages(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: i
             consume(frag)
             return Merged(frag, merged)
     frag = run_stage(out_dir, STAGE_FRAGMENTS, inputs, params, fragments, verify=verify)
-    p = partitions or max(1, math.ceil(int(frag.stats.get("fragment_rows", 0)) / size.fragment_rows))
+    p = partitions or merge_partitions(int(frag.stats.get("fragment_rows", 0)), size)
 
     # 2. Merge: per range of URL ids, the fragments of its URLs from every file, equal (URL, term) pairs summed.
     def merge(tmp: str) -> dict[str, Any]:
@@ -606,9 +742,13 @@ def merge_stages(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: i
             write_parquet_atomic(DF.empty_table(), join(tmp, COUNTS_FILE.format(0)))
             written = [0]
         else:
-            writes = [dask.delayed(merge_range)(frag_parts, low, high, join(tmp, f"part-{i:05d}.parquet"),
-                                                join(tmp, COUNTS_FILE.format(i)))
-                      for i, (low, high) in enumerate(url_ranges(p))]
+            level = int(frag.stats.get("cells", 1)).bit_length() - 1
+            writes = []
+            for i, (low, high) in enumerate(url_ranges(p)):
+                files = partition_files(frag_parts, level, low, high)
+                out, counts = join(tmp, f"part-{i:05d}.parquet"), join(tmp, COUNTS_FILE.format(i))
+                writes.append(dask.delayed(merge_range)(files, low, high, out, counts) if files
+                              else dask.delayed(_empty_partition)(out, counts))
             written = _compute(writes, scheduler)
         return {"partitions": len(written), "rows": int(sum(written)), "seconds": round(time.perf_counter() - t0, 3)}
 

@@ -304,3 +304,62 @@ def test_a_shared_strategy_refuses_a_frozen_df(crawl, tmp_path):
     snapshot = DfSnapshot(str(tmp_path / "df.parquet"), Weighting(SHARED.frequency, 1.0, 1.0, 1.0))
     with pytest.raises(ValueError, match="one df per source"):
         build_bags_stage(crawl, SHARED, str(tmp_path / "work"), scheduler="sync", df_snapshot=snapshot)
+
+
+def test_fragments_go_to_one_file_per_cell_in_row_groups_of_finer_cells(tmp_path):
+    import numpy as np
+
+    from simweb.tasks.bags import FRAGMENTS, CellFiles, file_cell, partition_files, url_ranges
+
+    rng = np.random.default_rng(7)
+    ids = np.sort(rng.integers(0, 2**64 - 1, 12_000, dtype=np.uint64, endpoint=True))
+    table = pa.table({"url_id": pa.array(ids), "url": [f"u{i}" for i in ids.tolist()],
+                      "term": [f"t{i % 97}" for i in range(ids.size)], "weight": np.ones(ids.size)}, schema=FRAGMENTS)
+    stem = str(tmp_path / "part-links-x")
+    with CellFiles(stem, 2) as cells:  # two slices of one part
+        cells.write(table.slice(0, 6_000))
+        cells.write(table.slice(6_000))
+    files = sorted(str(p) for p in tmp_path.iterdir())
+    assert [file_cell(f) for f in files] == [0, 1, 2, 3]
+    rows = 0
+    for f in files:
+        meta = pq.ParquetFile(f).metadata
+        rows += meta.num_rows
+        cell = file_cell(f)
+        groups = [meta.row_group(i).column(0).statistics for i in range(meta.num_row_groups)]
+        assert all(s.min >> 62 == s.max >> 62 == cell for s in groups)  # every row in the file's cell
+        # Each slice's share of a cell (~1,500 rows) is cut at a finer grid: row groups of one finer cell each.
+        assert meta.num_row_groups >= 4 and all(s.min >> 61 == s.max >> 61 for s in groups)
+    assert rows == table.num_rows
+    # A partition opens the files of its cells only: a union of cells, or a part of one.
+    ranges = url_ranges(2)
+    assert [file_cell(f) for f in partition_files(files, 2, *ranges[1])] == [2, 3]
+    assert [file_cell(f) for f in partition_files(files, 2, *url_ranges(8)[5])] == [2]
+    # No file is left when the writing fails.
+    with pytest.raises(RuntimeError), CellFiles(str(tmp_path / "failed"), 2) as cells:
+        cells.write(table)
+        raise RuntimeError("killed")
+    assert sorted(str(p) for p in tmp_path.iterdir()) == files
+
+
+@pytest.mark.parametrize("partitions", [1, 3, 4, 16])
+def test_bags_are_the_same_whatever_cells_the_fragments_are_cut_into(crawl, tmp_path, monkeypatch, partitions):
+    from simweb.tasks import bags
+
+    whole = build_bags_stage(crawl, STRATEGY, str(tmp_path / "one"), scheduler="sync")
+    monkeypatch.setattr(bags, "fragment_level", lambda rows, size: 3)
+    cut = build_bags_stage(crawl, STRATEGY, str(tmp_path / "eight"), partitions, scheduler="sync")
+    (fragments,) = published(str(tmp_path / "eight"), STAGE_FRAGMENTS)
+    assert fragments["stats"]["cells"] == 8 and cut.stats["partitions"] == partitions
+    assert read_bags(cut.path).to_dicts() == read_bags(whole.path).to_dicts()
+    assert_bags_equal(read_bags(cut.path), reference_bags(PAGES_1, LINKS_1, STRATEGY))
+
+
+def test_merge_partitions_are_a_power_of_two_and_the_cells_follow_the_estimate():
+    from simweb.tasks.bags import FRAGMENT_MAX_CELLS, PartSize, fragment_level, merge_partitions
+
+    size = PartSize(16)
+    per = size.fragment_rows
+    assert [merge_partitions(n, size) for n in (0, 1, per, per + 1, 3 * per, 5 * per)] == [1, 1, 1, 2, 4, 8]
+    assert fragment_level(3 * per, size) == 2
+    assert 1 << fragment_level(10**12, size) == FRAGMENT_MAX_CELLS
