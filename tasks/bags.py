@@ -53,8 +53,9 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
+from itertools import pairwise
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import pyarrow as pa
@@ -85,9 +86,10 @@ from simweb.tasks.storage import filesystem, join, parquet_writer_atomic, parts,
 
 __all__ = [
     "DF_FILE",
-    "PART_MB",
     "FRAGMENTS",
     "MERGED",
+    "PART_MB",
+    "CellFiles",
     "DfSnapshot",
     "PartSize",
     "bags_task",
@@ -96,12 +98,11 @@ __all__ = [
     "fragments_of_links_part",
     "fragments_of_pages_part",
     "merge_fragments",
+    "merge_partitions",
     "merge_range",
     "sum_counts",
     "url_ranges",
     "weigh_part",
-    "CellFiles",
-    "merge_partitions",
     "write_fragments",
     "write_merged",
 ]
@@ -307,7 +308,7 @@ def _runs(ids: np.ndarray, level: int) -> list[tuple[int, int]]:
         return [(0, int(ids.size))] if ids.size else []
     cells = ids >> np.uint64(64 - level)
     bounds = [0, *(np.flatnonzero(cells[1:] != cells[:-1]) + 1).tolist(), int(ids.size)]
-    return list(zip(bounds[:-1], bounds[1:]))
+    return list(pairwise(bounds))
 
 
 def cell_of(url_id: int, level: int) -> int:
@@ -329,11 +330,11 @@ class CellFiles:
         self._writers: dict[int, pq.ParquetWriter] = {}
         self._stack = ExitStack()
 
-    def __enter__(self) -> CellFiles:
+    def __enter__(self) -> Self:
         self._stack.__enter__()
         return self
 
-    def __exit__(self, *exc: Any) -> bool | None:
+    def __exit__(self, *exc: object) -> bool | None:
         return self._stack.__exit__(*exc)
 
     def write(self, table: pa.Table) -> None:

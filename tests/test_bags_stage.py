@@ -8,11 +8,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from simweb.cli import main as simweb
 from simweb.core.bag_reference import LinkRow, PageRow, reference_bags
 from simweb.core.strategy import Strategy
 from simweb.core.urls import url_id
-from simweb.cli import main as simweb
 from simweb.tasks import schemas
+from simweb.tasks.bag_reader import find_bags, read_bags
 from simweb.tasks.bags import (
     STAGE_BAGS,
     STAGE_FRAGMENTS,
@@ -20,7 +21,6 @@ from simweb.tasks.bags import (
     bags_task,
     build_bags_stage,
 )
-from simweb.tasks.bag_reader import find_bags, read_bags
 from simweb.tasks.crawl import load_corpus
 from simweb.tasks.stagecache import published
 from simweb.tasks.storage import write_parquet_atomic
@@ -298,8 +298,8 @@ def test_a_shared_strategy_builds_each_source_and_their_share_weighted_sum(crawl
 
 
 def test_a_shared_strategy_refuses_a_frozen_df(crawl, tmp_path):
-    from simweb.tasks.bags import DfSnapshot
     from simweb.core.weighting import Weighting
+    from simweb.tasks.bags import DfSnapshot
 
     snapshot = DfSnapshot(str(tmp_path / "df.parquet"), Weighting(SHARED.frequency, 1.0, 1.0, 1.0))
     with pytest.raises(ValueError, match="one df per source"):
