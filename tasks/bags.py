@@ -120,7 +120,7 @@ COUNTS_FILE = "_terms/counts-{:05d}.parquet"  # a merge partition's (term, df)
 FRAGMENT_ROW_GROUP = 16_384
 #: Fewest rows a fragments row group holds on average: a slice's rows are cut at the cells of
 #: the finest grid of 2^L equal URL id ranges that leaves this many rows a cell (write_fragments).
-FRAGMENT_MIN_ROWS = 512
+FRAGMENT_MIN_ROWS = 8_192
 #: The finest grid a slice is cut at: 2^16 cells.
 FRAGMENT_MAX_LEVEL = 16
 #: Rows per row group of a merged part, its strings decoded for writing one row group at a time.

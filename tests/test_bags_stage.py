@@ -312,13 +312,13 @@ def test_fragments_go_to_one_file_per_cell_in_row_groups_of_finer_cells(tmp_path
     from simweb.tasks.bags import FRAGMENTS, CellFiles, file_cell, partition_files, url_ranges
 
     rng = np.random.default_rng(7)
-    ids = np.sort(rng.integers(0, 2**64 - 1, 12_000, dtype=np.uint64, endpoint=True))
+    ids = np.sort(rng.integers(0, 2**64 - 1, 200_000, dtype=np.uint64, endpoint=True))
     table = pa.table({"url_id": pa.array(ids), "url": [f"u{i}" for i in ids.tolist()],
                       "term": [f"t{i % 97}" for i in range(ids.size)], "weight": np.ones(ids.size)}, schema=FRAGMENTS)
     stem = str(tmp_path / "part-links-x")
     with CellFiles(stem, 2) as cells:  # two slices of one part
-        cells.write(table.slice(0, 6_000))
-        cells.write(table.slice(6_000))
+        cells.write(table.slice(0, 100_000))
+        cells.write(table.slice(100_000))
     files = sorted(str(p) for p in tmp_path.iterdir())
     assert [file_cell(f) for f in files] == [0, 1, 2, 3]
     rows = 0
@@ -328,7 +328,7 @@ def test_fragments_go_to_one_file_per_cell_in_row_groups_of_finer_cells(tmp_path
         cell = file_cell(f)
         groups = [meta.row_group(i).column(0).statistics for i in range(meta.num_row_groups)]
         assert all(s.min >> 62 == s.max >> 62 == cell for s in groups)  # every row in the file's cell
-        # Each slice's share of a cell (~1,500 rows) is cut at a finer grid: row groups of one finer cell each.
+        # Each slice's share of a cell (~25,000 rows) is cut at a finer grid: row groups of one finer cell each.
         assert meta.num_row_groups >= 4 and all(s.min >> 61 == s.max >> 61 for s in groups)
     assert rows == table.num_rows
     # A partition opens the files of its cells only: a union of cells, or a part of one.
