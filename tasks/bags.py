@@ -196,6 +196,11 @@ class PartSize:
     def fragment_rows(self) -> int:
         return max(4096, (self.part_mb << 20) // self.FRAGMENT_ROW_BYTES)
 
+    @property
+    def buffer_rows(self) -> int:
+        """Fragment rows a fragments task holds back to write them in fewer, longer runs (CellFiles)."""
+        return self.fragment_rows // 4
+
 
 # ---------------------------------------------------------------------------------------------
 # Sub-stage 1: fragments
@@ -244,7 +249,7 @@ def fragments_of_pages_part(url: str, strategy: Strategy, skip_ids: np.ndarray, 
     columns = ["url", "url_id", "title_words", *(["words"] if strategy.uses_content else [])]
     stats = {"pages": 0, "duplicate_pages": 0, "excluded_pages": 0, "fragment_rows": 0, "slices": 0}
     seen = np.zeros(0, np.uint64)  # a URL repeated within the part keeps its first page
-    with CellFiles(out, level) as writer:
+    with CellFiles(out, level, size.buffer_rows) as writer:
         for piece in page_slices(url, columns, skip_ids, size.page_rows, exclude):
             ids = piece.pages.column("url_id").to_numpy()
             again = np.isin(ids, seen)
@@ -270,7 +275,7 @@ def fragments_of_links_part(url: str, strategy: Strategy, skip_sources: np.ndarr
     (simweb.tasks.crawl.redirect_links)."""
     stats = {"links": 0, "links_of_duplicate_pages": 0, "links_from_excluded_pages": 0, "self_links": 0,
              "fragment_rows": 0, "slices": 0, **({"links_redirected_to_aliases": 0} if aliases else {})}
-    with CellFiles(out, level) as writer:
+    with CellFiles(out, level, size.buffer_rows) as writer:
         for piece in link_slices(url, skip_sources, size.link_rows, sources=strategy.uses_anchor,
                                  exclude=exclude):
             links, redirected = redirect_links(piece.links, aliases) if aliases else (piece.links, 0)
@@ -323,29 +328,55 @@ class CellFiles:
     no others'. (Cut into row groups alone, every partition read the footers and straddling
     row groups of every slice of the crawl — at a million pages 26 million rows to merge 4
     million, the merge growing with the square of the crawl.) Each file appears whole when the
-    block ends without error, and none of them otherwise."""
+    block ends without error, and none of them otherwise.
 
-    def __init__(self, stem: str, level: int):
-        self.stem, self.level = stem, level
+    The slices' rows are held until ``buffer_rows`` of them wait, then each cell's are written
+    as one run (sorted by URL id): every row group costs a merge partition a read of its own,
+    and a slice's share of one of 256 cells is only a few thousand rows.
+    """
+
+    def __init__(self, stem: str, level: int, buffer_rows: int = 0):
+        self.stem, self.level, self.buffer_rows = stem, level, buffer_rows
         self._writers: dict[int, pq.ParquetWriter] = {}
+        self._waiting: dict[int, list[pa.Table]] = {}
+        self._waiting_rows = 0
         self._stack = ExitStack()
 
     def __enter__(self) -> Self:
         self._stack.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> bool | None:
-        return self._stack.__exit__(*exc)
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> bool | None:
+        if kind is None:
+            try:
+                self.flush()
+            except BaseException as e:
+                if not self._stack.__exit__(type(e), e, e.__traceback__):
+                    raise
+                return None
+        return self._stack.__exit__(kind, *rest)
 
     def write(self, table: pa.Table) -> None:
         """Add ``table`` (FRAGMENTS, sorted by URL id) to the files of its cells."""
         ids = table.column("url_id").to_numpy()
         for start, stop in _runs(ids, self.level):
-            cell = cell_of(int(ids[start]), self.level)
+            self._waiting.setdefault(cell_of(int(ids[start]), self.level), []).append(table.slice(start, stop - start))
+            self._waiting_rows += stop - start
+        if self._waiting_rows >= self.buffer_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write every cell's waiting rows."""
+        for cell in sorted(self._waiting):
+            pieces = self._waiting[cell]
+            rows = pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces).combine_chunks()
+            if len(pieces) > 1:
+                rows = rows.take(pc.sort_indices(rows.column("url_id")))
             if cell not in self._writers:
                 self._writers[cell] = self._stack.enter_context(
                     parquet_writer_atomic(f"{self.stem}.c{cell:05d}.parquet", FRAGMENTS))
-            write_fragments(self._writers[cell], table.slice(start, stop - start), self.level)
+            write_fragments(self._writers[cell], rows, self.level)
+        self._waiting, self._waiting_rows = {}, 0
 
 
 def file_cell(url: str) -> int:

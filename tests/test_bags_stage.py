@@ -306,7 +306,8 @@ def test_a_shared_strategy_refuses_a_frozen_df(crawl, tmp_path):
         build_bags_stage(crawl, SHARED, str(tmp_path / "work"), scheduler="sync", df_snapshot=snapshot)
 
 
-def test_fragments_go_to_one_file_per_cell_in_row_groups_of_finer_cells(tmp_path):
+@pytest.mark.parametrize("buffer_rows", [0, 1_000_000])
+def test_fragments_go_to_one_file_per_cell_in_row_groups_of_finer_cells(tmp_path, buffer_rows):
     import numpy as np
 
     from simweb.tasks.bags import FRAGMENTS, CellFiles, file_cell, partition_files, url_ranges
@@ -316,7 +317,7 @@ def test_fragments_go_to_one_file_per_cell_in_row_groups_of_finer_cells(tmp_path
     table = pa.table({"url_id": pa.array(ids), "url": [f"u{i}" for i in ids.tolist()],
                       "term": [f"t{i % 97}" for i in range(ids.size)], "weight": np.ones(ids.size)}, schema=FRAGMENTS)
     stem = str(tmp_path / "part-links-x")
-    with CellFiles(stem, 2) as cells:  # two slices of one part
+    with CellFiles(stem, 2, buffer_rows) as cells:  # two slices of one part, written at once or held back
         cells.write(table.slice(0, 100_000))
         cells.write(table.slice(100_000))
     files = sorted(str(p) for p in tmp_path.iterdir())
@@ -328,17 +329,24 @@ def test_fragments_go_to_one_file_per_cell_in_row_groups_of_finer_cells(tmp_path
         cell = file_cell(f)
         groups = [meta.row_group(i).column(0).statistics for i in range(meta.num_row_groups)]
         assert all(s.min >> 62 == s.max >> 62 == cell for s in groups)  # every row in the file's cell
-        # Each slice's share of a cell (~25,000 rows) is cut at a finer grid: row groups of one finer cell each.
+        # Each run of a cell (~25,000 rows a slice, ~50,000 held back) is cut at a finer grid:
+        # row groups of one finer cell each, sorted by URL id.
         assert meta.num_row_groups >= 4 and all(s.min >> 61 == s.max >> 61 for s in groups)
-    assert rows == table.num_rows
+        for i in range(meta.num_row_groups):
+            run = pq.ParquetFile(f).read_row_group(i).column("url_id").to_numpy()
+            assert (np.diff(run.astype(np.float64)) >= 0).all()
+    assert rows == table.num_rows and pa.concat_tables(pq.read_table(f) for f in files).sort_by("url_id").equals(table)
     # A partition opens the files of its cells only: a union of cells, or a part of one.
     ranges = url_ranges(2)
     assert [file_cell(f) for f in partition_files(files, 2, *ranges[1])] == [2, 3]
     assert [file_cell(f) for f in partition_files(files, 2, *url_ranges(8)[5])] == [2]
-    # No file is left when the writing fails.
-    with pytest.raises(RuntimeError), CellFiles(str(tmp_path / "failed"), 2) as cells:
+    # No file is left when the writing fails, nor when the last held-back rows cannot be written.
+    with pytest.raises(RuntimeError), CellFiles(str(tmp_path / "failed"), 2, buffer_rows) as cells:
         cells.write(table)
         raise RuntimeError("killed")
+    with pytest.raises(pa.ArrowInvalid), CellFiles(str(tmp_path / "bad"), 2, 10**9) as cells:
+        cells.write(table)
+        cells.write(table.rename_columns(["url_id", "url", "word", "weight"]))
     assert sorted(str(p) for p in tmp_path.iterdir()) == files
 
 
