@@ -161,7 +161,9 @@ class PartSize:
     slice 786 MiB for 134,217 links (6.0 KB a link: ~100 context words), a pages slice 704 MiB
     for 4,294 pages (168 KB a page), a merge partition 1,043 MiB for 5.6 million fragment rows
     (195 B a row); weighing (110 B a merged row) and signing (158 B a bag entry) a partition
-    cost less than merging it. The constants below round these up.
+    cost less than merging it. The constants below round these up. A fragments task also holds
+    back up to ``buffer_rows`` (a quarter of a merge partition, ~90 B a row) to write them in
+    longer runs (:class:`CellFiles`).
 
     The default, 768 MB, keeps every process of a build under 2 GiB: a Dask worker starts at
     about 0.3 GB, and the flow's own process, which runs the tasks itself on a cluster of one
