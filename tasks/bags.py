@@ -14,8 +14,9 @@ whole with a manifest), so a second strategy reuses what it shares with the firs
         pairs within the slice: fragments merge associatively, so combining early is exact.
         Each part's fragments go to one file per cell of a grid of 2^L equal ranges of URL ids
         (:class:`CellFiles`; 2^L the merge partitions the crawl's size suggests, recorded as
-        the stats' "cells"), each slice's rows sorted by URL id in row groups cut at a finer
-        grid (:func:`write_fragments`), so that a merge partition opens only its own cells.
+        the stats' "cells"), a cell's rows held back over slices and written in runs sorted by
+        URL id, in row groups cut at a finer grid (:func:`write_fragments`), so that a merge
+        partition opens only its own cells and reads few, long runs.
         Once the merge is published the fragments are consumed (stagecache.consume: files
         deleted, manifest and stats kept): the merge is a function of them alone, so they are
         made again only if the merge is lost.
@@ -339,6 +340,7 @@ class CellFiles:
 
     def __init__(self, stem: str, level: int, buffer_rows: int = 0):
         self.stem, self.level, self.buffer_rows = stem, level, buffer_rows
+        _allow_open_files(1024 + (4 << level))
         self._writers: dict[int, pq.ParquetWriter] = {}
         self._waiting: dict[int, list[pa.Table]] = {}
         self._waiting_rows = 0
@@ -379,6 +381,21 @@ class CellFiles:
                     parquet_writer_atomic(f"{self.stem}.c{cell:05d}.parquet", FRAGMENTS))
             write_fragments(self._writers[cell], rows, self.level)
         self._waiting, self._waiting_rows = {}, 0
+
+
+def _allow_open_files(wanted: int) -> None:
+    """Raise this process's soft limit of open files to ``wanted`` (if it is lower), as far as
+    the hard limit allows: a fragments task holds one open file per cell (up to 256), and a
+    worker may run several such tasks at once beside its own sockets and files."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = wanted if hard == resource.RLIM_INFINITY else min(hard, wanted)
+        if soft != resource.RLIM_INFINITY and soft < target:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ImportError, ValueError, OSError):  # no such limit here, or not ours to raise
+        pass
 
 
 def file_cell(url: str) -> int:

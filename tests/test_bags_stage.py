@@ -371,3 +371,19 @@ def test_merge_partitions_are_a_power_of_two_and_the_cells_follow_the_estimate()
     assert [merge_partitions(n, size) for n in (0, 1, per, per + 1, 3 * per, 5 * per)] == [1, 1, 1, 2, 4, 8]
     assert fragment_level(3 * per, size) == 2
     assert 1 << fragment_level(10**12, size) == FRAGMENT_MAX_CELLS
+
+
+def test_a_fragments_task_raises_a_low_limit_of_open_files_for_its_cells(tmp_path):
+    import resource
+
+    from simweb.tasks.bags import CellFiles
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        pytest.skip(f"the hard limit of open files here is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (512, hard))
+    try:
+        with CellFiles(str(tmp_path / "part"), 8):
+            assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == 1024 + 4 * 256
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
