@@ -54,8 +54,8 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
-from itertools import pairwise
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, Self
 
 import numpy as np
