@@ -74,6 +74,7 @@ from simweb.core.weighting import Weighting, normalise_rows
 from simweb.tasks import schemas
 from simweb.tasks.crawl import (
     corpus_from_tables,
+    count_part_rows,
     crawl_identity,
     crawl_parts,
     duplicate_copies,
@@ -373,8 +374,9 @@ class CellFiles:
         """Write every cell's waiting rows."""
         for cell in sorted(self._waiting):
             pieces = self._waiting[cell]
-            rows = pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces).combine_chunks()
+            rows = pieces[0]
             if len(pieces) > 1:
+                rows = pa.concat_tables(pieces).combine_chunks()
                 rows = rows.take(pc.sort_indices(rows.column("url_id")))
             if cell not in self._writers:
                 self._writers[cell] = self._stack.enter_context(
@@ -411,17 +413,9 @@ def estimated_fragment_rows(crawl: Any, strategy: Strategy) -> int:
     slice), link ids well under one, a page's content 100–200 rows. Only the number of cells
     the fragments are cut into depends on it (:func:`fragment_level`): a wrong guess costs
     files or reads, never memory or correctness."""
-    def rows(urls: Sequence[str]) -> int:
-        total = 0
-        for u in urls:
-            fs, path = filesystem(u)
-            with fs.open(path, "rb") as f:
-                total += pq.ParquetFile(f).metadata.num_rows
-        return total
-
-    links = rows(crawl.links) if (strategy.uses_anchor or strategy.uses_links or strategy.uses_outlinks) else 0
+    links = count_part_rows(crawl.links) if (strategy.uses_anchor or strategy.uses_links or strategy.uses_outlinks) else 0
     per_link = (6 if strategy.uses_anchor else 0) + (1 if strategy.uses_links or strategy.uses_outlinks else 0)
-    return links * per_link + rows(crawl.pages) * (200 if strategy.uses_content else 10)
+    return links * per_link + count_part_rows(crawl.pages) * (200 if strategy.uses_content else 10)
 
 
 #: The most cells a part's fragments are cut into: every fragments task holds one open file per cell.
@@ -789,9 +783,7 @@ def merge_stages(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: i
         t0 = time.perf_counter()
         frag_parts = parts(frag.path)
         if frag.stats.get("fragment_rows", 0) == 0 or not frag_parts:
-            write_merged(MERGED.empty_table(), join(tmp, "part-00000.parquet"))
-            write_parquet_atomic(DF.empty_table(), join(tmp, COUNTS_FILE.format(0)))
-            written = [0]
+            written = [_empty_partition(join(tmp, "part-00000.parquet"), join(tmp, COUNTS_FILE.format(0)))]
         else:
             level = int(frag.stats.get("cells", 1)).bit_length() - 1
             writes = []

@@ -76,6 +76,7 @@ __all__ = [
     "crawl_aliases",
     "corpus_from_tables",
     "count_page_rows",
+    "count_part_rows",
     "crawl_identity",
     "crawl_of",
     "crawl_parts",
@@ -232,8 +233,13 @@ def crawl_identity(crawl_dir: str) -> dict[str, Any]:
 def count_page_rows(crawl_dir: str) -> int:
     """Page rows of the crawl's parts, duplicate copies included (the measure of its growth:
     a re-crawled URL counts again), read from the Parquet footers only."""
+    return count_part_rows(crawl_parts(crawl_dir).pages)
+
+
+def count_part_rows(urls: Iterable[str]) -> int:
+    """Rows of the parts ``urls``, read from their Parquet footers only."""
     total = 0
-    for url in crawl_parts(crawl_dir).pages:
+    for url in urls:
         fs, path = filesystem(url)
         with fs.open(path, "rb") as f:
             try:
