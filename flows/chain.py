@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from prefect import unmapped
 
-from simweb.core.strategy import Strategy
+from simweb.core.strategy import Metric, Strategy
 from simweb.flows.cluster import fan_out, show_progress, worker_slots
 from simweb.tasks import index_store
 from simweb.tasks.bags import PART_MB, bags_task, build_bags_stage
@@ -161,18 +161,22 @@ def bags_stage(runner, crawl: str, strategy: Strategy, out: str, partitions: int
 
 
 def signatures_stage(runner, bags: StageOutput, crawl: str, params: IndexParams, out: str,
-                     directory: str | None = None, verify: bool = False) -> StageOutput:
-    """m min-hash signatures per bag into H with the url ↔ doc map (Section 6.2)."""
+                     directory: str | None = None, verify: bool = False, metric: Metric = Metric.JACCARD) -> StageOutput:
+    """m min-hash signatures per bag into H with the url ↔ doc map (Section 6.2); ``metric``
+    (the strategy's) is how the index's queries order what the signatures find."""
     inputs: dict[str, Any] = {"bags": bags, "crawl": crawl_identity(crawl)}
     if directory:
         inputs["directory"] = file_identities([directory])
+    stage_params: dict[str, Any] = {"minhash": params.minhash().to_dict()}
+    if metric is not Metric.JACCARD:
+        stage_params["metric"] = metric.value
 
     def compute(tmp: str) -> dict[str, Any]:
         return signatures(bags.path, tmp, params.minhash(), pages=join(crawl, "pages"), links=join(crawl, "links"),
-                          directory=directory, fan_out=None if runner is None else fan_out(runner))
+                          directory=directory, fan_out=None if runner is None else fan_out(runner),
+                          metric=metric.value)
 
-    return run_stage(stages_folder(out), STAGE_SIGNATURES, inputs, {"minhash": params.minhash().to_dict()}, compute,
-                     verify=verify)
+    return run_stage(stages_folder(out), STAGE_SIGNATURES, inputs, stage_params, compute, verify=verify)
 
 
 def invert_stage(runner, signed: StageOutput, params: IndexParams, out: str, verify: bool = False) -> StageOutput:
@@ -240,7 +244,8 @@ def index_chain(runner, crawl: str, out: str, strategy: Strategy, params: IndexP
     if until == "bags":
         return ChainResult(stages, None)
     # Signatures (Section 6.2): m min-hashes per bag -> H and the url <-> doc map.
-    signed = stages["signatures"] = signatures_stage(runner, bags, bag_crawl, params, out, directory, verify)
+    signed = stages["signatures"] = signatures_stage(runner, bags, bag_crawl, params, out, directory, verify,
+                                                     metric=strategy.metric)
     # Invert (Section 6.2): H -> I, leaving low in-degree URLs out (Section 7.1).
     inverted = stages["invert"] = invert_stage(runner, signed, params, out, verify)
     # Publish: queries switch to the new index atomically; its df starts an epoch for

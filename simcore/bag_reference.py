@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simweb.core.strategy import Strategy, Window
+from simweb.core.strategy import Frequency, Strategy, Window
 from simweb.core.text import Stemming, term, terms
 from simweb.core.weighting import ANCHOR_DISTANCE_WEIGHT, Weighting, distance_weight
 
@@ -248,19 +248,22 @@ def document_frequencies(bags: Iterable[Bag]) -> dict[str, int]:
 
 
 def weigh_bags(bags: dict[int, tuple[str, Bag]], strategy: Strategy) -> tuple[dict[int, tuple[str, Bag]], Weighting]:
-    """Frequency-weight merged bags by their df in this collection, then normalise each (Sections 5.2, 6.1)."""
+    """Frequency-weight merged bags by their df in this collection, then normalise each (Sections 5.2, 6.1;
+    not for overlap, whose bags keep their weighted sums)."""
     df = document_frequencies(b for _, b in bags.values())
     vocab = sorted(df)
     df_arr = np.array([df[t] for t in vocab], dtype=np.int64)
     weighting = Weighting.resolve(strategy, df_arr)
     factor = dict(zip(vocab, weighting.factors(df_arr).tolist())) if vocab else {}
+    binary = weighting.frequency is Frequency.BINARY
     out = {}
     for u, (url, bag) in bags.items():
-        weighted = {t: w * factor[t] for t, w in bag.items() if w > 0}
+        weighted = {t: (1.0 if binary else w) * factor[t] for t, w in bag.items() if w > 0}
         weighted = {t: w for t, w in weighted.items() if w > 0}
         total = sum(weighted.values())
         if total > 0:
-            out[u] = (url, {t: w * strategy.normalise_to / total for t, w in weighted.items()})
+            scale = strategy.normalise_to / total if strategy.normalised else 1.0
+            out[u] = (url, {t: w * scale for t, w in weighted.items()})
     return out, weighting
 
 

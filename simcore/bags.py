@@ -697,9 +697,10 @@ def weigh_merged(merged: MergedBags, strategy: Strategy, targets: Collection[int
     factors = np.ones(df.size)
     present = df > 0
     factors[present] = weighting.factors(df[present])
-    weighted = sp.csr_matrix((csr.data * factors[csr.indices], csr.indices, csr.indptr), shape=csr.shape)
+    weighted = sp.csr_matrix((weighting.counts(csr.data) * factors[csr.indices], csr.indices, csr.indptr),
+                             shape=csr.shape)
     weighted.eliminate_zeros()
-    data, sums = normalise_rows(weighted.indptr, weighted.data, strategy.normalise_to)
+    data, sums = normalise_rows(weighted.indptr, weighted.data, weighting.normalise_to)
     weighted = sp.csr_matrix((data, weighted.indices, weighted.indptr), shape=csr.shape)
     keep = sums > 0
     collection_size = int(keep.sum())

@@ -13,8 +13,10 @@ link graph with the Table 1 parameters.
 Beyond the paper, the ``hybrids`` grid adds each term source alone at the Section 7 settings
 (W = 32 anchor windows, distance and NMDF weighting, STEM) — out-link ids among them — and a
 small search over their source shares (every split of the bag's mass into quarters among two
-or more sources, simweb.core.strategy "Source shares"): the space the evaluation's
-recommendation is chosen from (simweb.core.crossval).
+or more sources, simweb.core.strategy "Source shares"), and bags compared by overlap (in-link
+and out-link ids as sets — co-citation and bibliographic coupling as bags an index can
+be built with — and each source alone at the Section 7 settings; simweb.core.strategy
+"Overlap"): the space the evaluation's recommendation is chosen from (simweb.core.crossval).
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ __all__ = [
     "figure_label",
     "grid_strategies",
     "link_strategies",
+    "overlap_strategies",
     "parse_strategy",
     "share_grid",
     "strategy_from_dict",
@@ -142,11 +145,22 @@ def share_grid(base: Strategy = Strategy(), sources: tuple[Source, ...] = SHARE_
                                               [-x for x in s.shares])))
 
 
+def overlap_strategies() -> tuple[Strategy, ...]:
+    """Beyond the paper, bags compared by overlap (simweb.core.strategy, "Overlap"): in-link and
+    out-link ids as sets — co-citation and bibliographic coupling as indexable bags —
+    then each source alone at the Section 7 settings."""
+    best = Strategy(metric=Metric.OVERLAP)
+    plain = dataclasses.replace(best, frequency=Frequency.BINARY)
+    return (dataclasses.replace(plain, sources=(Source.LINKS,)), dataclasses.replace(plain, sources=(Source.OUTLINKS,)),
+            *(dataclasses.replace(best, sources=(s,)) for s in SHARE_SOURCES))
+
+
 def hybrid_figures() -> dict[str, tuple[Strategy, ...]]:
-    """Beyond the paper: each source alone at the Section 7 settings (``sources``) and the
-    search over their shares (``shares``)."""
+    """Beyond the paper: each source alone at the Section 7 settings (``sources``), the search
+    over their shares (``shares``) and the bags compared by overlap (``overlap``)."""
     best = Strategy()
-    return {"sources": tuple(dataclasses.replace(best, sources=(s,)) for s in SHARE_SOURCES), "shares": share_grid(best)}
+    return {"sources": tuple(dataclasses.replace(best, sources=(s,)) for s in SHARE_SOURCES), "shares": share_grid(best),
+            "overlap": overlap_strategies()}
 
 
 def strategy_grid(name: str) -> dict[str, tuple[AnyStrategy, ...]]:
@@ -215,4 +229,8 @@ def figure_label(figure: str, strategy: AnyStrategy) -> str:
             return {Source.ANCHOR: "anchor w32", Source.CONTENT: "contents", Source.LINKS: "in-link ids",
                     Source.OUTLINKS: "out-link ids"}[strategy.sources[0]] if len(strategy.sources) == 1 else strategy.label
         return " ".join(f"{letters[s]}{round(100 * x)}" for s, x in zip(strategy.sources, strategy.shares))
+    if figure == "overlap":
+        if strategy.frequency is Frequency.BINARY and strategy.sources in ((Source.LINKS,), (Source.OUTLINKS,)):
+            return "co-citation bag" if strategy.sources == (Source.LINKS,) else "coupling bag"
+        return figure_label("sources", dataclasses.replace(strategy, metric=Metric.JACCARD)) + ", overlap"
     return strategy.label

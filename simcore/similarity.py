@@ -1,11 +1,12 @@
-"""Exact similarity of bags: weighted Jaccard and cosine, for one pair or all pairs (paper Section 4).
+"""Exact similarity of bags: weighted Jaccard, cosine and overlap, for one pair or all pairs (paper Section 4).
 
 Bag Jaccard extends set Jaccard to multisets with min and max multiplicities (Section 4):
 
     J(A, B) = Σ_t min(A_t, B_t) / Σ_t max(A_t, B_t) = Σmin / (|A| + |B| − Σmin),
 
-|A| the total weight of A. Cosine is the comparison metric. An empty bag is similar to
-nothing, itself included (similarity 0): it carries no evidence.
+|A| the total weight of A. Cosine is the comparison metric. Overlap (beyond the paper,
+simweb.core.strategy, "Overlap") is Σmin itself, on bags that were not normalised. An empty bag
+is similar to nothing, itself included (similarity 0): it carries no evidence.
 
 All pairs (:func:`exact_pairs`) follows the inversion algorithm of the lecture notes
 (../shared/papers/lecture-similarity-queries-and-evaluation.txt: write (term, doc) records,
@@ -35,8 +36,8 @@ from simweb.core.bags import BagMatrix
 from simweb.core.strategy import Metric
 
 __all__ = [
-    "EmbeddedSimilarity", "ExactRows", "cosine", "exact_pairs", "jaccard", "jaccard_to_many", "shared_terms",
-    "similarity",
+    "EmbeddedSimilarity", "ExactRows", "cosine", "exact_pairs", "jaccard", "jaccard_to_many", "overlap",
+    "shared_terms", "similarity",
 ]
 
 # Triples expanded per block (≈ 50 bytes of temporaries each); 1M measured fastest (cache-sized blocks).
@@ -57,9 +58,15 @@ def jaccard(a: Mapping[str, float], b: Mapping[str, float]) -> float:
     return inter / union if union > 0 else 0.0
 
 
-def jaccard_to_many(query: np.ndarray, codes: np.ndarray, offsets: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def overlap(a: Mapping[str, float], b: Mapping[str, float]) -> float:
+    """Σ min of two bags given as {term: weight} (simweb.core.strategy, "Overlap")."""
+    return float(sum(min(w, b[t]) for t, w in a.items() if t in b))
+
+
+def jaccard_to_many(query: np.ndarray, codes: np.ndarray, offsets: np.ndarray, weights: np.ndarray, *,
+                    with_overlap: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Σ min / Σ max (Section 4) of one bag against many, vectorised: the exact re-rank of an
-    index's candidates (simweb.core.query.exact_order).
+    index's candidates (simweb.core.query.exact_order); with ``with_overlap``, (Jaccard, Σ min).
 
     ``query[c]`` is the query bag's weight of term c (0 for a term it lacks); bag i holds the
     terms ``codes[offsets[i]:offsets[i + 1]]`` (indices into ``query``, −1 for a term the query
@@ -73,7 +80,8 @@ def jaccard_to_many(query: np.ndarray, codes: np.ndarray, offsets: np.ndarray, w
     inter = np.bincount(row[shared], weights=np.minimum(weights[shared], query[codes[shared]]),
                         minlength=lengths.size)
     union = query.sum() + np.bincount(row, weights=weights, minlength=lengths.size) - inter
-    return np.divide(inter, union, out=np.zeros(lengths.size), where=union > 0)
+    exact = np.divide(inter, union, out=np.zeros(lengths.size), where=union > 0)
+    return (exact, inter) if with_overlap else exact
 
 
 def cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
@@ -86,7 +94,10 @@ def cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
 
 def similarity(a: Mapping[str, float], b: Mapping[str, float], metric: Metric | str = Metric.JACCARD) -> float:
     """The similarity of two bags under ``metric``."""
-    return jaccard(a, b) if Metric(metric) is Metric.JACCARD else cosine(a, b)
+    metric = Metric(metric)
+    if metric is Metric.OVERLAP:
+        return overlap(a, b)
+    return jaccard(a, b) if metric is Metric.JACCARD else cosine(a, b)
 
 
 def shared_terms(a: Mapping[str, float], b: Mapping[str, float], k: int = 10) -> list[tuple[str, float, float]]:
@@ -103,10 +114,13 @@ def exact_pairs(bags: BagMatrix, metric: Metric | str = Metric.JACCARD, ids: Ite
     ``ids`` are URL ids (rows of the result in that order; each must have a bag), or None for
     every bag in ``bags``. ``dense=False`` returns a CSR matrix holding the non-zero
     similarities only (useful when most pairs are orthogonal, as with link-id bags).
-    The diagonal is 1 for every non-empty bag.
+    The diagonal is 1 for every non-empty bag (overlap: the bag's total weight).
     """
     metric = Metric(metric)
     csr = _weights(bags, ids)
+    if metric is Metric.OVERLAP:
+        result = _min_sums(csr)
+        return result if dense else sp.csr_matrix(result)
     result = _cosine(csr) if metric is Metric.COSINE else _jaccard(csr)
     # A bag is identical to itself: exactly 1, not 1 up to rounding (empty bags stay 0).
     result[np.diag_indices(result.shape[0])] = (np.diff(csr.indptr) > 0).astype(np.float64)
@@ -167,7 +181,16 @@ class ExactRows:
 
     def __getitem__(self, rows) -> np.ndarray:
         rows = np.arange(self.shape[0])[rows] if isinstance(rows, slice) else np.asarray(rows, dtype=np.int64)
-        out = self._cosine(rows) if self.metric is Metric.COSINE else self._jaccard(rows)
+        if self.metric is Metric.COSINE:
+            out = self._cosine(rows)
+        else:
+            out = self._min_sums(rows)
+            if self.metric is Metric.OVERLAP:
+                return out
+            union = self._sums[rows, None] + self._sums[None, :] - out
+            np.divide(out, union, out=out, where=union > 0)
+            out[union <= 0] = 0.0
+            np.clip(out, 0.0, 1.0, out=out)
         # A bag is identical to itself: exactly 1, not 1 up to rounding (empty bags stay 0).
         out[np.arange(rows.size), rows] = self._nonempty[rows].astype(np.float64)
         return out
@@ -178,7 +201,8 @@ class ExactRows:
         np.clip(out, 0.0, 1.0, out=out)
         return out
 
-    def _jaccard(self, rows: np.ndarray) -> np.ndarray:
+    def _min_sums(self, rows: np.ndarray) -> np.ndarray:
+        """Σ_t min(A_rt, A_jt) of each of ``rows`` against every bag j (the diagonal: the row's total)."""
         n = self.shape[1]
         inter = np.zeros((rows.size, n))
         light = self._light[rows]
@@ -210,10 +234,6 @@ class ExactRows:
                 np.minimum(a[:, None], column[None, :], out=scratch)
                 inter += scratch
         inter[np.arange(rows.size), rows] = self._sums[rows]
-        union = self._sums[rows, None] + self._sums[None, :] - inter
-        np.divide(inter, union, out=inter, where=union > 0)
-        inter[union <= 0] = 0.0
-        np.clip(inter, 0.0, 1.0, out=inter)
         return inter
 
 

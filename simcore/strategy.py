@@ -11,8 +11,10 @@ Paper Sections 3 and 4 name the dimensions; Section 5 sweeps them (Figures 3–9
 * stemming (Section 3.2): NOSTEM, STOPSTEM, STEM;
 * distance weighting log2(32/(1+d)) of anchor-window words (Section 5.2, Figure 6);
 * frequency weighting (Section 5.2, Figure 7): none, log, sqrt or NMDF with parameters μ, σ;
+  beyond the paper, binary (every term of a bag counts 1: the bag as a set);
 * normalisation of each bag to a constant sum (Section 6.1);
-* the similarity metric (Section 4): bag Jaccard, or cosine as the comparison.
+* the similarity metric (Section 4): bag Jaccard, or cosine as the comparison; beyond the
+  paper, **overlap** (see below).
 
 A :class:`Strategy` is a stdlib frozen dataclass: hashable, comparable, usable as a cache key
 (:meth:`Strategy.key`) and as a Prefect flow parameter (pydantic validates a dict or JSON
@@ -30,6 +32,19 @@ from a source has no part for it (its bag's mass is the sum of the shares of the
 has: what is missing is missing evidence, not a reason to inflate the other sources). Shares
 are positive and sum to 1; a strategy of one source has none (that source is the whole bag).
 Text form: ``anchor:32@0.5+links@0.25+outlinks@0.25,stem,dist,nmdf``.
+
+Overlap (beyond the paper)
+--------------------------
+Normalising every bag to one sum (Section 6.1) makes a bag's size carry no weight, which is
+what Jaccard and cosine want. The link measures of ENS Section 3.2 count instead: bibliographic
+coupling is the number of out-links two pages share, co-citation the number of pages linking to
+both — and on crawls whose directory follows the site's navigation they order pages best. The
+metric **overlap** compares bags as weighted, *not* normalised: Σ_t min(A_t, B_t). Over out-link
+ids counted as a set (``outlinks,binary,overlap``) it is bibliographic coupling, |O(a) ∩ O(b)|,
+over in-link ids (``links,binary,overlap``) co-citation, |I(a) ∩ I(b)|; with ``none`` a link
+given twice counts twice (the multiset form). It stays indexable: for the weighted Jaccard J of the same bags,
+Σ min = J (|A| + |B|) / (1 + J), so the min-hash index finds the candidates by J and the query
+orders them by overlap. Source shares normalise every source, so they do not go with overlap.
 
 Choosing μ and σ of NMDF
 ------------------------
@@ -107,6 +122,7 @@ class Frequency(str, enum.Enum):
     """Frequency weighting of a term with bag frequency tf and document frequency df (Section 5.2)."""
 
     NONE = "none"  # tf
+    BINARY = "binary"  # 1 for every term of the bag: the bag as a set (beyond the paper)
     LOG = "log"  # tf / (1 + log2 df)
     SQRT = "sqrt"  # tf / sqrt(df)
     NMDF = "nmdf"  # tf * exp(-1/2 ((ln df - mu) / sigma)^2)
@@ -117,6 +133,7 @@ class Metric(str, enum.Enum):
 
     JACCARD = "jaccard"  # sum of min multiplicities / sum of max multiplicities
     COSINE = "cosine"
+    OVERLAP = "overlap"  # sum of min multiplicities of bags not normalised (beyond the paper)
 
 
 _SOURCE_ORDER = {Source.ANCHOR: 0, Source.CONTENT: 1, Source.LINKS: 2, Source.OUTLINKS: 3}
@@ -215,6 +232,14 @@ class Strategy:
         if isinstance(norm, bool) or not isinstance(norm, (int, float)) or not math.isfinite(norm) or norm <= 0:
             raise StrategyError(f"normalise_to: expected a positive number (the sum of every bag), got {norm!r}")
         set_(self, "normalise_to", float(norm))
+        if self.metric is Metric.OVERLAP:
+            if self.shares is not None:
+                raise StrategyError(
+                    "metric 'overlap' compares bags as weighted, not normalised, and source shares normalise "
+                    "every source: drop the shares or choose 'jaccard'"
+                )
+            # Overlap bags are not normalised, so the constant sum cannot matter.
+            set_(self, "normalise_to", 1.0)
         if not isinstance(self.dedup, bool):
             raise StrategyError(f"dedup: expected true or false, got {self.dedup!r}")
 
@@ -235,6 +260,11 @@ class Strategy:
     @property
     def uses_outlinks(self) -> bool:
         return Source.OUTLINKS in self.sources
+
+    @property
+    def normalised(self) -> bool:
+        """Whether the bags are scaled to ``normalise_to`` (Section 6.1): all but overlap's (see "Overlap")."""
+        return self.metric is not Metric.OVERLAP
 
     def share_of(self) -> dict[Source, float]:
         """Each source's share of the bag's mass (empty without shares: one bag, equal footing)."""
@@ -284,7 +314,7 @@ class Strategy:
         params["frequency"] = self.frequency.value
         if self.frequency is Frequency.NMDF:
             params["nmdf"] = "fit" if self.nmdf_mu is None else [self.nmdf_mu, self.nmdf_sigma]
-        params["normalise_to"] = self.normalise_to
+        params["normalise_to"] = self.normalise_to if self.normalised else None
         if self.shares is not None:
             params["shares"] = list(self.shares)
         return params
@@ -377,8 +407,8 @@ class Strategy:
         (``anchor`` alone means ``anchor:32``), each optionally with its share of the bag's mass
         after ``@`` (all sources or none, summing to 1: ``anchor:32@0.5+outlinks@0.5``), and each TOKEN is a
         stemming (``nostem``, ``stopstem``, ``stem``), ``dist`` or ``nodist``, a frequency
-        weighting (``none``, ``log``, ``sqrt``, ``nmdf``), ``mu=X``/``sigma=Y`` (NMDF in ln df
-        units), ``norm=C`` (bag sum), a metric (``jaccard``, ``cosine``) or ``dedup``/``nodedup``
+        weighting (``none``, ``binary``, ``log``, ``sqrt``, ``nmdf``), ``mu=X``/``sigma=Y`` (NMDF in ln df
+        units), ``norm=C`` (bag sum), a metric (``jaccard``, ``cosine``, ``overlap``) or ``dedup``/``nodedup``
         (collapse near-duplicate pages before indexing). Tokens left out take
         the defaults of :class:`Strategy`. Example: ``anchor:32+content,stem,dist,nmdf``.
         Two tokens that set one thing differently (``stem,nostem``) are refused. The labels the
@@ -465,7 +495,7 @@ class Strategy:
             else:
                 raise StrategyError(
                     f"{token!r} in {spec!r}: expected a stemming (nostem, stopstem, stem), dist/nodist, "
-                    "a frequency weighting (none, log, sqrt, nmdf), mu=, sigma=, norm=, a metric (jaccard, cosine) "
+                    "a frequency weighting (none, binary, log, sqrt, nmdf), mu=, sigma=, norm=, a metric (jaccard, cosine, overlap) "
                     "or dedup/nodedup"
                 )
         return cls(**fields)

@@ -7,12 +7,14 @@
 * Frequency weighting (Section 5.2, Figure 7), tf the term's weight in the merged bag and df
   the number of merged bags in the collection containing the term:
   none ``tf``; log ``tf / (1 + log2 df)``; sqrt ``tf / sqrt(df)``;
-  NMDF ``tf * exp(-1/2 ((ln df - mu) / sigma)^2)``. The paper writes "log" in NMDF without a
+  NMDF ``tf * exp(-1/2 ((ln df - mu) / sigma)^2)``; beyond the paper, binary ``1`` for every
+  term of the bag (the bag as a set: set Jaccard, and with overlap the link measures' counts). The paper writes "log" in NMDF without a
   base; we use the natural logarithm (the conventional base of a log-normal curve), so μ and
   σ are in ln-df units — μ = ln 100 puts the peak at df = 100.
 * Normalisation (Section 6.1): every bag is scaled to the same total weight (the strategy's
   ``normalise_to``, 1.0 by default). Bag Jaccard and cosine are unchanged when all bags are
-  scaled by one constant, so the constant only sets the unit later stages see.
+  scaled by one constant, so the constant only sets the unit later stages see. Bags compared by
+  overlap are not normalised (``normalise_to`` None; simweb.core.strategy, "Overlap").
 
 Logarithms and exponentials are :mod:`simweb.core.fpmath`'s, so a crawl's weights are the same to
 the last bit on every CPU, and so are the signatures and the index made from them.
@@ -85,7 +87,7 @@ class Weighting:
     frequency: Frequency
     mu: float | None
     sigma: float | None
-    normalise_to: float
+    normalise_to: float | None  # None: bags keep their weighted sums (metric overlap)
 
     @classmethod
     def resolve(cls, strategy: Strategy, df: np.ndarray) -> Weighting:
@@ -96,10 +98,15 @@ class Weighting:
             mu, sigma = fit_nmdf(df) if np.any(np.asarray(df) > 0) else (None, None)
         elif strategy.frequency is not Frequency.NMDF:
             mu = sigma = None
-        return cls(strategy.frequency, mu, sigma, strategy.normalise_to)
+        return cls(strategy.frequency, mu, sigma, strategy.normalise_to if strategy.normalised else None)
 
     def factors(self, df: np.ndarray) -> np.ndarray:
         return frequency_factors(df, self.frequency, self.mu, self.sigma)
+
+    def counts(self, tf: np.ndarray) -> np.ndarray:
+        """The bag weights the factors multiply: ``tf``, or 1 for every term present (binary)."""
+        tf = np.asarray(tf, dtype=np.float64)
+        return (tf > 0).astype(np.float64) if self.frequency is Frequency.BINARY else tf
 
     def to_dict(self) -> dict:
         return {"frequency": self.frequency.value, "nmdf_mu": self.mu, "nmdf_sigma": self.sigma,
@@ -108,15 +115,16 @@ class Weighting:
     @classmethod
     def from_dict(cls, data: dict) -> Weighting:
         """The weighting :meth:`to_dict` wrote."""
+        total = data["normalise_to"]
         return cls(Frequency(data["frequency"]), data.get("nmdf_mu"), data.get("nmdf_sigma"),
-                   float(data["normalise_to"]))
+                   None if total is None else float(total))
 
 
 def frequency_factors(df: np.ndarray, frequency: Frequency, mu: float | None = None,
                       sigma: float | None = None) -> np.ndarray:
     """The factor each term's tf is multiplied by, given its document frequency (Section 5.2).
 
-    none 1; log 1 / (1 + log2 df); sqrt 1 / sqrt(df); NMDF exp(-1/2 ((ln df - mu)/sigma)^2).
+    none and binary 1; log 1 / (1 + log2 df); sqrt 1 / sqrt(df); NMDF exp(-1/2 ((ln df - mu)/sigma)^2).
     Every df must be at least 1 (a term in no bag has no weight to scale).
     """
     df = np.asarray(df, dtype=np.float64)
@@ -126,7 +134,7 @@ def frequency_factors(df: np.ndarray, frequency: Frequency, mu: float | None = N
             "count df over the merged bags that contain the term"
         )
     frequency = Frequency(frequency)
-    if frequency is Frequency.NONE or df.size == 0:
+    if frequency in (Frequency.NONE, Frequency.BINARY) or df.size == 0:
         return np.ones_like(df)
     if frequency is Frequency.LOG:
         return 1.0 / (1.0 + fpmath.log2(df))
@@ -137,13 +145,16 @@ def frequency_factors(df: np.ndarray, frequency: Frequency, mu: float | None = N
     return nmdf_factor(df, mu, sigma)
 
 
-def normalise_rows(indptr: np.ndarray, data: np.ndarray, total: float) -> tuple[np.ndarray, np.ndarray]:
+def normalise_rows(indptr: np.ndarray, data: np.ndarray, total: float | None) -> tuple[np.ndarray, np.ndarray]:
     """Scale each CSR row of ``data`` to sum to ``total`` (Section 6.1); returns (data, row sums before).
+    ``total`` None leaves the weights as they are (bags compared by overlap).
 
     A row whose weights sum to 0 is left at 0; the caller drops it (an empty bag).
     """
     lengths = np.diff(indptr)
     rows = np.repeat(np.arange(len(lengths)), lengths)
     sums = np.bincount(rows, weights=data, minlength=len(lengths)).astype(np.float64)
+    if total is None:
+        return data, sums
     scale = np.divide(total, sums, out=np.zeros_like(sums, dtype=np.float64), where=sums > 0)
     return data * np.repeat(scale, lengths), sums

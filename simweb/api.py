@@ -183,6 +183,7 @@ class Index:
             "buckets": man["n_buckets"],
             "postings": man["n_postings"],
             "minhash": dict(man["minhash"]),
+            "metric": v.metric,
             "min_in_degree": man["min_in_degree"],
             "bytes": {"H": h_bytes, "I": i_bytes, "H_per_doc": h_bytes / n, "I_per_doc": i_bytes / n},
             "signature_stats": man.get("signature_stats", {}),
@@ -246,7 +247,9 @@ class Index:
 
         With ``rerank`` (the default): the candidates are the documents estimated ≥ α − 2σ
         (σ = √(α(1−α)/m), the estimator's spread at α); each gets its exact weighted Jaccard, and
-        those ≥ α are returned by exact similarity. Without: PROCESSQUERY (Figure 11), the
+        those ≥ α are returned by exact similarity — for an index of a strategy compared by
+        overlap (simweb.core.strategy, "Overlap"; :meth:`info`'s ``metric``), ordered by their
+        exact overlap, which ``exact`` then holds. Without: PROCESSQUERY (Figure 11), the
         documents with estimated similarity ≥ α. With ``dedup``: the best max(3·top, top + 10)
         answers are filtered for near-duplicates (see :meth:`without_duplicates`), then cut to ``top``.
         With ``replay_prefix`` each result that was crawled gets its replay address (:meth:`with_replay`).
@@ -330,9 +333,15 @@ class Index:
         ]
 
     def _exact(self, v: store.IndexVersion, match: Matches, alpha: float, top: int | None) -> list[Related]:
-        """The candidates ``match`` re-ranked by their exact weighted Jaccard with the query, ≥ α."""
-        exact = _exact_jaccard(v, match.query, match.docs)
-        order = exact_order(match.docs, exact, alpha, top)
+        """The candidates ``match`` whose exact weighted Jaccard with the query is ≥ α, re-ranked by
+        it (by their exact overlap, for an index of a strategy compared by overlap)."""
+        if v.metric == "overlap":
+            jaccard, exact = _exact_jaccard(v, match.query, match.docs, with_overlap=True)
+            order = exact_order(match.docs, exact, -np.inf)
+            order = order[jaccard[order] >= alpha - 1e-12][:top]
+        else:
+            exact = _exact_jaccard(v, match.query, match.docs)
+            order = exact_order(match.docs, exact, alpha, top)
         picked = Matches(match.query, match.docs[order], match.counts[order], match.m)
         return self._rows(v, picked, exact[order])
 
@@ -447,18 +456,20 @@ def _stamp(path: str) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _exact_jaccard(v: store.IndexVersion, query: int, docs: np.ndarray) -> np.ndarray:
-    """The exact weighted Jaccard (Section 4) of document ``query``'s stored bag with each of ``docs``'."""
+def _exact_jaccard(v: store.IndexVersion, query: int, docs: np.ndarray, *,
+                   with_overlap: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """The exact weighted Jaccard (Section 4) of document ``query``'s stored bag with each of
+    ``docs``'; with ``with_overlap``, (Jaccard, overlap Σ min)."""
     docs = np.asarray(docs, dtype=np.int64)
     if docs.size == 0:
-        return np.zeros(0)
+        return (np.zeros(0), np.zeros(0)) if with_overlap else np.zeros(0)
     q_terms, _, q_weights = v.bag_columns(np.array([query]))
     order = np.argsort(docs, kind="stable")
     terms, offsets, weights = v.bag_columns(docs[order])
     codes = pc.index_in(terms, value_set=q_terms).fill_null(-1).to_numpy(zero_copy_only=False)
-    exact = np.empty(docs.size)
-    exact[order] = jaccard_to_many(q_weights, codes, offsets, weights)
-    return exact
+    exact, inter = np.empty(docs.size), np.empty(docs.size)
+    exact[order], inter[order] = jaccard_to_many(q_weights, codes, offsets, weights, with_overlap=True)
+    return (exact, inter) if with_overlap else exact
 
 
 def open_index(path: str | os.PathLike[str], *, verify: bool = False,

@@ -89,7 +89,8 @@ def read_bags(bags_dir: str, url_ids: Iterable[int] | None = None) -> BagMatrix:
     weighting = None
     if "weighting" in stats:
         w = stats["weighting"]
+        total = w.get("normalise_to", 1.0)
         weighting = Weighting(Strategy(frequency=w["frequency"]).frequency, w.get("nmdf_mu"), w.get("nmdf_sigma"),
-                              float(w.get("normalise_to", 1.0)))
+                              None if total is None else float(total))
     return BagMatrix(ids.astype(np.uint64), tuple(table.column("url").to_pylist()), vocabulary, csr, df,
                      int(stats.get("collection_size", ids.size)), weighting)

@@ -636,7 +636,7 @@ def _weigh(merged: pa.Table, df_table: pa.Table, weighting: Weighting, where: st
     factors = weighting.factors(df_table.column("df").take(at).to_numpy().astype(np.float64))
     term_index = terms.indices.to_numpy(zero_copy_only=False)
     url_ids = table.column("url_id").to_numpy()
-    weights = table.column("tf").to_numpy() * factors[term_index]
+    weights = weighting.counts(table.column("tf").to_numpy()) * factors[term_index]
     starts = np.flatnonzero(np.concatenate(([True], url_ids[1:] != url_ids[:-1]))) if url_ids.size else np.zeros(0, np.int64)
     keep_entry = weights > 0
     # Entries whose weight fell to 0 leave the bag; rebuild the row pointers over the rest.
@@ -656,7 +656,7 @@ def weigh_part(url: str, df_path: str, weighting: Weighting, out: str) -> dict[s
     4.4 million entries of one partition of the 50k scale crawl).
     """
     weighed = _weigh(pq.read_table(url, read_dictionary=["url", "term"]), pq.read_table(df_path), weighting, url)
-    with parquet_writer_atomic(out, schemas.BAGS) as writer:
+    with parquet_writer_atomic(out, schemas.BAGS, schemas.BAGS_WRITE) as writer:
         for lo, hi in _row_groups(weighed.indptr, BAG_ROW_GROUP_ENTRIES):
             rows = np.flatnonzero(weighed.nonempty[lo:hi]) + lo
             writer.write_table(weighed.table(rows, pa.float32()).cast(schemas.BAGS))

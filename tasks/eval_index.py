@@ -9,6 +9,11 @@ counts them, simweb.tasks.crawl.in_degrees), and queried by both of the index's 
 Cached by simweb.tasks.stagecache under ``work`` per crawl, sample, strategy and index parameters;
 writes ``index_counts.npz`` (the Γ pair counts of the estimates) and keeps the record in the
 stage's stats, with the Γ of the exact similarities beside the estimates'.
+
+A strategy compared by overlap (simweb.core.strategy, "Overlap") is indexed by the weighted
+Jaccard of its bags — the index finds its candidates by Jaccard and orders them by overlap — so
+its agreement is measured against the exact Jaccard of the same bags (``compared_by``), and the
+Γ of its exact similarities is its overlap's.
 """
 from __future__ import annotations
 
@@ -54,9 +59,9 @@ def evaluate_index(crawl: str, sample: StageOutput, strategies: Sequence[Strateg
     n = len(loaded.urls)
     outputs = []
     for strategy in strategies:
-        if strategy.metric is not Metric.JACCARD:
+        if strategy.metric is Metric.COSINE:
             raise ValueError(f"{strategy.label}: the min-hash index estimates Jaccard similarity; "
-                             "measure its agreement for a Jaccard strategy")
+                             "measure its agreement for a Jaccard or overlap strategy")
 
         def compute(tmp: str, strategy: Strategy = strategy) -> dict:
             bags = inputs.bags(strategy)
@@ -64,15 +69,17 @@ def evaluate_index(crawl: str, sample: StageOutput, strategies: Sequence[Strateg
             if present.size < 2:
                 return {"strategy": strategy.label, "spec": strategy.spec(), "agreement": None}
             ids = loaded.url_ids[present]
-            exact = ExactRows(bags, strategy.metric, ids=ids.tolist())  # a block of rows at a time
+            exact = ExactRows(bags, Metric.JACCARD, ids=ids.tolist())  # a block of rows at a time
             degree = np.array([degree_of.get(int(u), 0) for u in ids], dtype=np.int64)
             agreement = index_agreement(bags, ids, exact, present, loaded.codes, n, degree, params,
                                         strategy=strategy.label)
             save_arrays(join(tmp, "index_counts.npz"), concordant=agreement.counts.concordant,
                         discordant=agreement.counts.discordant)
-            exact_gammas = gammas(pair_counts(EmbeddedSimilarity(n, present, exact), loaded.codes))
+            own = exact if strategy.metric is Metric.JACCARD else ExactRows(bags, strategy.metric, ids=ids.tolist())
+            exact_gammas = gammas(pair_counts(EmbeddedSimilarity(n, present, own), loaded.codes))
             return {"strategy": strategy.label, "spec": strategy.spec(),
-                    "agreement": {**agreement.stats, "gamma_exact": {k: as_optional(exact_gammas[k]) for k in GAMMA_MEASURES}}}
+                    "agreement": {**agreement.stats, "compared_by": Metric.JACCARD.value,
+                                  "gamma_exact": {k: as_optional(exact_gammas[k]) for k in GAMMA_MEASURES}}}
 
         outputs.append(run_stage(work, STAGE_INDEX, {"crawl": identity, "sample": sample},
                                  {"strategy": strategy.to_dict(), "index": dataclasses.asdict(params)}, compute,

@@ -3,7 +3,8 @@
 From every strategy's Γ pair counts (stage ``eval-strategy``) the recommendation is the
 strategy with the best sibling-Γ (the paper's headline measure, Section 5) among those an index
 can be built with — bag strategies compared by Jaccard (Section 4: the min-hash index estimates
-Jaccard, Section 6) — the paper's grid and the weighted hybrids alike. The sibling-Γ reported
+Jaccard, Section 6) or by overlap (candidates found by Jaccard) — the paper's grid, the weighted
+hybrids and the overlap strategies alike. The sibling-Γ reported
 for it is cross-validated over directory classes (simweb.core.crossval): chosen on half of the
 classes (the sampled pairs of sibling classes kept together), scored on the pairs of documents
 of the other half's classes only, over many random halvings, with a bootstrap interval; so the
@@ -36,9 +37,10 @@ __all__ = ["indexable", "recommend"]
 
 
 def indexable(strategy: AnyStrategy) -> bool:
-    """Whether an index can be built with ``strategy``: a bag strategy compared by Jaccard, without dedup
+    """Whether an index can be built with ``strategy``: a bag strategy compared by Jaccard or by
+    overlap (found by Jaccard, ordered by overlap: simweb.core.strategy, "Overlap"), without dedup
     (the evaluation judges every sampled page; dedup removes pages before indexing)."""
-    return isinstance(strategy, Strategy) and strategy.metric is Metric.JACCARD and not strategy.dedup
+    return isinstance(strategy, Strategy) and strategy.metric is not Metric.COSINE and not strategy.dedup
 
 
 def _estimate(est: Estimate) -> dict:

@@ -359,7 +359,7 @@ def updated_version(live: str, delta_bags: str, crawl_dir: str, params, director
     store.write_array_atomic(order.astype(np.uint32), os.path.join(signed, store.URL_DOCS_FILE))
     _write_bags(os.path.join(v.path, store.BAGS_FILE), meta, doc, n, os.path.join(signed, store.BAGS_FILE))
     with open(os.path.join(signed, "signatures.json"), "w") as f:
-        json.dump({"n_docs": n, "minhash": minhash.to_dict(),
+        json.dump({"n_docs": n, "minhash": minhash.to_dict(), "metric": v.metric,
                    "stats": {"updated_docs": int((~appended).sum()), "new_docs": int(appended.sum())}}, f, indent=1)
     shutil.rmtree(os.path.join(signed, SIG_DIR), ignore_errors=True)
     version = os.path.join(out, "version")
@@ -377,7 +377,7 @@ def _write_bags(prev: str, meta: pa.Table, doc: np.ndarray, n: int, path: str) -
     if table.num_rows != n:
         raise ValueError(f"expected {n} bags in the updated version, assembled {table.num_rows}")
     tmp = path + ".tmp"
-    pq.write_table(table, tmp, row_group_size=store.BAG_ROW_GROUP, compression="zstd")
+    pq.write_table(table, tmp, row_group_size=store.BAG_ROW_GROUP, **store.INDEX_BAGS_WRITE)
     os.replace(tmp, path)
 
 

@@ -36,6 +36,9 @@ FIGURE_TITLES = {
     "figure9": "Figure 9 — Stemming variants: sibling-Γ",
     "metric": "Jaccard vs cosine: sibling-Γ",
     "links": "Link-based measures (ENS paper) beside anchor windows: sibling-Γ",
+    "sources": "Each term source alone (Section 7 settings): sibling-Γ",
+    "shares": "Source shares: sibling-Γ",
+    "overlap": "Bags compared by overlap (Σ min, not normalised): sibling-Γ",
 }
 AXIS_LABELS = {SIBLING_GAMMA: "Sibling Γ", ORTHOGONALITY: "Fraction of pairs that are orthogonal"}
 

@@ -94,3 +94,6 @@ BAGS = pa.schema(
         pa.field("weights", pa.list_(pa.float32()), nullable=False),
     ]
 )
+#: How BAGS parts are written (pyarrow.parquet writer options): float weights byte-stream-split
+#: rather than in a dictionary (measured on the 10k-page scale crawl: 32.0 → 29.9 MB).
+BAGS_WRITE = {"use_dictionary": ["url", "terms.list.element"], "use_byte_stream_split": ["weights.list.element"]}

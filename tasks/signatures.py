@@ -217,7 +217,7 @@ def _copy_bags(signed: Sequence[str], keep: np.ndarray, path: str) -> None:
     tmp = path + ".tmp"
     at = 0
     doc = 0
-    with pq.ParquetWriter(tmp, store.INDEX_BAGS, compression="zstd") as writer:
+    with pq.ParquetWriter(tmp, store.INDEX_BAGS, **store.INDEX_BAGS_WRITE) as writer:
         pending: list[pa.Table] = []
         pending_rows = 0
         for part in signed:
@@ -336,6 +336,7 @@ def invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | N
     store.write_manifest(out, {
         **stats,
         "minhash": info["minhash"],
+        "metric": info.get("metric", "jaccard"),
         "min_in_degree": min_in_degree if degrees_known else None,
         "offsets_dtype": np.dtype(off_dtype).name,
         "signature_stats": info.get("stats", {}),
@@ -382,11 +383,14 @@ def signatures(
     links: str | None = None,
     directory: str | None = None,
     fan_out=None,
+    metric: str = "jaccard",
 ) -> dict[str, int]:
     """The signatures stage (Section 6.2): sign every BAGS part into the folder ``out``.
 
     ``pages`` (PAGES data set) gives titles, ``links`` (LINKS data set) in-degrees, and
-    ``directory`` (ODP RDF or url<TAB>category file) categories; each is optional.
+    ``directory`` (ODP RDF or url<TAB>category file) categories; each is optional. ``metric`` is
+    how queries order the candidates the signatures find (the strategy's: ``jaccard``, or
+    ``overlap`` for bags compared by overlap), recorded for the index's manifest.
     Returns the stage's stats (bags read, empty, bad rows skipped, duplicate urls skipped).
     ``fan_out`` runs the per-part tasks (see :func:`_run`).
     """
@@ -409,7 +413,8 @@ def signatures(
     ).to_dict()
     shutil.rmtree(os.path.join(out, SIG_DIR), ignore_errors=True)
     with open(os.path.join(out, "signatures.json"), "w") as f:
-        json.dump({"n_docs": assembled["docs"], "minhash": params.to_dict(), "stats": stats}, f, indent=1)
+        json.dump({"n_docs": assembled["docs"], "minhash": params.to_dict(), "metric": metric, "stats": stats}, f,
+                  indent=1)
     return stats
 
 

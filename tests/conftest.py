@@ -153,9 +153,10 @@ def build_in_process():
         out = str(out)
         crawl = [str(c) for c in crawl] if isinstance(crawl, (list, tuple)) else str(crawl)
         params = IndexParams(m=m, seed=seed, min_in_degree=min_in_degree)
+        strategy = strategy or Strategy()
         ingest_files(list_archive_files(crawl), crawl_folder(out))
-        bags = bags_stage(None, crawl_folder(out), strategy or Strategy(), out)
-        signed = signatures_stage(None, bags, crawl_folder(out), params, out, directory)
+        bags = bags_stage(None, crawl_folder(out), strategy, out)
+        signed = signatures_stage(None, bags, crawl_folder(out), params, out, directory, metric=strategy.metric)
         return publish_index(invert_stage(None, signed, params, out), out)
 
     return build
