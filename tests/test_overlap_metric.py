@@ -8,7 +8,6 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from test_bags_stage import crawl  # noqa: F401  (the fixture)
 from test_evaluate import build_synthetic_crawl
 
 import simweb
@@ -134,14 +133,18 @@ def test_an_overlap_index_finds_by_jaccard_and_orders_by_exact_overlap(synthetic
     assert counts[True] >= len(docs) // 2
 
 
-def test_the_bags_stage_builds_set_bags_not_normalised(crawl, tmp_path):
+def test_the_bags_stage_builds_set_bags_not_normalised(tmp_path):
     """The Parquet bags stage gives the reference bags for a binary overlap strategy: every term
     counts 1 whatever its tf, and the bags keep their sums."""
-    from test_bags_stage import LINKS_1, PAGES_1, assert_bags_equal
+    from test_bags_stage import LINKS_1, PAGES_1, assert_bags_equal, links_table, pages_table
 
     from simweb.tasks.bag_reader import read_bags
     from simweb.tasks.bags import build_bags_stage
+    from simweb.tasks.storage import write_parquet_atomic
 
+    crawl = str(tmp_path / "crawl")
+    write_parquet_atomic(pages_table(PAGES_1, "a.warc.gz"), f"{crawl}/pages/part-1111.parquet")
+    write_parquet_atomic(links_table(LINKS_1, PAGES_1), f"{crawl}/links/part-1111.parquet")
     strategy = Strategy.parse("anchor:32+content+outlinks,binary,overlap")
     out = build_bags_stage(crawl, strategy, str(tmp_path / "work"))
     bags = read_bags(out.path)
