@@ -16,6 +16,7 @@ answer of ``POST /api/related`` print this one shape::
                                             when re-ranked, else the estimate; a link measure's score
                   "similarity": 0.4,        the estimated bag Jaccard (null for a link measure)
                   "exact": 0.42,            the exact weighted Jaccard when re-ranked, else null
+                                            (an index of metric overlap: the exact overlap Σmin)
                   "replay": "…"}]}          with a replay prefix, for a crawled page: where a
                                             web-archive player shows it as crawled; else null
 
@@ -57,7 +58,8 @@ class RelatedPage(BaseModel):
                                      "a link measure's score")
     similarity: float | None = Field(description="estimated bag Jaccard: the fraction of the m min-hash "
                                                  "positions shared (null for a link measure)")
-    exact: float | None = Field(description="exact weighted Jaccard Σmin/Σmax, when re-ranked")
+    exact: float | None = Field(description="exact weighted Jaccard Σmin/Σmax, when re-ranked (for an index "
+                                            "built with the metric overlap: Σmin, what it is ordered by)")
     replay: str | None = Field(default=None, description="where a web-archive player (pywb, a Wayback Machine) "
                                                          "shows the page as crawled, when a replay prefix was "
                                                          "given and the page was crawled")

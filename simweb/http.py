@@ -268,8 +268,9 @@ def create_app(index: Index | str, replay_prefix: str | None = None) -> FastAPI:
         url: str = Query(..., min_length=1, description="the page's URL"),
         top: int = Query(DEFAULT_TOP, ge=1, le=MAX_TOP, description="at most this many results"),
         alpha: float = Query(DEFAULT_ALPHA, ge=0.0, le=1.0, description="least similarity"),
-        rerank: bool | None = Query(None, description="re-rank the candidates by exact weighted Jaccard (the "
-                                                      "default for the index; false: the min-hash estimate alone)"),
+        rerank: bool | None = Query(None, description="re-rank the candidates by exact weighted Jaccard, or by "
+                                                      "overlap for an index of that metric (the default for the "
+                                                      "index; false: the min-hash estimate alone)"),
         dedup: bool = Query(False, description="leave out near-duplicates of the query page and of earlier results"),
         measure: Literal[RELATED_MEASURES] | None = Query(  # type: ignore[valid-type]
             None, description="answer by this link measure of the crawl instead of the index (ENS paper Table 1)"),
