@@ -23,12 +23,12 @@ from simweb.tasks import index_store
 from simweb.tasks.bags import PART_MB, bags_task, build_bags_stage
 from simweb.tasks.crawl import crawl_identity
 from simweb.tasks.dedup import DedupParams, collapse_duplicates
-from simweb.tasks.incremental import start_epoch
+from simweb.tasks.incremental import epoch_started, start_epoch
 from simweb.tasks.ingest import IngestStats, ingest_shard, plan_shards, unreadable
 from simweb.tasks.layout import stages_folder
 from simweb.tasks.progress import track
 from simweb.tasks.signatures import IndexParams, signatures, write_index_version
-from simweb.tasks.stagecache import StageOutput, brief_stats, file_identities, run_stage
+from simweb.tasks.stagecache import StageOutput, brief_stats, consume, file_identities, find, run_stage, was_consumed
 from simweb.tasks.storage import join
 
 STAGE_DEDUP = "dedup"
@@ -144,32 +144,42 @@ def dedup_stage(crawl: str, out: str, params: DedupParams = DedupParams(), verif
 
 
 def bags_stage(runner, crawl: str, strategy: Strategy, out: str, partitions: int | None = None,
-               verify: bool = False, part_mb: int = PART_MB) -> StageOutput:
+               verify: bool = False, part_mb: int = PART_MB, reuse_consumed: bool = False) -> StageOutput:
     """The bags stage (Section 6.1) as one task on the flow's cluster, or in-process without a runner.
 
     On a cluster of more than one worker thread the task hands its parts to the cluster; on a
     cluster of one it computes them itself, one after another, as the scheduler would have
     it do anyway, without a round trip through the scheduler for each part. ``part_mb`` bounds
-    each of its tasks' working memory (simweb.tasks.bags.PartSize).
+    each of its tasks' working memory (simweb.tasks.bags.PartSize). ``reuse_consumed``: see
+    simweb.tasks.bags.build_bags_stage.
     """
     if runner is None:
-        return build_bags_stage(crawl, strategy, stages_folder(out), partitions, verify=verify, part_mb=part_mb)
+        return build_bags_stage(crawl, strategy, stages_folder(out), partitions, verify=verify, part_mb=part_mb,
+                                reuse_consumed=reuse_consumed)
     in_task = worker_slots(runner) == 1
     return runner.submit(bags_task, parameters={"crawl_dir": crawl, "strategy": strategy,
                                                 "out_dir": stages_folder(out), "partitions": partitions,
-                                                "in_task": in_task, "verify": verify, "part_mb": part_mb}).result()
+                                                "in_task": in_task, "verify": verify, "part_mb": part_mb,
+                                                "reuse_consumed": reuse_consumed}).result()
 
 
-def signatures_stage(runner, bags: StageOutput, crawl: str, params: IndexParams, out: str,
-                     directory: str | None = None, verify: bool = False, metric: Metric = Metric.JACCARD) -> StageOutput:
-    """m min-hash signatures per bag into H with the url ↔ doc map (Section 6.2); ``metric``
-    (the strategy's) is how the index's queries order what the signatures find."""
+def _signatures_key(bags: StageOutput, crawl: str, params: IndexParams, directory: str | None,
+                    metric: Metric) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The inputs and parameters the signatures stage's output is keyed on."""
     inputs: dict[str, Any] = {"bags": bags, "crawl": crawl_identity(crawl)}
     if directory:
         inputs["directory"] = file_identities([directory])
     stage_params: dict[str, Any] = {"minhash": params.minhash().to_dict()}
     if metric is not Metric.JACCARD:
         stage_params["metric"] = metric.value
+    return inputs, stage_params
+
+
+def signatures_stage(runner, bags: StageOutput, crawl: str, params: IndexParams, out: str,
+                     directory: str | None = None, verify: bool = False, metric: Metric = Metric.JACCARD) -> StageOutput:
+    """m min-hash signatures per bag into H with the url ↔ doc map (Section 6.2); ``metric``
+    (the strategy's) is how the index's queries order what the signatures find."""
+    inputs, stage_params = _signatures_key(bags, crawl, params, directory, metric)
 
     def compute(tmp: str) -> dict[str, Any]:
         return signatures(bags.path, tmp, params.minhash(), pages=join(crawl, "pages"), links=join(crawl, "links"),
@@ -239,10 +249,19 @@ def index_chain(runner, crawl: str, out: str, strategy: Strategy, params: IndexP
         # Dedup (beyond the paper, strategy option): one page per near-duplicate cluster.
         stages["dedup"] = dedup_stage(crawl, out, verify=verify)
         bag_crawl = stages["dedup"].path
-    # Bags (Section 6.1): fragments -> merge by URL -> df, NMDF weighting, normalise.
-    bags = stages["bags"] = bags_stage(runner, bag_crawl, strategy, out, partitions, verify, part_mb)
+    # Bags (Section 6.1): fragments -> merge by URL -> df, NMDF weighting, normalise. Once an
+    # index has signed them the bags are consumed (the index keeps its own copy, in document
+    # order): a later build that finds its signatures needs only their key, and one that must
+    # sign again (another m, seed or directory) weighs them again from the merge.
+    consumable = until == "index" and strategy.shares is None
+    bags = stages["bags"] = bags_stage(runner, bag_crawl, strategy, out, partitions, verify, part_mb,
+                                       reuse_consumed=consumable)
     if until == "bags":
         return ChainResult(stages, None)
+    if was_consumed(bags) and find(stages_folder(out), STAGE_SIGNATURES,
+                                   *_signatures_key(bags, bag_crawl, params, directory, strategy.metric),
+                                   verify=verify) is None:
+        bags = stages["bags"] = bags_stage(runner, bag_crawl, strategy, out, partitions, verify, part_mb)
     # Signatures (Section 6.2): m min-hashes per bag -> H and the url <-> doc map.
     signed = stages["signatures"] = signatures_stage(runner, bags, bag_crawl, params, out, directory, verify,
                                                      metric=strategy.metric)
@@ -252,5 +271,9 @@ def index_chain(runner, crawl: str, out: str, strategy: Strategy, params: IndexP
     # incremental updates (simweb.tasks.incremental).
     live = publish_index(inverted, out, verify)
     if strategy.shares is None:  # shared bags have one df per source: they are rebuilt in full
+        if was_consumed(bags) and not epoch_started(out, bags):  # the epoch's df comes from the bags
+            bags = stages["bags"] = bags_stage(runner, bag_crawl, strategy, out, partitions, verify, part_mb)
         start_epoch(out, bags, params)
+    if consumable:
+        consume(bags)
     return ChainResult(stages, live)

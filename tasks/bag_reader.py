@@ -36,7 +36,8 @@ def find_bags(path: str) -> str:
         return path
     if parts(path) and manifest is None:
         return path  # a plain folder of BAGS parts
-    found = published(path, STAGE_BAGS)
+    # Bags an index build consumed once signed have no files left (the index keeps its own copy).
+    found = [m for m in published(path, STAGE_BAGS) if not m.get("consumed")]
     if len(found) == 1:
         return join(path, STAGE_BAGS, found[0]["key"])
     if not found:

@@ -83,7 +83,15 @@ from simweb.tasks.crawl import (
     redirect_links,
 )
 from simweb.tasks.part_slices import link_slices, page_slices
-from simweb.tasks.stagecache import StageOutput, consume, file_identities, find, recorded, run_stage
+from simweb.tasks.stagecache import (
+    StageOutput,
+    consume,
+    file_identities,
+    find,
+    recorded,
+    run_stage,
+    was_consumed,
+)
 from simweb.tasks.storage import filesystem, join, parquet_writer_atomic, parts, write_parquet_atomic
 
 __all__ = [
@@ -803,7 +811,7 @@ def merge_stages(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: i
 
 def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: int | None = None, *,
                      scheduler: Any = None, df_snapshot: DfSnapshot | None = None,
-                     verify: bool = False, part_mb: int = PART_MB) -> StageOutput:
+                     verify: bool = False, part_mb: int = PART_MB, reuse_consumed: bool = False) -> StageOutput:
     """Build (or reuse) the weighted bags of the crawl in ``crawl_dir`` under ``strategy`` (Section 6.1).
 
     ``crawl_dir`` holds the ingest output (``pages/`` and ``links/`` parts). Results go under
@@ -818,7 +826,9 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
     tasks/incremental.py) instead of the collection's own: terms it does not know count df 1.
     ``verify`` checks reused sub-stage outputs by content, not only by size (stagecache.damage).
     Neither ``part_mb`` nor ``partitions`` is part of a sub-stage's key: they cut the work, the
-    bags are the same.
+    bags are the same. With ``reuse_consumed``, bags that an index build consumed once it had
+    signed them (simweb.flows.chain) are returned as their manifest records them — key and
+    stats, no files — for a caller that only needs to name them; otherwise they are weighed again.
     """
     import dask
 
@@ -870,6 +880,10 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
     params: dict[str, Any] = {"format": BAGS_FORMAT, "weighting": strategy.bag_params()}
     if df_snapshot is not None:
         params["df_snapshot"] = df_snapshot.identity()
+    if reuse_consumed:
+        known = recorded(out_dir, STAGE_BAGS, {"merged": merged_out}, params)
+        if known is not None and was_consumed(known):
+            return known
     return run_stage(out_dir, STAGE_BAGS, {"merged": merged_out}, params, weigh, verify=verify)
 
 
@@ -911,11 +925,12 @@ def sample_bags(crawl_dir: str, strategy: Strategy, out_dir: str, url_ids: np.nd
 
 @task(name="bags", cache_policy=NO_CACHE)
 def bags_task(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: int | None = None,
-              in_task: bool = False, verify: bool = False, part_mb: int = PART_MB) -> StageOutput:
+              in_task: bool = False, verify: bool = False, part_mb: int = PART_MB,
+              reuse_consumed: bool = False) -> StageOutput:
     """Prefect task of :func:`build_bags_stage` (deterministic compute: no retries; its outputs are cached).
 
     Its parts run on the worker's cluster, or with ``in_task`` one after another in the task
     itself (a cluster of one worker thread gains nothing from scheduling them).
     """
     return build_bags_stage(crawl_dir, strategy, out_dir, partitions, scheduler="sync" if in_task else None,
-                            verify=verify, part_mb=part_mb)
+                            verify=verify, part_mb=part_mb, reuse_consumed=reuse_consumed)

@@ -103,13 +103,22 @@ def read_epoch(out: str) -> Epoch | None:
     return epoch if os.path.exists(epoch.df_path) else None
 
 
+def _epoch_df(out: str, bags: StageOutput) -> str:
+    """Where the epoch of the bags stage ``bags`` keeps its df (named by the bags' key)."""
+    return os.path.join(store.local_dir(out), EPOCHS_DIR, bags.key[:16], "df.parquet")
+
+
+def epoch_started(out: str, bags: StageOutput) -> bool:
+    """Whether the epoch of ``bags`` has its df already (so the bags' own files are not needed)."""
+    return os.path.exists(_epoch_df(out, bags))
+
+
 def start_epoch(out: str, bags: StageOutput, params) -> Epoch:
     """Freeze the df and weighting of the bags stage ``bags`` (a full build's) as the live epoch."""
     stats = bags.stats
-    epoch_id = bags.path.rstrip("/").rsplit("/", 1)[-1][:16]
-    folder = os.path.join(store.local_dir(out), EPOCHS_DIR, epoch_id)
-    os.makedirs(folder, exist_ok=True)
-    df_path = os.path.join(folder, "df.parquet")
+    epoch_id = bags.key[:16]
+    df_path = _epoch_df(out, bags)
+    os.makedirs(os.path.dirname(df_path), exist_ok=True)
     if not os.path.exists(df_path):
         tmp = df_path + ".tmp"
         shutil.copyfile(join(bags.path, bag_stage.DF_FILE), tmp)

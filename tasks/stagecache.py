@@ -260,9 +260,15 @@ def recorded(root: str, stage: str, inputs: Mapping[str, Any], params: Any) -> S
     return StageOutput(path, dict(manifest.get("stats") or {}), True)
 
 
+def was_consumed(output: StageOutput) -> bool:
+    """Whether ``output``'s files were deleted by :func:`consume` (its manifest says so)."""
+    manifest = read_manifest(output.path)
+    return bool(manifest and manifest.get("consumed"))
+
+
 def consume(output: StageOutput, log: logging.Logger | logging.LoggerAdapter | None = None) -> int:
     """Delete the files of an output that the next stage has turned wholly into its own (the
-    bag fragments, once merged), keeping its manifest, so its key and stats still name it in
+    bag fragments, once merged; the bags, once signed into an index), keeping its manifest, so its key and stats still name it in
     the lineage; returns the bytes freed. A consumed output is never reused: should the next
     stage's output be lost, :func:`run_stage` computes it anew.
 

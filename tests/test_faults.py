@@ -8,6 +8,8 @@ next build, by its SHA-256 with ``simweb verify`` or ``build --verify`` — and 
 """
 from __future__ import annotations
 
+import json
+
 import subprocess
 import sys
 from pathlib import Path
@@ -71,7 +73,7 @@ def _target(out: Path, kind: str) -> Path:
     live = Path(index_store.resolve(str(out)))
     found = {
         "ingest part": sorted((out / "crawl" / "pages").glob("part-*.parquet")),
-        "bags stage part": sorted((out / "stages" / "bags").glob("*/part-*.parquet")),
+        "merge stage part": sorted((out / "stages" / "bag-merge").glob("*/part-*.parquet")),
         "signatures stage H": sorted((out / "stages" / "signatures").glob("*/H.u32")),
         "invert stage I": sorted((out / "stages" / "invert").glob("*/I.docs.u32")),
         "published H": [live / "H.u32"],
@@ -94,7 +96,7 @@ def _verify(out: Path, *extra: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
-KINDS = ("ingest part", "bags stage part", "signatures stage H", "invert stage I", "published H", "published docs")
+KINDS = ("ingest part", "merge stage part", "signatures stage H", "invert stage I", "published H", "published docs")
 
 
 @pytest.mark.slow
@@ -145,14 +147,18 @@ def test_a_same_size_overwrite_is_caught_by_build_verify_and_recomputed(tmp_path
 
     out = _built(tmp_path)
     first = index_store.resolve(str(out))
-    target = _target(out, "bags stage part")
+    target = _target(out, "merge stage part")
+    merge_manifest = target.parent / "_SUCCESS.json"
+    merged_at = json.loads(merge_manifest.read_text())["finished"]
     _damage(target, "overwritten")
     params = IndexParams(m=16, min_in_degree=0)
-    # By size, the damage goes unnoticed; by content, the bags are computed again.
+    # By size, the damage goes unnoticed; by content, the merged bags are computed again (the
+    # index's bags, consumed once signed, are named by their key: nothing after them changes).
     cheap = index_chain(None, crawl_folder(str(out)), str(out), Strategy(), params)
-    assert cheap.stages["bags"].reused
+    assert cheap.stages["bags"].reused and json.loads(merge_manifest.read_text())["finished"] == merged_at
     checked = index_chain(None, crawl_folder(str(out)), str(out), Strategy(), params, verify=True)
-    assert not checked.stages["bags"].reused and checked.stages["signatures"].reused
+    assert json.loads(merge_manifest.read_text())["finished"] != merged_at
+    assert checked.stages["signatures"].reused
     assert index_diff(checked.index, first) == []
     assert audit(str(out))[0] == []
 

@@ -208,3 +208,46 @@ def test_new_crawl_files_update_the_index_to_what_a_full_build_makes(prefect_api
     again = ingest_new_crawl(inbox=str(inbox), out=str(out), settle_seconds=0, n_workers=1, max_growth=0.0)
     assert again.ingested == [] and again.stages == {} and again.index == report.index
     assert read_ledger(crawl_folder(str(out))) == ledger
+
+
+def _chain(warcs: list[str], out: Path, m: int = 80):
+    """ingest → bags → signatures → invert → publish in this process (simweb.flows.chain)."""
+    from simweb.flows.chain import index_chain
+    from simweb.tasks.layout import crawl_folder
+    from simweb.tasks.signatures import IndexParams
+
+    ingest_files(warcs, crawl_folder(str(out)))
+    return index_chain(None, crawl_folder(str(out)), str(out), Strategy(), IndexParams(m=m, min_in_degree=None))
+
+
+def test_an_index_build_consumes_its_bags_and_weighs_them_again_only_to_sign_again(warcs, tmp_path):
+    from simweb.api import open_index
+
+    first = _chain(warcs, tmp_path)
+    bags = first.stages["bags"]
+    # The index keeps the bags (in document order); the stage keeps its manifest and stats only.
+    assert stagecache.was_consumed(bags) and not list(Path(bags.path).glob("*.parquet"))
+    assert bags.stats["bags"] > 0
+    index = open_index(tmp_path)
+    some = index._v.docs.column("url")[0].as_py()
+    assert index.bag(some) and index.related(some) is not None
+    before = finished(tmp_path)
+
+    # The same build again: nothing is computed, the consumed bags are named by their key.
+    again = _chain(warcs, tmp_path)
+    assert computed_since(before, finished(tmp_path)) == []
+    assert again.stages["bags"].key == bags.key and again.stages["signatures"].reused
+
+    # Another m: the bags are weighed again from the merge (not from the crawl) to be signed.
+    other = _chain(warcs, tmp_path, m=40)
+    recomputed = [k.split("/")[1] for k in computed_since(before, finished(tmp_path))]
+    assert sorted(recomputed) == ["bags", "invert", "signatures"]
+    assert other.stages["bags"].key == bags.key and stagecache.was_consumed(other.stages["bags"])
+    assert open_index(tmp_path).info()["minhash"]["m"] == 40
+
+    # The epoch's df comes from the bags: lost with the epochs, it is weighed again.
+    shutil.rmtree(tmp_path / "epochs")
+    before = finished(tmp_path)
+    _chain(warcs, tmp_path, m=40)
+    assert [k.split("/")[1] for k in computed_since(before, finished(tmp_path))] == ["bags"]
+    assert list((tmp_path / "epochs").glob("*/df.parquet"))
