@@ -9,7 +9,8 @@ An index folder ``OUT`` (``simweb build … --out OUT``, the deployments' ``inde
     OUT/crawl/               the ingest output: pages/, links/, stats/ parts, the crawl's
                              selection CRAWL.json and the inbox ledger _ingested.json
     OUT/stages/<stage>/<key>/  cached stage outputs (simweb.tasks.stagecache); the bag
-                             fragments keep only their manifest once merged (consumed), and
+                             fragments keep only their manifest once merged, and the bags
+                             theirs once an index has signed them (consumed), and
                              the invert stage shares H, the maps and the bags with the
                              signatures stage by hard links
     OUT/EPOCH.json, OUT/epochs/  the df epoch of incremental updates (simweb.tasks.incremental)

@@ -218,10 +218,11 @@ def test_simweb_bags_and_similarity(crawl, tmp_path, capsys):
     assert simweb(["similarity", U("b"), U("c"), "--bags", work]) == 0
     text = capsys.readouterr().out
     bags = read_bags(work)
-    from simweb.core.similarity import cosine, jaccard
+    from simweb.core.similarity import cosine, jaccard, overlap
 
     a, c = bags.row(I("b")), bags.row(I("c"))
     assert f"jaccard {jaccard(a, c):.4f}" in text and f"cosine  {cosine(a, c):.4f}" in text
+    assert f"overlap {overlap(a, c):.4f}" in text
     assert "kernel" in text.split("shared terms")[1]
     assert simweb(["similarity", U("b"), U("nowhere"), "--bags", work]) == 1
     assert "no bag for http://nowhere.example/" in capsys.readouterr().err

@@ -6,17 +6,18 @@
     simweb similarity http://a.example/ http://b.example/ --bags data/work
 
 A strategy (paper Sections 3–5) is written SOURCES[,TOKEN...]: SOURCES joins anchor[:W]
-(W = 0…32 words each side, stopwords not counted), anchor:syntactic, anchor:topical, content
-and links with "+"; tokens are a stemming (nostem, stopstem, stem), dist or nodist (distance
-weighting log2(32/(1+d))), a frequency weighting (none, log, sqrt, nmdf), mu=X and sigma=Y
-(NMDF in natural-log df units; fitted to the crawl when left out), norm=C (every bag's sum)
-and a metric (jaccard, cosine). Omitted tokens take the paper's Section 7 choice:
+(W = 0…32 words each side, stopwords not counted), anchor:syntactic, anchor:topical, content,
+links (in-link ids) and outlinks (out-link ids) with "+"; tokens are a stemming (nostem,
+stopstem, stem), dist or nodist (distance weighting log2(32/(1+d))), a frequency weighting
+(none, binary, log, sqrt, nmdf), mu=X and sigma=Y (NMDF in natural-log df units; fitted to the
+crawl when left out), norm=C (every bag's sum) and a metric (jaccard, cosine, overlap: Σ min of
+bags not normalised). Omitted tokens take the paper's Section 7 choice:
 anchor:32+content,stem,dist,nmdf,jaccard.
 
 `bags` reads the ingest output in --crawl (pages/ and links/), writes fragments, merged
 bags and weighted bags under --out (each reused when its inputs and parameters are
 unchanged) and prints where the bags are and what was counted. `similarity` prints the bag
-Jaccard and cosine of two pages and the terms they share.
+Jaccard, cosine and overlap (Σ min) of two pages and the terms they share.
 """
 from __future__ import annotations
 
@@ -149,7 +150,7 @@ def _index_bags(path: str, urls: list[str]) -> list[dict[str, float]] | None:
 
 def run_similarity(args) -> int:
     from simweb.api import UnknownURL
-    from simweb.core.similarity import cosine, jaccard, shared_terms
+    from simweb.core.similarity import cosine, jaccard, overlap, shared_terms
     from simweb.tasks.bag_reader import find_bags, read_bags
 
     (u1, id1), (u2, id2) = _ids([args.url1, args.url2], "similarity")
@@ -176,6 +177,7 @@ def run_similarity(args) -> int:
         bags = {id1: a, id2: b}
     print(f"jaccard {jaccard(a, b):.4f}")
     print(f"cosine  {cosine(a, b):.4f}")
+    print(f"overlap {overlap(a, b):.4f}")
     common = shared_terms(a, b, args.top)
     print(f"shared terms ({sum(1 for t in a if t in b)} of {len(a)} and {len(b)}), by min weight:")
     for t, wa, wb in common:
