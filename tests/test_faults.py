@@ -9,7 +9,6 @@ next build, by its SHA-256 with ``simweb verify`` or ``build --verify`` — and 
 from __future__ import annotations
 
 import json
-
 import subprocess
 import sys
 from pathlib import Path
