@@ -36,8 +36,9 @@ def register(subparsers) -> None:
                         help="paper: every sweep of Figures 3–9 plus Jaccard vs cosine; quick: window sizes, "
                         "contents, links and the metric; links: the link measures of the ENS paper (co-citation "
                         "to extended PageSim, PageRank as a baseline) beside Figure 3's anchor windows; hybrids: "
-                        "paper plus each term source alone (out-link ids too) and a search over their shares "
-                        "(default); full: hybrids plus links")
+                        "paper plus each term source alone (out-link ids too), a search over their shares and "
+                        "bags compared by overlap (coupling and co-citation as bags) (default); full: hybrids "
+                        "plus links")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample and the bootstrap (default 0)")
     parser.add_argument("--pairs", type=int, default=300,
                         help="pairs of sibling third-level classes to sample (default 300, as the paper)")
