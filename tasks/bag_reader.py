@@ -14,7 +14,6 @@ import pyarrow.parquet as pq
 import scipy.sparse as sp
 
 from simweb.core.bags import BagMatrix
-from simweb.core.strategy import Strategy
 from simweb.core.weighting import Weighting
 from simweb.tasks import schemas
 from simweb.tasks.crawl import flat_lists
@@ -88,10 +87,7 @@ def read_bags(bags_dir: str, url_ids: Iterable[int] | None = None) -> BagMatrix:
         at = pc.index_in(encoded.dictionary, value_set=df_table.column("term"))
         df = pc.fill_null(df_table.column("df").take(at), 0).to_numpy().astype(np.int64)
     weighting = None
-    if "weighting" in stats:
-        w = stats["weighting"]
-        total = w.get("normalise_to", 1.0)
-        weighting = Weighting(Strategy(frequency=w["frequency"]).frequency, w.get("nmdf_mu"), w.get("nmdf_sigma"),
-                              None if total is None else float(total))
+    if "weighting" in stats:  # Weighting.to_dict's record (bags of early versions lack normalise_to)
+        weighting = Weighting.from_dict({"normalise_to": 1.0, **stats["weighting"]})
     return BagMatrix(ids.astype(np.uint64), tuple(table.column("url").to_pylist()), vocabulary, csr, df,
                      int(stats.get("collection_size", ids.size)), weighting)
