@@ -41,7 +41,7 @@ from simweb.corpora import CorpusError
 from simweb.corpora.debian import DebFile, Package, fetch_deb
 from simweb.corpora.directory import DirectoryEntry, DirectoryStats, rdf_parts, tsv_parts
 from simweb.corpora.docsites import SiteSurvey, check_distinct_sites, decode_page, survey_deb
-from simweb.corpora.files import OutputFile, join, write_output
+from simweb.corpora.files import TMP_PREFIX, OutputFile, join, write_output
 from simweb.corpora.hierarchy import place_pages
 from simweb.corpora.links import Collection, LinkCounter, LinkStats, rewrite_links
 from simweb.corpora.perturb import Perturbation, Vocabulary, mirror_url, perturb_page
@@ -229,9 +229,11 @@ def _write_directory(out: str, trees: Sequence[_Tree], comment: str) -> tuple[di
 
 
 def _remove_stale_parts(out: str, written: dict[str, str]) -> int:
-    """Delete ``warc/scale-*.warc.gz`` files an earlier, larger build left behind."""
+    """Delete ``warc/scale-*.warc.gz`` files an earlier, larger build left behind, and the
+    unfinished ``.tmp-…`` files of an interrupted one (this build has renamed all of its own)."""
     fs, path = fsspec.core.url_to_fs(join(out, "warc"))
     stale = [p for p in fs.glob(path + "/scale-*.warc.gz") if f"warc/{p.rsplit('/', 1)[-1]}" not in written]
+    stale += fs.glob(path + f"/{TMP_PREFIX}*-scale-*.warc.gz")
     for p in stale:
         fs.rm(p)
     return len(stale)

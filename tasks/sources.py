@@ -17,6 +17,7 @@ ingest's parts, the stage cache and the inbox ledger is :func:`simweb.tasks.stor
 """
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Iterable
@@ -24,6 +25,7 @@ from collections.abc import Iterable
 from simweb.tasks.archives import ARCHIVE_SUFFIXES
 from simweb.tasks.storage import filesystem, protocol_of
 
+_log = logging.getLogger(__name__)
 _GLOB_CHARS = re.compile(r"[*?\[]")
 #: Protocols whose URLs name one file each: their servers list no folders, and a glob
 #: character may be part of the URL (a query string).
@@ -35,12 +37,16 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
     object-store prefix, a web URL, or a list of them (see the module docstring).
 
     Folders, prefixes and globs contribute files named ``*.warc``, ``*.warc.gz``, ``*.arc`` or
-    ``*.arc.gz``; a file named explicitly is taken whatever its name, and a web URL is taken
-    without asking its server (an unreachable one is reported by the ingest). Raises
-    ``FileNotFoundError`` when nothing matches, naming what was looked for.
+    ``*.arc.gz``, except hidden ones: a name starting with "." in the part of the path that was
+    searched (a download or a copy in progress, ``.tmp-…`` files an interrupted writer left) is
+    skipped, and the skipped files are counted in a warning. A file named explicitly is taken
+    whatever its name, and a web URL is taken without asking its server (an unreachable one is
+    reported by the ingest). Raises ``FileNotFoundError`` when nothing matches, naming what was
+    looked for.
     """
     items = [crawl] if isinstance(crawl, str) else list(crawl)
     found: list[str] = []
+    hidden: list[str] = []
     for item in items:
         if "://" in item and item.split("://", 1)[0].lower() in SINGLE_FILE_PROTOCOLS:
             found.append(item)
@@ -53,11 +59,13 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
         if _GLOB_CHARS.search(path):
             try:
                 candidates = [p for p in fs.glob(path) if fs.isfile(p)]
+                if not path.rsplit("/", 1)[-1].startswith("."):  # a pattern for hidden names takes them
+                    candidates = _without_hidden(candidates, _static_prefix(path), hidden)
             except ValueError as err:  # fsspec's "'**' can only be an entire path component"
                 raise FileNotFoundError(f"{item}: not a usable glob ({err}); expected e.g. "
                                         f"{prefix}bucket/crawl/**/*.warc.gz") from None
         elif fs.isdir(path):
-            candidates = fs.find(path)
+            candidates = _without_hidden(fs.find(path), path.rstrip("/") + "/", hidden)
         elif fs.isfile(path):
             found.append(prefix + path if prefix else os.path.abspath(path))
             continue
@@ -68,9 +76,29 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
             if p.rsplit("/", 1)[-1].lower().endswith(ARCHIVE_SUFFIXES):
                 found.append(prefix + p if prefix else os.path.abspath(p))
     unique = list(dict.fromkeys(found))
+    hidden = [p for p in dict.fromkeys(hidden) if p.rsplit("/", 1)[-1].lower().endswith(ARCHIVE_SUFFIXES)]
+    if hidden:
+        _log.warning("skipped %d hidden archive file(s) (a name starting with \".\", e.g. %s): files being "
+                     "written or left by an interrupted writer; name a file to read it", len(hidden), hidden[0])
     if not unique:
         raise FileNotFoundError(f"no WARC or ARC files (*.warc, *.warc.gz, *.arc, *.arc.gz) in {', '.join(items)}")
     return unique
+
+
+def _without_hidden(paths: list[str], root: str, hidden: list[str]) -> list[str]:
+    """``paths`` without those with a part starting with "." below ``root`` (added to ``hidden``)."""
+    kept = []
+    for p in paths:
+        below = p[len(root):] if p.startswith(root) else p.rsplit("/", 1)[-1]
+        (hidden if any(part.startswith(".") for part in below.split("/")) else kept).append(p)
+    return kept
+
+
+def _static_prefix(pattern: str) -> str:
+    """The folders of a glob before its first wildcard ("/crawl/" of "/crawl/**/*.warc.gz")."""
+    parts = pattern.split("/")
+    first = next(i for i, part in enumerate(parts) if _GLOB_CHARS.search(part))
+    return "/".join(parts[:first]) + "/" if first else ""
 
 
 def crawl_files(crawl: str | Iterable[str], paths_list: str | None = None, paths_prefix: str | None = None) -> list[str]:

@@ -114,8 +114,13 @@ def test_warc_files_stay_within_their_size_and_each_opens_with_warcinfo(cache, t
 
 def test_a_smaller_build_into_the_same_folder_leaves_no_stale_warc_files(cache, tmp_path):
     build_scale(47, str(tmp_path), packages=PACKAGES, cache=str(cache), warc_bytes=6_000)
+    interrupted = tmp_path / "warc" / ".tmp-0123456789abcdef-scale-copy001-00004.warc.gz"
+    interrupted.write_bytes(b"half a file")  # what a killed build leaves
+    before = len(list((tmp_path / "warc").glob("scale-*.warc.gz")))
     summary = build_scale(10, str(tmp_path), packages=PACKAGES, cache=str(cache), warc_bytes=6_000)
-    assert summary["stale_warc_files_removed"] > 0
+    after = len(list((tmp_path / "warc").glob("scale-*.warc.gz")))
+    assert summary["stale_warc_files_removed"] == before - after + 1
+    assert not interrupted.exists()
     assert sum(len(r) for r in records(tmp_path).values()) == 10
 
 

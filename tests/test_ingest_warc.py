@@ -620,6 +620,28 @@ def test_list_archive_files(tmp_path):
         list_archive_files(str(tmp_path / "nowhere"))
 
 
+def test_list_archive_files_skips_hidden_files_and_says_so(tmp_path, caplog):
+    crawl = tmp_path / "crawl"
+    (crawl / ".partial").mkdir(parents=True)
+    (crawl / "sub").mkdir()
+    for name in ("a.warc.gz", ".tmp-1234-a.warc.gz", ".partial/b.warc.gz", "sub/.c.warc", "sub/d.warc"):
+        (crawl / name).write_bytes(b"")
+    expected = [str(crawl / "a.warc.gz"), str(crawl / "sub/d.warc")]
+    with caplog.at_level("WARNING", logger="simweb.tasks.sources"):
+        assert list_archive_files(str(crawl)) == expected
+    assert "skipped 3 hidden archive file(s)" in caplog.text
+    caplog.clear()
+    assert list_archive_files(str(crawl / "**" / "*.warc*")) == expected
+    assert "skipped 3 hidden archive file(s)" in caplog.text
+    # A hidden folder or file named, or a pattern for hidden names, is read.
+    hidden_root = tmp_path / ".crawl"
+    hidden_root.mkdir()
+    (hidden_root / "e.warc.gz").write_bytes(b"")
+    assert list_archive_files(str(hidden_root)) == [str(hidden_root / "e.warc.gz")]
+    assert list_archive_files(str(crawl / ".tmp-1234-a.warc.gz")) == [str(crawl / ".tmp-1234-a.warc.gz")]
+    assert list_archive_files(str(crawl / ".*.warc.gz")) == [str(crawl / ".tmp-1234-a.warc.gz")]
+
+
 def test_ingest_files_reports_an_unreadable_file_and_goes_on(warc_dir, tmp_path):
     stats = ingest_files([str(tmp_path / "gone.warc.gz"), str(warc_dir / "example.warc.gz")], str(tmp_path / "out"))
     assert stats.files_read == 1 and stats.pages_written == 1
