@@ -21,6 +21,7 @@ import os
 import shutil
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,6 +150,23 @@ def _left_join(base: pa.Table, other: pa.Table | None, column: str, dtype: pa.Da
     return pc.cast(joined.column(column), dtype).combine_chunks()
 
 
+@dataclass(frozen=True, slots=True)
+class PageFacts:
+    """What the doc map says of each page besides its bag: in-degree, title and directory
+    category, each a (url_id, value) table or None when its source was not given."""
+
+    in_degree: pa.Table | None
+    title: pa.Table | None
+    category: pa.Table | None
+
+    @classmethod
+    def read(cls, pages: str | None = None, links: str | None = None, directory: str | None = None) -> PageFacts:
+        """The facts from the PAGES and LINKS data sets (read as their crawl's: its selection,
+        one copy of a page) and a directory file."""
+        return cls(in_degrees(crawl_of(links)) if links else None, page_titles(crawl_of(pages)) if pages else None,
+                   url_categories(directory) if directory else None)
+
+
 def assemble_signatures(
     bags: Sequence[str],
     out: str,
@@ -157,10 +175,13 @@ def assemble_signatures(
     pages: str | None = None,
     links: str | None = None,
     directory: str | None = None,
+    facts: PageFacts | None = None,
 ) -> dict[str, int]:
     """Number the signed parts 0..N−1 in part order and write H, the url map, the doc map and the bags.
 
     A URL seen in an earlier part wins; later rows of the same url id are skipped and counted.
+    The doc map's in-degrees, titles and categories are ``facts``, or read from ``pages``,
+    ``links`` and ``directory``.
     """
     signed = [os.path.join(out, SIG_DIR, _part_name(i) + ".parquet") for i in range(len(bags))]
     metas = [pq.read_table(p, columns=["url_id", "url", "n_terms"]) for p in signed]
@@ -185,10 +206,9 @@ def assemble_signatures(
     docmap = pa.concat_tables(metas).filter(pa.array(keep)) if metas else pa.table(
         {"url_id": pa.array([], pa.uint64()), "url": pa.array([], pa.string()), "n_terms": pa.array([], pa.int32())})
     docmap = docmap.append_column("doc_id", pa.array(np.arange(n, dtype=np.uint32)))
-    # The pages and links folders are read as their crawl's (its selection, one copy of a page).
-    degree = in_degrees(crawl_of(links)) if links else None
-    titles = page_titles(crawl_of(pages)) if pages else None
-    cats = url_categories(directory) if directory else None
+    if facts is None:
+        facts = PageFacts.read(pages, links, directory)
+    degree, titles, cats = facts.in_degree, facts.title, facts.category
     table = pa.table(
         {
             "doc_id": docmap.column("doc_id"),
@@ -402,8 +422,12 @@ def signatures(
         raise FileNotFoundError(f"no BAGS parts in {bags}: expected the bags stage's Parquet folder")
     os.makedirs(out, exist_ok=True)
     calls = [{"part": p, "out": out, "index": i, "params": params} for i, p in enumerate(parts)]
-    per_part = _run(fan_out, sign_part_task, calls)
-    assembled = assemble_signatures(parts, out, params, pages=pages, links=links, directory=directory)
+    # The crawl's in-degrees and titles are read here while the workers sign (at 100,000 pages
+    # 2.5 s of the 6 s the doc map and H take after the signing, which is 4.4 s on 2 workers).
+    with ThreadPoolExecutor(1, thread_name_prefix="simweb-page-facts") as reader:
+        facts = reader.submit(PageFacts.read, pages, links, directory)
+        per_part = _run(fan_out, sign_part_task, calls)
+        assembled = assemble_signatures(parts, out, params, facts=facts.result())
     total = Counter()
     for s in per_part:
         total.update(s)
