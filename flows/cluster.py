@@ -127,9 +127,39 @@ def stage_runner(dask_address: str | None = None, n_workers: int | None = None) 
                              "without Prefect; run the flow through Prefect to use a cluster")
         yield None
         return
-    with dask_task_runner(dask_address, n_workers) as runner:
+    with _worker_process_environment(), dask_task_runner(dask_address, n_workers) as runner:
         run_logger("simweb.cluster").info("Dask dashboard: %s", dashboard_link(runner) or "not served")
         yield runner
+
+
+@contextlib.contextmanager
+def _worker_process_environment() -> Iterator[None]:
+    """The environment the local cluster's worker processes start with: Dask's, without its
+    ``MALLOC_TRIM_THRESHOLD_``. Dask sets it so that a worker hands freed memory back to the
+    system at once; but setting it also turns off glibc's adaptive mmap threshold, and then every
+    large temporary array is a fresh mmap whose pages fault in anew. The stages' work is made of
+    such arrays, and their memory is bounded by the part size (PartSize), not by trimming:
+    measured on the 100,000-page crawl's bag fragments, the same tasks took 10% longer in
+    processes started with Dask's setting (95.7 s against 86.6 s of task time) — the gap between
+    one worker (a thread in the flow's process, which never had the setting) and two."""
+    import dask
+
+    environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {})
+    environ.pop(_MALLOC_TRIM, None)
+    # A worker's environment is this process's, updated with the pre-spawn settings; a cluster
+    # started earlier in this process left Dask's value in it. A value the user set is kept.
+    stale = os.environ.pop(_MALLOC_TRIM, None) if _USER_MALLOC_TRIM is None else None
+    try:
+        with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
+            yield
+    finally:
+        if stale is not None:
+            os.environ[_MALLOC_TRIM] = stale
+
+
+_MALLOC_TRIM = "MALLOC_TRIM_THRESHOLD_"
+#: The user's own setting, read before any Dask nanny of this process could set it.
+_USER_MALLOC_TRIM = os.environ.get(_MALLOC_TRIM)
 
 
 class _Done:

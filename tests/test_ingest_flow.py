@@ -160,3 +160,25 @@ def test_the_worker_preload_imports_the_stage_modules():
                          cwd=str(Path(__file__).resolve().parents[1]))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_local_cluster_workers_start_without_dasks_malloc_trim_threshold():
+    """Dask starts worker processes with MALLOC_TRIM_THRESHOLD_ set, which turns off glibc's
+    adaptive mmap threshold (every large temporary array faults its pages in anew); the flows'
+    clusters start theirs with Dask's other settings only."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    from simweb.flows.cluster import _worker_process_environment
+
+    key = "distributed.nanny.pre-spawn-environ"
+    before = dict(dask.config.get(key))
+    with _worker_process_environment():
+        environ = dask.config.get(key)
+        assert "MALLOC_TRIM_THRESHOLD_" not in environ
+        assert environ == {k: v for k, v in before.items() if k != "MALLOC_TRIM_THRESHOLD_"}
+        with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                          dashboard_address=None) as cluster, Client(cluster) as client:
+            seen = client.run(lambda: (os.environ.get("MALLOC_TRIM_THRESHOLD_"), os.environ.get("OMP_NUM_THREADS")))
+    assert list(seen.values()) == [(None, str(before.get("OMP_NUM_THREADS", 1)))]
+    assert dict(dask.config.get(key)) == before
