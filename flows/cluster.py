@@ -141,11 +141,16 @@ def _worker_process_environment() -> Iterator[None]:
     such arrays, and their memory is bounded by the part size (PartSize), not by trimming:
     measured on the 100,000-page crawl's bag fragments, the same tasks took 10% longer in
     processes started with Dask's setting (95.7 s against 86.6 s of task time) — the gap between
-    one worker (a thread in the flow's process, which never had the setting) and two."""
+    one worker (a thread in the flow's process, which never had the setting) and two. The
+    workers' threads share two malloc arenas (``MALLOC_ARENA_MAX=2``, unless the user set it),
+    so that memory one thread's frees kept serves the next: at a million pages the largest
+    worker peaked at 2.02 GiB without it, 1.93 GiB with it, at the same speed."""
     import dask
 
     environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {})
     environ.pop(_MALLOC_TRIM, None)
+    if "MALLOC_ARENA_MAX" not in os.environ:  # a worker's threads share what their frees kept
+        environ["MALLOC_ARENA_MAX"] = "2"
     # A worker's environment is this process's, updated with the pre-spawn settings; a cluster
     # started earlier in this process left Dask's value in it. A value the user set is kept.
     stale = os.environ.pop(_MALLOC_TRIM, None) if _USER_MALLOC_TRIM is None else None

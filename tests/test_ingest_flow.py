@@ -176,9 +176,13 @@ def test_local_cluster_workers_start_without_dasks_malloc_trim_threshold():
     with _worker_process_environment():
         environ = dask.config.get(key)
         assert "MALLOC_TRIM_THRESHOLD_" not in environ
-        assert environ == {k: v for k, v in before.items() if k != "MALLOC_TRIM_THRESHOLD_"}
+        expected = {k: v for k, v in before.items() if k != "MALLOC_TRIM_THRESHOLD_"}
+        if "MALLOC_ARENA_MAX" not in os.environ:  # the user's own setting is kept
+            expected["MALLOC_ARENA_MAX"] = "2"
+        assert environ == expected
         with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
                           dashboard_address=None) as cluster, Client(cluster) as client:
-            seen = client.run(lambda: (os.environ.get("MALLOC_TRIM_THRESHOLD_"), os.environ.get("OMP_NUM_THREADS")))
-    assert list(seen.values()) == [(None, str(before.get("OMP_NUM_THREADS", 1)))]
+            seen = client.run(lambda: (os.environ.get("MALLOC_TRIM_THRESHOLD_"), os.environ.get("OMP_NUM_THREADS"),
+                                       os.environ.get("MALLOC_ARENA_MAX")))
+    assert list(seen.values()) == [(None, str(before.get("OMP_NUM_THREADS", 1)), expected.get("MALLOC_ARENA_MAX"))]
     assert dict(dask.config.get(key)) == before
