@@ -149,8 +149,8 @@ def _worker_process_environment() -> Iterator[None]:
 
     environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {})
     environ.pop(_MALLOC_TRIM, None)
-    if "MALLOC_ARENA_MAX" not in os.environ:  # a worker's threads share what their frees kept
-        environ["MALLOC_ARENA_MAX"] = "2"
+    if _USER_ARENA_MAX is None:  # a worker's threads share what their frees kept
+        environ[_ARENA_MAX] = "2"
     # A worker's environment is this process's, updated with the pre-spawn settings; a cluster
     # started earlier in this process left Dask's value in it. A value the user set is kept.
     stale = os.environ.pop(_MALLOC_TRIM, None) if _USER_MALLOC_TRIM is None else None
@@ -162,9 +162,11 @@ def _worker_process_environment() -> Iterator[None]:
             os.environ[_MALLOC_TRIM] = stale
 
 
-_MALLOC_TRIM = "MALLOC_TRIM_THRESHOLD_"
-#: The user's own setting, read before any Dask nanny of this process could set it.
+_MALLOC_TRIM, _ARENA_MAX = "MALLOC_TRIM_THRESHOLD_", "MALLOC_ARENA_MAX"
+#: The user's own settings, read before any Dask nanny of this process could set them (a nanny
+#: writes its pre-spawn settings into this process's environment).
 _USER_MALLOC_TRIM = os.environ.get(_MALLOC_TRIM)
+_USER_ARENA_MAX = os.environ.get(_ARENA_MAX)
 
 
 class _Done:

@@ -169,6 +169,7 @@ def test_local_cluster_workers_start_without_dasks_malloc_trim_threshold():
     import dask
     from distributed import Client, LocalCluster
 
+    from simweb.flows import cluster as cluster_module
     from simweb.flows.cluster import _worker_process_environment
 
     key = "distributed.nanny.pre-spawn-environ"
@@ -177,12 +178,13 @@ def test_local_cluster_workers_start_without_dasks_malloc_trim_threshold():
         environ = dask.config.get(key)
         assert "MALLOC_TRIM_THRESHOLD_" not in environ
         expected = {k: v for k, v in before.items() if k != "MALLOC_TRIM_THRESHOLD_"}
-        if "MALLOC_ARENA_MAX" not in os.environ:  # the user's own setting is kept
+        if cluster_module._USER_ARENA_MAX is None:  # the user's own setting is kept
             expected["MALLOC_ARENA_MAX"] = "2"
         assert environ == expected
         with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
                           dashboard_address=None) as cluster, Client(cluster) as client:
             seen = client.run(lambda: (os.environ.get("MALLOC_TRIM_THRESHOLD_"), os.environ.get("OMP_NUM_THREADS"),
                                        os.environ.get("MALLOC_ARENA_MAX")))
-    assert list(seen.values()) == [(None, str(before.get("OMP_NUM_THREADS", 1)), expected.get("MALLOC_ARENA_MAX"))]
+    arenas = expected.get("MALLOC_ARENA_MAX", cluster_module._USER_ARENA_MAX)
+    assert list(seen.values()) == [(cluster_module._USER_MALLOC_TRIM, str(before.get("OMP_NUM_THREADS", 1)), arenas)]
     assert dict(dask.config.get(key)) == before
