@@ -59,13 +59,13 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
         if _GLOB_CHARS.search(path):
             try:
                 candidates = [p for p in fs.glob(path) if fs.isfile(p)]
-                if not path.rsplit("/", 1)[-1].startswith("."):  # a pattern for hidden names takes them
-                    candidates = _without_hidden(candidates, _static_prefix(path), hidden)
+                # Hidden names below the glob's fixed folders are skipped, unless the pattern asks for them.
+                searched = None if path.rsplit("/", 1)[-1].startswith(".") else _static_prefix(path)
             except ValueError as err:  # fsspec's "'**' can only be an entire path component"
                 raise FileNotFoundError(f"{item}: not a usable glob ({err}); expected e.g. "
                                         f"{prefix}bucket/crawl/**/*.warc.gz") from None
         elif fs.isdir(path):
-            candidates = _without_hidden(fs.find(path), path.rstrip("/") + "/", hidden)
+            candidates, searched = fs.find(path), path.rstrip("/") + "/"
         elif fs.isfile(path):
             found.append(prefix + path if prefix else os.path.abspath(path))
             continue
@@ -74,9 +74,10 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
                 f"{item}: no such file or folder; expected a WARC or ARC file, a folder of them or a glob")
         for p in sorted(candidates):
             if p.rsplit("/", 1)[-1].lower().endswith(ARCHIVE_SUFFIXES):
-                found.append(prefix + p if prefix else os.path.abspath(p))
+                kept = hidden if searched is not None and _is_hidden(p, searched) else found
+                kept.append(prefix + p if prefix else os.path.abspath(p))
     unique = list(dict.fromkeys(found))
-    hidden = [p for p in dict.fromkeys(hidden) if p.rsplit("/", 1)[-1].lower().endswith(ARCHIVE_SUFFIXES)]
+    hidden = list(dict.fromkeys(hidden))
     if hidden:
         _log.warning("skipped %d hidden archive file(s) (a name starting with \".\", e.g. %s): files being "
                      "written or left by an interrupted writer; name a file to read it", len(hidden), hidden[0])
@@ -85,13 +86,10 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
     return unique
 
 
-def _without_hidden(paths: list[str], root: str, hidden: list[str]) -> list[str]:
-    """``paths`` without those with a part starting with "." below ``root`` (added to ``hidden``)."""
-    kept = []
-    for p in paths:
-        below = p[len(root):] if p.startswith(root) else p.rsplit("/", 1)[-1]
-        (hidden if any(part.startswith(".") for part in below.split("/")) else kept).append(p)
-    return kept
+def _is_hidden(path: str, searched: str) -> bool:
+    """Whether a part of ``path`` below the folder ``searched`` starts with "."."""
+    below = path[len(searched):] if path.startswith(searched) else path.rsplit("/", 1)[-1]
+    return any(part.startswith(".") for part in below.split("/"))
 
 
 def _static_prefix(pattern: str) -> str:
