@@ -23,7 +23,7 @@ from simweb.tasks.bags import PART_MB
 from simweb.tasks.crawl import write_selection
 from simweb.tasks.ingest import nothing_ingested
 from simweb.tasks.sources import crawl_files
-from simweb.tasks.layout import IndexLock, check_writable, crawl_folder, sweep_debris
+from simweb.tasks.layout import IndexLock, check_writable, crawl_folder, set_work_folder, sweep_debris, work_folder
 from simweb.tasks.ledger import crawl_selection
 from simweb.tasks.logs import run_logger
 from simweb.tasks.signatures import IndexParams
@@ -40,6 +40,7 @@ def build_index(
     directory: str | None = None,
     until: Literal["ingest", "bags", "index"] = "index",
     crawl_out: str | None = None,
+    work: str | None = None,
     dask_address: str | None = None,
     n_workers: int | None = None,
     partitions: int | None = None,
@@ -67,7 +68,8 @@ def build_index(
         min_in_degree: Pages with at most this many inlinks stay queryable but are not returned as results (Section 7.1); empty, the default, keeps every page.
         directory: A topic directory (Open Directory RDF dump or url<TAB>category file) whose categories results show.
         until: Stop after this stage: ingest, bags or index (the whole build).
-        crawl_out: Where the ingested pages and links go (default: OUT/crawl). Point several indexes at one to ingest once.
+        crawl_out: Where the ingested pages and links go (default: OUT/crawl, or WORK/crawl). Point several indexes at one to ingest once.
+        work: Where the ingested crawl and the stage outputs are kept (default: the index folder, or where an earlier build's work was given): a local folder, or an object-store URL (s3://bucket/prefix) that a cluster's workers on other machines share; OUT remembers it.
         dask_address: The address of an existing Dask scheduler (tcp://host:8786); empty starts a local cluster.
         n_workers: Worker processes of the local Dask cluster (default: one per core; 1 runs one worker thread in the flow's process).
         partitions: Partitions of the bags stage's merge (default: from the crawl's size).
@@ -81,13 +83,17 @@ def build_index(
     """
     log = run_logger("simweb.build")
     files = crawl_files(crawl, paths_list, paths_prefix)
-    crawl_dir = crawl_out or crawl_folder(out)
-    for folder in {out, crawl_dir}:
+    for folder in {out, crawl_out or out, work or out}:
         check_writable(folder)
     params = IndexParams(m=m, seed=seed, min_in_degree=min_in_degree)
     log.info("build-index: %d archive file(s) into %s, strategy %s", len(files), out, strategy.label)
     with IndexLock(out, "build-index", wait=lock_wait_seconds, on_wait=log.info), \
             stage_runner(dask_address, n_workers) as runner:
+        if work is not None:
+            set_work_folder(out, work)
+        crawl_dir = crawl_out or crawl_folder(out)
+        if work_folder(out) != out:
+            log.info("build-index: the crawl and the stage outputs are kept in %s", work_folder(out))
         for path in sweep_debris(out, crawl_dir):
             log.info("removed %s, left by a run that was killed", path)
         # 1. Ingest (Section 6.1 scans the repository): WARC/ARC files -> pages + link contexts.

@@ -1,9 +1,9 @@
 """The Dask cluster the flows run their tasks on, and how a stage fans its tasks out on it.
 
 Every flow runs on one Dask cluster: a temporary LocalCluster sized to this machine, or the
-scheduler at ``dask_address`` — whose workers must be able to read the crawl and write the
-output folder (a shared file system or an fsspec URL such as ``s3://``) and reach the Prefect
-API (``PREFECT_API_URL``). The unit of a task is a WARC file shard, a data part or a stage,
+scheduler at ``dask_address`` — whose workers must be able to read the crawl, read and write the
+build's work folder (the flow's ``work``: a shared file system or an fsspec URL such as ``s3://``)
+and reach the Prefect API (``PREFECT_API_URL``). The unit of a task is a WARC file shard, a data part or a stage,
 never a record: a Prefect task run costs a few hundred milliseconds on a worker (DESIGN.md).
 """
 from __future__ import annotations

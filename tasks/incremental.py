@@ -66,7 +66,7 @@ from simweb.tasks.logs import run_logger
 from simweb.tasks.part_slices import link_slices, page_slices
 from simweb.tasks.signatures import SIG_DIR, IndexParams, sign_part, write_index_version
 from simweb.tasks.stagecache import StageOutput, file_identities, lineage, output_path, published, run_stage
-from simweb.tasks.storage import join, write_bytes_atomic, write_parquet_atomic
+from simweb.tasks.storage import download, exists, join, local_stand_in, write_bytes_atomic, write_parquet_atomic
 
 EPOCH_FILE = "EPOCH.json"
 EPOCHS_DIR = "epochs"
@@ -121,7 +121,7 @@ def start_epoch(out: str, bags: StageOutput, params) -> Epoch:
     os.makedirs(os.path.dirname(df_path), exist_ok=True)
     if not os.path.exists(df_path):
         tmp = df_path + ".tmp"
-        shutil.copyfile(join(bags.path, bag_stage.DF_FILE), tmp)
+        download(join(bags.path, bag_stage.DF_FILE), tmp)
         os.replace(tmp, df_path)
     epoch = Epoch(
         id=epoch_id, df_path=df_path, weighting=dict(stats["weighting"]), pages=int(stats.get("pages", 0)),
@@ -259,9 +259,9 @@ def touched_urls(crawl_dir: str, new_parts: list[str]) -> np.ndarray:
     for name in new_parts:
         page = join(crawl_dir, "pages", f"{name}.parquet")
         link = join(crawl_dir, "links", f"{name}.parquet")
-        if os.path.exists(page):
+        if exists(page):  # the crawl may be on an object store (simweb build --work)
             found.append(read_part(page, schemas.PAGES, ["url_id"]).column("url_id").to_numpy())
-        if os.path.exists(link):
+        if exists(link):
             found.append(aliases.resolve(read_part(link, schemas.LINKS, ["target_id"]).column("target_id").to_numpy()))
     return np.unique(np.concatenate(found).astype(np.uint64))
 
@@ -403,14 +403,16 @@ def update(out: str, crawl_dir: str, new_parts: list[str], epoch: Epoch, strateg
     snapshot = epoch.snapshot()
 
     def bags_compute(tmp: str) -> dict[str, Any]:
-        return touched_bags(crawl_dir, strategy, touched, snapshot, store.local_dir(tmp))
+        with local_stand_in(tmp) as local:  # the stage folder may be on an object store
+            return touched_bags(crawl_dir, strategy, touched, snapshot, local)
 
     delta = run_stage(stages, STAGE_DELTA_BAGS,
                       {**crawl_identity, "touched": [f"parts:{','.join(sorted(new_parts))}"]},
                       {"strategy": strategy.bag_params(), "df_snapshot": snapshot.identity()}, bags_compute)
 
     def index_compute(tmp: str) -> dict[str, Any]:
-        return updated_version(live, delta.path, crawl_dir, params, directory, store.local_dir(tmp))
+        with local_stand_in(tmp) as local:
+            return updated_version(live, delta.path, crawl_dir, params, directory, local)
 
     live_identity = json.dumps(store.read_manifest(live), sort_keys=True)
     inputs = {"delta": delta, "live": [live_identity], **({"directory": file_identities([directory])} if directory else {})}

@@ -205,9 +205,13 @@ def publish(version: str, index: str, *, name: str | None = None, keep: int = KE
     share its inodes with the cache it came from, or damage to one would be damage to both),
     each checked against its SHA-256 in the manifest on the way and flushed to disk; then
     ``index/CURRENT`` is switched by an atomic rename. Versions beyond the ``keep`` most
-    recent are removed (the one just replaced stays, for readers that still hold it).
+    recent are removed (the one just replaced stays, for readers that still hold it). ``version``
+    may be on an object store (a build whose stage outputs are kept there): its files are then
+    downloaded, and checked the same way.
     """
-    src = local_dir(version)
+    from simweb.tasks.storage import join, local_path
+
+    src = local_path(version) or version
     root = local_dir(index)
     manifest = read_manifest(src)
     name = name or f"v-{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
@@ -218,8 +222,8 @@ def publish(version: str, index: str, *, name: str | None = None, keep: int = KE
     os.makedirs(tmp)
     try:
         for fname, meta in manifest["files"].items():
-            copy_file(os.path.join(src, fname), os.path.join(tmp, fname), meta["sha256"])
-        copy_file(os.path.join(src, MANIFEST), os.path.join(tmp, MANIFEST), None)
+            copy_file(join(src, fname), os.path.join(tmp, fname), meta["sha256"])
+        copy_file(join(src, MANIFEST), os.path.join(tmp, MANIFEST), None)
         _fsync_path(tmp)
         os.rename(tmp, dest)
         _fsync_path(versions)
@@ -252,15 +256,19 @@ _FICLONE = 0x40049409  # ioctl: share the source's extents copy-on-write (btrfs,
 
 
 def copy_file(src: str, dst: str, sha: str | None = None) -> None:
-    """Copy ``src`` to ``dst`` (reflink where possible), check its SHA-256 and flush it to disk."""
+    """Copy ``src`` (a local file, or an object's URL) to the local file ``dst`` (a reflink
+    where possible), check its SHA-256 and flush it to disk."""
+    from simweb.tasks.storage import filesystem, local_path
+
     h = hashlib.sha256()
-    with open(src, "rb") as fin, open(dst, "wb") as fout:
+    fs, path = filesystem(src)
+    with (open(path, "rb") if local_path(src) else fs.open(path, "rb")) as fin, open(dst, "wb") as fout:
         try:
             import fcntl
 
             fcntl.ioctl(fout.fileno(), _FICLONE, fin.fileno())
             cloned = True
-        except (OSError, ImportError):
+        except (OSError, ImportError, AttributeError):  # no reflinks here, or the source is remote
             cloned = False
         while block := fin.read(1 << 22):
             h.update(block)
@@ -284,20 +292,25 @@ def _fsync_path(path: str) -> None:
 
 
 def damage(version: str, *, digests: bool = False) -> list[str]:
-    """What is wrong with an index version folder against its manifest: files missing or of
-    another size (and with ``digests``, of other content); [] when whole."""
+    """What is wrong with an index version folder (local, or on an object store) against its
+    manifest: files missing or of another size (and with ``digests``, of other content); [] when whole."""
+    from simweb.tasks.storage import file_digest, filesystem, join
+
     try:
         manifest = read_manifest(version)
     except IndexFormatError as err:
         return [str(err)]
     problems = []
+    fs, root = filesystem(version)
     for name, meta in manifest["files"].items():
-        path = os.path.join(version, name)
-        if not os.path.isfile(path):
+        try:
+            size = int(fs.size(f"{root.rstrip('/')}/{name}"))
+        except (FileNotFoundError, OSError):
             problems.append(f"{name} is missing")
-        elif os.path.getsize(path) != meta["bytes"]:
-            problems.append(f"{name}: expected {meta['bytes']} bytes, found {os.path.getsize(path)}")
-        elif digests and (found := sha256(path)) != meta["sha256"]:
+            continue
+        if size != meta["bytes"]:
+            problems.append(f"{name}: expected {meta['bytes']} bytes, found {size}")
+        elif digests and (found := file_digest(join(version, name))) != meta["sha256"]:
             problems.append(f"{name}: expected SHA-256 {meta['sha256']} (in {MANIFEST}), found {found}")
     return problems
 
@@ -310,13 +323,15 @@ def _prune(versions: str, live: str, keep: int) -> None:
 
 
 def read_manifest(version: str) -> dict[str, Any]:
-    path = os.path.join(version, MANIFEST)
+    """The manifest of the index version folder ``version`` (local, or on an object store)."""
+    from simweb.tasks.storage import join, read_text
+
+    path = join(version, MANIFEST)
     try:
-        with open(path) as f:
-            manifest = json.load(f)
+        manifest = json.loads(read_text(path))
     except FileNotFoundError:
         raise IndexFormatError(f"{version} is not a finished index version: {MANIFEST} is missing") from None
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise IndexFormatError(f"{path} is not valid JSON ({e}); rebuild the index") from None
     if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
         raise IndexFormatError(

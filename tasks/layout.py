@@ -14,6 +14,9 @@ An index folder ``OUT`` (``simweb build … --out OUT``, the deployments' ``inde
                              the invert stage shares H, the maps and the bags with the
                              signatures stage by hard links
     OUT/EPOCH.json, OUT/epochs/  the df epoch of incremental updates (simweb.tasks.incremental)
+    OUT/WORK                 present when the crawl and the stages live elsewhere (``simweb build
+                             --work URL``, e.g. an object store that a cluster's workers share):
+                             the folder holding crawl/ and stages/ in their place
 
 ``build-index`` and ``ingest-new-crawl`` both write the crawl folder, the stages, the ledger,
 the epoch and CURRENT; two of them at once on one folder could publish a version that lacks
@@ -33,16 +36,51 @@ from typing import Callable
 from simweb.tasks.storage import TMP_PREFIX, join, local_path
 
 LOCK = "LOCK"
+WORK = "WORK"
+
+
+def work_folder(out: str) -> str:
+    """The folder that holds the crawl and the stage outputs of the index folder ``out``: the one
+    its WORK file names, else ``out`` itself."""
+    root = local_path(out)
+    if root is not None:
+        try:
+            with open(os.path.join(root, WORK), encoding="utf-8") as f:
+                named = f.read().strip()
+        except (FileNotFoundError, NotADirectoryError):
+            named = ""
+        if named:
+            return named
+    return out
+
+
+def set_work_folder(out: str, work: str) -> None:
+    """Keep the crawl and the stage outputs of the index folder ``out`` in ``work`` from now on
+    (``out`` itself: in the index folder, as by default). Written by an atomic rename."""
+    root = local_path(out)
+    if root is None:
+        raise ValueError(f"{out}: an index is a local folder")
+    os.makedirs(root, exist_ok=True)
+    path = os.path.join(root, WORK)
+    here = local_path(work)
+    if here is not None and os.path.abspath(here) == os.path.abspath(root):
+        if os.path.exists(path):
+            os.remove(path)
+        return
+    tmp = os.path.join(root, f"{TMP_PREFIX}{os.getpid()}-{WORK}")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write((here or work) + "\n")
+    os.replace(tmp, path)
 
 
 def crawl_folder(out: str) -> str:
     """Where a build keeps the ingest output (pages/, links/, stats/) of its crawl."""
-    return join(out, "crawl")
+    return join(work_folder(out), "crawl")
 
 
 def stages_folder(out: str) -> str:
     """Where a build caches its stage outputs."""
-    return join(out, "stages")
+    return join(work_folder(out), "stages")
 
 
 def sweep_debris(out: str, crawl: str | None = None) -> list[str]:
@@ -57,11 +95,12 @@ def sweep_debris(out: str, crawl: str | None = None) -> list[str]:
     root = local_path(out)
     if root is None:
         return []
-    crawl_root = local_path(crawl) if crawl else os.path.join(root, "crawl")
+    crawl_root = local_path(crawl or crawl_folder(out))
     folders = [root, os.path.join(root, "versions")]
     folders += [os.path.join(crawl_root, name) for name in ("pages", "links", "aliases", "stats")] if crawl_root else []
-    stages = os.path.join(root, "stages")
-    if os.path.isdir(stages):
+    # Stages kept elsewhere (WORK) may be another index's too: stagecache.clean_stale's, by owner.
+    stages = os.path.join(root, "stages") if work_folder(out) == out else None
+    if stages and os.path.isdir(stages):
         folders += [os.path.join(stages, name) for name in sorted(os.listdir(stages))]
     removed = []
     for folder in folders:

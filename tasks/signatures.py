@@ -36,6 +36,17 @@ from simweb.core.query import buckets_from_pairs
 from simweb.tasks import index_store as store
 from simweb.tasks.crawl import crawl_of, in_degrees, page_titles
 from simweb.tasks.directory_file import url_categories
+from simweb.tasks.storage import (
+    download,
+    is_remote,
+    join,
+    local_path,
+    local_stand_in,
+    read_parquet,
+    read_range,
+    read_text,
+    remove,
+)
 from simweb.tasks.storage import parts as dataset_parts
 
 SIG_DIR = "_sig"
@@ -94,7 +105,8 @@ def _part_name(i: int) -> str:
 
 
 def sign_part(part: str, out: str, index: int, params: MinHashParams = MinHashParams()) -> dict[str, int]:
-    """Sign the bags of one BAGS part into ``out/_sig/part-<index>.{u32,parquet}``.
+    """Sign the bags of one BAGS part into ``out/_sig/part-<index>.{u32,parquet}`` (``out`` a
+    local folder or one on an object store).
 
     A row whose terms and weights differ in length, or whose weights are negative or not
     finite, is skipped and counted.
@@ -124,9 +136,6 @@ def sign_part(part: str, out: str, index: int, params: MinHashParams = MinHashPa
     vocabulary = encoded.dictionary.to_pylist()
     offsets = np.concatenate([[0], np.cumsum(t_len)]).astype(np.int64)
     sigs = sign(codes, offsets, term_hashes(vocabulary, params.hash_family), flat_w, params)
-    os.makedirs(os.path.join(out, SIG_DIR), exist_ok=True)
-    base = os.path.join(out, SIG_DIR, _part_name(index))
-    store.write_array_atomic(sigs.values, base + ".u32")
     meta = pa.table(
         {
             "url_id": table.column("url_id"),
@@ -136,9 +145,13 @@ def sign_part(part: str, out: str, index: int, params: MinHashParams = MinHashPa
             "weights": weights,
         }
     )
-    tmp = base + ".tmp.parquet"
-    pq.write_table(meta, tmp)
-    os.replace(tmp, base + ".parquet")
+    with local_stand_in(out) as local:
+        os.makedirs(os.path.join(local, SIG_DIR), exist_ok=True)
+        base = os.path.join(local, SIG_DIR, _part_name(index))
+        store.write_array_atomic(sigs.values, base + ".u32")
+        tmp = base + ".tmp.parquet"
+        pq.write_table(meta, tmp)
+        os.replace(tmp, base + ".parquet")
     return {"bags": table.num_rows, "empty_bags": int(np.count_nonzero(t_len == 0)), "bad_rows": int(bad.sum())}
 
 
@@ -264,7 +277,7 @@ def _ranges(n: int, parts: int) -> list[tuple[int, int]]:
 
 
 def _indexed_mask(signed: str, min_in_degree: int | None) -> np.ndarray:
-    t = pq.read_table(os.path.join(signed, store.DOCMAP_FILE), columns=["in_degree", "n_terms"])
+    t = read_parquet(join(signed, store.DOCMAP_FILE), columns=["in_degree", "n_terms"])
     mask = t.column("n_terms").to_numpy() > 0
     degree = t.column("in_degree")
     if min_in_degree is not None and degree.null_count < len(degree):
@@ -278,47 +291,72 @@ def invert_map(signed: str, out: str, block: int, n_blocks: int, n_reducers: int
     manifest = _signed_info(signed)
     n, m = manifest["n_docs"], manifest["minhash"]["m"]
     d0, d1 = _ranges(n, n_blocks)[block]
-    h = np.fromfile(os.path.join(signed, store.H_FILE), dtype="<u4", count=(d1 - d0) * m,
-                    offset=d0 * m * 4).reshape(d1 - d0, m)
+    h = np.frombuffer(read_range(join(signed, store.H_FILE), d0 * m * 4, (d1 - d0) * m * 4),
+                      dtype="<u4").reshape(d1 - d0, m)
     present = ~(h == EMPTY).all(axis=1)
     indexed = _indexed_mask(signed, min_in_degree)[d0:d1][present]
     ids = (np.flatnonzero(present) + d0).astype(np.uint32)
     rows = h[present]
-    shuffle = os.path.join(out, SHUFFLE_DIR)
-    os.makedirs(shuffle, exist_ok=True)
-    for r, (j0, j1) in enumerate(_ranges(m, n_reducers)):
-        # Position-major: for one key, the block's docs come out rising.
-        cols = rows[:, j0:j1].T.astype(np.uint64)
-        keys = (np.arange(j0, j1, dtype=np.uint64)[:, None] << np.uint64(32)) | cols
-        docs = np.broadcast_to(ids, cols.shape)
-        flags = np.broadcast_to(indexed, cols.shape)
-        path = os.path.join(shuffle, f"map-{block:05d}-red-{r:03d}.npz")
-        np.savez(path + ".tmp.npz", keys=keys.ravel(), docs=docs.ravel(), indexed=flags.ravel())
-        os.replace(path + ".tmp.npz", path)
+    with local_stand_in(out) as local:
+        shuffle = os.path.join(local, SHUFFLE_DIR)
+        os.makedirs(shuffle, exist_ok=True)
+        for r, (j0, j1) in enumerate(_ranges(m, n_reducers)):
+            # Position-major: for one key, the block's docs come out rising.
+            cols = rows[:, j0:j1].T.astype(np.uint64)
+            keys = (np.arange(j0, j1, dtype=np.uint64)[:, None] << np.uint64(32)) | cols
+            docs = np.broadcast_to(ids, cols.shape)
+            flags = np.broadcast_to(indexed, cols.shape)
+            path = os.path.join(shuffle, _map_file(block, r))
+            np.savez(path + ".tmp.npz", keys=keys.ravel(), docs=docs.ravel(), indexed=flags.ravel())
+            os.replace(path + ".tmp.npz", path)
     return {"docs": int(d1 - d0), "indexed": int(indexed.sum())}
 
 
 def invert_reduce(out: str, reducer: int, n_blocks: int, m: int) -> dict[str, int]:
     """Reduce task: group one range of positions j into buckets (simweb.core.query.buckets_from_pairs)."""
-    shuffle = os.path.join(out, SHUFFLE_DIR)
-    keys, docs, flags = [], [], []
-    for b in range(n_blocks):
-        with np.load(os.path.join(shuffle, f"map-{b:05d}-red-{reducer:03d}.npz")) as z:
-            keys.append(z["keys"])
-            docs.append(z["docs"])
-            flags.append(z["indexed"])
-    # Blocks are in doc order and the sort is stable, so docs stay rising within a bucket.
-    inv = buckets_from_pairs(np.concatenate(keys), np.concatenate(docs), m, np.concatenate(flags))
-    path = os.path.join(shuffle, f"red-{reducer:03d}.npz")
-    np.savez(path + ".tmp.npz", keys=inv.keys, sizes=np.diff(inv.offsets), docs=inv.docs)
-    os.replace(path + ".tmp.npz", path)
+    maps = [f"{SHUFFLE_DIR}/{_map_file(b, reducer)}" for b in range(n_blocks)]
+    with local_stand_in(out, fetch=maps if is_remote(out) else ()) as local:
+        keys, docs, flags = [], [], []
+        for name in maps:
+            with np.load(os.path.join(local, name)) as z:
+                keys.append(z["keys"])
+                docs.append(z["docs"])
+                flags.append(z["indexed"])
+        # Blocks are in doc order and the sort is stable, so docs stay rising within a bucket.
+        inv = buckets_from_pairs(np.concatenate(keys), np.concatenate(docs), m, np.concatenate(flags))
+        path = os.path.join(local, SHUFFLE_DIR, _reduce_file(reducer))
+        np.savez(path + ".tmp.npz", keys=inv.keys, sizes=np.diff(inv.offsets), docs=inv.docs)
+        os.replace(path + ".tmp.npz", path)
     return {"buckets": inv.n_buckets, "postings": inv.n_postings}
 
 
+def _map_file(block: int, reducer: int) -> str:
+    return f"map-{block:05d}-red-{reducer:03d}.npz"
+
+
+def _reduce_file(reducer: int) -> str:
+    return f"red-{reducer:03d}.npz"
+
+
 def invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | None) -> dict[str, int]:
-    """Concatenate the reducers' buckets into I, bring H and the maps along, write the manifest."""
+    """Concatenate the reducers' buckets into I, bring H and the maps along, write the manifest.
+
+    ``out`` on an object store: the reducers' files are fetched, and I, H, the maps and the bags
+    uploaded (the manifest's digests are of the files as written here)."""
+    if not is_remote(out):
+        return _invert_finish(signed, out, n_reducers, min_in_degree)
+    reduced = [f"{SHUFFLE_DIR}/{_reduce_file(r)}" for r in range(n_reducers)]
+    with local_stand_in(out, fetch=reduced) as local:
+        for name in (store.H_FILE, store.URLS_FILE, store.URL_DOCS_FILE, store.BAGS_FILE):
+            download(join(signed, name), os.path.join(local, name))
+        stats = _invert_finish(signed, local, n_reducers, min_in_degree)
+    remove(join(out, SHUFFLE_DIR))
+    return stats
+
+
+def _invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | None) -> dict[str, int]:
     shuffle = os.path.join(out, SHUFFLE_DIR)
-    parts = [np.load(os.path.join(shuffle, f"red-{r:03d}.npz")) for r in range(n_reducers)]
+    parts = [np.load(os.path.join(shuffle, _reduce_file(r))) for r in range(n_reducers)]
     keys = np.concatenate([p["keys"] for p in parts]) if parts else np.zeros(0, np.uint64)
     sizes = np.concatenate([p["sizes"] for p in parts]) if parts else np.zeros(0, np.uint64)
     docs = np.concatenate([p["docs"] for p in parts]) if parts else np.zeros(0, np.uint32)
@@ -336,9 +374,9 @@ def invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | N
     # they share the files (a hard link; a copy where the file system has none). Publishing
     # copies them out of the cache, checked against their digests (index_store.publish).
     for name in (store.H_FILE, store.URLS_FILE, store.URL_DOCS_FILE, store.BAGS_FILE):
-        if os.path.abspath(signed) != os.path.abspath(out):
+        if not is_remote(signed) and os.path.abspath(signed) != os.path.abspath(out):
             _link_or_copy(os.path.join(signed, name), os.path.join(out, name))
-    docmap = pq.read_table(os.path.join(signed, store.DOCMAP_FILE))
+    docmap = read_parquet(join(signed, store.DOCMAP_FILE))
     docmap = docmap.set_column(docmap.schema.get_field_index("indexed"), "indexed", pa.array(mask))
     pq.write_table(docmap.cast(store.DOCMAP), os.path.join(out, store.DOCMAP_FILE))
     degrees_known = docmap.column("in_degree").null_count < docmap.num_rows or docmap.num_rows == 0
@@ -369,8 +407,7 @@ def _link_or_copy(src: str, dst: str) -> None:
 def _signed_info(signed: str) -> dict[str, Any]:
     import json
 
-    with open(os.path.join(signed, "signatures.json")) as f:
-        return json.load(f)
+    return json.loads(read_text(join(signed, "signatures.json")))
 
 
 # --------------------------------------------------------------------------- stages
@@ -411,18 +448,22 @@ def signatures(
     """
     import json
 
-    out = store.local_dir(out)
+    out = local_path(out) or out
     parts = dataset_parts(bags)
     if not parts:
         raise FileNotFoundError(f"no BAGS parts in {bags}: expected the bags stage's Parquet folder")
-    os.makedirs(out, exist_ok=True)
     calls = [{"part": p, "out": out, "index": i, "params": params} for i, p in enumerate(parts)]
     # The crawl's in-degrees and titles are read here while the workers sign (at 100,000 pages
     # 1.5–2.3 s, which the stage spent after the signing while the workers idled).
     with ThreadPoolExecutor(1, thread_name_prefix="simweb-page-facts") as reader:
         facts = reader.submit(PageFacts.read, pages, links, directory)
         per_part = _run(fan_out, sign_part_task, calls)
-        assembled = assemble_signatures(parts, out, params, facts=facts.result())
+        # On an object store the signed parts are fetched, and H, the maps and the bags uploaded.
+        signed = [f"{SIG_DIR}/{_part_name(i)}.{ext}" for i in range(len(parts)) for ext in ("u32", "parquet")]
+        with local_stand_in(out, fetch=signed if is_remote(out) else ()) as local:
+            assembled = assemble_signatures(parts, local, params, facts=facts.result())
+            shutil.rmtree(os.path.join(local, SIG_DIR), ignore_errors=True)
+    remove(join(out, SIG_DIR))
     total = Counter()
     for s in per_part:
         total.update(s)
@@ -430,8 +471,7 @@ def signatures(
         parts=len(parts), bags=assembled["docs"], empty_bags=int(total["empty_bags"]),
         bad_rows=int(total["bad_rows"]), duplicate_urls=assembled["duplicate_urls"],
     ).to_dict()
-    shutil.rmtree(os.path.join(out, SIG_DIR), ignore_errors=True)
-    with open(os.path.join(out, "signatures.json"), "w") as f:
+    with local_stand_in(out) as local, open(os.path.join(local, "signatures.json"), "w") as f:
         json.dump({"n_docs": assembled["docs"], "minhash": params.to_dict(), "metric": metric, "stats": stats}, f,
                   indent=1)
     return stats
@@ -453,8 +493,7 @@ def write_index_version(
     Documents with in-degree ≤ ``min_in_degree`` (None: no filter; also none when the
     signatures stage had no links) stay in H but are left out of I (Section 7.1).
     """
-    signed, out = store.local_dir(signed), store.local_dir(out)
-    os.makedirs(out, exist_ok=True)
+    signed, out = local_path(signed) or signed, local_path(out) or out
     info = _signed_info(signed)
     n, m = info["n_docs"], info["minhash"]["m"]
     if min_in_degree is not None and min_in_degree < 0:

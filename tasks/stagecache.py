@@ -431,7 +431,7 @@ def _publish(tmp: str, final: str, manifest: dict[str, Any]) -> bool:
             _remove(tmp)
             return False
         fs.rm(final_p, recursive=True)
-    fs.mv(filesystem(tmp)[1], final_p, recursive=True)
+    _move_files(fs, filesystem(tmp)[1], final_p)
     with fs.open(f"{final_p}/{MANIFEST}", "wb") as f:
         f.write(text)
     return True
@@ -543,6 +543,16 @@ def _ls_dirs(fs, path: str) -> list[str]:
     except FileNotFoundError:
         return []
     return [e["name"] for e in entries if e.get("type") == "directory"]
+
+
+def _move_files(fs, src: str, dst: str) -> None:
+    """Move every file under the folder ``src`` to the same place under ``dst`` on an object
+    store: each file copied (inside the store), then the source folder removed. (An object store
+    has no folders, so a recursive move of one is left to no library's reading of it.)"""
+    src = src.rstrip("/")
+    for path in sorted(fs.find(src)):
+        fs.copy(path, f"{dst.rstrip('/')}/{path[len(src) + 1:]}")
+    fs.rm(src, recursive=True)
 
 
 def _remove(url: str) -> None:

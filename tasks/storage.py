@@ -10,6 +10,8 @@ import hashlib
 import json
 import os
 import re
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -162,3 +164,78 @@ def local_path(url: str) -> str | None:
     """The local file system path of ``url``, or None when it is remote."""
     fs, path = filesystem(url)
     return os.path.abspath(path) if protocol_of(fs) in ("file", "local") else None
+
+
+def is_remote(url: str) -> bool:
+    """Whether ``url`` names an object store or another file system than the local one."""
+    return local_path(url) is None
+
+
+@contextmanager
+def local_stand_in(url: str, fetch: Iterable[str] = ()) -> Iterator[str]:
+    """A local folder in which to write the files of the folder ``url``: ``url`` itself when local.
+
+    For a folder on an object store (a stage output that workers on other machines share), a
+    temporary local folder holding a copy of the files ``fetch`` names (paths relative to
+    ``url``, read-only here); every other file written under it is uploaded to the same path under
+    ``url`` — each object appears whole — when the block ends without error. The temporary folder
+    is removed either way.
+    """
+    local = local_path(url)
+    if local is not None:
+        os.makedirs(local, exist_ok=True)
+        yield local
+        return
+    fs, root = filesystem(url)
+    root = root.rstrip("/")
+    scratch = tempfile.mkdtemp(prefix="simweb-stage-")
+    try:
+        fetched = set()
+        for name in fetch:
+            target = os.path.join(scratch, name)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            fs.get_file(f"{root}/{name}", target)
+            fetched.add(os.path.normpath(name))
+        yield scratch
+        for base, _, names in os.walk(scratch):
+            for name in sorted(names):
+                rel = os.path.relpath(os.path.join(base, name), scratch)
+                if rel not in fetched:
+                    fs.put_file(os.path.join(base, name), f"{root}/{rel.replace(os.sep, '/')}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def exists(url: str) -> bool:
+    """Whether the file or folder ``url`` is there (local, or on an object store)."""
+    fs, path = filesystem(url)
+    return fs.exists(path)
+
+
+def read_range(url: str, offset: int, size: int) -> bytes:
+    """``size`` bytes of the file ``url`` from ``offset`` (a range request on an object store)."""
+    fs, path = filesystem(url)
+    with fs.open(path, "rb") as f:
+        f.seek(offset)
+        return f.read(size)
+
+
+def download(url: str, dest: str) -> None:
+    """Copy the file ``url`` to the local path ``dest``."""
+    fs, path = filesystem(url)
+    fs.get_file(path, dest)
+
+
+def read_text(url: str) -> str:
+    fs, path = filesystem(url)
+    with fs.open(path, "rb") as f:
+        return f.read().decode("utf-8")
+
+
+def remove(url: str) -> None:
+    """Remove the file or folder ``url``, if there."""
+    fs, path = filesystem(url)
+    try:
+        fs.rm(path, recursive=True)
+    except FileNotFoundError:
+        pass

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from simweb.tasks import index_store, stagecache
 from simweb.tasks.layout import crawl_folder, stages_folder
+from simweb.tasks.storage import file_digest, filesystem, join, read_text, remove
 
 #: Stages whose output folder holds a complete index version (under ``version/`` for an update).
 VERSION_STAGES = {"invert": "", "delta-index": "version"}
@@ -48,8 +49,9 @@ def audit(out: str, *, digests: bool = True) -> tuple[list[Damage], int]:
         problems = index_store.damage(path, digests=digests)
         if problems:
             found.append(Damage("live version" if path == live else "version", path, tuple(problems)))
-    stages = stages_folder(root)
-    for stage in sorted(os.listdir(stages)) if os.path.isdir(stages) else []:
+    stages = stages_folder(root)  # local, or on an object store (simweb build --work)
+    fs, stages_path = filesystem(stages)
+    for stage in sorted(p.rstrip("/").rsplit("/", 1)[-1] for p in stagecache._ls_dirs(fs, stages_path)):
         for manifest in stagecache.published(stages, stage):
             path = stagecache.output_path(stages, stage, manifest["key"])
             checked += 1
@@ -71,15 +73,14 @@ def repair(out: str, damaged: list[Damage]) -> list[str]:
     actions = []
     for item in damaged:
         if item.kind == "stage output":
-            shutil.rmtree(item.path, ignore_errors=True)
+            remove(item.path)
             actions.append(f"removed {item.path}: the next build computes it again")
         elif item.kind == "version":  # an earlier version, kept only for readers that hold it
             shutil.rmtree(item.path, ignore_errors=True)
             actions.append(f"removed {item.path}: an earlier version, no longer live")
         elif item.kind == "ingest part":
             for path in _part_files(item.path):
-                if os.path.exists(path):
-                    os.remove(path)
+                remove(path)
             actions.append(f"removed {item.path}: the next build reads its WARC file again")
     for item in damaged:
         if item.kind == "live version":
@@ -109,7 +110,7 @@ def _intact_source(root: str, version: str, damaged: set[str]) -> str | None:
     for stage, sub in VERSION_STAGES.items():
         for manifest in reversed(stagecache.published(stages, stage)):
             folder = stagecache.output_path(stages, stage, manifest["key"])
-            candidate = os.path.join(folder, sub) if sub else folder
+            candidate = join(folder, sub) if sub else folder
             try:
                 same = index_store.read_manifest(candidate) == wanted
             except index_store.IndexFormatError:
@@ -121,32 +122,38 @@ def _intact_source(root: str, version: str, damaged: set[str]) -> str | None:
 
 def _crawl_damage(crawl: str, digests: bool):
     """(part name, problems) of every ingest part whose stats file records its files."""
-    stats = os.path.join(crawl, "stats")
-    for name in sorted(os.listdir(stats)) if os.path.isdir(stats) else []:
+    fs, stats = filesystem(join(crawl, "stats"))
+    try:
+        names = sorted(p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(stats, detail=False))
+    except (FileNotFoundError, NotADirectoryError):
+        names = []
+    for name in names:
         if not name.endswith(".json") or name.startswith("."):
             continue
         part = name[: -len(".json")]
         try:
-            with open(os.path.join(stats, name)) as f:
-                recorded = json.load(f).get("files")
-        except (OSError, ValueError):
-            yield os.path.join(crawl, part), [f"stats/{name} is unreadable"]
+            recorded = json.loads(read_text(join(crawl, "stats", name))).get("files")
+        except (OSError, ValueError, AttributeError):
+            yield join(crawl, part), [f"stats/{name} is unreadable"]
             continue
         if not isinstance(recorded, dict):
             continue  # written before parts recorded their files: nothing to compare
         problems = []
         for rel, meta in recorded.items():
-            path = os.path.join(crawl, rel)
-            if not os.path.isfile(path):
+            path = join(crawl, rel)
+            try:
+                size = int(filesystem(path)[0].size(filesystem(path)[1]))
+            except (FileNotFoundError, OSError):
                 problems.append(f"{rel} is missing")
-            elif os.path.getsize(path) != meta["bytes"]:
-                problems.append(f"{rel}: expected {meta['bytes']} bytes, found {os.path.getsize(path)}")
-            elif digests and meta.get("sha256") and index_store.sha256(path) != meta["sha256"]:
+                continue
+            if size != meta["bytes"]:
+                problems.append(f"{rel}: expected {meta['bytes']} bytes, found {size}")
+            elif digests and meta.get("sha256") and file_digest(path) != meta["sha256"]:
                 problems.append(f"{rel}: its content differs from the SHA-256 in stats/{name}")
-        yield os.path.join(crawl, part), problems
+        yield join(crawl, part), problems
 
 
 def _part_files(part: str) -> list[str]:
-    crawl, name = os.path.split(part)
-    return [os.path.join(crawl, "stats", f"{name}.json"),
-            *(os.path.join(crawl, data_set, f"{name}.parquet") for data_set in ("pages", "links", "aliases"))]
+    crawl, name = part.rstrip("/").rsplit("/", 1)
+    return [join(crawl, "stats", f"{name}.json"),
+            *(join(crawl, data_set, f"{name}.parquet") for data_set in ("pages", "links", "aliases"))]

@@ -1,7 +1,9 @@
 """Shared test set-up: quiet Prefect, the real third-party fixtures in ../shared/fixtures."""
 from __future__ import annotations
 
+import logging
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -231,3 +233,33 @@ def make_deb(folder: Path, package: str, version: str, files: dict[str, bytes | 
     path = folder / f"{package}_{version.replace(':', '%3a')}_all.deb"
     path.write_bytes(b"!<arch>\n" + data)
     return path
+
+
+@contextmanager
+def s3_store(*buckets: str):
+    """An S3-compatible store on 127.0.0.1 (moto's standalone server) holding the empty
+    ``buckets``, with the environment a user sets for such a store set in ``os.environ`` while
+    it runs; yields (a boto3 client, that environment). Needs moto[s3] and s3fs (the dev extra)."""
+    moto_server = pytest.importorskip("moto.server", reason="the S3 tests need moto[s3] (simweb's dev extra)")
+    boto3 = pytest.importorskip("boto3")
+    s3fs = pytest.importorskip("s3fs")
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    env = {"AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_ACCESS_KEY_ID": "simweb-test",
+           "AWS_SECRET_ACCESS_KEY": "simweb-test", "AWS_DEFAULT_REGION": "us-east-1",
+           "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+           "AWS_EC2_METADATA_DISABLED": "true", "NO_PROXY": "127.0.0.1"}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(logging.getLogger("werkzeug"), "disabled", True)  # the store's request log
+        for name, value in env.items():
+            mp.setenv(name, value)
+        s3fs.S3FileSystem.clear_instance_cache()
+        client = boto3.client("s3")
+        for bucket in buckets:
+            client.create_bucket(Bucket=bucket)
+        try:
+            yield client, env
+        finally:
+            s3fs.S3FileSystem.clear_instance_cache()
+            server.stop()

@@ -3,7 +3,9 @@ processes on 127.0.0.1, reached through the flow's ``dask_address`` parameter.
 
 The flow runs against a real Prefect server (its own PREFECT_HOME, a free loopback port);
 the workers report their task runs to it. The output must equal the same stages run in this
-process, and both workers must have done part of the work.
+process, and both workers must have done part of the work. As a Common Crawl user runs it, the
+crawl is also read from an S3-compatible store on 127.0.0.1 and every stage output written
+there (the workers are given the store's endpoint and keys in their environment).
 """
 from __future__ import annotations
 
@@ -17,10 +19,12 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import s3_store
 
 from simweb.deployments.server import LocalPrefectServer, free_port, stop_process_group
 
 DASK = str(Path(sys.executable).with_name("dask"))
+CRAWLS, WORK = "crawls", "work"
 
 
 def _rows(folder: str) -> list[str]:
@@ -36,14 +40,26 @@ def prefect_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def dask_cluster(tmp_path_factory, prefect_server):
+def object_store(warc_dir):
+    """An S3-compatible store on 127.0.0.1: the fixtures' WARC files under s3://crawls/cc/, and
+    an empty bucket s3://work for builds; yields the environment that reaches it."""
+    from simweb.tasks.sources import list_archive_files
+
+    with s3_store(CRAWLS, WORK) as (client, env):
+        for f in map(Path, list_archive_files(str(warc_dir))):
+            client.put_object(Bucket=CRAWLS, Key=f"cc/{f.name}", Body=f.read_bytes())
+        yield env
+
+
+@pytest.fixture(scope="module")
+def dask_cluster(tmp_path_factory, prefect_server, object_store):
     """A scheduler and two single-threaded workers, each its own process, on 127.0.0.1."""
     from distributed import Client
 
     base = tmp_path_factory.mktemp("dask")
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
-    env = dict(os.environ, **prefect_server.environment())
+    env = dict(os.environ, **prefect_server.environment(), **object_store)
     procs = []
     logs = []
 
@@ -85,10 +101,10 @@ def test_build_index_on_a_distributed_cluster_equals_the_local_build(dask_cluste
                                                                      build_in_process, index_diff):
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from simweb.flows.build_index import build_index
     from simweb.api import open_index
-    from simweb.tasks.sources import list_archive_files
+    from simweb.flows.build_index import build_index
     from simweb.tasks.layout import crawl_folder
+    from simweb.tasks.sources import list_archive_files
 
     address, client = dask_cluster
     crawl = tmp_path / "warc"
@@ -115,3 +131,50 @@ def test_build_index_on_a_distributed_cluster_equals_the_local_build(dask_cluste
     assert index_diff(summary.index, local) == []
     index = open_index(tmp_path / "distributed")
     assert len(index) == len(open_index(local)) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_crawl_on_an_object_store_builds_on_the_cluster_with_every_stage_output_there(
+        dask_cluster, prefect_server, warc_dir, tmp_path, build_in_process, index_diff):
+    """`simweb build s3://crawls/cc/ --work s3://work/build --dask-address …`: the workers read
+    the WARC files from the store and write the ingested crawl and every stage output to it;
+    only the index (memory-mapped by queries) is on this machine's disk, equal to a local build's.
+    Built again, every stage is reused from the store."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from simweb.flows.build_index import build_index
+    from simweb.tasks import stagecache
+    from simweb.tasks.layout import crawl_folder, stages_folder, work_folder
+    from simweb.tasks.sources import list_archive_files
+    from simweb.tasks.storage import filesystem
+
+    address, client = dask_cluster
+    out, work = tmp_path / "index", f"s3://{WORK}/build"
+    before = client.run(lambda dask_worker: dask_worker.state.executed_count)
+    with temporary_settings({PREFECT_API_URL: prefect_server.api_url}):
+        summary = build_index(crawl=f"s3://{CRAWLS}/cc/", out=str(out), work=work, dask_address=address,
+                              min_in_degree=None)
+    executed = client.run(lambda dask_worker: dask_worker.state.executed_count)
+    assert all(executed[w] > before.get(w, 0) for w in executed) and len(executed) == 2
+
+    files = list_archive_files(str(warc_dir))
+    assert summary.ingest.files_read == len(files) and summary.ingest.pages_written > 0
+    assert index_diff(summary.index, build_in_process(str(warc_dir), tmp_path / "local", min_in_degree=None)) == []
+    # The crawl and every stage output are on the store, whole; none of it on the local disk.
+    assert work_folder(str(out)) == work and crawl_folder(str(out)) == f"{work}/crawl"
+    assert {"bags", "signatures", "invert"} <= set(summary.stages)
+    for name, stage in summary.stages.items():
+        assert stage["path"].startswith(f"{stages_folder(str(out))}/"), (name, stage["path"])
+        manifest = stagecache.read_manifest(stage["path"])
+        assert manifest is not None and stagecache.damage(stage["path"], manifest) == [], name
+    fs, _ = filesystem(work)
+    assert fs.find(f"{WORK}/build/crawl/pages") and fs.find(f"{WORK}/build/crawl/links")
+    assert not [p for p in fs.find(f"{WORK}/build") if "/.tmp-" in p]  # no temporaries left behind
+    assert sorted(p.name for p in out.iterdir()) == ["CURRENT", "EPOCH.json", "LOCK", "WORK", "epochs", "live",
+                                                    "versions"]
+    # Again, without naming the work folder: the index remembers it; nothing is computed again.
+    with temporary_settings({PREFECT_API_URL: prefect_server.api_url}):
+        again = build_index(crawl=f"s3://{CRAWLS}/cc/", out=str(out), dask_address=address, min_in_degree=None)
+    assert again.ingest.files_read == 0 and again.ingest.files_unchanged == len(files)
+    assert all(stage["reused"] for stage in again.stages.values()) and again.index == summary.index

@@ -9,7 +9,6 @@ from __future__ import annotations
 import gzip
 import http.server
 import json
-import logging
 import os
 import re
 import socket
@@ -17,14 +16,13 @@ import threading
 from pathlib import Path
 
 import pytest
+from conftest import s3_store
 
 from simweb.cli import main
 from simweb.tasks.ingest import ingest_files
 from simweb.tasks.sources import list_archive_files, read_paths_list
 from simweb.tasks.storage import identify, read_parquet
 
-moto_server = pytest.importorskip("moto.server", reason="the S3 tests need moto[s3] (simweb's dev extra)")
-boto3 = pytest.importorskip("boto3")
 s3fs = pytest.importorskip("s3fs")
 
 FILES = ("warcfile.warc.gz", "example.warc.gz")  # 16 + 1 HTML pages
@@ -35,29 +33,12 @@ BUCKET = "crawls"
 def s3(shared_fixtures):
     """An S3-compatible store on 127.0.0.1 holding the fixtures under s3://crawls/cc/ (and a
     file that is no archive), with the environment a user sets for such a store."""
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    env = {"AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_ACCESS_KEY_ID": "simweb-test",
-           "AWS_SECRET_ACCESS_KEY": "simweb-test", "AWS_DEFAULT_REGION": "us-east-1",
-           "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-           "AWS_EC2_METADATA_DISABLED": "true", "NO_PROXY": "127.0.0.1"}
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(logging.getLogger("werkzeug"), "disabled", True)  # the store's request log
-        for name, value in env.items():
-            mp.setenv(name, value)
-        s3fs.S3FileSystem.clear_instance_cache()
-        client = boto3.client("s3")
-        client.create_bucket(Bucket=BUCKET)
+    with s3_store(BUCKET) as (client, _):
         for i, name in enumerate(FILES):
             client.put_object(Bucket=BUCKET, Key=f"cc/part{i}/{name}",
                               Body=(shared_fixtures / "warc" / name).read_bytes())
         client.put_object(Bucket=BUCKET, Key="cc/README.txt", Body=b"not a crawl")
-        try:
-            yield client
-        finally:
-            s3fs.S3FileSystem.clear_instance_cache()
-            server.stop()
+        yield client
 
 
 class _RangeHandler(http.server.SimpleHTTPRequestHandler):
@@ -102,7 +83,7 @@ class _RangeHandler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def web(shared_fixtures):
     """A web server on 127.0.0.1 serving ../shared/fixtures; yields its base URL."""
-    handler = lambda *a, **kw: _RangeHandler(*a, directory=str(shared_fixtures), **kw)  # noqa: E731
+    handler = lambda *a, **kw: _RangeHandler(*a, directory=str(shared_fixtures), **kw)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -300,3 +281,73 @@ def test_an_inbox_on_the_store_is_known_by_etag(s3, tmp_path):
     record_ingestion(crawl, [(first.new[0], {"part": "x"}, None)])
     again = scan_inbox(inbox, crawl, settle_seconds=0)
     assert (len(again.new), len(again.already)) == (0, 2)
+
+
+def test_a_build_keeps_its_crawl_and_stage_outputs_on_the_store(s3, warc_dir, tmp_path, capsys, index_diff):
+    """`simweb build … --work s3://…`: the ingested crawl and every stage output are written to the
+    store, the index (memory-mapped by queries) to the local folder — the same index as a build kept
+    wholly on the local disk. The index remembers its work folder: built again without naming it,
+    every stage is reused from the store; `simweb verify` checks what is there and finds what is lost."""
+    from simweb.tasks import index_store
+    from simweb.tasks.layout import stages_folder
+
+    warcs = [str(warc_dir / name) for name in FILES]
+    out, work = tmp_path / "index", f"s3://{BUCKET}/work"
+    assert main(["build", *warcs, "--out", str(out), "--work", work, "--no-prefect", "--json"]) == 0
+    built = json.loads(capsys.readouterr().out)
+    assert main(["build", *warcs, "--out", str(tmp_path / "on-disk"), "--no-prefect"]) == 0
+    capsys.readouterr()
+    assert index_diff(index_store.resolve(str(out)), index_store.resolve(str(tmp_path / "on-disk"))) == []
+    assert (out / "WORK").read_text().strip() == work and not (out / "crawl").exists() and not (out / "stages").exists()
+    assert all(stage["path"].startswith(f"{work}/stages/") for stage in built["stages"].values())
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="work/")["Contents"]]
+    assert any(k.startswith("work/crawl/pages/part-") for k in keys) and not any("/.tmp-" in k for k in keys)
+
+    assert main(["build", *warcs, "--out", str(out), "--no-prefect", "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["ingest"]["files_unchanged"] == 2 and all(stage["reused"] for stage in again["stages"].values())
+
+    assert main(["verify", str(out)]) == 0
+    assert capsys.readouterr().out.strip().endswith("0 damaged")
+    signed = built["stages"]["signatures"]["path"]
+    s3.delete_object(Bucket=BUCKET, Key=f"{signed.split('/', 3)[3]}/{index_store.H_FILE}")
+    assert main(["verify", str(out)]) == 1
+    said = capsys.readouterr().out
+    assert f"damaged: stage output {signed}: {index_store.H_FILE} is missing" in said
+    assert main(["verify", str(out), "--repair"]) == 0
+    assert f"removed {signed}" in capsys.readouterr().out
+    assert stages_folder(str(out)) == f"{work}/stages"
+
+
+def test_a_work_folder_the_store_does_not_have_is_refused_in_one_line(s3, warc_dir, tmp_path, capsys):
+    code = main(["build", str(warc_dir / FILES[1]), "--out", str(tmp_path / "i"), "--work", "s3://no-such-bucket/w",
+                 "--no-prefect"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and "Traceback" not in "\n".join(err)
+    assert re.search(r"--work s3://no-such-bucket/w: cannot be listed \(.*the bucket must exist", err[-1]), err
+    assert not (tmp_path / "i" / "WORK").exists()
+
+
+def test_an_inbox_update_of_an_index_whose_work_is_on_the_store(s3, warc_dir, tmp_path, capsys, index_diff):
+    """ingest-new-crawl on an index built with --work s3://…: the new file's pages go to the crawl
+    on the store, the update's stage outputs too, and the index is updated in place (its df epoch
+    kept) — the same index as the same update of an index kept wholly on the local disk."""
+    import shutil
+
+    from simweb.flows.ingest_new_crawl import ingest_new_crawl
+
+    indexes = {"store": (tmp_path / "index", ["--work", f"s3://{BUCKET}/inbox-work"]), "disk": (tmp_path / "disk", [])}
+    updates = {}
+    for name, (out, work) in indexes.items():
+        assert main(["build", str(warc_dir / FILES[0]), "--out", str(out), *work, "--no-prefect"]) == 0
+        inbox = tmp_path / f"inbox-{name}"
+        inbox.mkdir()
+        shutil.copy(warc_dir / FILES[1], inbox / FILES[1])
+        updates[name] = ingest_new_crawl.fn(str(inbox), str(out), settle_seconds=0)
+    capsys.readouterr()
+    done = updates["store"]
+    assert done.ingested == [FILES[1]] and done.stages == {"delta-bags": False, "delta-index": False}
+    assert index_diff(done.index, updates["disk"].index) == [], (updates["disk"], done)
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="inbox-work/")["Contents"]]
+    assert any(k.startswith("inbox-work/stages/delta-index/") and k.endswith("/_SUCCESS.json") for k in keys)
+    assert not (tmp_path / "index" / "crawl").exists() and not (tmp_path / "index" / "stages").exists()

@@ -40,6 +40,10 @@ def register(subparsers) -> None:
                    help="WARC or ARC files, folders of them, globs, or URLs (s3://bucket/prefix/, "
                         "s3://bucket/**/*.warc.gz, https://host/file.warc.gz)")
     p.add_argument("--out", required=True, metavar="INDEX", help="the index folder")
+    p.add_argument("--work", default=None, metavar="FOLDER",
+                   help="where the ingested crawl and the stage outputs are kept (default: inside INDEX): a local "
+                        "folder, or an object store (s3://bucket/prefix) that a cluster's workers share; INDEX "
+                        "remembers it for later builds and updates")
     p.add_argument("--strategy", default=None, metavar="SPEC",
                    help="how pages are described, e.g. 'anchor:32+content,stem,dist,nmdf' (the default) or "
                         "'anchor:32@0.5+content@0.25+outlinks@0.25' (source shares)")
@@ -99,9 +103,10 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     from simweb.commands.inputs import (crawl_paths_problem, crawl_problem, directory_problem, local_index_problem,
-                                        output_problem, paths_list_problem)
+                                        output_problem, paths_list_problem, work_problem)
 
     problem = (local_index_problem(args.out) or output_problem(args.out)
+               or (args.work and work_problem(args.work))
                or (args.directory and directory_problem(args.directory))
                or crawl_paths_problem(args.crawl) or paths_list_problem(args.paths_list, args.paths_prefix))
     if problem:
@@ -118,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         + (f", {human_size(size)}" if size is not None else "") + f": {why}")
     params = dict(strategy=strategy, m=args.m, seed=args.seed,
                   min_in_degree=None if args.min_in_degree < 0 else args.min_in_degree,
-                  directory=args.directory, until=args.until, verify=args.verify, keep_earlier=args.add)
+                  directory=args.directory, until=args.until, work=args.work, verify=args.verify, keep_earlier=args.add)
     if args.part_mb is not None:
         params["part_mb"] = args.part_mb
     if not in_process:

@@ -68,8 +68,27 @@ def local_index_problem(path: str, option: str = "--out") -> str | None:
     if "://" not in path or path.startswith("file://"):
         return None
     return (f"{option} {path}: an index is written to a local folder (queries memory-map it); give a local "
-            "folder — the crawl itself may be remote, and `simweb ingest --out` writes the ingested pages "
-            "and links to an object store")
+            "folder — the crawl itself may be remote, and --work s3://… keeps the ingested crawl and the stage "
+            "outputs on an object store")
+
+
+def work_problem(url: str) -> str | None:
+    """Why ``--work URL`` cannot hold a build's crawl and stage outputs — a local folder that
+    cannot be written, a store whose reader is not installed or that does not answer — or None."""
+    if "://" not in url or url.startswith("file://"):
+        return output_problem(url, "--work")
+    if problem := remote_problem(url):
+        return f"--work {problem}"
+    from simweb.tasks.storage import filesystem
+
+    try:
+        fs, path = filesystem(url)
+        fs.ls(path.split("/", 1)[0])  # the bucket (or host) is there and these credentials may list it
+    except Exception as err:  # noqa: BLE001 — an object store that does not answer or refuses
+        said = " ".join(f"{type(err).__name__}: {err}".split())[:200]
+        return (f"--work {url}: cannot be listed ({said}); check the URL (the bucket must exist), and the store's "
+                "endpoint (AWS_ENDPOINT_URL for an S3-compatible store) and credentials")
+    return None
 
 
 #: fsspec protocols that need an optional extra, and the extra that installs them.
