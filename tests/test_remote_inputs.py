@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import s3_store
+from conftest import InjectedFailure, s3_store
 
 from simweb.cli import main
 from simweb.tasks.ingest import ingest_files
@@ -351,3 +351,23 @@ def test_an_inbox_update_of_an_index_whose_work_is_on_the_store(s3, warc_dir, tm
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="inbox-work/")["Contents"]]
     assert any(k.startswith("inbox-work/stages/delta-index/") and k.endswith("/_SUCCESS.json") for k in keys)
     assert not (tmp_path / "index" / "crawl").exists() and not (tmp_path / "index" / "stages").exists()
+
+
+def test_a_build_failed_in_a_late_stage_on_the_store_resumes_there(s3, warc_dir, tmp_path, capsys, fail_stage):
+    """A build whose work is on the store fails inside the invert stage after writing its files:
+    nothing of that stage is published there (no manifest, its temporary folder removed), and the
+    next build reuses the ingest, bags and signatures from the store and computes only the invert."""
+    warcs = [str(warc_dir / name) for name in FILES]
+    out, work = tmp_path / "index", f"s3://{BUCKET}/resumed"
+    fail_stage.add("invert")
+    with pytest.raises(InjectedFailure, match="stage invert: failing on purpose"):
+        main(["build", *warcs, "--out", str(out), "--work", work, "--no-prefect"])
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="resumed/stages/invert/").get("Contents", [])]
+    assert keys == []
+    fail_stage.clear()
+    capsys.readouterr()
+    assert main(["build", *warcs, "--out", str(out), "--no-prefect", "--json"]) == 0
+    resumed = json.loads(capsys.readouterr().out)
+    assert resumed["ingest"]["files_unchanged"] == 2
+    assert {name: stage["reused"] for name, stage in resumed["stages"].items()} == {
+        "bags": True, "signatures": True, "invert": False}
