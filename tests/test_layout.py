@@ -50,3 +50,23 @@ def test_a_killed_holder_leaves_no_stale_lock(tmp_path):
             pass
     finally:
         holder.kill()
+
+
+def test_an_index_remembers_where_its_work_is_kept_and_can_take_it_back(tmp_path, monkeypatch):
+    from simweb.tasks.layout import WORK, crawl_folder, set_work_folder, stages_folder, sweep_debris, work_folder
+
+    out = str(tmp_path / "index")
+    assert work_folder(out) == out and stages_folder(out) == f"{out}/stages"
+    monkeypatch.chdir(tmp_path)
+    set_work_folder(out, "elsewhere")  # a relative folder is remembered as the absolute one it names
+    assert work_folder(out) == str(tmp_path / "elsewhere")
+    assert crawl_folder(out) == f"{tmp_path}/elsewhere/crawl" and stages_folder(out) == f"{tmp_path}/elsewhere/stages"
+    # A killed run's temporaries in a work folder kept elsewhere (which another index may share) are
+    # the stage cache's to judge by their owner, not this index's lock holder's to sweep.
+    other = tmp_path / "elsewhere" / "stages" / "bags" / ".tmp-0123-other-run"
+    other.mkdir(parents=True)
+    assert sweep_debris(out) == [] and other.is_dir()
+    set_work_folder(out, "s3://bucket/simweb-work")
+    assert stages_folder(out) == "s3://bucket/simweb-work/stages"
+    set_work_folder(out, out)  # back into the index folder
+    assert not os.path.exists(os.path.join(out, WORK)) and work_folder(out) == out
