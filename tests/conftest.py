@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -239,13 +240,23 @@ def make_deb(folder: Path, package: str, version: str, files: dict[str, bytes | 
 def s3_store(*buckets: str):
     """An S3-compatible store on 127.0.0.1 (moto's standalone server) holding the empty
     ``buckets``, with the environment a user sets for such a store set in ``os.environ`` while
-    it runs; yields (a boto3 client, that environment). Needs moto[s3] and s3fs (the dev extra)."""
+    it runs; yields (a boto3 client, that environment). Needs moto[s3] and s3fs (the dev extra).
+
+    Moto keeps its stores' contents in the test process, shared by every server it starts: the
+    store is emptied (moto's reset request) when it starts and when it stops, so that no test
+    module sees another's objects."""
     moto_server = pytest.importorskip("moto.server", reason="the S3 tests need moto[s3] (simweb's dev extra)")
     boto3 = pytest.importorskip("boto3")
     s3fs = pytest.importorskip("s3fs")
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
+
+    def empty_the_store() -> None:
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1, never a proxy
+        direct.open(urllib.request.Request(f"http://{host}:{port}/moto-api/reset", method="POST"), timeout=30).close()
+
+    empty_the_store()
     env = {"AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_ACCESS_KEY_ID": "simweb-test",
            "AWS_SECRET_ACCESS_KEY": "simweb-test", "AWS_DEFAULT_REGION": "us-east-1",
            "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
@@ -262,4 +273,5 @@ def s3_store(*buckets: str):
             yield client, env
         finally:
             s3fs.S3FileSystem.clear_instance_cache()
+            empty_the_store()
             server.stop()

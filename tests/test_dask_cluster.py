@@ -24,7 +24,7 @@ from conftest import s3_store
 from simweb.deployments.server import LocalPrefectServer, free_port, stop_process_group
 
 DASK = str(Path(sys.executable).with_name("dask"))
-CRAWLS, WORK = "crawls", "work"
+CRAWLS, WORK = "cluster-crawls", "cluster-work"
 
 
 def _rows(folder: str) -> list[str]:
@@ -41,8 +41,8 @@ def prefect_server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def object_store(warc_dir):
-    """An S3-compatible store on 127.0.0.1: the fixtures' WARC files under s3://crawls/cc/, and
-    an empty bucket s3://work for builds; yields the environment that reaches it."""
+    """An S3-compatible store on 127.0.0.1: the fixtures' WARC files under s3://cluster-crawls/cc/,
+    and an empty bucket s3://cluster-work for builds; yields the environment that reaches it."""
     from simweb.tasks.sources import list_archive_files
 
     with s3_store(CRAWLS, WORK) as (client, env):
@@ -137,7 +137,7 @@ def test_build_index_on_a_distributed_cluster_equals_the_local_build(dask_cluste
 @pytest.mark.timeout(600)
 def test_a_crawl_on_an_object_store_builds_on_the_cluster_with_every_stage_output_there(
         dask_cluster, prefect_server, warc_dir, tmp_path, build_in_process, index_diff):
-    """`simweb build s3://crawls/cc/ --work s3://work/build --dask-address …`: the workers read
+    """`simweb build s3://cluster-crawls/cc/ --work s3://cluster-work/build --dask-address …`: the workers read
     the WARC files from the store and write the ingested crawl and every stage output to it;
     only the index (memory-mapped by queries) is on this machine's disk, equal to a local build's.
     Built again, every stage is reused from the store."""
