@@ -11,13 +11,15 @@ the Prefect server included) is sampled five times a second.
 
 Printed per size: for the ingest and for each stage (bag fragments, merge, weighting, signatures,
 invert, as their completion records time them), the wall time, pages/s, links/s and MB/s per core (MB of
-gzipped WARC input); the peak RSS of every process, largest first; the bytes of each
+gzipped WARC input), and for the bags' sub-stages rows/s per core (fragment rows written, fragment
+rows merged, merged entries weighted: what their work grows with); the peak RSS of every process, largest first; the bytes of each
 intermediate beside the gzipped WARC bytes (a file two stages share by a hard link counted
 once, under the first in name order); and, beside them, the paper's per-machine figures
 (Section 6: bag fragments 24 h on three machines for 45 million pages, 174 pages/s per machine;
-signatures 22 h for 75 million bags, ~950 bags/s). Across sizes: time(N) / time(previous size).
-Issue 15's targets: every process ≤ 2 GiB at every size; intermediates ≤ 2× the gzipped WARC
-bytes; 1M pages in ≤ 30 minutes; time(1M) / time(100k) ≤ 11.
+signatures 22 h for 75 million bags, ~950 bags/s). Across sizes: time(N) / time(previous size), and
+each sub-stage's time per row at N over its time per row at the previous size (1.00: linear in rows).
+The targets: every process ≤ 2 GiB at every size; intermediates ≤ 2× the gzipped WARC bytes; 1M
+pages in ≤ 30 minutes; time(1M) / time(100k) ≤ 11; merge and weighting linear in rows.
 """
 from __future__ import annotations
 
@@ -47,16 +49,21 @@ def corpus(size: int, cache: Path) -> Path:
     return folder
 
 
-def stage_seconds(stages: Path) -> tuple[dict[str, float], int | None]:
-    """Each stage's computing time, as its completion record (``_SUCCESS.json``) holds it, and
-    the number of bags the bags stage wrote."""
-    seconds, bags = {}, None
+def stage_seconds(stages: Path) -> tuple[dict[str, float], int | None, dict[str, int]]:
+    """Each stage's computing time, as its completion record (``_SUCCESS.json``) holds it, the
+    number of bags the bags stage wrote, and the rows the bags' sub-stages work through: the
+    fragment rows the fragments write and the merge reads, the merged entries the weighting reads."""
+    seconds, bags, rows = {}, None, {}
     for record in stages.glob("*/*/_SUCCESS.json"):
         done = json.loads(record.read_text())
-        seconds[record.parent.parent.name] = float(done.get("seconds", 0.0))
-        if record.parent.parent.name == "bags":
-            bags = (done.get("stats") or {}).get("bags", bags)
-    return seconds, bags
+        stage, stats = record.parent.parent.name, done.get("stats") or {}
+        seconds[stage] = float(done.get("seconds", 0.0))
+        if stage == "bag-fragments":
+            rows["bag-fragments"] = rows["bag-merge"] = int(stats.get("fragment_rows", 0))
+        if stage == "bags":
+            bags = stats.get("bags", bags)
+            rows["bags"] = int(stats.get("entries", 0))
+    return seconds, bags, rows
 
 
 def folder_bytes(path: Path, seen: set[tuple[int, int]] | None = None) -> int:
@@ -104,14 +111,15 @@ def measure(size: int, cache: Path, workers: int | None, part_mb: int | None) ->
             if run["returncode"] not in (0, 3):
                 print(run["output"][-3000:])
                 raise SystemExit(f"the {what} of the {size:,}-page crawl failed (exit {run['returncode']})")
-        seconds, bags = stage_seconds(out / "stages")
+        seconds, bags, rows_of = stage_seconds(out / "stages")
         seen: set[tuple[int, int]] = set()  # the invert stage links the signatures stage's files
         sizes = {"crawl (ingest output)": folder_bytes(out / "crawl", seen),
                  **{f"stages/{p.name}": folder_bytes(p, seen) for p in sorted((out / "stages").glob("*"))},
                  "versions (published index)": folder_bytes(out / "versions", seen)}
     print(f"\n{size:,} pages ({summary.get('copied_pages', 0):,} of them perturbed copies), {links:,} links, "
           f"{warc_bytes / 1e6:,.0f} MB of gzipped WARC; {cores} core(s)")
-    print(f"  {'step':<14}{'seconds':>9}{'pages/s/core':>14}{'links/s/core':>14}{'MB/s/core':>11}   paper, per machine")
+    print(f"  {'step':<14}{'seconds':>9}{'pages/s/core':>14}{'links/s/core':>14}{'MB/s/core':>11}{'rows/s/core':>13}"
+          "   paper, per machine")
     rows = [("ingest", ingest["seconds"])] + [(s, seconds[s]) for s in STAGES if s in seconds]
     if bags and "signatures" in seconds:
         print(f"  ({bags:,} bags — crawled pages and the pages they link to — signed at "
@@ -119,8 +127,12 @@ def measure(size: int, cache: Path, workers: int | None, part_mb: int | None) ->
     for stage, t in rows:
         paper = PAPER.get(stage)
         mb = f"{warc_bytes / 1e6 / t / cores:>11.2f}" if stage == "ingest" and t > 0 else f"{'':>11}"
-        print(f"  {stage:<14}{t:>9.1f}{per_second(pages, t, cores):>14}{per_second(links, t, cores):>14}{mb}"
+        rows = per_second(rows_of[stage], t, cores) if stage in rows_of else f"{'':>12}"
+        print(f"  {stage:<14}{t:>9.1f}{per_second(pages, t, cores):>14}{per_second(links, t, cores):>14}{mb} {rows}"
               + (f"   {paper[1]:,.0f} {paper[0]}" if paper else ""))
+    if rows_of:
+        print("  (rows: the fragment rows the fragments write and the merge reads, the merged entries the weighting "
+              "reads: " + ", ".join(f"{s} {rows_of[s]:,}" for s in STAGES if s in rows_of) + ")")
     total = ingest["seconds"] + rest["seconds"]
     print(f"  {'whole build':<14}{total:>9.1f}{per_second(pages, total, cores):>14}{per_second(links, total, cores):>14}"
           f"   (the two commands' wall time, start-up included)")
@@ -132,7 +144,8 @@ def measure(size: int, cache: Path, workers: int | None, part_mb: int | None) ->
     intermediate = sizes["crawl (ingest output)"] + sum(v for k, v in sizes.items() if k.startswith("stages/"))
     print(f"  intermediates {intermediate / 1e6:,.0f} MB = {intermediate / warc_bytes:.2f}× the gzipped WARC "
           f"(target ≤ 2×):", ", ".join(f"{k} {v / 1e6:,.0f} MB" for k, v in sizes.items()))
-    return {"size": size, "seconds": total, "peak": peak}
+    per_row = {s: seconds[s] / n for s, n in rows_of.items() if n and s in seconds}
+    return {"size": size, "seconds": total, "peak": peak, "per_row": per_row}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -149,6 +162,11 @@ def main(argv: list[str] | None = None) -> None:
     for before, after in zip(results, results[1:]):
         print(f"time({after['size']:,}) / time({before['size']:,}) = {after['seconds'] / before['seconds']:.2f} "
               f"for {after['size'] / before['size']:.0f}× the pages")
+        # Linear in rows: the time a row costs at the larger size over its cost at the smaller one.
+        per_row = [f"{s} {after['per_row'][s] / before['per_row'][s]:.2f}" for s in after["per_row"]
+                   if s in before["per_row"]]
+        if per_row:
+            print("  time per row, larger / smaller (1.00: linear in rows): " + ", ".join(per_row))
 
 
 if __name__ == "__main__":
