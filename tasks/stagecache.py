@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 
 from simweb.tasks.logs import run_logger
 from simweb.tasks.progress import dask_progress
-from simweb.tasks.storage import file_digest, filesystem, identify, join, local_path
+from simweb.tasks.storage import file_digest, filesystem, identify, join, local_path, remove
 
 MANIFEST = "_SUCCESS.json"
 TMP_PREFIX = ".tmp-"
@@ -230,7 +230,7 @@ def run_stage(
         }
         published = _publish(tmp, final, manifest)
     except BaseException:
-        _remove(tmp)
+        remove(tmp)
         raise
     if not published:
         log.info("stage %s: %s was published by a concurrent run meanwhile; using that", named, key[:12])
@@ -324,7 +324,7 @@ def _reuse(final: str, key: str, named: str, verify: bool,
         return None
     if found.get("consumed"):
         log.info("stage %s: %s was consumed by the next stage; computing it again", named, key[:12])
-        _remove(final)
+        remove(final)
         return None
     problems = damage(final, found, digests=verify)
     if not problems:
@@ -335,7 +335,7 @@ def _reuse(final: str, key: str, named: str, verify: bool,
         return StageOutput(final, dict(found.get("stats") or {}), True)
     log.warning("stage %s: the cached output %s is damaged (%s); computing it again",
                 named, key[:12], "; ".join(problems[:3]) + (f"; {len(problems) - 3} more" if len(problems) > 3 else ""))
-    _remove(final)
+    remove(final)
     return None
 
 
@@ -413,14 +413,14 @@ def _publish(tmp: str, final: str, manifest: dict[str, Any]) -> bool:
             os.fsync(f.fileno())
         if os.path.isdir(local_final):
             if read_manifest(final) is not None:
-                _remove(tmp)
+                remove(tmp)
                 return False
-            _remove(final)  # a folder without a manifest is debris, never a result
+            remove(final)  # a folder without a manifest is debris, never a result
         try:
             os.rename(local_tmp, local_final)
         except OSError:
             if read_manifest(final) is not None:
-                _remove(tmp)
+                remove(tmp)
                 return False
             raise
         _fsync_dir(os.path.dirname(local_final))
@@ -428,7 +428,7 @@ def _publish(tmp: str, final: str, manifest: dict[str, Any]) -> bool:
     fs, final_p = filesystem(final)
     if fs.exists(final_p):
         if read_manifest(final) is not None:
-            _remove(tmp)
+            remove(tmp)
             return False
         fs.rm(final_p, recursive=True)
     _move_files(fs, filesystem(tmp)[1], final_p)
@@ -457,7 +457,7 @@ def clean_stale(root: str, stage: str | None = None) -> list[str]:
             base = p.rstrip("/").rsplit("/", 1)[-1]
             if base.startswith(TMP_PREFIX) and _is_stale(fs, p, base):
                 url = join(root, name, base)
-                _remove(url)
+                remove(url)
                 removed.append(url)
     return removed
 
@@ -553,14 +553,6 @@ def _move_files(fs, src: str, dst: str) -> None:
     for path in sorted(fs.find(src)):
         fs.copy(path, f"{dst.rstrip('/')}/{path[len(src) + 1:]}")
     fs.rm(src, recursive=True)
-
-
-def _remove(url: str) -> None:
-    fs, p = filesystem(url)
-    try:
-        fs.rm(p, recursive=True)
-    except FileNotFoundError:
-        pass
 
 
 def _now() -> str:
