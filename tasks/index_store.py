@@ -294,25 +294,15 @@ def _fsync_path(path: str) -> None:
 def damage(version: str, *, digests: bool = False) -> list[str]:
     """What is wrong with an index version folder (local, or on an object store) against its
     manifest: files missing or of another size (and with ``digests``, of other content); [] when whole."""
-    from simweb.tasks.storage import file_digest, filesystem, join
+    from simweb.tasks.storage import file_problems
 
     try:
         manifest = read_manifest(version)
     except IndexFormatError as err:
         return [str(err)]
-    problems = []
-    fs, root = filesystem(version)
-    for name, meta in manifest["files"].items():
-        try:
-            size = int(fs.size(f"{root.rstrip('/')}/{name}"))
-        except (FileNotFoundError, OSError):
-            problems.append(f"{name} is missing")
-            continue
-        if size != meta["bytes"]:
-            problems.append(f"{name}: expected {meta['bytes']} bytes, found {size}")
-        elif digests and (found := file_digest(join(version, name))) != meta["sha256"]:
-            problems.append(f"{name}: expected SHA-256 {meta['sha256']} (in {MANIFEST}), found {found}")
-    return problems
+    return file_problems(version, manifest["files"], digests=digests,
+                         differs=lambda name, recorded, found: f"{name}: expected SHA-256 {recorded} (in {MANIFEST}), "
+                                                               f"found {found}")
 
 
 def _prune(versions: str, live: str, keep: int) -> None:

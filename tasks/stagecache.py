@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 
 from simweb.tasks.logs import run_logger
 from simweb.tasks.progress import dask_progress
-from simweb.tasks.storage import file_digest, filesystem, identify, join, local_path, remove
+from simweb.tasks.storage import file_problems, filesystem, identify, join, local_path, remove
 
 MANIFEST = "_SUCCESS.json"
 TMP_PREFIX = ".tmp-"
@@ -369,20 +369,8 @@ def damage(folder: str, manifest: Mapping[str, Any], *, digests: bool = False) -
     listed = manifest.get("files")
     if not isinstance(listed, Mapping):
         return [f"its manifest lists no files (format {manifest.get('format')!r})"]
-    fs, root = filesystem(folder)
-    problems = []
-    for name, meta in listed.items():
-        path = f"{root.rstrip('/')}/{name}"
-        try:
-            size = int(fs.size(path))
-        except (FileNotFoundError, OSError):
-            problems.append(f"{name} is missing")
-            continue
-        if size != meta.get("bytes"):
-            problems.append(f"{name}: expected {meta.get('bytes')} bytes, found {size}")
-        elif digests and meta.get("sha256") and file_digest(join(folder, name)) != meta["sha256"]:
-            problems.append(f"{name}: its content differs from what was written (SHA-256 mismatch)")
-    return problems
+    return file_problems(folder, listed, digests=digests,
+                         differs=lambda name, *_: f"{name}: its content differs from what was written (SHA-256 mismatch)")
 
 
 def _sha256_synced(path: str) -> str:
@@ -448,9 +436,7 @@ def clean_stale(root: str, stage: str | None = None) -> list[str]:
     it is older than :data:`STALE_AFTER_SECONDS`. Folders of live runs are left alone.
     """
     fs, root_p = filesystem(root)
-    stages = [stage] if stage else [
-        p.rstrip("/").rsplit("/", 1)[-1] for p in _ls_dirs(fs, root_p)
-    ]
+    stages = [stage] if stage else stage_names(root)
     removed = []
     for name in stages:
         for p in _ls_dirs(fs, f"{root_p.rstrip('/')}/{name}"):
@@ -535,6 +521,12 @@ def _identities(value: Any) -> list[str]:
     if isinstance(value, (list, tuple)):
         return [i for v in value for i in _identities(v)]
     return []
+
+
+def stage_names(root: str) -> list[str]:
+    """The stages that have a folder under the stage cache ``root`` (local, or on an object store), sorted."""
+    fs, root_p = filesystem(root)
+    return sorted(p.rstrip("/").rsplit("/", 1)[-1] for p in _ls_dirs(fs, root_p))
 
 
 def _ls_dirs(fs, path: str) -> list[str]:

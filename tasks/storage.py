@@ -13,9 +13,10 @@ import re
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import fsspec
 import pyarrow as pa
@@ -164,6 +165,28 @@ def local_path(url: str) -> str | None:
     """The local file system path of ``url``, or None when it is remote."""
     fs, path = filesystem(url)
     return os.path.abspath(path) if protocol_of(fs) in ("file", "local") else None
+
+
+def file_problems(folder: str, files: Mapping[str, Mapping[str, Any]], *, digests: bool,
+                  differs: Callable[[str, str, str], str]) -> list[str]:
+    """What is wrong with the files of ``folder`` (local, or on an object store) that ``files``
+    records — a path relative to ``folder`` → its ``bytes`` and, where recorded, its ``sha256``:
+    each one missing or of another size, or with ``digests`` of other content, which
+    ``differs(name, recorded, found)`` says; [] when all are whole."""
+    fs, root = filesystem(folder)
+    root = root.rstrip("/")
+    problems = []
+    for name, meta in files.items():
+        try:
+            size = int(fs.size(f"{root}/{name}"))
+        except OSError:  # FileNotFoundError among them
+            problems.append(f"{name} is missing")
+            continue
+        if size != meta.get("bytes"):
+            problems.append(f"{name}: expected {meta.get('bytes')} bytes, found {size}")
+        elif digests and meta.get("sha256") and (found := file_digest(join(folder, name))) != meta["sha256"]:
+            problems.append(differs(name, meta["sha256"], found))
+    return problems
 
 
 def is_remote(url: str) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from simweb.tasks import index_store, stagecache
 from simweb.tasks.layout import crawl_folder, stages_folder
-from simweb.tasks.storage import file_digest, filesystem, join, read_text, remove
+from simweb.tasks.storage import file_problems, filesystem, join, read_text, remove
 
 #: Stages whose output folder holds a complete index version (under ``version/`` for an update).
 VERSION_STAGES = {"invert": "", "delta-index": "version"}
@@ -50,8 +50,7 @@ def audit(out: str, *, digests: bool = True) -> tuple[list[Damage], int]:
         if problems:
             found.append(Damage("live version" if path == live else "version", path, tuple(problems)))
     stages = stages_folder(root)  # local, or on an object store (simweb build --work)
-    fs, stages_path = filesystem(stages)
-    for stage in sorted(p.rstrip("/").rsplit("/", 1)[-1] for p in stagecache._ls_dirs(fs, stages_path)):
+    for stage in stagecache.stage_names(stages):
         for manifest in stagecache.published(stages, stage):
             path = stagecache.output_path(stages, stage, manifest["key"])
             checked += 1
@@ -138,19 +137,9 @@ def _crawl_damage(crawl: str, digests: bool):
             continue
         if not isinstance(recorded, dict):
             continue  # written before parts recorded their files: nothing to compare
-        problems = []
-        for rel, meta in recorded.items():
-            path = join(crawl, rel)
-            try:
-                size = int(filesystem(path)[0].size(filesystem(path)[1]))
-            except (FileNotFoundError, OSError):
-                problems.append(f"{rel} is missing")
-                continue
-            if size != meta["bytes"]:
-                problems.append(f"{rel}: expected {meta['bytes']} bytes, found {size}")
-            elif digests and meta.get("sha256") and file_digest(path) != meta["sha256"]:
-                problems.append(f"{rel}: its content differs from the SHA-256 in stats/{name}")
-        yield join(crawl, part), problems
+        yield join(crawl, part), file_problems(
+            crawl, recorded, digests=digests,
+            differs=lambda rel, *_, stats_file=name: f"{rel}: its content differs from the SHA-256 in stats/{stats_file}")
 
 
 def _part_files(part: str) -> list[str]:
