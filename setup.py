@@ -1,9 +1,12 @@
-"""The compiled parts of simweb, both optional: simweb.core._scan, the word and marker scan of
-the ingest, and simweb.core._dart, the DartMinHash signatures.
+"""The compiled parts of simweb, all optional: simweb.core._scan, the word and marker scan of
+the ingest; simweb.core._walk, the ingest's marking walk over Lexbor's tree (it calls the Lexbor
+functions of the installed selectolax, found with dlopen/dlsym); and simweb.core._dart, the
+DartMinHash signatures.
 
 Everything else about the package is in pyproject.toml. Where no C compiler is at hand the
 install goes on and each runs in Python with the same results: simweb.core.html scans in
-Python (the ingest benchmark runs about a fifth slower) and simweb.core.dartminhash signs with
+Python (the ingest benchmark runs about a fifth slower) and marks the tree with selectolax
+calls (up to half as fast on pages with many links), and simweb.core.dartminhash signs with
 numpy (about a tenth of the C speed). The signatures must be the same bits on every CPU, so
 _dart is compiled without contracting a*b+c into fused multiply-adds and without fast-math.
 """
@@ -11,6 +14,7 @@ from setuptools import Extension, setup
 
 setup(ext_modules=[
     Extension("simweb.core._scan", ["simcore/_scan.c"], optional=True),
+    Extension("simweb.core._walk", ["simcore/_walk.c"], optional=True, libraries=["dl"]),
     Extension("simweb.core._dart", ["simcore/_dart.c"], optional=True, libraries=["m"],
               extra_compile_args=["-ffp-contract=off", "-fno-fast-math"]),
 ])

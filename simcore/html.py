@@ -20,18 +20,23 @@ seldom sits between list items, so the next cell or item, or the end of the tabl
 closes one); ``h1``–``h6`` at their start; ``ul``, ``ol``, ``dl``, ``menu`` and ``table`` at
 their end. A cut-off at the same word position as an anchor with no words bounds both sides.
 
-How it is fast: Lexbor (selectolax) parses the page and removes the unwanted elements in C;
-one walk over the elements finds links, images and region elements by tag id; C-level maps
-(map, compress, attrgetter) read their attributes and insert the marker characters (Unicode
-noncharacters) around links and at cut-offs, and replace images by their ``alt`` text; a
-page's links are normalised in one batch against the memo of their base directory
-(:func:`simweb.core.urls.normalize_links`); the text is taken once, in C, with a space between
-text nodes (so that ``<li>a</li><li>b</li>`` gives two words, as a browser shows them; an
-inline tag inside a word, ``<b>W</b>ord``, splits it); one pass of C (simcore/_scan.c)
+How it is fast: Lexbor (selectolax) parses the page; one walk of C over the body's tree
+(simcore/_walk.c, calling the installed selectolax's Lexbor functions) reads the links' hrefs
+in document order, leaving out scripts, styles and the other unwanted elements; a page's links
+are normalised in one batch against the memo of their base directory
+(:func:`simweb.core.urls.normalize_links`); a second walk writes the text the marked page gives
+— the marker characters (Unicode noncharacters) around the kept links and at cut-offs, images
+replaced by their ``alt`` text, a space between text nodes (so that ``<li>a</li><li>b</li>``
+gives two words, as a browser shows them; an inline tag inside a word, ``<b>W</b>ord``, splits
+it). Where that extension was not built, or does not mark a probe page as the Python path does
+(another selectolax), the same is done with selectolax calls: the unwanted elements removed,
+one walk over the elements finding links, images and region elements by tag id, C-level maps
+(map, compress, attrgetter) reading their attributes and inserting the markers as text nodes,
+and the text taken once, in C. Then one pass of C (simcore/_scan.c)
 finds the words, the markers and every marker's word offset — or, where the extension was not
 built, one regex pass, one map to small codes and numpy, with the same results — and numpy
 finds every link's context edges and region lengths at once: Python takes a step of
-its own only for a link it does not keep and for an image-map link. The anchors come out
+its own only for a link it does not keep (and, on the selectolax path, an image-map link). The anchors come out
 as columns (:class:`simweb.core.records.Anchors`).
 
 Links that are not kept (not http/https, or unparseable) are counted in the optional
@@ -47,6 +52,7 @@ from operator import and_, attrgetter, is_not, methodcaller, not_
 
 import numpy as np
 
+from selectolax import lexbor as selectolax_lexbor
 from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser, LexborNode
 
 from simweb.core.records import Anchors, ParsedPage
@@ -57,6 +63,10 @@ try:  # the word and marker scan in C; without a C compiler at install, the same
     from simweb.core._scan import scan as _c_scan
 except ImportError:  # pragma: no cover - depends on the build
     _c_scan = None
+try:  # the marking walk in C over Lexbor's tree; without it, the same with selectolax calls
+    from simweb.core import _walk
+except ImportError:  # pragma: no cover - depends on the build
+    _walk = None
 
 __all__ = [
     "CONTEXT_NONSTOP",
@@ -145,19 +155,11 @@ def _parse(html: str, url: str, skipped: Counter[str], drop_marker_characters: b
     body = tree.body
     if body is None:  # a frameset page has no body and no anchors
         return ParsedPage(url, title, title_words, (), _NO_ANCHORS, canonical)
-    for node in body.css(_REMOVED):  # only the body's text is read
-        node.decompose()
     if drop_marker_characters:
-        dirty = [node for node in body.traverse(include_text=True)
-                 if node.is_text_node and _NONCHARACTERS.search(node.text_content or "")]
-        for node in dirty:  # replaced after the walk: the walk must not see a changing tree
-            _replace_with(node, _NONCHARACTERS.sub(" ", node.text_content))
-        for node in body.css("img[alt], area[alt]"):
-            if _NONCHARACTERS.search(node.attributes.get("alt") or ""):
-                node.attrs["alt"] = _NONCHARACTERS.sub(" ", node.attributes["alt"])
-
-    targets, inserted = _mark(body, base, skipped)
-    words, kinds, before, markers = _scan_text(clean_text(body.text(separator=" ")))
+        targets, text, inserted = _marked_text_python(body, base, skipped, drop_marker_characters=True)
+    else:
+        targets, text, inserted = _marked_text(body, base, skipped)
+    words, kinds, before, markers = _scan_text(clean_text(text))
     if markers != inserted:
         return None
     if not targets:
@@ -293,6 +295,36 @@ _HREFS = _attribute("href")
 _ALTS = _attribute("alt")
 
 
+def _marked_text_python(body, base: str, skipped: Counter[str],
+                        drop_marker_characters: bool = False) -> tuple[list[str], str, int]:
+    """The kept links' targets in document order, the body's text with the markers, and the
+    number of markers inserted: the tree is marked (:func:`_mark`), then its text read."""
+    for node in body.css(_REMOVED):  # only the body's text is read
+        node.decompose()
+    if drop_marker_characters:
+        dirty = [node for node in body.traverse(include_text=True)
+                 if node.is_text_node and _NONCHARACTERS.search(node.text_content or "")]
+        for node in dirty:  # replaced after the walk: the walk must not see a changing tree
+            _replace_with(node, _NONCHARACTERS.sub(" ", node.text_content))
+        for node in body.css("img[alt], area[alt]"):
+            if _NONCHARACTERS.search(node.attributes.get("alt") or ""):
+                node.attrs["alt"] = _NONCHARACTERS.sub(" ", node.attributes["alt"])
+    targets, inserted = _mark(body, base, skipped)
+    return targets, body.text(separator=" "), inserted
+
+
+def _kept_links(hrefs: list, base: str, skipped: Counter[str]) -> tuple[list[str], list[bool]]:
+    """The normalised targets of the links that are kept, and which are; the others counted."""
+    found = normalize_links(hrefs, base)
+    kept = list(map(is_not, found, repeat(None)))
+    targets = list(compress(found, kept))
+    if len(targets) < len(found):
+        for href in compress(hrefs, map(not_, kept)):
+            if href is not _ABSENT:
+                _count_skipped(href, skipped)
+    return targets, kept
+
+
 def _mark(body, base: str, skipped: Counter[str]) -> tuple[list[str], int]:
     """Insert the markers and replace images by their alt text.
 
@@ -308,13 +340,7 @@ def _mark(body, base: str, skipped: Counter[str]) -> tuple[list[str], int]:
     links = list(compress(nodes, is_link))
     if links:
         hrefs = _HREFS(links)  # _ABSENT for <a name=...>, not a link; None for a bare <a href>
-        found = normalize_links(hrefs, base)
-        kept = list(map(is_not, found, repeat(None)))
-        targets = list(compress(found, kept))
-        if len(targets) < len(found):
-            for href in compress(hrefs, map(not_, kept)):
-                if href is not _ABSENT:
-                    _count_skipped(href, skipped)
+        targets, kept = _kept_links(hrefs, base, skipped)
         link_tags = list(compress(tags, is_link))
         if _AREA in link_tags:  # image-map links: the alt text is the anchor text
             areas = [_AREA == tag for tag in link_tags]
@@ -337,6 +363,61 @@ def _mark(body, base: str, skipped: Counter[str]) -> tuple[list[str], int]:
     deque(map(_insert_after, compress(nodes, after), filter(None, after)), maxlen=0)
     inserted = 2 * len(targets) + len(before) - before.count(None) + len(after) - after.count(None)
     return targets, inserted
+
+
+def _walk_classes() -> bytes | None:
+    """The class byte of every tag id below 256 for simcore/_walk.c: DROPPED 1, LINK 2, AREA 4,
+    IMAGE 8, the region marker before the element in bits 4–5 and after it in bits 6–7 (1
+    SYNTACTIC, 2 TOPICAL, 3 break). None when one of these tags has an id of 256 or more."""
+    codes = {_SYNTACTIC: 1, _TOPICAL: 2, _BREAK: 3}
+    removed = _tag_ids(_REMOVED.split(", "))
+    if max([*removed.values(), *_IDS.values()]) >= 256:
+        return None
+    classes = bytearray(256)
+    for tag in removed.values():
+        classes[tag] |= 1
+    for tag in _LINK_IDS:
+        classes[tag] |= 2
+    classes[_AREA] |= 4
+    classes[_IMG] |= 8
+    for name, marker in _BEFORE.items():
+        classes[_IDS[name]] |= codes[marker] << 4
+    for name, marker in _AFTER.items():
+        classes[_IDS[name]] |= codes[marker] << 6
+    return bytes(classes)
+
+
+def _marked_text_c(body, base: str, skipped: Counter[str]) -> tuple[list[str], str, int]:
+    """:func:`_marked_text_python` in two walks of C over the tree (simcore/_walk.c), which is
+    left as it is: one reads the links' hrefs, and once they are normalised, the other writes
+    the text the marked tree would give."""
+    address = body.mem_id
+    targets, kept = _kept_links(_walk.links(address, _WALK_CLASSES), base, skipped)
+    text, inserted = _walk.text(address, _WALK_CLASSES, bytes(kept), _TEXT_TAG)
+    return targets, text, inserted
+
+
+# A page with every kind of element the walk treats, for the check that binding it works.
+_PROBE = (
+    "<html><head><title>t</title></head><body><p>One. <a href=a.html>two <b>three</b></a><br>"
+    "<img alt='four'><img src=x><script>no</script><ul><li>five<li><a href='mailto:x'>six</a>"
+    "<li><a name=n>seven</a></ul><map><area href=b.html alt=eight><area href=c.html></map>"
+    "<table><tr><td>nine<td><h2>ten</h2></table><svg><title>no</title><a href=d.html>x</a></svg>"
+    "<noscript>no</noscript><dl><dt>eleven<dd>twelve</dl></body></html>"
+)
+
+
+def _bind_walk() -> bool:
+    """Whether the C walk is bound to the selectolax in use and marks the probe page as the
+    Python path does (when not, the Python path is used)."""
+    if _walk is None or _WALK_CLASSES is None or not _walk.bind(selectolax_lexbor.__file__):
+        return False
+    try:
+        made = [_marked_text(LexborHTMLParser(_PROBE, options=_WITHOUT_EVENTS).body, "http://x.test/", Counter())
+                for _marked_text in (_marked_text_python, _marked_text_c)]
+    except (ValueError, RuntimeError, AttributeError):
+        return False
+    return made[0] == made[1]
 
 
 def _count_skipped(href: str | None, skipped: Counter[str]) -> None:
@@ -407,3 +488,8 @@ def _right_lengths(cuts: np.ndarray, ends: np.ndarray, edges: np.ndarray) -> tup
     """Context words up to the nearest cut-off at or after each end (the context's end if none)."""
     region_ends = np.concatenate((cuts, [1 << 62]))[cuts.searchsorted(ends, "left")]
     return tuple((np.minimum(region_ends, edges) - ends).tolist())
+
+
+_WALK_CLASSES = _walk_classes()
+_TEXT_TAG = LexborHTMLParser("<p>x</p>").css_first("p").child.tag_id
+_marked_text = _marked_text_c if _bind_walk() else _marked_text_python

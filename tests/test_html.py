@@ -621,3 +621,89 @@ def test_canonical_links_of_the_head_resolve_against_the_base():
             '<body><link rel="canonical" href="/ignored">text</body></html>')
     assert parse_page(html, "http://h/docs/page.html?utm=1").canonical == ("http://h/docs/page.html", None)
     assert parse_page("<html><body>x</body></html>", "http://h/").canonical == ()
+
+
+# --- the marking walk: in C over Lexbor's tree (simcore/_walk.c) as with selectolax calls ----------------
+
+needs_c_walk = pytest.mark.skipif(html._walk is None, reason="simweb.core._walk was not built (no C compiler at install)")
+walk_soup = st.lists(
+    st.sampled_from(["<a href='/x'>", "<a href=''>", "<a href>", "<A HREF='/Y'>", "<a name=n>", "</a>",
+                     "<a href=mailto:q>", "<a href='http://[bad'>", "<a xlink:href='/z'>", "<p>", "</p>", "<li>",
+                     "<ul>", "</ul>", "<ol>", "<dl><dt>", "<dd>", "</dl>", "<menu>", "</menu>", "<table>", "<td>",
+                     "<th>", "</table>", "<h1>", "<h6>", "</h6>", "<br>", "<img alt='pic'>", "<img alt>",
+                     "<img src=i>", "<map><area href=/m alt=map>", "<area href=/n>", "<area alt=o>", "<!--", "-->",
+                     "<script>", "</script>", "<style>", "</style>", "<noscript>", "</noscript>", "<template>",
+                     "</template>", "<iframe>", "</iframe>", "<svg>", "</svg>", "<svg><title>", "<math>", "</math>",
+                     "<my-widget>", "</my-widget>", "<selectedcontent>", "<select><option>", "<frameset>",
+                     "word", " the ", "End. ", "!", "\u201d", "&amp;", "&lt;a&gt;", "<base href='/b/'>", "<title>",
+                     "</title>", "<", ">", "\"", "x\u0301", "😀", "日本", "<b>", "</b>", "<div>", "</div>", "<body>"]),
+    max_size=50,
+).map("".join)
+
+
+def both_walks(source: str, url: str = PAGE):
+    """What the C walk and the Python path make of one page (each on a tree of its own: the
+    Python path changes the tree it marks)."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    made = []
+    for walk in (html._marked_text_c, html._marked_text_python):
+        body = LexborHTMLParser(source, options=html._WITHOUT_EVENTS).body
+        skipped: Counter[str] = Counter()
+        made.append((*walk(body, url, skipped), skipped) if body is not None else None)
+    return made
+
+
+@needs_c_walk
+def test_the_c_walk_is_bound_to_the_installed_selectolax():
+    assert html._marked_text is html._marked_text_c
+
+
+@needs_c_walk
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(walk_soup)
+def test_the_walk_in_c_marks_a_page_as_the_python_path(source):
+    in_c, in_python = both_walks(source)
+    assert in_c == in_python
+
+
+@needs_c_walk
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pages())
+def test_the_walk_in_c_marks_generated_pages_as_the_python_path(page_and_reference):
+    in_c, in_python = both_walks(page_and_reference[0])
+    assert in_c == in_python
+
+
+@needs_c_walk
+def test_the_walk_in_c_marks_real_pages_as_the_python_path(warc_dir):
+    from simweb.core.urls import normalize_url
+
+    n_pages = n_links = 0
+    for url, source in real_pages(warc_dir):
+        in_c, in_python = both_walks(source, normalize_url(url))
+        assert in_c == in_python
+        n_pages, n_links = n_pages + 1, n_links + len(in_c[0])
+    assert n_pages == 45 and n_links > 1000
+
+
+@needs_c_walk
+def test_the_c_walk_refuses_a_kept_mask_of_the_wrong_length():
+    from selectolax.lexbor import LexborHTMLParser
+
+    body = LexborHTMLParser("<p><a href=/a>a</a> <a href=/b>b</a></p>").body
+    assert html._walk.links(body.mem_id, html._WALK_CLASSES) == ["/a", "/b"]
+    for kept in (b"\x01", b"\x01\x01\x01"):
+        with pytest.raises(ValueError, match="kept"):
+            html._walk.text(body.mem_id, html._WALK_CLASSES, kept, html._TEXT_TAG)
+    with pytest.raises(ValueError, match="256"):
+        html._walk.links(body.mem_id, b"\x00")
+
+
+def test_without_the_c_walk_pages_parse_the_same(warc_dir):
+    from simweb.core.urls import normalize_url
+
+    pages_read = [(normalize_url(url), source) for url, source in real_pages(warc_dir)]
+    expected = [parse_page(source, url) for url, source in pages_read]
+    with mock.patch.object(html, "_marked_text", html._marked_text_python):
+        assert [parse_page(source, url) for url, source in pages_read] == expected
