@@ -551,6 +551,13 @@ class Corpus:
         page, then ``outlink:<URL>`` of every URL."""
         return list(_LazyVocabulary(self, stemming))
 
+    def fragment_entries(self, strategy: Strategy) -> tuple[np.ndarray, np.ndarray, np.ndarray, Sequence[str]]:
+        """(url row, term column, weight) of every term occurrence of every fragment, not yet
+        summed, and the term of each column: for a caller that sums equal pairs its own way
+        (:meth:`merged` sums them into a CSR matrix). Row i is the URL ``url_ids[i]``."""
+        rows, cols, vals = self._entries(strategy)
+        return rows, cols, vals, _LazyVocabulary(self, strategy.stemming)
+
     def merged(self, strategy: Strategy) -> MergedBags:
         """Every URL's fragments merged (summed), before frequency weighting (Section 6.1)."""
         key = json.dumps(strategy.fragment_params(), sort_keys=True)

@@ -388,3 +388,28 @@ def test_a_fragments_task_raises_a_low_limit_of_open_files_for_its_cells(tmp_pat
             assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == 1024 + 4 * 256
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@pytest.mark.parametrize("n_cols", [7, 1 << 61])  # one int64 key, or a (row, column) key when they overflow it
+def test_sum_pairs_sums_equal_pairs_in_row_then_column_order(n_cols):
+    import numpy as np
+    import scipy.sparse as sp
+
+    from simweb.tasks.bags import sum_pairs
+
+    rng = np.random.default_rng(5)
+    rows = rng.integers(0, 40, 5_000)
+    cols = rng.integers(0, 7, 5_000)
+    weights = rng.choice([0.25, 1.0, 0.1, 3.0], 5_000)
+    rows, cols, weights = (np.concatenate([a, b]) for a, b in
+                           ((rows, [41, 41]), (cols, [3, 3]), (weights, [2.5, -2.5])))  # one pair sums to zero
+    got_rows, got_cols, got = sum_pairs(rows, cols, weights, n_cols)
+    expected = sp.csr_matrix((weights, (rows, cols)), shape=(42, 7))
+    expected.sum_duplicates()
+    expected.eliminate_zeros()
+    want_rows = np.repeat(np.arange(42), np.diff(expected.indptr))
+    assert got_rows.tolist() == want_rows.tolist() and got_cols.tolist() == expected.indices.tolist()
+    assert got == pytest.approx(expected.data, rel=1e-12)
+    assert (41, 3) not in set(zip(got_rows.tolist(), got_cols.tolist()))
+    empty = np.zeros(0, np.int64)
+    assert [a.size for a in sum_pairs(empty, empty, np.zeros(0), n_cols)] == [0, 0, 0]
