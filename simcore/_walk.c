@@ -174,29 +174,31 @@ marker_add(Text *t, const char *marker)
     return text_add(t, marker, 3);
 }
 
-/* An area's anchor, one fragment: "START alt END". */
+/* The alt text of ``element`` ("" for a bare attribute) and its length, or NULL when it has none. */
+static const char *
+alt_of(node_t *element, size_t *length)
+{
+    attr_t *alt = attribute(element, "alt", 3);
+    *length = 0;
+    if (alt == NULL)
+        return NULL;
+    const unsigned char *value = attribute_value(alt, length);
+    if (value == NULL) {
+        *length = 0;
+        return "";
+    }
+    return (const char *)value;
+}
+
+/* An area's anchor: its alt text between a link's start and end (the text the one text node
+ * "START alt END" inserted after the area gives). */
 static int
 area_add(Text *t, node_t *area)
 {
-    attr_t *alt = attribute(area, "alt", 3);
-    size_t n = 0;
-    const unsigned char *value = alt != NULL ? attribute_value(alt, &n) : NULL;
-    if (value == NULL)
-        n = 0;
-    if (text_reserve(t, n + 10) < 0)
+    size_t n;
+    const char *alt = alt_of(area, &n);
+    if (marker_add(t, START) < 0 || text_add(t, alt != NULL ? alt : "", n) < 0 || marker_add(t, END) < 0)
         return -1;
-    if (t->fragments++ > 0)
-        t->data[t->length++] = ' ';
-    memcpy(t->data + t->length, START, 3);
-    t->data[t->length + 3] = ' ';
-    t->length += 4;
-    if (n)
-        memcpy(t->data + t->length, value, n);
-    t->length += (Py_ssize_t)n;
-    t->data[t->length] = ' ';
-    memcpy(t->data + t->length + 1, END, 3);
-    t->length += 4;
-    t->markers += 2;
     return 0;
 }
 
@@ -267,14 +269,13 @@ enter(Walk *w, node_t *node, unsigned char cls, int *skip)
         }
     }
     if (cls & IMAGE) {
-        attr_t *alt = attribute(node, "alt", 3);
+        size_t n;
+        const char *alt = alt_of(node, &n);
         if (alt != NULL) {  /* replaced by its alt text: the element and anything in it go */
             *skip = 1;
-            if (w->hrefs != NULL)
-                return 0;
-            size_t n = 0;
-            const unsigned char *value = attribute_value(alt, &n);
-            return text_add(&w->text, value != NULL ? (const char *)value : "", value != NULL ? n : 0) < 0 ? -1 : 0;
+            if (w->hrefs == NULL && text_add(&w->text, alt, n) < 0)
+                return -1;
+            return 0;
         }
     }
     if (w->hrefs != NULL)
