@@ -58,6 +58,11 @@ from simweb.core.strategy import MAX_WINDOW, Strategy, Window
 from simweb.core.text import Stemming, term
 from simweb.core.weighting import ANCHOR_DISTANCE_WEIGHT, Weighting, distance_weights, normalise_rows
 
+try:
+    from simweb.core._gather import runs as _c_runs
+except ImportError:  # pragma: no cover - depends on the build
+    _c_runs = None
+
 __all__ = [
     "LINK_PREFIX",
     "BagMatrix",
@@ -68,6 +73,7 @@ __all__ = [
     "PageColumns",
     "WordLists",
     "build_bags",
+    "gather_runs",
     "merge_entries",
     "weigh_merged",
     "weigh_shared",
@@ -463,17 +469,18 @@ class Corpus:
             cached = self._text_terms[stemming] = (cols[cols >= 0], counted)
         return cached
 
-    def _window(self, side: int, strategy: Strategy, limit: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(link, term column, distance) of every non-stopword in one side's window (0 left, 1
-        right) under ``strategy``, link by link, nearest first (Section 3.1); at most ``limit``
-        words a side (None: no limit beyond the window's).
+    def _window(self, side: int, strategy: Strategy, limit: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """One side's window (0 left, 1 right) of every link under ``strategy`` (Section 3.1), as
+        runs of the link texts' non-stopwords (:meth:`_terms_of_texts`): the position of each
+        run's nearest word and the run's length, at most ``limit`` words (None: no limit beyond
+        the window's).
 
-        A window is a run of the non-stopwords of its link's text: on the left the run ends
-        just before the anchor and is read backwards, on the right it starts at the anchor's
-        end, and the distance of its j-th word is j + 1. BASIC cuts the run at W words,
-        SYNTACTIC and TOPICAL at the region's end (a count of context words, stopwords included).
+        On the left the run ends just before the anchor and is read backwards, on the right it
+        starts at the anchor's end; the distance of its j-th word is j + 1. BASIC cuts the run
+        at W words, SYNTACTIC and TOPICAL at the region's end (a count of context words,
+        stopwords included).
         """
-        cols, counted = self._terms_of_texts(strategy.stemming)
+        counted = self._terms_of_texts(strategy.stemming)[1]
         start, end = self._anchor
         if side == 0:
             near = counted[start]
@@ -482,7 +489,7 @@ class Corpus:
                 far = np.maximum(far, near - strategy.window_size)
             else:
                 far = np.maximum(far, counted[np.maximum(start - self._regions[strategy.window][0], self._context[0])])
-            lengths = near - far
+            lengths, nearest = near - far, near - 1
         else:
             near = counted[end]
             far = counted[self._context[1]]
@@ -490,61 +497,56 @@ class Corpus:
                 far = np.minimum(far, near + strategy.window_size)
             else:
                 far = np.minimum(far, counted[np.minimum(end + self._regions[strategy.window][1], self._context[1])])
-            lengths = far - near
+            lengths, nearest = far - near, near
         if limit is not None:
             lengths = np.minimum(lengths, limit)
-        link, j = _runs(np.zeros(lengths.size, dtype=np.int64), lengths, 1)
-        entry = near[link] - 1 - j if side == 0 else near[link] + j
-        return link, cols[entry], j + 1
+        return nearest, lengths
 
     def _entries(self, strategy: Strategy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(url row, term column, weight) of every term occurrence of every fragment."""
+        """(url row, term column, weight) of every term occurrence of every fragment.
+
+        Every word fragment is a set of runs — a page's words, a link's anchor, one side of its
+        window — gathered by :func:`gather_runs` into arrays allocated once."""
         mapping, vocab = self._term_map(strategy.stemming)
         n_words = len(vocab)
-        rows, cols, vals = [], [], []
+        runs: list[tuple] = []  # the arguments of gather_runs before the outputs
 
-        def add_lists(wl: WordLists, row_of_list: np.ndarray, weight: float) -> None:
-            c = mapping[wl.codes]
-            r = np.repeat(row_of_list, wl.lengths)
-            keep = c >= 0
-            rows.append(r[keep])
-            cols.append(c[keep])
-            vals.append(np.full(int(keep.sum()), weight))
+        def lists(wl: WordLists, row_of_list: np.ndarray, weight: float) -> None:
+            runs.append((wl.codes, wl.offsets[:-1], wl.lengths, 1, row_of_list, np.array([weight]), mapping))
 
         if strategy.uses_content:
-            add_lists(self._page_content, self._page_row, 1.0)
+            lists(self._page_content, self._page_row, 1.0)
         if strategy.uses_anchor:
             w0 = ANCHOR_DISTANCE_WEIGHT if strategy.distance_weighting else 1.0
-            add_lists(self._page_title, self._page_row, w0)
+            lists(self._page_title, self._page_row, w0)
             text_cols, counted = self._terms_of_texts(strategy.stemming)
             first, last = counted[self._anchor[0]], counted[self._anchor[1]]
-            link, entry = _runs(first, last - first, 1)
-            rows.append(self._link_row[link])
-            cols.append(text_cols[entry])
-            vals.append(np.full(link.size, w0))
-            limit = table = None
+            runs.append((text_cols, first, last - first, 1, self._link_row, np.array([w0]), None))
+            limit, table = None, np.ones(1)
             if strategy.distance_weighting:
                 # Weights by distance, looked up (the same bits as weighing word by word); a
                 # word at distance d ≥ 31 weighs 0 and leaves the bag, so no side reads further.
                 table = distance_weights(np.arange(MAX_WINDOW + 2))
                 limit = int(np.flatnonzero(table[1:] <= 0)[0])
             for side in (0, 1):
-                link, c, distance = self._window(side, strategy, limit)
-                rows.append(self._link_row[link])
-                cols.append(c)
-                vals.append(table[distance] if table is not None else np.ones(link.size))
+                nearest, lengths = self._window(side, strategy, limit)
+                runs.append((text_cols, nearest, lengths, 1 if side else -1, self._link_row, table, None))
+        ids: list[tuple[np.ndarray, np.ndarray]] = []  # (rows, columns) of entries of weight 1
         if strategy.uses_links:
-            rows.append(self._link_row)
-            cols.append(n_words + self._link_source)
-            vals.append(np.ones(self._link_row.size))
+            ids.append((self._link_row, n_words + self._link_source))
         if strategy.uses_outlinks:
             # Out-link ids have one column per URL: the target's row.
-            rows.append(self._link_source_row)
-            cols.append(n_words + len(self._source_urls) + self._link_row)
-            vals.append(np.ones(self._link_row.size))
-        if not rows:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
-        return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+            ids.append((self._link_source_row, n_words + len(self._source_urls) + self._link_row))
+
+        total = sum(int(np.maximum(run[2], 0).sum()) for run in runs) + sum(r.size for r, _ in ids)
+        rows, cols, vals = np.empty(total, np.int64), np.empty(total, np.int64), np.empty(total)
+        at = 0
+        for run in runs:
+            at = gather_runs(*run, rows, cols, vals, at)
+        for r, c in ids:
+            rows[at:at + r.size], cols[at:at + r.size], vals[at:at + r.size] = r, c, 1.0
+            at += r.size
+        return rows[:at], cols[:at], vals[:at]
 
     def vocabulary(self, stemming: Stemming) -> list[str]:
         """Every term column: word terms under ``stemming``, then ``link:<URL>`` of every inlinking
@@ -634,6 +636,59 @@ def _runs(starts: np.ndarray, lengths: np.ndarray, step: int) -> tuple[np.ndarra
         position *= step
     position += starts[run]
     return run, position
+
+
+def _gather_runs_numpy(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray, step: int, run_rows: np.ndarray,
+                       weights: np.ndarray, mapping: np.ndarray | None, rows: np.ndarray, cols: np.ndarray,
+                       out_weights: np.ndarray, at: int) -> int:
+    """:func:`gather_runs` in numpy: the reference for simcore/_gather.c."""
+    lengths = np.maximum(lengths, 0)
+    full = lengths > 0
+    first, last = starts[full], starts[full] + (lengths[full] - 1) * step
+    if full.any() and (min(first.min(), last.min()) < 0 or max(first.max(), last.max()) >= values.size):
+        raise ValueError("gather runs: a run reaches outside values")
+    if weights.size > 1 and lengths.max(initial=0) >= weights.size:
+        raise ValueError("gather runs: a run is longer than the weight table")
+    run, position = _runs(starts, lengths, step)
+    col = values[position]
+    j = (position - starts[run]) * step
+    if mapping is not None:
+        if col.size and (col.min() < 0 or col.max() >= mapping.size):
+            raise ValueError("gather runs: a value outside mapping")
+        col = mapping[col]
+        kept = col >= 0
+        run, col, j = run[kept], col[kept], j[kept]
+    if col.size > rows.size - at:
+        raise ValueError("gather runs: more entries than the outputs hold")
+    end = at + col.size
+    rows[at:end], cols[at:end] = run_rows[run], col
+    out_weights[at:end] = weights[j + 1] if weights.size > 1 else weights[0]
+    return end
+
+
+def gather_runs(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray, step: int, run_rows: np.ndarray,
+                weights: np.ndarray, mapping: np.ndarray | None, rows: np.ndarray, cols: np.ndarray,
+                out_weights: np.ndarray, at: int) -> int:
+    """Write the entries of runs of ``values`` into ``rows``, ``cols``, ``out_weights`` from
+    index ``at`` on, and return the index after the last: run r reads ``lengths[r]`` values
+    from ``starts[r]`` on, a ``step`` of +1 or −1 apart, each an entry of row ``run_rows[r]``
+    and column the value (mapped through ``mapping`` when given, a value mapped below zero
+    left out); its j-th element weighs ``weights[j + 1]``, or ``weights[0]`` when ``weights``
+    holds one weight.
+
+    One pass of C over the runs (simcore/_gather.c) where it is built, else numpy with the
+    same entries in the same order. On a links part of the 100k scale crawl the numpy gathers
+    and repeats over each slice's millions of entries were most of the bag fragments' time."""
+    args = [np.ascontiguousarray(a, dtype=np.int64) for a in (values, starts, lengths)]
+    run_rows = np.ascontiguousarray(run_rows, dtype=np.int64)
+    weights = np.ascontiguousarray(weights, dtype=np.float64)
+    mapping = None if mapping is None else np.ascontiguousarray(mapping, dtype=np.int64)
+    for name, out, dtype in (("rows", rows, np.int64), ("cols", cols, np.int64), ("out_weights", out_weights, np.float64)):
+        if out.dtype != dtype or not out.flags.c_contiguous or out.size != rows.size:
+            raise ValueError(f"gather runs: {name} must be contiguous {np.dtype(dtype)} of one length with rows")
+    if _c_runs is None:
+        return _gather_runs_numpy(*args, step, run_rows, weights, mapping, rows, cols, out_weights, at)
+    return _c_runs(*args, step, run_rows, weights, mapping, rows, cols, out_weights, at)
 
 
 def _link_positions(links: LinkColumns, kept: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray],

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -29,7 +30,8 @@ from simweb.core.bag_reference import (
     weigh_bags,
     window_terms,
 )
-from simweb.core.bags import LINK_PREFIX, BagMatrix, Corpus, WordLists, build_bags, merge_entries
+from simweb.core import bags as bags_module
+from simweb.core.bags import LINK_PREFIX, BagMatrix, Corpus, WordLists, build_bags, gather_runs, merge_entries
 from simweb.core.strategy import Frequency, Source, Strategy, Window
 from simweb.core.text import STOPWORDS, Stemming
 
@@ -409,3 +411,91 @@ def test_one_corpus_serves_many_strategies():
 
     for strategy in paper_strategies():
         _assert_same(corpus.bags(strategy), reference_bags(pages, links, strategy))
+
+
+# --- the gather of runs: C (simcore/_gather.c) and numpy write the same entries ----------------------------------
+
+needs_c_gather = pytest.mark.skipif(bags_module._c_runs is None, reason="simweb.core._gather is not built (no C compiler at install)")
+
+
+def _gather_both(values, starts, lengths, step, run_rows, weights, mapping, capacity, at=0):
+    """The outputs and returned index of the C gather and of the numpy one, from the same start."""
+    results = []
+    for gather in (bags_module._c_runs, bags_module._gather_runs_numpy):
+        rows, cols, out = np.full(capacity, -7, np.int64), np.full(capacity, -7, np.int64), np.full(capacity, -7.0)
+        end = gather(values, starts, lengths, step, run_rows, weights, mapping, rows, cols, out, at)
+        results.append((end, rows, cols, out))
+    return results
+
+
+@st.composite
+def gather_inputs(draw):
+    n_values = draw(st.integers(1, 30))
+    mapped = draw(st.booleans())
+    values = np.array(draw(st.lists(st.integers(0, 9 if mapped else 50), min_size=n_values, max_size=n_values)), np.int64)
+    mapping = np.array(draw(st.lists(st.integers(-1, 20), min_size=10, max_size=10)), np.int64) if mapped else None
+    step = draw(st.sampled_from([1, -1]))
+    table = np.array(draw(st.sampled_from([[2.5], [0.0, 5.0, 4.0, 3.5, 3.0, 2.0, 1.5, 1.0, 0.5, 0.25, 0.0]])))
+    starts, lengths = [], []
+    for _ in range(draw(st.integers(0, 6))):
+        start = draw(st.integers(0, n_values - 1))
+        room = n_values - start if step == 1 else start + 1
+        if table.size > 1:
+            room = min(room, table.size - 1)
+        starts.append(start)
+        lengths.append(draw(st.integers(-2, room)))
+    run_rows = np.array(draw(st.lists(st.integers(0, 99), min_size=len(starts), max_size=len(starts))), np.int64)
+    return values, np.array(starts, np.int64), np.array(lengths, np.int64), step, run_rows, table, mapping
+
+
+@needs_c_gather
+@settings(max_examples=300, deadline=None)
+@given(gather_inputs(), st.integers(0, 3))
+def test_the_c_gather_writes_the_entries_numpy_writes(inputs, at):
+    capacity = at + int(np.maximum(inputs[2], 0).sum())
+    (end_c, *out_c), (end_np, *out_np) = _gather_both(*inputs, capacity, at)
+    assert end_c == end_np
+    for c, n in zip(out_c, out_np):
+        assert c.tolist() == n.tolist()
+
+
+def test_a_gather_reads_runs_backwards_weighs_by_position_and_leaves_out_stopwords():
+    values = np.array([3, 1, 4, 1, 5], np.int64)
+    mapping = np.array([-1, 10, -1, 30, -1, 50], np.int64)  # 4 is a stopword
+    table = np.array([0.0, 9.0, 8.0, 7.0, 6.0])  # the j-th word of a run weighs table[j + 1]
+    for gather in (gather_runs, bags_module._gather_runs_numpy):
+        rows, cols, out = np.zeros(6, np.int64), np.zeros(6, np.int64), np.zeros(6)
+        end = gather(values, np.array([4, 1]), np.array([4, 2]), -1, np.array([7, 8]), table, mapping, rows, cols, out, 1)
+        # Run 0 reads positions 4, 3, 2, 1 (5, 1, 4, 1), run 1 positions 1, 0 (1, 3).
+        assert end == 6
+        assert list(zip(rows[1:].tolist(), cols[1:].tolist(), out[1:].tolist())) == [
+            (7, 50, 9.0), (7, 10, 8.0), (7, 10, 6.0), (8, 10, 9.0), (8, 30, 8.0)]
+
+
+@pytest.mark.parametrize("gather", ["c", "numpy"])
+@pytest.mark.parametrize("starts, lengths, table, capacity, mapping, why", [
+    ([3], [2], [1.0], 9, None, "outside values"),        # positions 3, 4 of four values
+    ([-1], [1], [1.0], 9, None, "outside values"),
+    ([0], [3], [0.0, 5.0, 4.0], 9, None, "longer than the weight table"),
+    ([0], [4], [1.0], 3, None, "more entries than the outputs hold"),
+    ([0], [1], [1.0], 9, [0, 1], "outside mapping"),      # value 2 is beyond a mapping of two
+])
+def test_a_gather_refuses_runs_it_cannot_write(gather, starts, lengths, table, capacity, mapping, why):
+    if gather == "c" and bags_module._c_runs is None:
+        pytest.skip("simweb.core._gather is not built (no C compiler at install)")
+    run = bags_module._c_runs if gather == "c" else bags_module._gather_runs_numpy
+    values = np.array([2, 0, 1, 1], np.int64)
+    rows, cols, out = np.zeros(capacity, np.int64), np.zeros(capacity, np.int64), np.zeros(capacity)
+    with pytest.raises(ValueError, match=why):
+        run(values, np.array(starts, np.int64), np.array(lengths, np.int64), 1, np.zeros(len(starts), np.int64),
+            np.array(table), None if mapping is None else np.array(mapping, np.int64), rows, cols, out, 0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(random_pages, random_links, random_strategies)
+def test_fragment_entries_are_the_same_with_the_c_gather_switched_off(pages, links, strategy):
+    with_c = Corpus.from_rows(pages, links).fragment_entries(strategy)[:3]
+    with mock.patch.object(bags_module, "_c_runs", None):
+        without = Corpus.from_rows(pages, links).fragment_entries(strategy)[:3]
+    for a, b in zip(with_c, without):
+        assert a.tolist() == b.tolist()

@@ -1,0 +1,154 @@
+/* The bag fragments' gather of runs: the fast path of simcore/bags.py (gather_runs).
+ *
+ * runs(values, starts, lengths, step, run_rows, weights, mapping, rows, cols, out_weights, at) -> int
+ *
+ * values      int64: what the runs read (a term column per word, or a word code when mapping
+ *             is given).
+ * starts      int64 per run: the position in values of the run's first element.
+ * lengths     int64 per run: its number of elements (zero or less: an empty run).
+ * step        +1 (a run reads forwards) or -1 (backwards, as a left anchor window does).
+ * run_rows    int64 per run: the row every entry of the run goes to.
+ * weights     float64: one weight for every entry, or a table — the j-th element of a run
+ *             (j = 0, 1, …) weighs weights[j + 1], and no run may be longer than the table
+ *             leaves room for.
+ * mapping     int64 or None: values are mapped through it, and an element mapped below zero
+ *             (a stopword) is left out.
+ * rows, cols, out_weights  int64, int64, float64 of one length: the entries are written
+ *             from index at on, run by run, element by element.
+ * Returns the index after the last entry written. A run outside values, a value outside
+ * mapping, a run longer than the table or more entries than the outputs hold raise
+ * ValueError, and nothing is promised about what was written before.
+ *
+ * The numpy code of simcore/bags.py (_gather_runs_numpy) is the reference the tests compare
+ * this with; it writes the same entries in the same order.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+typedef struct {
+    Py_buffer values, starts, lengths, run_rows, weights, mapping, rows, cols, out_weights;
+} Buffers;
+
+static void
+release(Buffers *b)
+{
+    Py_buffer *all[] = {&b->values, &b->starts, &b->lengths, &b->run_rows, &b->weights, &b->mapping,
+                        &b->rows, &b->cols, &b->out_weights};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i]->obj != NULL)
+            PyBuffer_Release(all[i]);
+}
+
+static int
+check(const Py_buffer *b, Py_ssize_t item, const char *name)
+{
+    if (b->len % item != 0) {
+        PyErr_Format(PyExc_ValueError, "%s: expected items of %zd bytes, got %zd bytes", name, item, b->len);
+        return -1;
+    }
+    return 0;
+}
+
+/* Why a run cannot be written, or NULL. */
+static const char *
+gather(const Buffers *b, Py_ssize_t step, Py_ssize_t *at)
+{
+    const int64_t *values = b->values.buf, *starts = b->starts.buf, *lengths = b->lengths.buf;
+    const int64_t *run_rows = b->run_rows.buf, *mapping = b->mapping.obj ? b->mapping.buf : NULL;
+    const double *weights = b->weights.buf;
+    int64_t *rows = b->rows.buf, *cols = b->cols.buf;
+    double *out_weights = b->out_weights.buf;
+    const Py_ssize_t n_values = b->values.len / 8, n_runs = b->starts.len / 8;
+    const Py_ssize_t n_mapping = b->mapping.obj ? b->mapping.len / 8 : 0, n_weights = b->weights.len / 8;
+    const Py_ssize_t capacity = b->rows.len / 8;
+    Py_ssize_t k = *at;
+
+    for (Py_ssize_t r = 0; r < n_runs; r++) {
+        const int64_t length = lengths[r];
+        if (length <= 0)
+            continue;
+        const int64_t first = starts[r], last = first + (length - 1) * step;
+        if (first < 0 || first >= n_values || last < 0 || last >= n_values)
+            return "a run reaches outside values";
+        if (n_weights > 1 && length >= n_weights)
+            return "a run is longer than the weight table";
+        if (length > capacity - k)
+            return "more entries than the outputs hold";
+        const int64_t row = run_rows[r];
+        const int64_t *v = values + first;
+        for (int64_t j = 0; j < length; j++, v += step) {
+            int64_t col = *v;
+            if (mapping != NULL) {
+                if (col < 0 || col >= n_mapping)
+                    return "a value outside mapping";
+                col = mapping[col];
+                if (col < 0)
+                    continue;
+            }
+            rows[k] = row;
+            cols[k] = col;
+            out_weights[k] = n_weights > 1 ? weights[j + 1] : weights[0];
+            k++;
+        }
+    }
+    *at = k;
+    return NULL;
+}
+
+static PyObject *
+runs(PyObject *self, PyObject *args)
+{
+    Buffers b = {0};
+    PyObject *mapping_obj;
+    Py_ssize_t step, at;
+    if (!PyArg_ParseTuple(args, "y*y*y*ny*y*Ow*w*w*n:runs", &b.values, &b.starts, &b.lengths, &step, &b.run_rows,
+                          &b.weights, &mapping_obj, &b.rows, &b.cols, &b.out_weights, &at))
+        return NULL;
+    if (mapping_obj != Py_None && PyObject_GetBuffer(mapping_obj, &b.mapping, PyBUF_SIMPLE) < 0) {
+        release(&b);
+        return NULL;
+    }
+    const char *why = NULL;
+    if (check(&b.values, 8, "values") || check(&b.starts, 8, "starts") || check(&b.lengths, 8, "lengths")
+        || check(&b.run_rows, 8, "run_rows") || check(&b.weights, 8, "weights")
+        || (b.mapping.obj && check(&b.mapping, 8, "mapping")) || check(&b.rows, 8, "rows")
+        || check(&b.cols, 8, "cols") || check(&b.out_weights, 8, "out_weights")) {
+        release(&b);
+        return NULL;
+    }
+    if (b.lengths.len != b.starts.len || b.run_rows.len != b.starts.len)
+        why = "starts, lengths and run_rows differ in length";
+    else if (b.cols.len != b.rows.len || b.out_weights.len != b.rows.len)
+        why = "rows, cols and out_weights differ in length";
+    else if (b.weights.len == 0)
+        why = "no weights";
+    else if (step != 1 && step != -1)
+        why = "step is neither 1 nor -1";
+    else if (at < 0 || at > b.rows.len / 8)
+        why = "at lies outside the outputs";
+    if (why == NULL) {
+        Py_BEGIN_ALLOW_THREADS
+        why = gather(&b, step, &at);
+        Py_END_ALLOW_THREADS
+    }
+    release(&b);
+    if (why != NULL) {
+        PyErr_Format(PyExc_ValueError, "gather runs: %s", why);
+        return NULL;
+    }
+    return PyLong_FromSsize_t(at);
+}
+
+static PyMethodDef methods[] = {
+    {"runs", runs, METH_VARARGS, "Write the entries of runs of values (see simcore/_gather.c)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_gather", NULL, -1, methods};
+
+PyMODINIT_FUNC
+PyInit__gather(void)
+{
+    return PyModule_Create(&module);
+}
