@@ -64,7 +64,7 @@ from simweb.tasks.directory_file import url_categories
 from simweb.tasks.layout import stages_folder
 from simweb.tasks.logs import run_logger
 from simweb.tasks.part_slices import link_slices, page_slices
-from simweb.tasks.signatures import SIG_DIR, IndexParams, sign_part, write_index_version
+from simweb.tasks.signatures import SIG_DIR, IndexParams, sign_part, signed_bags, write_index_version
 from simweb.tasks.stagecache import StageOutput, file_identities, lineage, output_path, published, run_stage
 from simweb.tasks.storage import download, exists, join, local_stand_in, write_bytes_atomic, write_parquet_atomic
 
@@ -327,8 +327,10 @@ def updated_version(live: str, delta_bags: str, crawl_dir: str, params, director
     signed = os.path.join(out, "_signed")
     os.makedirs(signed, exist_ok=True)
     minhash = params.minhash()
-    sign_part(join(delta_bags, "part-00000.parquet"), signed, 0, minhash)
+    delta_part = join(delta_bags, "part-00000.parquet")
+    sign_part(delta_part, signed, 0, minhash)
     meta = pq.read_table(os.path.join(signed, SIG_DIR, "part-00000.parquet"))
+    bags = signed_bags(delta_part, meta.column("row").to_numpy())
     sigs = np.fromfile(os.path.join(signed, SIG_DIR, "part-00000.u32"), dtype="<u4").reshape(meta.num_rows, minhash.m)
     v = store.open_version(live)
     if v.params.to_dict() != minhash.to_dict():
@@ -366,7 +368,7 @@ def updated_version(live: str, delta_bags: str, crawl_dir: str, params, director
     order = np.argsort(ids, kind="stable")
     store.write_array_atomic(ids[order], os.path.join(signed, store.URLS_FILE))
     store.write_array_atomic(order.astype(np.uint32), os.path.join(signed, store.URL_DOCS_FILE))
-    _write_bags(os.path.join(v.path, store.BAGS_FILE), meta, doc, n, os.path.join(signed, store.BAGS_FILE))
+    _write_bags(os.path.join(v.path, store.BAGS_FILE), bags, doc, n, os.path.join(signed, store.BAGS_FILE))
     with open(os.path.join(signed, "signatures.json"), "w") as f:
         json.dump({"n_docs": n, "minhash": minhash.to_dict(), "metric": v.metric,
                    "stats": {"updated_docs": int((~appended).sum()), "new_docs": int(appended.sum())}}, f, indent=1)
@@ -376,11 +378,12 @@ def updated_version(live: str, delta_bags: str, crawl_dir: str, params, director
     return {**stats, "updated_docs": int((~appended).sum()), "new_docs": int(appended.sum())}
 
 
-def _write_bags(prev: str, meta: pa.Table, doc: np.ndarray, n: int, path: str) -> None:
-    """bags.parquet of the new version: the live rows with the touched ones replaced, in id order."""
+def _write_bags(prev: str, bags: pa.Table, doc: np.ndarray, n: int, path: str) -> None:
+    """bags.parquet of the new version: the live rows with the touched ones (``bags``, the
+    documents ``doc``) replaced, in id order."""
     old = pq.read_table(prev).cast(store.INDEX_BAGS)
-    new = pa.table({"doc_id": pa.array(doc.astype(np.uint32)), "terms": meta.column("terms"),
-                    "weights": meta.column("weights")}).cast(store.INDEX_BAGS)
+    new = pa.table({"doc_id": pa.array(doc.astype(np.uint32)), "terms": bags.column("terms"),
+                    "weights": bags.column("weights")}).cast(store.INDEX_BAGS)
     replaced = pc.is_in(old.column("doc_id"), value_set=new.column("doc_id"))
     table = pa.concat_tables([old.filter(pc.invert(replaced)), new]).sort_by("doc_id")
     if table.num_rows != n:

@@ -106,13 +106,13 @@ def _part_name(i: int) -> str:
 
 def sign_part(part: str, out: str, index: int, params: MinHashParams = MinHashParams()) -> dict[str, int]:
     """Sign the bags of one BAGS part into ``out/_sig/part-<index>.{u32,parquet}`` (``out`` a
-    local folder or one on an object store).
+    local folder or one on an object store): the signatures, and per signed row its url id,
+    URL, number of terms and row in the part (the bags themselves are read from the part
+    again where they are needed: writing a copy of them here was a third of the signing).
 
     A row whose terms and weights differ in length, or whose weights are negative or not
     finite, is skipped and counted.
     """
-    from simweb.tasks.storage import read_parquet
-
     table = read_parquet(part, columns=["url_id", "url", "terms", "weights"])
     terms = table.column("terms").combine_chunks()
     weights = table.column("weights").combine_chunks()
@@ -124,6 +124,7 @@ def sign_part(part: str, out: str, index: int, params: MinHashParams = MinHashPa
     if w_bad.any():
         w_row = np.repeat(np.arange(len(w_len)), w_len)
         bad |= np.bincount(w_row[w_bad], minlength=len(w_len)) > 0
+    rows = np.flatnonzero(~bad)
     if bad.any():
         keep = pa.array(~bad)
         table = table.filter(keep)
@@ -141,8 +142,7 @@ def sign_part(part: str, out: str, index: int, params: MinHashParams = MinHashPa
             "url_id": table.column("url_id"),
             "url": table.column("url"),
             "n_terms": pa.array(t_len.astype(np.int32)),
-            "terms": terms,
-            "weights": weights,
+            "row": pa.array(rows.astype(np.int64)),
         }
     )
     with local_stand_in(out) as local:
@@ -193,7 +193,7 @@ def assemble_signatures(
     The doc map's in-degrees, titles and categories are ``facts`` (None: none known).
     """
     signed = [os.path.join(out, SIG_DIR, _part_name(i) + ".parquet") for i in range(len(bags))]
-    metas = [pq.read_table(p, columns=["url_id", "url", "n_terms"]) for p in signed]
+    metas = [pq.read_table(p, columns=["url_id", "url", "n_terms", "row"]) for p in signed]
     url_ids = np.concatenate([m.column("url_id").to_numpy() for m in metas]) if metas else np.zeros(0, np.uint64)
     _, first = np.unique(url_ids, return_index=True)
     keep = np.zeros(url_ids.size, dtype=bool)
@@ -236,23 +236,31 @@ def assemble_signatures(
     order = np.argsort(ids, kind="stable")
     store.write_array_atomic(ids[order].astype(np.uint64), os.path.join(out, store.URLS_FILE))
     store.write_array_atomic(order.astype(np.uint32), os.path.join(out, store.URL_DOCS_FILE))
-    _copy_bags(signed, keep, os.path.join(out, store.BAGS_FILE))
+    _copy_bags(bags, [m.column("row").to_numpy() for m in metas], keep, os.path.join(out, store.BAGS_FILE))
     return {"bags": int(url_ids.size), "docs": n, "duplicate_urls": int(url_ids.size - n)}
 
 
-def _copy_bags(signed: Sequence[str], keep: np.ndarray, path: str) -> None:
-    """The signed parts' bags in document id order, in row groups of BAG_ROW_GROUP rows."""
+def signed_bags(part: str, rows: np.ndarray) -> pa.Table:
+    """The terms and weights of the ``rows`` of a BAGS part (those :func:`sign_part` signed)."""
+    table = read_parquet(part, columns=["terms", "weights"])
+    if rows.size == table.num_rows:  # every row signed (rows are increasing)
+        return table
+    return table.take(pa.array(rows))
+
+
+def _copy_bags(parts: Sequence[str], rows: Sequence[np.ndarray], keep: np.ndarray, path: str) -> None:
+    """The bags of the BAGS ``parts`` (their signed ``rows``, those ``keep`` marks) in document
+    id order, in row groups of BAG_ROW_GROUP rows."""
     tmp = path + ".tmp"
     at = 0
     doc = 0
     with pq.ParquetWriter(tmp, store.INDEX_BAGS, **store.INDEX_BAGS_WRITE) as writer:
         pending: list[pa.Table] = []
         pending_rows = 0
-        for part in signed:
-            t = pq.read_table(part, columns=["terms", "weights"])
-            k = keep[at:at + t.num_rows]
-            at += t.num_rows
-            t = t.filter(pa.array(k))
+        for part, signed in zip(parts, rows):
+            k = keep[at:at + signed.size]
+            at += signed.size
+            t = signed_bags(part, signed[k])
             t = t.append_column("doc_id", pa.array(np.arange(doc, doc + t.num_rows, dtype=np.uint32)))
             doc += t.num_rows
             pending.append(t.select(["doc_id", "terms", "weights"]).cast(store.INDEX_BAGS))

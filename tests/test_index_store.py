@@ -78,16 +78,19 @@ def test_bad_bag_rows_and_duplicate_urls_are_skipped_and_counted(tmp_path):
         {"url_id": 2, "url": "http://b.example/", "terms": ["x"], "weights": [0.5, 0.5]},  # lengths differ
         {"url_id": 3, "url": "http://c.example/", "terms": ["x"], "weights": [float("nan")]},
         {"url_id": 4, "url": "http://d.example/", "terms": [], "weights": []},  # empty bag
+        {"url_id": 5, "url": "http://e.example/", "terms": ["w"], "weights": [1.0]},
     ]
     write_parquet_atomic(pa.Table.from_pylist(rows, schema=BAGS), str(tmp_path / "bags" / "part-0.parquet"))
     dup = [{"url_id": 1, "url": "http://a.example/", "terms": ["z"], "weights": [1.0]}]
     write_parquet_atomic(pa.Table.from_pylist(dup, schema=BAGS), str(tmp_path / "bags" / "part-1.parquet"))
     stats = signatures(str(tmp_path / "bags"), str(tmp_path / "signed"))
-    assert stats == {"parts": 2, "bags": 2, "empty_bags": 1, "bad_rows": 2, "duplicate_urls": 1}
+    assert stats == {"parts": 2, "bags": 3, "empty_bags": 1, "bad_rows": 2, "duplicate_urls": 1}
     inv = write_index_version(str(tmp_path / "signed"), str(tmp_path / "v"))
-    assert inv["n_docs"] == 2 and inv["n_indexed"] == 1  # the empty bag is in H, not in I
+    assert inv["n_docs"] == 3 and inv["n_indexed"] == 2  # the empty bag is in H, not in I
     v = store.open_version(str(tmp_path / "v"))
-    assert v.bag(0) == {"x": 0.5, "y": 0.5}
+    # Each document keeps its own bag, the skipped rows between them notwithstanding.
+    assert [v.bag(d) for d in range(3)] == [{"x": 0.5, "y": 0.5}, {}, {"w": 1.0}]
+    assert [v.doc_rows([d])[0]["url"] for d in range(3)] == ["http://a.example/", "http://d.example/", "http://e.example/"]
 
 
 def test_publish_switches_versions_atomically_and_keeps_the_previous(tmp_path):
