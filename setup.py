@@ -16,6 +16,7 @@ setup(ext_modules=[
     Extension("simweb.core._scan", ["simcore/_scan.c"], optional=True),
     Extension("simweb.core._walk", ["simcore/_walk.c"], optional=True, libraries=["dl"]),
     Extension("simweb.core._gather", ["simcore/_gather.c"], optional=True),
+    Extension("simweb.core._porter", ["simcore/_porter.c"], optional=True),
     Extension("simweb.core._dart", ["simcore/_dart.c"], optional=True, libraries=["m"],
               extra_compile_args=["-ffp-contract=off", "-fno-fast-math"]),
 ])

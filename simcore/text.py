@@ -139,6 +139,11 @@ def _stemmer():
     return PorterStemmer(mode=PorterStemmer.ORIGINAL_ALGORITHM)
 
 
+try:
+    from simweb.core._porter import stem as _c_stem
+except ImportError:  # pragma: no cover - depends on the build
+    _c_stem = None
+
 # A plain dict is the fastest memo; web text has a long tail of distinct words, so it is
 # emptied when it reaches this size rather than grown without bound (~100 MB at most).
 _STEM_CACHE_LIMIT = 1 << 20
@@ -153,8 +158,14 @@ def porter_stem(word: str) -> str:
             _stem_cache.clear()
         # Every Porter rule removes or rewrites an ASCII suffix: a word that does not end in
         # an ASCII letter is its own stem (Chinese, Japanese, Cyrillic words) — and stemming
-        # such long runs in nltk is slow.
-        stem = word if not word[-1:].isascii() else _stemmer().stem(word, to_lowercase=False)
+        # such long runs in nltk is slow. An ASCII word is stemmed in C where that is built
+        # (simcore/_porter.c: nltk's steps rule for rule, ~100 times faster), else by nltk.
+        if not word[-1:].isascii():
+            stem = word
+        else:
+            stem = _c_stem(word) if _c_stem is not None else None
+            if stem is None:
+                stem = _stemmer().stem(word, to_lowercase=False)
         _stem_cache[word] = stem
     return stem
 

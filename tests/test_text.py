@@ -123,6 +123,64 @@ def test_porter_stem_equals_nltk_original_algorithm(word):
     assert porter_stem(word) == NLTK_ORIGINAL.stem(word, to_lowercase=False)
 
 
+# The C stemmer (simcore/_porter.c) against nltk, word for word, without the memo in between.
+
+needs_c_stem = pytest.mark.skipif(text._c_stem is None, reason="simweb.core._porter is not built (no C compiler at install)")
+# Letters that steer the rules (vowels, y, the doubled and *o letters) and the suffixes the steps strip.
+rule_letters = st.text(alphabet="aeiouyybcdglmnrstvwxz", max_size=16)
+suffixed = st.tuples(st.text(alphabet="aeiouybcdlmnrstz", max_size=6), st.lists(st.sampled_from([
+    "sses", "ies", "ss", "s", "eed", "ed", "ing", "at", "bl", "iz", "y", "ational", "tional", "enci", "anci", "izer",
+    "abli", "bli", "alli", "entli", "eli", "ousli", "ization", "ation", "ator", "alism", "iveness", "fulness",
+    "ousness", "aliti", "iviti", "biliti", "logi", "icate", "ative", "alize", "iciti", "ical", "ful", "ness", "al",
+    "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "ion", "sion", "tion", "ou", "ism",
+    "ate", "iti", "ous", "ive", "ize", "e", "ll", "l", "tt", "ff", "zz"]), max_size=4)).map(lambda t: t[0] + "".join(t[1]))
+
+
+@needs_c_stem
+@settings(max_examples=3000, deadline=None)
+@given(st.one_of(rule_letters, suffixed, st.text(alphabet="abyz09_-'ABY", max_size=8)))
+def test_the_c_stemmer_equals_nltk_on_generated_words(word):
+    assert text._c_stem(word) == NLTK_ORIGINAL.stem(word, to_lowercase=False)
+
+
+@needs_c_stem
+def test_the_c_stemmer_equals_nltk_on_the_words_of_real_pages(shared_fixtures):
+    import gzip
+
+    found = set(STOPWORDS)
+    for path in sorted((shared_fixtures / "warc").glob("*.warc*")) + [shared_fixtures / "odp" / "dmoz-content-excerpt.rdf"]:
+        raw = path.read_bytes()
+        if path.suffix == ".gz":
+            try:
+                raw = gzip.decompress(raw)
+            except (OSError, EOFError):  # a damaged fixture: its readable start is enough here
+                continue
+        found.update(w for w in tokenize(raw.decode("utf-8", "replace")) if w.isascii())
+    assert len(found) > 3000
+    differ = [w for w in sorted(found) if text._c_stem(w) != NLTK_ORIGINAL.stem(w, to_lowercase=False)]
+    assert differ == []
+
+
+@needs_c_stem
+def test_the_c_stemmer_leaves_non_ascii_and_very_long_words_to_nltk(monkeypatch):
+    assert text._c_stem("café") is None and text._c_stem("a" * 300 + "ing") is None
+    assert text._c_stem("a" * 250 + "ing") == NLTK_ORIGINAL.stem("a" * 250 + "ing", to_lowercase=False)
+    monkeypatch.setattr(text, "_stem_cache", {})
+    long = "ba" * 150 + "tional"
+    assert text._c_stem(long) is None
+    assert porter_stem(long) == NLTK_ORIGINAL.stem(long, to_lowercase=False) != long
+    assert porter_stem("naïvetés") == NLTK_ORIGINAL.stem("naïvetés", to_lowercase=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(words)
+def test_porter_stem_equals_nltk_with_the_c_stemmer_switched_off(word):
+    from unittest import mock
+
+    with mock.patch.object(text, "_c_stem", None), mock.patch.object(text, "_stem_cache", {}):
+        assert porter_stem(word) == NLTK_ORIGINAL.stem(word, to_lowercase=False)
+
+
 def test_porter_stem_is_memoised_and_bounded(monkeypatch):
     monkeypatch.setattr(text, "_stem_cache", {})
     monkeypatch.setattr(text, "_STEM_CACHE_LIMIT", 3)
