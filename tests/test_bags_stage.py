@@ -413,3 +413,34 @@ def test_sum_pairs_sums_equal_pairs_in_row_then_column_order(n_cols):
     assert (41, 3) not in set(zip(got_rows.tolist(), got_cols.tolist()))
     empty = np.zeros(0, np.int64)
     assert [a.size for a in sum_pairs(empty, empty, np.zeros(0), n_cols)] == [0, 0, 0]
+
+
+def test_sum_pairs_in_c_gives_arrows_sums_bit_for_bit(monkeypatch):
+    import numpy as np
+
+    from simweb.tasks import bags as bags_stage
+
+    if bags_stage._c_sum_pairs is None:
+        pytest.skip("simweb.core._gather is not built (no C compiler at install)")
+    rng = np.random.default_rng(11)
+    n = 300_000  # enough distinct pairs (~60,000) for the C table to grow many times
+    rows = rng.integers(0, 3_000, n)
+    cols = rng.integers(0, 20, n)
+    weights = rng.random(n) * rng.choice([1.0, 5.0, 0.37], n)  # sums whose rounding depends on the order
+    with_c = bags_stage.sum_pairs(rows, cols, weights, 20)
+    monkeypatch.setattr(bags_stage, "_c_sum_pairs", None)
+    with_arrow = bags_stage.sum_pairs(rows, cols, weights, 20)
+    for a, b in zip(with_c, with_arrow):
+        assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("rows, cols, why", [([0, -1], [0, 0], "row below 0"), ([0, 1], [0, 20], "column outside")])
+def test_sum_pairs_in_c_refuses_pairs_outside_the_columns(rows, cols, why):
+    import numpy as np
+
+    from simweb.tasks import bags as bags_stage
+
+    if bags_stage._c_sum_pairs is None:
+        pytest.skip("simweb.core._gather is not built (no C compiler at install)")
+    with pytest.raises(ValueError, match=why):
+        bags_stage._c_sum_pairs(np.array(rows, np.int64), np.array(cols, np.int64), np.ones(2), 20)
