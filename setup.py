@@ -1,13 +1,16 @@
 """The compiled parts of simweb, all optional: simweb.core._scan, the word and marker scan of
 the ingest; simweb.core._walk, the ingest's marking walk over Lexbor's tree (it calls the Lexbor
-functions of the installed selectolax, found with dlopen/dlsym); and simweb.core._dart, the
-DartMinHash signatures.
+functions of the installed selectolax, found with dlopen/dlsym); simweb.core._gather, the bag
+fragments' gather of word runs and sums of equal (URL, term) pairs; simweb.core._porter, the
+Porter stemmer of ASCII words (nltk's ORIGINAL_ALGORITHM, rule for rule); and
+simweb.core._dart, the DartMinHash signatures.
 
 Everything else about the package is in pyproject.toml. Where no C compiler is at hand the
 install goes on and each runs in Python with the same results: simweb.core.html scans in
 Python (the ingest benchmark runs about a fifth slower) and marks the tree with selectolax
-calls (up to half as fast on pages with many links), and simweb.core.dartminhash signs with
-numpy (about a tenth of the C speed). The signatures must be the same bits on every CPU, so
+calls (up to half as fast on pages with many links), simweb.core.bags gathers with numpy and
+sums with Arrow, words are stemmed by nltk (together the bag fragments about 1.6 times
+slower), and simweb.core.dartminhash signs with numpy (about a tenth of the C speed). The signatures must be the same bits on every CPU, so
 _dart is compiled without contracting a*b+c into fused multiply-adds and without fast-math.
 """
 from setuptools import Extension, setup

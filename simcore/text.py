@@ -9,8 +9,12 @@ the stemming variants of Section 3.2, or is dropped as a stopword:
 * STOPSTEM — the word itself, but dropped if its Porter stem is in the stemmed stoplist.
 
 The stoplist (about 800 terms, ``simcore/data/stoplist.txt``, provenance in ``STOPLIST.md``)
-ships with the package; nothing is downloaded at run time. Stemming uses nltk's Porter stemmer
-in its ORIGINAL_ALGORITHM mode (Porter 1980, the paper's reference [22]), memoised per word.
+ships with the package; nothing is downloaded at run time. Stemming is nltk's Porter stemmer
+in its ORIGINAL_ALGORITHM mode (Porter 1980, the paper's reference [22]), memoised per word; an
+ASCII word is stemmed by simcore/_porter.c where it is built, nltk's steps rule for rule (the
+same stem on every word the tests and a 320,000-word crawl vocabulary compared, about a
+hundred times faster: stemming each new word in nltk was a quarter of the bag fragments'
+time on the 100k scale crawl).
 """
 from __future__ import annotations
 
