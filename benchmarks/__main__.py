@@ -14,8 +14,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 #: Benchmarks run only when named: scale builds crawls of up to a million pages (hours), memory
-#: needs the crawls to measure (``python -m benchmarks.memory --help``).
-BY_NAME_ONLY = {"scale", "memory"}
+#: needs the crawls to measure (``python -m benchmarks.memory --help``), fragments the 100k
+#: scale crawl, ingested (or a crawl named with --crawl).
+BY_NAME_ONLY = {"scale", "memory", "fragments"}
 
 
 def available() -> list[str]:
