@@ -300,7 +300,13 @@ def test_ctrl_c_marks_the_running_build_crashed_and_the_database_lives_in_the_da
         finally:
             stop_process_group(proc, timeout=60)  # SIGINT to the group: Ctrl-C in its terminal
     output = log.read_text(errors="replace")
-    assert "marked 1 interrupted run(s) as crashed" in output, output[-3000:]
+    # Ctrl-C reaches the whole process group: either the run's own engine records the crash
+    # first (Prefect's "aborted by an interrupt signal") or, when its process went before it
+    # could, `orchestrate up` marks it on the way out. Which one comes first is a race; either
+    # way the run ends Crashed with a message, never Running.
+    by_us = "marked 1 interrupted run(s) as crashed" in output
+    assert by_us or "Finished in state Crashed" in output, output[-3000:]
     with LocalPrefectServer(prefect_home=data / ".prefect", log_path=tmp_path / "again.log") as again:
         state = _api_get(again.api_url, f"/flow_runs/{run['id']}")["state"]
-    assert state["type"] == "CRASHED" and "orchestrate up" in state["message"], state
+    assert state["type"] == "CRASHED", state
+    assert ("orchestrate up" if by_us else "interrupt") in state["message"], state
