@@ -85,7 +85,9 @@ gather(const Buffers *b, Py_ssize_t step, Py_ssize_t *at)
             return "a run reaches outside values";
         if (n_weights > 1 && length >= n_weights)
             return "a run is longer than the weight table";
-        if (length > capacity - k)
+        /* An unmapped run writes all its elements; a mapped one leaves its stopwords out,
+         * so its room is checked entry by entry. */
+        if (mapping == NULL && length > capacity - k)
             return "more entries than the outputs hold";
         const int64_t row = run_rows[r];
         const int64_t *v = values + first;
@@ -97,6 +99,8 @@ gather(const Buffers *b, Py_ssize_t step, Py_ssize_t *at)
                 col = mapping[col];
                 if (col < 0)
                     continue;
+                if (k == capacity)
+                    return "more entries than the outputs hold";
             }
             rows[k] = row;
             cols[k] = col;

@@ -472,6 +472,16 @@ def test_a_gather_reads_runs_backwards_weighs_by_position_and_leaves_out_stopwor
             (7, 50, 9.0), (7, 10, 8.0), (7, 10, 6.0), (8, 10, 9.0), (8, 30, 8.0)]
 
 
+def test_a_gather_through_a_mapping_needs_room_for_the_entries_it_keeps_only():
+    values, mapping = np.array([0, 1, 0, 1], np.int64), np.array([-1, 5], np.int64)  # 0 is a stopword
+    for gather in (gather_runs, bags_module._gather_runs_numpy):
+        rows, cols, out = np.zeros(2, np.int64), np.zeros(2, np.int64), np.zeros(2)
+        assert gather(values, np.array([0]), np.array([4]), 1, np.array([3]), np.ones(1), mapping, rows, cols, out, 0) == 2
+        assert cols.tolist() == [5, 5]
+        with pytest.raises(ValueError, match="more entries than the outputs hold"):
+            gather(values, np.array([0]), np.array([4]), 1, np.array([3]), np.ones(1), mapping, rows, cols, out, 1)
+
+
 @pytest.mark.parametrize("gather", ["c", "numpy"])
 @pytest.mark.parametrize("starts, lengths, table, capacity, mapping, why", [
     ([3], [2], [1.0], 9, None, "outside values"),        # positions 3, 4 of four values
