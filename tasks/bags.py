@@ -68,11 +68,6 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from simweb.core.aliases import AliasMap
-
-try:
-    from simweb.core._gather import sum_pairs as _c_sum_pairs
-except ImportError:  # pragma: no cover - depends on the build
-    _c_sum_pairs = None
 from simweb.core.bags import BagMatrix, CorpusStats, merge_entries
 from simweb.core.strategy import Strategy
 from simweb.core.weighting import Weighting, normalise_rows
@@ -98,6 +93,11 @@ from simweb.tasks.stagecache import (
     was_consumed,
 )
 from simweb.tasks.storage import filesystem, join, parquet_writer_atomic, parts, write_parquet_atomic
+
+try:
+    from simweb.core._gather import sum_pairs as _c_sum_pairs
+except ImportError:  # pragma: no cover - depends on the build
+    _c_sum_pairs = None
 
 __all__ = [
     "DF_FILE",
