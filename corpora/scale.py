@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, replace
 from multiprocessing import get_context
+from typing import Any
 
 import fsspec
 
@@ -265,24 +267,41 @@ def _warc_info(pages: int, perturbation: Perturbation,
     return info, info_id
 
 
+#: ``progress(step, done, total)``: how far a long step of the build has come ("real pages",
+#: "copies"), called as pages are written.
+Progress = Callable[[str, int, int], None]
+#: Seconds between two reports of the copies made by the rounds' processes.
+COPY_REPORT_SECONDS = 0.5
+
+
+def _no_progress(step: str, done: int, total: int) -> None:
+    pass
+
+
 def _write_real(sources: Sequence[_Source], collection: Collection, warcs: _WarcParts,
-                vocabulary: Vocabulary | None) -> tuple[list[LinkStats], int]:
+                vocabulary: Vocabulary | None, progress: Progress = _no_progress) -> tuple[list[LinkStats], int]:
     """Every taken page, links rewritten; its words sampled into ``vocabulary`` when copies follow.
 
     Returns the link numbers per source and the pages written (a page that cannot be decoded is not).
     """
+    taken = sum(len(s.taken) for s in sources)
+    skipped = 0  # pages that could not be decoded: gone through all the same
     listed = frozenset(e.url for s in sources for e in s.entries if e.topic is not None and not e.directory_page)
     link_stats = []
     written = 0
     for source in sources:
         site = source.survey.site
         counter = LinkCounter(site, collection, listed)
+        before = written
         for path, mtime, rewritten, charset in _pages(source, collection):
             counter.add(path, rewritten.anchors)
             if vocabulary is not None:
                 vocabulary.add(rewritten.html)
             warcs.add(site.canonical_url(path), mtime, rewritten.html.encode(charset), charset)
             written += 1
+            progress("real pages", written + skipped, taken)
+        skipped += len(source.taken) - (written - before)
+        progress("real pages", written + skipped, taken)
         link_stats.append(counter.stats())
     return link_stats, written
 
@@ -309,13 +328,15 @@ class _RoundDone:
     changed: Counter
 
 
-# What every copy round reads, set before the rounds' processes are forked (never pickled).
-_SHARED: tuple[Sequence[_Source], Collection] | None = None
+# What every copy round reads, set before the rounds' processes are forked (never pickled): the
+# sources, the collection, and the count of copies made by every round (shared memory), which
+# the building process reports.
+_SHARED: tuple[Sequence[_Source], Collection, Any] | None = None
 
 
 def _copy_round(task: _Round) -> _RoundDone:
     """One copy round, in a process of its own: its pages perturbed and written to its own WARC files."""
-    sources, collection = _SHARED
+    sources, collection, made_by_all = _SHARED
     site_pages = {s.survey.site.key: tuple(s.survey.site.canonical_url(p) for p in s.taken) for s in sources}
     copied: dict[tuple[int, int], int] = {}
     changed: Counter = Counter()
@@ -340,6 +361,8 @@ def _copy_round(task: _Round) -> _RoundDone:
                           charset)
                 made += 1
                 count += 1
+                with made_by_all.get_lock():
+                    made_by_all.value += 1
             if count:
                 copied[(i, task.copy)] = count
     if made < task.limit:
@@ -350,10 +373,11 @@ def _copy_round(task: _Round) -> _RoundDone:
 
 def _write_copies(sources: Sequence[_Source], collection: Collection, out: str, budget: int, written: int,
                   wanted: int, pages: int, vocabulary: Vocabulary, perturbation: Perturbation, jobs: int,
-                  log: Callable[[str], None]) -> tuple[int, list[_RoundDone]]:
+                  log: Callable[[str], None], progress: Progress = _no_progress) -> tuple[int, list[_RoundDone]]:
     """``wanted`` copies, round after round over the ``written`` real pages in order, ``jobs`` rounds
     at a time in processes of their own; each round writes WARC files of its own, so the crawl's
-    bytes do not depend on ``jobs``.
+    bytes do not depend on ``jobs``. ``progress("copies", made, wanted)`` is called every
+    COPY_REPORT_SECONDS from a thread of this process while the rounds run.
 
     Returns the rounds made and what each wrote, copied and changed (in round order).
     """
@@ -363,9 +387,19 @@ def _write_copies(sources: Sequence[_Source], collection: Collection, out: str, 
     rounds = [_Round(copy, min(written, wanted - (copy - 1) * written), pages, out, budget,
                      tuple(vocabulary.words), perturbation)
               for copy in range(1, -(-wanted // written) + 1)]
-    _SHARED = (sources, collection)
+    made_by_all = get_context("fork").Value("q", 0)
+    _SHARED = (sources, collection, made_by_all)
     done: list[_RoundDone] = []
     made = 0
+    stop_reporting = threading.Event()
+
+    def report() -> None:
+        while not stop_reporting.wait(COPY_REPORT_SECONDS):
+            progress("copies", made_by_all.value, wanted)
+
+    # Started once the rounds' processes are forked (never fork a process while a thread of
+    # it may hold a lock), or at once when the rounds run here.
+    reporter = threading.Thread(target=report, name="simweb-copy-progress", daemon=True)
 
     def finished(result: _RoundDone) -> None:
         nonlocal made
@@ -375,12 +409,14 @@ def _write_copies(sources: Sequence[_Source], collection: Collection, out: str, 
 
     try:
         if jobs <= 1 or len(rounds) == 1:
+            reporter.start()
             for task in rounds:
                 finished(_copy_round(task))
         else:
             # Rounds are reported as they finish, and the first that fails stops the others.
             with ProcessPoolExecutor(max_workers=min(jobs, len(rounds)), mp_context=get_context("fork")) as pool:
                 futures = [pool.submit(_copy_round, task) for task in rounds]
+                reporter.start()  # the pool forks all its processes at the first submit
                 try:
                     for future in as_completed(futures):
                         finished(future.result())
@@ -392,6 +428,10 @@ def _write_copies(sources: Sequence[_Source], collection: Collection, out: str, 
                     raise
     finally:
         _SHARED = None
+        stop_reporting.set()
+        if reporter.is_alive():
+            reporter.join()
+    progress("copies", made_by_all.value, wanted)
     return len(rounds), sorted(done, key=lambda result: result.copy)
 
 
@@ -405,11 +445,14 @@ def build_scale(
     warc_bytes: int = WARC_BYTES,
     jobs: int | None = None,
     log: Callable[[str], None] = lambda line: None,
+    progress: Progress = _no_progress,
 ) -> dict:
     """Build a crawl of exactly ``pages`` pages (real ones first, then perturbed copies) into ``out``.
 
     Copy rounds run ``jobs`` at a time (default: one per core). ``log`` receives one line per
-    package and per copy round. Returns the summary (SUMMARY.json).
+    package and per copy round; ``progress(step, done, total)`` how many of the real pages
+    ("real pages") and of the copies ("copies") have been written, as they are. Returns the
+    summary (SUMMARY.json).
     """
     if pages < 1:
         raise CorpusError(f"expected a number of pages ≥ 1, got {pages}")
@@ -425,12 +468,12 @@ def build_scale(
     vocabulary = Vocabulary(seed=perturbation.seed) if pages > real else None
     # Write the real pages, then the copies, into WARC files of bounded size.
     with _WarcParts(out, warc_bytes, *_warc_info(pages, perturbation)) as warcs:
-        link_stats, written = _write_real(sources, collection, warcs, vocabulary)
+        link_stats, written = _write_real(sources, collection, warcs, vocabulary, progress)
     files, payload_bytes = dict(warcs.files), warcs.payload_bytes
     rounds, copied, changed = 0, {}, Counter()
     if vocabulary is not None:
         rounds, done = _write_copies(sources, collection, out, warc_bytes, written, pages - real, pages,
-                                     vocabulary, perturbation, jobs or os.cpu_count() or 1, log)
+                                     vocabulary, perturbation, jobs or os.cpu_count() or 1, log, progress)
         for result in done:
             files.update(result.files)
             payload_bytes += result.payload_bytes

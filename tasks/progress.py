@@ -1,12 +1,13 @@
 """Progress of a long step: a bar on a terminal, a log line every tenth of the way elsewhere.
 
 Every long step of simweb (the ingest's files, a stage's Dask graph, the strategies of an
-evaluation, the iterations of SimRank and PageSim, through :func:`reporter`) reports through
-:func:`progress`. Where
-standard error is a terminal (the command line) it draws a tqdm bar there, and log lines
-printed meanwhile are written above the bar instead of through it; elsewhere (a deployment
-run followed in the Prefect UI, a test, a pipe) it logs ``"<step>: 3/10 <units> done"`` every
-tenth of the way, through the run logger, so the Prefect UI shows it with its run (steps over within two seconds log nothing).
+evaluation, the iterations of SimRank and PageSim, through :func:`reporter`; the pages of
+``simweb corpus scale``) reports through :func:`progress`. Where standard error is a terminal
+(the command line) it draws a tqdm bar there — the count, the time taken and the time left at
+the pace so far — and log lines printed meanwhile are written above the bar instead of through
+it; elsewhere (a deployment run followed in the Prefect UI, a test, a pipe) it logs
+``"<step>: 3/10 <units> done, about 1 min 20 s left"`` every tenth of the way, through the run
+logger, so the Prefect UI shows it with its run (steps over within two seconds log nothing).
 
 Steps computed on Dask's local schedulers (the bags, signatures and invert stages run in this
 process) report their graph's tasks through :func:`dask_progress`, which a stage opens around
@@ -37,7 +38,17 @@ MIN_LOGGED_TOTAL = 2
 #: is over in a blink would only bury the stage's own line.
 LOG_AFTER_SECONDS = 2.0
 
-_BAR_FORMAT = "  {desc:<16} {bar:28} {n_fmt:>5}/{total_fmt:<5} {unit}  {elapsed}"
+_BAR_FORMAT = "  {desc:<16} {bar:28} {n_fmt:>5}/{total_fmt:<5} {unit}  {elapsed}<{remaining}"
+
+
+def duration(seconds: float) -> str:
+    """``42 s``, ``3 min 10 s``, ``2 h 05 min``: a time left, as a person reads it."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
 
 
 
@@ -80,10 +91,14 @@ class Steps:
             self._bar.update(n)
         elif self._mode == "log" and self.total >= MIN_LOGGED_TOTAL:
             tenths = self.done * 10 // self.total
-            if tenths > self._logged_tenths and time.monotonic() - self._started >= LOG_AFTER_SECONDS:
+            elapsed = time.monotonic() - self._started
+            if tenths > self._logged_tenths and elapsed >= LOG_AFTER_SECONDS:
                 self._logged_tenths = tenths
+                left = ""
+                if self.done < self.total:  # at the pace so far
+                    left = f", about {duration(elapsed / self.done * (self.total - self.done))} left"
                 (self._log or run_logger("simweb.progress")).info(
-                    "%s: %d/%d %s done", self.step, self.done, self.total, self.unit)
+                    "%s: %d/%d %s done%s", self.step, self.done, self.total, self.unit, left)
 
     def close(self) -> None:
         if self._bar is not None:

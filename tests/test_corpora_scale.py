@@ -202,6 +202,18 @@ def test_bad_requests_get_clear_errors(cache, tmp_path):
         build_scale(5, str(tmp_path), packages=("empty-doc",), cache=str(cache))
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_build_reports_the_real_pages_and_the_copies_as_they_are_written(cache, tmp_path, jobs):
+    calls: list[tuple[str, int, int]] = []
+    build_scale(67, str(tmp_path), packages=PACKAGES, cache=str(cache), jobs=jobs,
+                progress=lambda step, done, total: calls.append((step, done, total)))
+    real = [(done, total) for step, done, total in calls if step == "real pages"]
+    copies = [(done, total) for step, done, total in calls if step == "copies"]
+    assert [step for step, _, _ in calls] == ["real pages"] * len(real) + ["copies"] * len(copies)
+    assert real[-1] == (20, 20) and [d for d, _ in real] == sorted(d for d, _ in real)
+    assert copies[-1] == (47, 47) and [d for d, _ in copies] == sorted(d for d, _ in copies)
+
+
 def test_cli_builds_a_crawl_of_n_pages_and_refuses_bad_fractions(cache, tmp_path, capsys):
     from simweb.cli import main
 
@@ -209,6 +221,7 @@ def test_cli_builds_a_crawl_of_n_pages_and_refuses_bad_fractions(cache, tmp_path
     assert main([*args, "--out", str(tmp_path / "out")]) == 0
     printed = capsys.readouterr().out
     assert re.search(r"pages\s+25\b", printed) and re.search(r"copies \(1 rounds\)\s+5\b", printed)
+    assert "copies: 5/5 pages done" not in printed  # over in a blink: no progress lines
     assert main([*args, "--out", str(tmp_path / "bad"), "--words", "1.5"]) == 2
     assert "expected a fraction in [0, 1] for words, got 1.5" in capsys.readouterr().err
     with pytest.raises(SystemExit):
@@ -324,3 +337,16 @@ def test_rewritten_anchors_line_up_with_the_pages_links():
     made = perturb_page(rewritten.html, rewritten.anchors, site.canonical_url("a.html"), 1, site.base_url,
                         [site.canonical_url("b.html")], [], Perturbation(words=0, drop_links=0.5, retarget_links=0))
     assert made.links == 2 and made.links_dropped == 1 and made.html.lower().count("href") == 2
+
+
+def test_cli_prints_the_progress_of_a_long_build_where_no_bar_can_be_drawn(cache, tmp_path, capsys, monkeypatch):
+    from simweb.cli import main
+    from simweb.tasks import progress
+
+    monkeypatch.setenv("SIMWEB_PROGRESS", "log")
+    monkeypatch.setattr(progress, "LOG_AFTER_SECONDS", 0.0)
+    args = ["corpus", "scale", "--pages", "25", "--packages", *PACKAGES, "--cache", str(cache), "--jobs", "1"]
+    assert main([*args, "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert "real pages: 20/20 pages done" in printed and "copies: 5/5 pages done" in printed
+    assert printed.index("real pages: 20/20 pages done") < printed.index("copies: 5/5 pages done")

@@ -81,3 +81,20 @@ def test_simrank_and_pagesim_report_each_step(lines, monkeypatch):
     with progress.reporter("SimRank", "steps", log=logger) as report:
         link_similarity(graph, SimRankParams(iterations=4), progress=report)
     assert said[-1] == "SimRank: 4/4 steps done"
+
+
+def test_a_logged_tenth_says_the_time_left_at_the_pace_so_far(lines, monkeypatch):
+    said, logger = lines
+    clock = iter(range(0, 10_000, 3))  # three seconds per unit
+    monkeypatch.setattr(progress.time, "monotonic", lambda: float(next(clock)))
+    for _ in progress.track(range(40), "ingest", "files", log=logger):
+        pass
+    # The first tenth is logged after 4 units (12 s): 36 units left at 3 s each.
+    assert said[0] == "ingest: 4/40 files done, about 1 min 48 s left"
+    assert said[-1] == "ingest: 40/40 files done"
+
+
+@pytest.mark.parametrize("seconds, said", [(0, "0 s"), (59.4, "59 s"), (60, "1 min 00 s"), (3599, "59 min 59 s"),
+                                           (3600, "1 h 00 min"), (7500, "2 h 05 min"), (-3, "0 s")])
+def test_durations_read_as_a_person_says_them(seconds, said):
+    assert progress.duration(seconds) == said
