@@ -155,6 +155,22 @@ def sign_part(part: str, out: str, index: int, params: MinHashParams = MinHashPa
     return {"bags": table.num_rows, "empty_bags": int(np.count_nonzero(t_len == 0)), "bad_rows": int(bad.sum())}
 
 
+def sign_parts(calls: Sequence[dict[str, Any]]) -> list[dict[str, int]]:
+    """Sign several BAGS parts one after another (:func:`sign_part`'s keyword dicts): one task
+    on a worker for a shard of the parts, whose orchestration costs as much as one part's."""
+    return [sign_part(**call) for call in calls]
+
+
+def shards(calls: Sequence[dict[str, Any]], n: int) -> list[list[dict[str, Any]]]:
+    """``calls`` in ``n`` (at most one per call) runs of consecutive calls, of sizes differing
+    by one at most."""
+    if not calls:
+        return []
+    n = max(1, min(n, len(calls)))
+    cuts = [len(calls) * i // n for i in range(n + 1)]
+    return [list(calls[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+
+
 def _left_join(base: pa.Table, other: pa.Table | None, column: str, dtype: pa.DataType) -> pa.Array:
     if other is None:
         return pa.nulls(base.num_rows, dtype)
@@ -444,6 +460,7 @@ def signatures(
     directory: str | None = None,
     fan_out=None,
     metric: str = "jaccard",
+    tasks: int | None = None,
 ) -> dict[str, int]:
     """The signatures stage (Section 6.2): sign every BAGS part into the folder ``out``.
 
@@ -452,7 +469,10 @@ def signatures(
     how queries order the candidates the signatures find (the strategy's: ``jaccard``, or
     ``overlap`` for bags compared by overlap), recorded for the index's manifest.
     Returns the stage's stats (bags read, empty, bad rows skipped, duplicate urls skipped).
-    ``fan_out`` runs the per-part tasks (see :func:`_run`).
+    ``fan_out`` runs the signing tasks (see :func:`_run`): ``tasks`` of them, each signing a
+    shard of consecutive parts (None: one a part). Each task run costs its orchestration — a
+    Prefect task run's records on the server, its hand-off to a worker — which on a small
+    cluster takes the cores the signing needs: the flow's cluster asks for two a worker thread.
     """
     import json
 
@@ -465,7 +485,11 @@ def signatures(
     # 1.5–2.3 s, which the stage spent after the signing while the workers idled).
     with ThreadPoolExecutor(1, thread_name_prefix="simweb-page-facts") as reader:
         facts = reader.submit(PageFacts.read, pages, links, directory)
-        per_part = _run(fan_out, sign_part_task, calls)
+        if tasks is None:
+            per_part = _run(fan_out, sign_part_task, calls)
+        else:
+            per_part = [r for shard in _run(fan_out, sign_parts_task, [{"calls": c} for c in shards(calls, tasks)])
+                        for r in shard]
         # On an object store the signed parts are fetched, and H, the maps and the bags uploaded.
         signed = [f"{SIG_DIR}/{_part_name(i)}.{ext}" for i in range(len(parts)) for ext in ("u32", "parquet")]
         with local_stand_in(out, fetch=signed if is_remote(out) else ()) as local:
@@ -520,5 +544,6 @@ def write_index_version(
 # --------------------------------------------------------------------------- Prefect tasks
 
 sign_part_task = task(name="sign-bags-part")(sign_part)
+sign_parts_task = task(name="sign-bags-parts")(sign_parts)
 invert_map_task = task(name="invert-map")(invert_map)
 invert_reduce_task = task(name="invert-reduce")(invert_reduce)

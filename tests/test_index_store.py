@@ -16,7 +16,7 @@ from simweb.core.minhash import MinHashParams, sign_bags
 from simweb.core.query import invert as invert_in_memory
 from simweb.tasks import index_store as store
 from simweb.tasks.schemas import BAGS
-from simweb.tasks.signatures import signatures, write_index_version
+from simweb.tasks.signatures import shards, signatures, write_index_version
 from simweb.tasks.storage import write_parquet_atomic
 
 
@@ -70,6 +70,34 @@ def test_sharded_inversion_equals_one_block(tmp_path):
     # H, the maps and the bags are the signed folder's files, linked, not copied.
     for name in (store.H_FILE, store.URLS_FILE, store.URL_DOCS_FILE, store.BAGS_FILE):
         assert (tmp_path / "one" / name).samefile(tmp_path / "signed" / name), name
+
+
+
+@pytest.mark.parametrize("n, sizes", [(1, [10]), (3, [3, 3, 4]), (4, [2, 3, 2, 3]), (10, [1] * 10), (25, [1] * 10),
+                                      (0, [10])])
+def test_shards_are_runs_of_consecutive_calls_of_near_equal_size(n, sizes):
+    calls = [{"index": i} for i in range(10)]
+    got = shards(calls, n)
+    assert [len(s) for s in got] == sizes
+    assert [c for s in got for c in s] == calls
+    assert shards([], 4) == []
+
+
+def test_signing_in_shards_writes_what_signing_part_by_part_writes(tmp_path):
+    """The cluster's signing tasks each sign a shard of parts: the signed folder is the same
+    file for file (the run of tasks here: Dask's local scheduler, as without a cluster)."""
+    crawl = write_synthetic_crawl(tmp_path / "crawl", per_topic=10)
+    for i in range(2, 5):  # more parts than shards: parts of one bag each, and an empty one
+        rows = [{"url_id": 10_000 + i, "url": f"http://more.example/{i}", "terms": ["x", f"t{i}"],
+                 "weights": [0.25, 0.75]}] if i < 4 else []
+        write_parquet_atomic(pa.Table.from_pylist(rows, schema=BAGS), crawl["bags"] + f"/part-{i:05d}.parquet")
+    one = signatures(crawl["bags"], str(tmp_path / "one"), links=crawl["links"])
+    sharded = signatures(crawl["bags"], str(tmp_path / "sharded"), links=crawl["links"], tasks=2)
+    assert one == sharded and one["parts"] == 5
+    names = sorted(p.name for p in (tmp_path / "one").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "sharded").iterdir()) and store.H_FILE in names
+    for name in names:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "sharded" / name).read_bytes(), name
 
 
 def test_bad_bag_rows_and_duplicate_urls_are_skipped_and_counted(tmp_path):
