@@ -238,19 +238,19 @@ _FLAG_BYTE = {False: b"\x00", True: b"\x01"}
 def never_stop_flags(words: list[str]) -> bytes:
     """One byte per word, 1 where :func:`never_stop` holds, else 0.
 
-    Memoised per word, so that a page costs one C-level map and join; bytes, so that numpy
-    reads them without converting element by element.
+    Memoised per word, so that a page costs one C-level map and join (its words not seen before
+    found by a set difference, not a loop over the page's words); bytes, so that numpy reads
+    them without converting element by element.
     """
-    flags = list(map(_never_stop_cache.get, words))
     try:
-        return b"".join(flags)
-    except TypeError:  # a None: a word not seen before
+        return b"".join(map(_never_stop_cache.__getitem__, words))
+    except KeyError:  # a word not seen before: find every such word by a set difference
         pass
-    if len(_never_stop_cache) >= _STEM_CACHE_LIMIT:
+    new = set(words).difference(_never_stop_cache)
+    if len(_never_stop_cache) + len(new) > _STEM_CACHE_LIMIT:
         _never_stop_cache.clear()
+        new = set(words)
     stopped = stemmed_stopwords()
-    for i, flag in enumerate(flags):
-        if flag is None:
-            word = words[i]
-            flags[i] = _never_stop_cache[word] = _FLAG_BYTE[porter_stem(word) not in stopped]
-    return b"".join(flags)
+    for word in new:
+        _never_stop_cache[word] = _FLAG_BYTE[porter_stem(word) not in stopped]
+    return b"".join(map(_never_stop_cache.__getitem__, words))

@@ -254,3 +254,17 @@ def test_never_stop_means_kept_under_every_variant(word):
 def test_never_stop_flags_equals_never_stop(ws):
     assert never_stop_flags(ws) == bytes(never_stop(w) for w in ws)
     assert never_stop_flags(ws) == bytes(never_stop(w) for w in ws)  # now from the memo
+
+
+def test_never_stop_flags_stay_right_when_the_memo_is_emptied_for_room(monkeypatch):
+    """A page's new words are stemmed once each, however often they occur; when they would
+    take the memo past its size it is emptied first, and the page's flags are still right."""
+    from simweb.core import text
+
+    monkeypatch.setattr(text, "_STEM_CACHE_LIMIT", 6)
+    monkeypatch.setattr(text, "_never_stop_cache", {})
+    pages = [["the", "running", "the", "of", "running"], ["queries", "the", "zebra", "and", "about", "yes"],
+             ["running", "queries", "running"], ["a", "b", "c", "d", "e", "f", "g", "h", "the", "h"]]
+    for page in pages * 2:
+        assert text.never_stop_flags(page) == bytes(never_stop(w) for w in page)
+        assert len(text._never_stop_cache) <= max(6, len(set(page)))
