@@ -48,14 +48,14 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, compress
 
 import numpy as np
 import scipy.sparse as sp
 
 from simweb.core.bag_reference import LINK_PREFIX, OUTLINK_PREFIX, LinkRow, PageRow
 from simweb.core.strategy import MAX_WINDOW, Strategy, Window
-from simweb.core.text import Stemming, term
+from simweb.core.text import STOPWORDS, Stemming, porter_stem, stemmed_stopwords
 from simweb.core.weighting import ANCHOR_DISTANCE_WEIGHT, Weighting, distance_weights, normalise_rows
 
 try:
@@ -448,12 +448,7 @@ class Corpus:
         """word code → term column (−1 for a stopword) and the term of each column."""
         cached = self._term_maps.get(stemming)
         if cached is None:
-            index: dict[str, int] = {}
-            mapping = np.empty(len(self._words), dtype=np.int64)
-            for i, w in enumerate(self._words):
-                t = term(w, stemming)
-                mapping[i] = -1 if t is None else index.setdefault(t, len(index))
-            cached = self._term_maps[stemming] = (mapping, list(index))
+            cached = self._term_maps[stemming] = term_map(self._words, stemming)
         return cached
 
     def _terms_of_texts(self, stemming: Stemming) -> tuple[np.ndarray, np.ndarray]:
@@ -859,3 +854,22 @@ def merge_entries(url_ids: np.ndarray, term_codes: np.ndarray, weights: np.ndarr
     keep = sums != 0
     first = order[starts][keep]
     return url_ids[first], term_codes[first], sums[keep]
+
+
+def term_map(words: Sequence[str], stemming: Stemming) -> tuple[np.ndarray, list[str]]:
+    """For each of ``words``, its term's column (−1 for a stopword), columns numbered in the
+    order the terms first occur; and the term of each column — ``term(word, stemming)`` word
+    by word, in C-level maps over the words (the stems memoised) rather than a Python step a word."""
+    n = len(words)
+    if stemming == Stemming.NOSTEM:
+        texts, stopped = words, np.fromiter(map(STOPWORDS.__contains__, words), bool, n)
+    else:
+        stems = list(map(porter_stem, words))
+        stopped = np.fromiter(map(stemmed_stopwords().__contains__, stems), bool, n)
+        texts = stems if stemming == Stemming.STEM else words
+    kept = list(compress(texts, np.logical_not(stopped).tolist()))
+    first = dict.fromkeys(kept)  # the terms in the order they first occur
+    column = dict(zip(first, range(len(first))))
+    mapping = np.full(n, -1, dtype=np.int64)
+    mapping[~stopped] = np.fromiter(map(column.__getitem__, kept), np.int64, len(kept))
+    return mapping, list(first)

@@ -31,9 +31,9 @@ from simweb.core.bag_reference import (
     window_terms,
 )
 from simweb.core import bags as bags_module
-from simweb.core.bags import LINK_PREFIX, BagMatrix, Corpus, WordLists, build_bags, gather_runs, merge_entries
+from simweb.core.bags import LINK_PREFIX, BagMatrix, Corpus, WordLists, build_bags, gather_runs, merge_entries, term_map
 from simweb.core.strategy import Frequency, Source, Strategy, Window
-from simweb.core.text import STOPWORDS, Stemming
+from simweb.core.text import STOPWORDS, Stemming, term
 
 A, B, C, D = (f"http://{x}.example/" for x in "abcd")
 IA, IB, IC, ID = 11, 22, 33, 44
@@ -509,3 +509,16 @@ def test_fragment_entries_are_the_same_with_the_c_gather_switched_off(pages, lin
         without = Corpus.from_rows(pages, links).fragment_entries(strategy)[:3]
     for a, b in zip(with_c, without):
         assert a.tolist() == b.tolist()
+
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(sorted(STOPWORDS)[:40] + ["running", "runs", "run", "queries", "query", "zebra",
+                                                          "the", "thé", "naïve", "abilities", "caresses", "x"]),
+                max_size=40),
+       st.sampled_from(list(Stemming)))
+def test_term_map_numbers_terms_as_a_word_by_word_loop_would(words, stemming):
+    index: dict[str, int] = {}
+    expected = [-1 if (t := term(w, stemming)) is None else index.setdefault(t, len(index)) for w in words]
+    mapping, vocab = term_map(words, stemming)
+    assert mapping.dtype == np.int64 and mapping.tolist() == expected and vocab == list(index)
