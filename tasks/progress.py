@@ -143,11 +143,21 @@ def track(items: Iterable[T], step: str, unit: str, total: int | None = None, lo
 def reporter(step: str, unit: str, log: Any = None) -> Iterator[Callable[[int, int], None]]:
     """``report(done, total)`` for code that counts its own steps (simweb.core's iterative
     measures take it as ``progress``): the first call opens a :func:`progress` of ``total``."""
+    with steps_reporter(unit, log) as report:
+        yield lambda done, total: report(step, done, total)
+
+
+@contextlib.contextmanager
+def steps_reporter(unit: str, log: Any = None) -> Iterator[Callable[[str, int, int], None]]:
+    """``report(step, done, total)`` for code that goes through several long steps one after
+    another and counts its own units (``simweb corpus scale``: its real pages, then its copies):
+    a call naming another step, or another total, closes the step before and opens a
+    :func:`progress` of the new one."""
     state: dict[str, Steps] = {}
 
-    def report(done: int, total: int) -> None:
+    def report(step: str, done: int, total: int) -> None:
         steps = state.get("steps")
-        if steps is None or steps.total != total:
+        if steps is None or steps.step != step or steps.total != total:
             if steps is not None:
                 steps.close()
             steps = state["steps"] = Steps(step, total, unit, log)

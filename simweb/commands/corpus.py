@@ -151,48 +151,25 @@ class _Printed:
         print(message % args, flush=True)
 
 
-class _StepProgress:
-    """``progress(step, done, total)`` for a build of several long steps, one after another: a
-    bar per step on a terminal (simweb.tasks.progress), a line every tenth of the way elsewhere."""
-
-    def __init__(self) -> None:
-        self._step: str | None = None
-        self._steps = None
-
-    def __call__(self, step: str, done: int, total: int) -> None:
-        from simweb.tasks.progress import Steps
-
-        if step != self._step or self._steps is None or self._steps.total != total:
-            self.close()
-            self._step, self._steps = step, Steps(step, total, "pages", _Printed())
-        if done > self._steps.done:
-            self._steps.advance(done - self._steps.done)
-
-    def close(self) -> None:
-        if self._steps is not None:
-            self._steps.close()
-        self._step, self._steps = None, None
-
-
 def run_scale(args: argparse.Namespace) -> int:
     from simweb.corpora import CorpusError
     from simweb.corpora.perturb import Perturbation
     from simweb.corpora.scale import SCALE_PACKAGES, build_scale, format_scale_summary
+    from simweb.tasks.progress import steps_reporter
 
     started = time.perf_counter()
-    progress = _StepProgress()
     try:
-        perturbation = Perturbation(args.words, args.drop_links, args.retarget_links, args.seed)
-        summary = build_scale(
-            args.pages, args.out, packages=args.packages or SCALE_PACKAGES, cache=args.cache,
-            perturbation=perturbation, warc_bytes=args.warc_mb * 1_000_000, jobs=args.jobs,
-            log=lambda line: print(line, flush=True), progress=progress,
-        )
+        # A bar per step on a terminal (the real pages, then the copies), else a line every tenth of the way.
+        with steps_reporter("pages", _Printed()) as progress:
+            perturbation = Perturbation(args.words, args.drop_links, args.retarget_links, args.seed)
+            summary = build_scale(
+                args.pages, args.out, packages=args.packages or SCALE_PACKAGES, cache=args.cache,
+                perturbation=perturbation, warc_bytes=args.warc_mb * 1_000_000, jobs=args.jobs,
+                log=lambda line: print(line, flush=True), progress=progress,
+            )
     except (CorpusError, ValueError) as err:  # ValueError: a fraction out of range
         print(f"simweb corpus scale: {err}", file=sys.stderr)
         return 2
-    finally:
-        progress.close()
     print(format_scale_summary(summary))
     print(f"written to {args.out} in {time.perf_counter() - started:.1f} s")
     return 0
