@@ -55,7 +55,7 @@ import scipy.sparse as sp
 
 from simweb.core.bag_reference import LINK_PREFIX, OUTLINK_PREFIX, LinkRow, PageRow
 from simweb.core.strategy import MAX_WINDOW, Strategy, Window
-from simweb.core.text import STOPWORDS, Stemming, porter_stem, stemmed_stopwords
+from simweb.core.text import Stemming, term_texts
 from simweb.core.weighting import ANCHOR_DISTANCE_WEIGHT, Weighting, distance_weights, normalise_rows
 
 try:
@@ -859,17 +859,12 @@ def merge_entries(url_ids: np.ndarray, term_codes: np.ndarray, weights: np.ndarr
 def term_map(words: Sequence[str], stemming: Stemming) -> tuple[np.ndarray, list[str]]:
     """For each of ``words``, its term's column (−1 for a stopword), columns numbered in the
     order the terms first occur; and the term of each column — ``term(word, stemming)`` word
-    by word, in C-level maps over the words (the stems memoised) rather than a Python step a word."""
-    n = len(words)
-    if stemming == Stemming.NOSTEM:
-        texts, stopped = words, np.fromiter(map(STOPWORDS.__contains__, words), bool, n)
-    else:
-        stems = list(map(porter_stem, words))
-        stopped = np.fromiter(map(stemmed_stopwords().__contains__, stems), bool, n)
-        texts = stems if stemming == Stemming.STEM else words
+    by word, in C-level maps over the words (simweb.core.text.term_texts), not a Python step a word."""
+    texts, stopped = term_texts(words, stemming)
+    stopped = np.array(stopped, dtype=bool)
     kept = list(compress(texts, np.logical_not(stopped).tolist()))
     first = dict.fromkeys(kept)  # the terms in the order they first occur
     column = dict(zip(first, range(len(first))))
-    mapping = np.full(n, -1, dtype=np.int64)
+    mapping = np.full(len(words), -1, dtype=np.int64)
     mapping[~stopped] = np.fromiter(map(column.__getitem__, kept), np.int64, len(kept))
     return mapping, list(first)

@@ -22,7 +22,7 @@ import enum
 import functools
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from importlib import resources
 
 
@@ -39,6 +39,7 @@ __all__ = [
     "stemmed_stopwords",
     "surface_forms",
     "term",
+    "term_texts",
     "terms",
     "tokenize",
 ]
@@ -207,6 +208,16 @@ def terms(words: Iterable[str], stemming: Stemming) -> list[str]:
     if stemming is Stemming.STEM:
         return [s for s in map(porter_stem, words) if s not in stopped]
     return [w for w in words if porter_stem(w) not in stopped]
+
+
+def term_texts(words: Sequence[str], stemming: Stemming) -> tuple[Sequence[str], list[bool]]:
+    """:func:`term` of each of ``words`` in C-level maps (the stems memoised): the texts, and
+    for each whether it is dropped as a stopword; where it is not, ``texts[i]`` is its term."""
+    stemming = Stemming(stemming)
+    if stemming is Stemming.NOSTEM:
+        return words, list(map(STOPWORDS.__contains__, words))
+    stems = list(map(porter_stem, words))
+    return (stems if stemming is Stemming.STEM else words), list(map(stemmed_stopwords().__contains__, stems))
 
 
 def surface_forms(words: Iterable[str]) -> dict[str, str]:

@@ -18,6 +18,7 @@ from simweb.core.text import (
     never_stop_flags,
     porter_stem,
     term,
+    term_texts,
     terms,
     tokenize,
 )
@@ -242,6 +243,13 @@ def test_terms_equals_term_word_by_word(ws, stemming):
     assert terms(ws, stemming) == expected
     assert terms(iter(ws), stemming.value) == expected
 
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(words, max_size=30), st.sampled_from(list(Stemming)))
+def test_term_texts_give_each_words_term_or_drop_it(ws, stemming):
+    texts, stopped = term_texts(ws, stemming)
+    assert len(texts) == len(stopped) == len(ws)
+    assert [None if s else t for t, s in zip(texts, stopped)] == [term(w, stemming) for w in ws]
 
 @settings(max_examples=300, deadline=None)
 @given(words)
