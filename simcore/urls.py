@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import mmh3
 
-__all__ = ["normalize_links", "normalize_url", "url_id"]
+__all__ = ["normal_url_id", "normalize_links", "normalize_url", "url_id"]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -133,6 +133,11 @@ _NEEDS_ONLY_DIRECTORY = re.compile(
 ).fullmatch
 
 
+# A reference naming its scheme and authority ("https://host/…"): once resolution has trimmed
+# it, it is itself (see _resolve), whatever the base.
+_NAMES_AUTHORITY = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://").match
+
+
 def _resolve(ref: str, base: str) -> str:
     """RFC 3986 Section 5.2.2 reference resolution (fragments and dot segments are dealt with later).
 
@@ -208,21 +213,29 @@ def normalize_url(url: str, base: str | None = None) -> str | None:
     """
     if not isinstance(url, str) or not (base is None or isinstance(base, str)):
         return None
+    # The fragment names a place inside the document and is dropped: the links to the places
+    # of one page ("#l00144", "a.html#top") share one memo entry.
+    if "#" in url:
+        url = url[: url.index("#")]
     # The pages of a directory share most of their links ("/about", "next.html"): a relative
-    # reference is memoised per base directory, not per base, when that is all it reads.
+    # reference is memoised per base directory, not per base, when that is all it reads; one
+    # that names its scheme and authority reads nothing of its base, and shares the entry of
+    # the URL asked for alone.
     key = (url, base)
     if base is not None and _NEEDS_ONLY_DIRECTORY(url) is not None:
         parts = _base_cache.get(base)
         try:
-            key = (url, (parts or _split_base(base))[4])
+            directory = (parts or _split_base(base))[4]
         except (ValueError, TypeError, UnicodeError):  # a base urlsplit refuses ("http://[")
             pass
+        else:
+            key = (url, None) if _NAMES_AUTHORITY(url) is not None else (url, directory)
     try:
         return _cache[key]
     except KeyError:
         pass
     try:
-        result = _normalise(url, base)
+        result = _normalise(url, base if key[1] is not None else None)  # see _NAMES_AUTHORITY
     except (ValueError, TypeError, UnicodeError):
         result = None
     if len(_cache) >= _CACHE_LIMIT:
@@ -267,4 +280,12 @@ def url_id(url: str) -> int:
             f"expected an absolute http or https URL, got {url!r}; "
             "check normalize_url(url) is not None before asking for its id"
         )
+    return normal_url_id(normalised)
+
+
+def normal_url_id(normalised: str) -> int:
+    """:func:`url_id` of a URL that is normalised already (what :func:`normalize_url` and
+    :func:`normalize_links` return): the hash alone, without normalising it again. A link's
+    target is normalised once; the ingest asks the id of every new one, and the second
+    normalisation cost more than the hash."""
     return mmh3.hash64(normalised.encode("utf-8"), 0, signed=False)[0]

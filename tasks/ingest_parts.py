@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from simweb.core.aliases import CANONICAL, canonical_target, variant_names
 from simweb.core.records import ANCHOR_FIELDS, ParsedPage
 from simweb.core.replay import surt
-from simweb.core.urls import url_id
+from simweb.core.urls import normal_url_id, url_id
 from simweb.tasks import schemas
 from simweb.tasks.storage import TMP_PREFIX, filesystem, join
 
@@ -102,15 +102,16 @@ class IngestParts:
         self._ids: dict[str, int] = {}
 
     def _url_ids(self, urls: tuple[str, ...]) -> list[int]:
-        # Link targets repeat (navigation links), and every one needs its id: one C-level
-        # map over the memo, hashing only the targets not seen before.
+        # Link targets repeat (navigation links), and every one needs its id: C-level maps over
+        # the memo, hashing only the targets not seen before (normalised already by the parser).
         ids = self._ids
-        found = list(map(ids.get, urls))
-        if None in found:
-            for i, id_ in enumerate(found):
-                if id_ is None:
-                    found[i] = ids[urls[i]] = url_id(urls[i])
-        return found
+        try:
+            return list(map(ids.__getitem__, urls))
+        except KeyError:
+            pass
+        new = set(urls).difference(ids)
+        ids.update(zip(new, map(normal_url_id, new)))
+        return list(map(ids.__getitem__, urls))
 
     def add(self, parsed: ParsedPage, status: int, charset: str, source: str, record: RecordPlace,
             alias_skips: Counter) -> None:
@@ -118,7 +119,7 @@ class IngestParts:
         url = parsed.url
         source_id = url_id(url)
         anchors = parsed.anchors
-        target_ids = self._url_ids(anchors.target_url)  # may raise: nothing added yet
+        target_ids = self._url_ids(anchors.target_url)
         canonical, why_not = canonical_target(url, parsed.canonical)
         aliases = [(url, source_id, canonical, self._url_ids((canonical,))[0], CANONICAL)] if canonical else []
         aliases += [(name, url_id(name), url, source_id, kind) for name, kind in variant_names(url)]

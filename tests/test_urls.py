@@ -156,7 +156,8 @@ def _uncached(url, base):
         return None
 
 
-refs = st.tuples(st.sampled_from(["", "?", "#", "/", "//", "http:", "HTTP:", "https:", "\t", " ", "ht\ttp:", "a", "."]),
+refs = st.tuples(st.sampled_from(["", "?", "#", "/", "//", "http:", "HTTP:", "https:", "\t", " ", "ht\ttp:", "a", ".",
+                                  "http://h.com/", "HTTPS://h.com", "ftp://h.com/", "http://h.com/#", "x#"]),
                  url_parts).map("".join)
 bases = st.tuples(st.sampled_from(["http://h.com", "http://h.com/", "HTTP://H.com:80/d/", "https://h.com/d/",
                                    "http://[", "http://h.com/d\\e/", " http://h.com/d/\t"]),
@@ -189,6 +190,23 @@ def test_relative_links_are_memoised_per_base_directory(monkeypatch):
     relative = [key for key in urls._cache if key[0] == "next.html"]
     assert relative == [("next.html", ("http", "h.com", "/d/"))]  # one entry for both pages
 
+
+
+def test_links_to_places_in_a_page_and_absolute_links_share_memo_entries(monkeypatch):
+    # The fragment is dropped before the memo is asked, and a link naming its authority reads
+    # nothing of the base: "#l1" and "#l2" of one page, and one absolute link from pages of
+    # other directories, are resolved once each.
+    monkeypatch.setattr(urls, "_cache", {})
+    monkeypatch.setattr(urls, "_base_cache", {})
+    calls = []
+    resolve = urls._normalise
+    monkeypatch.setattr(urls, "_normalise", lambda url, base: calls.append(url) or resolve(url, base))
+    page = "http://h.com/d/a.html?x=1"
+    assert urls.normalize_links(["#l1", "#l2", "b.html#top", "b.html#end"], page) == [page, page, "http://h.com/d/b.html", "http://h.com/d/b.html"]
+    absolute = "HTTP://H.com/e/f.html#s"
+    assert [normalize_url(absolute, base) for base in ("http://h.com/d/a.html", "https://x.org/g/", page)] == ["http://h.com/e/f.html"] * 3
+    assert normalize_url(absolute) == "http://h.com/e/f.html"
+    assert calls == ["", "b.html", "HTTP://H.com/e/f.html"]
 
 
 @settings(max_examples=300, deadline=None)
