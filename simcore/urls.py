@@ -265,7 +265,13 @@ def normalize_links(hrefs: list, base: str) -> list[str | None]:
     if _MISSING in found:
         for i, result in enumerate(found):
             if result is _MISSING:
-                found[i] = normalize_url(hrefs[i], base)
+                href = hrefs[i]
+                found[i] = result = normalize_url(href, base)
+                # normalize_url memoises the link without its fragment, or without its base
+                # when it names its authority: kept as written too, the next page of this
+                # directory finds it in the C-level map above.
+                if isinstance(href, str) and _NEEDS_ONLY_DIRECTORY(href) is not None:
+                    _cache[(href, directory)] = result
     return found
 
 
