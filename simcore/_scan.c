@@ -143,8 +143,161 @@ fail:
     return NULL;
 }
 
+/* windows(flags, first, last, syntactic, topical, w) -> 8 tuples of ints
+ *
+ * The anchors' columns after their targets (simcore.html._anchors, whose numpy code is the
+ * reference the tests compare with), from
+ *
+ * flags      one byte per word of the page, 1 for a never-stop word, else 0.
+ * first      native int64s: each link's first word; last: each link's end word.
+ * syntactic  native int64s, increasing: the SYNTACTIC cuts' word offsets; topical: TOPICAL's.
+ * w          never-stop words a context holds each side.
+ *
+ * first, last, the context's left and right edges (the word that brings the side's count of
+ * never-stop words to w, or the page edge), and the context words inside the syntactic and
+ * topical regions on the left and on the right of each link.
+ */
+/* How many of the n increasing values are at most x (numpy's searchsorted "right"), and below
+ * x ("left"), from *at, the answer for the link before: links come in document order, so
+ * the answers rise and a walk from the last one costs a step or two where a binary search
+ * costs a dozen mispredicted branches. A smaller x (a link inside an SVG link) searches anew. */
+static Py_ssize_t
+count_at_most(const int64_t *values, Py_ssize_t n, int64_t x, Py_ssize_t *at)
+{
+    Py_ssize_t lo = *at;
+    if (lo > 0 && values[lo - 1] > x) {
+        Py_ssize_t hi = lo;
+        lo = 0;
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (values[mid] <= x)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+    }
+    while (lo < n && values[lo] <= x)
+        lo++;
+    return *at = lo;
+}
+
+static Py_ssize_t
+count_below(const int64_t *values, Py_ssize_t n, int64_t x, Py_ssize_t *at)
+{
+    Py_ssize_t lo = *at;
+    if (lo > 0 && values[lo - 1] >= x) {
+        Py_ssize_t hi = lo;
+        lo = 0;
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (values[mid] < x)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+    }
+    while (lo < n && values[lo] < x)
+        lo++;
+    return *at = lo;
+}
+
+static int
+int64s(Py_buffer *b, const char *name)
+{
+    if (b->len % (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_Format(PyExc_ValueError, "windows: %s: expected native int64s, got %zd bytes", name, b->len);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+windows(PyObject *module, PyObject *args)
+{
+    Py_buffer flags, first, last, syntactic, topical;
+    long long w;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*L:windows", &flags, &first, &last, &syntactic, &topical, &w))
+        return NULL;
+    PyObject *columns[8] = {NULL};
+    PyObject *result = NULL;
+    int64_t *nonstop = NULL;
+    Py_buffer *buffers[5] = {&flags, &first, &last, &syntactic, &topical};
+    if (int64s(&first, "first") < 0 || int64s(&last, "last") < 0 || int64s(&syntactic, "syntactic") < 0
+            || int64s(&topical, "topical") < 0)
+        goto done;
+    const Py_ssize_t n = flags.len, links = first.len / (Py_ssize_t)sizeof(int64_t);
+    if (last.len != first.len) {
+        PyErr_SetString(PyExc_ValueError, "windows: first and last: expected one value per link each");
+        goto done;
+    }
+    const unsigned char *flag = flags.buf;
+    const int64_t *starts = first.buf, *ends = last.buf, *syn = syntactic.buf, *top = topical.buf;
+    const Py_ssize_t n_syn = syntactic.len / (Py_ssize_t)sizeof(int64_t), n_top = topical.len / (Py_ssize_t)sizeof(int64_t);
+    nonstop = PyMem_Malloc((n + 1) * sizeof(int64_t));
+    if (nonstop == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    nonstop[0] = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        nonstop[i + 1] = nonstop[i] + (flag[i] != 0);
+    for (int c = 0; c < 8; c++) {
+        columns[c] = PyTuple_New(links);
+        if (columns[c] == NULL)
+            goto done;
+    }
+    Py_ssize_t at[6] = {0, 0, 0, 0, 0, 0};  /* each search's last answer */
+    for (Py_ssize_t k = 0; k < links; k++) {
+        const int64_t start = starts[k], end = ends[k];
+        if (start < 0 || start > n || end < 0 || end > n) {
+            PyErr_Format(PyExc_ValueError, "windows: link %zd: words %lld to %lld lie outside the page's %zd",
+                         k, (long long)start, (long long)end, n);
+            goto done;
+        }
+        Py_ssize_t left = count_at_most(nonstop, n + 1, nonstop[start] - w, &at[0]) - 1;
+        if (left < 0)
+            left = 0;
+        Py_ssize_t right = count_below(nonstop, n + 1, nonstop[end] + w, &at[1]);
+        if (right > n)
+            right = n;
+        int64_t values[8] = {start, end, left, right};
+        const int64_t *cuts[2] = {syn, top};
+        const Py_ssize_t n_cuts[2] = {n_syn, n_top};
+        for (int r = 0; r < 2; r++) {
+            Py_ssize_t before = count_at_most(cuts[r], n_cuts[r], start, &at[2 + 2 * r]);  /* cuts at or before the start */
+            int64_t region_start = before ? cuts[r][before - 1] : 0;
+            values[4 + 2 * r] = start - (region_start > left ? region_start : left);
+            Py_ssize_t after = count_below(cuts[r], n_cuts[r], end, &at[3 + 2 * r]);  /* the first cut at or after the end */
+            int64_t region_end = after < n_cuts[r] ? cuts[r][after] : ((int64_t)1 << 62);
+            values[5 + 2 * r] = (region_end < right ? region_end : right) - end;
+        }
+        for (int c = 0; c < 8; c++) {
+            PyObject *value = PyLong_FromLongLong(values[c]);
+            if (value == NULL)
+                goto done;
+            PyTuple_SET_ITEM(columns[c], k, value);
+        }
+    }
+    result = PyTuple_New(8);
+    if (result == NULL)
+        goto done;
+    for (int c = 0; c < 8; c++) {
+        PyTuple_SET_ITEM(result, c, columns[c]);
+        columns[c] = NULL;
+    }
+done:
+    for (int c = 0; c < 8; c++)
+        Py_XDECREF(columns[c]);
+    PyMem_Free(nonstop);
+    for (int b = 0; b < 5; b++)
+        PyBuffer_Release(buffers[b]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "scan(text, classes) -> (words, kinds, before, markers)"},
+    {"windows", windows, METH_VARARGS,
+     "windows(flags, first, last, syntactic, topical, w) -> the anchors' eight word-offset columns"},
     {NULL, NULL, 0, NULL},
 };
 

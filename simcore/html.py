@@ -59,10 +59,10 @@ from simweb.core.records import Anchors, ParsedPage
 from simweb.core.text import WORD_RE, _is_mark, clean_text, never_stop_flags, tokenize
 from simweb.core.urls import normalize_links, normalize_url
 
-try:  # the word and marker scan in C; without a C compiler at install, the same in Python
-    from simweb.core._scan import scan as _c_scan
+try:  # the word and marker scan and the anchors' windows in C; without a C compiler at install, the same in Python
+    from simweb.core._scan import scan as _c_scan, windows as _c_windows
 except ImportError:  # pragma: no cover - depends on the build
-    _c_scan = None
+    _c_scan = _c_windows = None
 try:  # the marking walk in C over Lexbor's tree; without it, the same with selectolax calls
     from simweb.core import _walk
 except ImportError:  # pragma: no cover - depends on the build
@@ -452,11 +452,22 @@ def _spans(kinds: np.ndarray, at: np.ndarray) -> tuple[range | list[int], np.nda
 
 def _anchors(words: list[str], spans, targets: list[str], syntactic: np.ndarray,
              topical: np.ndarray) -> Anchors:
-    """Anchors as word offsets, contexts of CONTEXT_NONSTOP never-stop words each side, region lengths.
+    """Anchors as word offsets, contexts of CONTEXT_NONSTOP never-stop words each side, region
+    lengths: :func:`_anchors_numpy` in one pass of C (simcore/_scan.c) where it is built. A page's
+    few hundred links made the numpy version's forty calls cost more than their work."""
+    if _c_windows is None:
+        return _anchors_numpy(words, spans, targets, syntactic, topical)
+    links, first, last = spans
+    int64 = np.int64
+    return Anchors(tuple(map(targets.__getitem__, links)), *_c_windows(
+        never_stop_flags(words), np.ascontiguousarray(first, int64), np.ascontiguousarray(last, int64),
+        np.ascontiguousarray(syntactic, int64), np.ascontiguousarray(topical, int64), CONTEXT_NONSTOP))
 
-    Every step is one numpy operation over all the page's links, not a Python loop; no word
-    is copied.
-    """
+
+def _anchors_numpy(words: list[str], spans, targets: list[str], syntactic: np.ndarray,
+                   topical: np.ndarray) -> Anchors:
+    """:func:`_anchors` with numpy: every step one operation over all the page's links, not a
+    Python loop; no word is copied. The reference for the C version."""
     links, first, last = spans
     n = len(words)
     # nonstop[i] = words in words[:i] that are no stopword under any variant; a context side

@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 from unittest import mock
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -439,6 +440,7 @@ def brute_force_anchor(words: list[str], target: str, start: int, end: int, synt
 
 
 SCANS = {"installed": html._scan_text, "python": html._scan_text_python}
+ANCHORS = {"installed": html._anchors, "python": html._anchors_numpy}
 
 
 @pytest.mark.parametrize("scan", SCANS)
@@ -446,7 +448,7 @@ SCANS = {"installed": html._scan_text, "python": html._scan_text_python}
 @given(pages())
 def test_parse_page_equals_a_brute_force_reference(scan, page_and_reference):
     source, reference = page_and_reference
-    with mock.patch.object(html, "_scan_text", SCANS[scan]):
+    with mock.patch.object(html, "_scan_text", SCANS[scan]), mock.patch.object(html, "_anchors", ANCHORS[scan]):
         page = parse_page(source, PAGE)
     assert list(page.words) == reference.words
     expected = tuple(
@@ -506,6 +508,55 @@ def test_the_c_scans_character_classes_are_those_of_the_patterns():
         assert kind < 3 or html._ALL_MARKERS[kind - 3] == c, hex(point)
         assert bool(cls & 8) == (c in html._SENTENCE_ENDS), hex(point)
         assert bool(cls & 16) == bool(closing.fullmatch(c)), hex(point)
+
+
+# --- the anchors' windows: in C (simcore/_scan.c) as with numpy -------------------------------------
+
+needs_c_windows = pytest.mark.skipif(html._c_windows is None, reason="simweb.core._scan was not built")
+
+
+@st.composite
+def link_spans(draw):
+    """A page's words (never-stop or not), its links' spans — in document order, or nested
+    as an SVG link makes them (a start before the last one) — and its cut-offs."""
+    n = draw(st.integers(0, 120))
+    words = draw(st.lists(st.sampled_from(["apple", "the", "of", "über", "running", "a"]), min_size=n, max_size=n))
+    offsets = st.integers(0, n)
+    spans = draw(st.lists(st.tuples(offsets, offsets).map(sorted), max_size=30))
+    if draw(st.booleans()):
+        spans.sort()
+    first = np.array([a for a, _ in spans], np.int64)
+    last = np.array([b for _, b in spans], np.int64)
+    syntactic = np.array(sorted(draw(st.lists(offsets, max_size=20))), np.int64)
+    topical = np.array(sorted(draw(st.lists(offsets, max_size=10))), np.int64)
+    return words, (range(len(spans)), first, last), [f"http://h.com/{i}" for i in range(len(spans))], syntactic, topical
+
+
+@needs_c_windows
+@settings(max_examples=800, deadline=None)
+@given(link_spans())
+def test_the_anchors_windows_in_c_equal_those_numpy_computes(case):
+    # Strided spans (every other marker, as _spans returns them) and repeated cut-offs too.
+    words, (links, first, last), targets, syntactic, topical = case
+    in_c = html._anchors(words, (links, first, last), targets, syntactic, topical)
+    assert in_c == html._anchors_numpy(words, (links, first, last), targets, syntactic, topical)
+    strided = np.repeat(first, 2)[::2], np.repeat(last, 2)[::2]
+    assert html._anchors(words, (links, *strided), targets, syntactic, topical) == in_c
+    assert all(type(v) is int for column in in_c.columns()[1:] for v in column)
+
+
+@needs_c_windows
+def test_the_anchors_windows_refuse_what_is_not_a_page_of_links():
+    flags, one, none = b"\x01\x00\x01", np.array([1], np.int64), np.array([], np.int64)
+    with pytest.raises(ValueError, match="outside the page"):
+        html._c_windows(flags, np.array([4], np.int64), np.array([4], np.int64), none, none, 32)
+    with pytest.raises(ValueError, match="outside the page"):
+        html._c_windows(flags, np.array([-1], np.int64), one, none, none, 32)
+    with pytest.raises(ValueError, match="one value per link"):
+        html._c_windows(flags, one, none, none, none, 32)
+    with pytest.raises(ValueError, match="int64"):
+        html._c_windows(flags, b"\x00" * 7, b"\x00" * 7, none, none, 32)
+    assert html._c_windows(flags, none, none, none, none, 32) == ((),) * 8
 
 
 # --- robustness ----------------------------------------------------------------------------------------
