@@ -268,15 +268,23 @@ def _copy_bags(parts: Sequence[str], rows: Sequence[np.ndarray], keep: np.ndarra
     """The bags of the BAGS ``parts`` (their signed ``rows``, those ``keep`` marks) in document
     id order, in row groups of BAG_ROW_GROUP rows."""
     tmp = path + ".tmp"
+    kept = []
     at = 0
+    for signed in rows:
+        kept.append(signed[keep[at:at + signed.size]])
+        at += signed.size
     doc = 0
-    with pq.ParquetWriter(tmp, store.INDEX_BAGS, **store.INDEX_BAGS_WRITE) as writer:
+    # The next part is read (Arrow decodes without the GIL) while this one is encoded and
+    # written: at 100,000 pages reading took 2 s and writing 4.4 s of the stage's 6.4, one
+    # after the other, on one core while the other idled.
+    with pq.ParquetWriter(tmp, store.INDEX_BAGS, **store.INDEX_BAGS_WRITE) as writer, \
+            ThreadPoolExecutor(1, thread_name_prefix="simweb-bags-reader") as reader:
         pending: list[pa.Table] = []
         pending_rows = 0
-        for part, signed in zip(parts, rows):
-            k = keep[at:at + signed.size]
-            at += signed.size
-            t = signed_bags(part, signed[k])
+        upcoming = reader.submit(signed_bags, parts[0], kept[0]) if parts else None
+        for i in range(len(parts)):
+            t = upcoming.result()
+            upcoming = reader.submit(signed_bags, parts[i + 1], kept[i + 1]) if i + 1 < len(parts) else None
             t = t.append_column("doc_id", pa.array(np.arange(doc, doc + t.num_rows, dtype=np.uint32)))
             doc += t.num_rows
             pending.append(t.select(["doc_id", "terms", "weights"]).cast(store.INDEX_BAGS))
