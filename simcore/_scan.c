@@ -143,20 +143,6 @@ fail:
     return NULL;
 }
 
-/* windows(flags, first, last, syntactic, topical, w) -> 8 tuples of ints
- *
- * The anchors' columns after their targets (simcore.html._anchors, whose numpy code is the
- * reference the tests compare with), from
- *
- * flags      one byte per word of the page, 1 for a never-stop word, else 0.
- * first      native int64s: each link's first word; last: each link's end word.
- * syntactic  native int64s, increasing: the SYNTACTIC cuts' word offsets; topical: TOPICAL's.
- * w          never-stop words a context holds each side.
- *
- * first, last, the context's left and right edges (the word that brings the side's count of
- * never-stop words to w, or the page edge), and the context words inside the syntactic and
- * topical regions on the left and on the right of each link.
- */
 /* How many of the n increasing values are at most x (numpy's searchsorted "right"), and below
  * x ("left"), from *at, the answer for the link before: links come in document order, so
  * the answers rise and a walk from the last one costs a step or two where a binary search
@@ -211,6 +197,20 @@ int64s(Py_buffer *b, const char *name)
     return 0;
 }
 
+/* windows(flags, first, last, syntactic, topical, w) -> 8 tuples of ints
+ *
+ * The anchors' columns after their targets (simcore.html._anchors, whose numpy code is the
+ * reference the tests compare with), from
+ *
+ * flags      one byte per word of the page, 1 for a never-stop word, else 0.
+ * first      native int64s: each link's first word; last: each link's end word.
+ * syntactic  native int64s, increasing: the SYNTACTIC cuts' word offsets; topical: TOPICAL's.
+ * w          never-stop words a context holds each side.
+ *
+ * first, last, the context's left and right edges (the word that brings the side's count of
+ * never-stop words to w, or the page edge), and the context words inside the syntactic and
+ * topical regions on the left and on the right of each link.
+ */
 static PyObject *
 windows(PyObject *module, PyObject *args)
 {
