@@ -169,7 +169,8 @@ def _signatures_key(bags: StageOutput, crawl: str, params: IndexParams, director
     inputs: dict[str, Any] = {"bags": bags, "crawl": crawl_identity(crawl)}
     if directory:
         inputs["directory"] = file_identities([directory])
-    stage_params: dict[str, Any] = {"minhash": params.minhash().to_dict()}
+    # The index format its files are written in (a signed folder of another format is not reused).
+    stage_params: dict[str, Any] = {"minhash": params.minhash().to_dict(), "index_format": index_store.FORMAT_VERSION}
     if metric is not Metric.JACCARD:
         stage_params["metric"] = metric.value
     return inputs, stage_params

@@ -368,29 +368,65 @@ def updated_version(live: str, delta_bags: str, crawl_dir: str, params, director
     order = np.argsort(ids, kind="stable")
     store.write_array_atomic(ids[order], os.path.join(signed, store.URLS_FILE))
     store.write_array_atomic(order.astype(np.uint32), os.path.join(signed, store.URL_DOCS_FILE))
-    _write_bags(os.path.join(v.path, store.BAGS_FILE), bags, doc, n, os.path.join(signed, store.BAGS_FILE))
+    bag_files = _write_bags(v, bags, doc, signed)
     with open(os.path.join(signed, "signatures.json"), "w") as f:
         json.dump({"n_docs": n, "minhash": minhash.to_dict(), "metric": v.metric,
-                   "stats": {"updated_docs": int((~appended).sum()), "new_docs": int(appended.sum())}}, f, indent=1)
+                   "stats": {"updated_docs": int((~appended).sum()), "new_docs": int(appended.sum())},
+                   "bags": bag_files}, f, indent=1)
     shutil.rmtree(os.path.join(signed, SIG_DIR), ignore_errors=True)
     version = os.path.join(out, "version")
     stats = write_index_version(signed, version, min_in_degree=params.min_in_degree)
     return {**stats, "updated_docs": int((~appended).sum()), "new_docs": int(appended.sum())}
 
 
-def _write_bags(prev: str, bags: pa.Table, doc: np.ndarray, n: int, path: str) -> None:
-    """bags.parquet of the new version: the live rows with the touched ones (``bags``, the
-    documents ``doc``) replaced, in id order."""
-    old = pq.read_table(prev).cast(store.INDEX_BAGS)
-    new = pa.table({"doc_id": pa.array(doc.astype(np.uint32)), "terms": bags.column("terms"),
-                    "weights": bags.column("weights")}).cast(store.INDEX_BAGS)
-    replaced = pc.is_in(old.column("doc_id"), value_set=new.column("doc_id"))
-    table = pa.concat_tables([old.filter(pc.invert(replaced)), new]).sort_by("doc_id")
-    if table.num_rows != n:
-        raise ValueError(f"expected {n} bags in the updated version, assembled {table.num_rows}")
-    tmp = path + ".tmp"
-    pq.write_table(table, tmp, row_group_size=store.BAG_ROW_GROUP, **store.INDEX_BAGS_WRITE)
-    os.replace(tmp, path)
+def _write_bags(v: store.IndexVersion, bags: pa.Table, doc: np.ndarray, folder: str) -> list[dict[str, Any]]:
+    """The bags files of the new version in ``folder``: the live version's bags with the touched
+    documents' (``bags``, of the documents ``doc``) replaced and the new documents' appended.
+
+    A file of the live version that holds no touched document is copied as it is (checked
+    against its digest); one that does is written again a row group at a time; the new
+    documents fill the last file up to store.BAG_FILE_DOCS and go on into new files, as a build
+    of the grown index would lay them out. Returns the files (BagFile dicts), in id order."""
+    if np.unique(doc).size != doc.size:
+        raise ValueError("the touched bags name a document twice")
+    columns = pa.schema([store.INDEX_BAGS.field("terms"), store.INDEX_BAGS.field("weights")])
+    order = np.argsort(doc, kind="stable")
+    touched, new = doc[order], bags.take(pa.array(order)).select(columns.names).cast(columns)
+    one_file = v.manifest.get("format_version") == 1  # its bags.parquet is written again as files
+    appended = int(np.searchsorted(touched, v.n_docs))  # new[appended:] are the new documents
+    old = v.bag_files
+    files: list[dict[str, Any]] = []
+    for k, f in enumerate(old):
+        lo, hi = np.searchsorted(touched, [f.first_doc, f.first_doc + f.docs])
+        fills = k == len(old) - 1 and appended < touched.size  # the new documents come after this file's
+        if lo == hi and not one_file and not fills:
+            store.copy_file(os.path.join(v.path, f.file), os.path.join(folder, f.file),
+                            v.manifest["files"][f.file]["sha256"])
+            files.append(f.to_dict())
+            continue
+        writer = store.BagsWriter(folder, f.first_doc, store.BAG_FILE_DOCS if one_file or fills else f.docs)
+        source = pq.ParquetFile(os.path.join(v.path, f.file))
+        at = f.first_doc  # the first document of the row group
+        for g in range(source.num_row_groups):
+            group = source.read_row_group(g, columns=columns.names).cast(columns)
+            a, b = np.searchsorted(touched, [at, at + group.num_rows])
+            if a < b:  # take row i of the group, or for a touched one its new bag (after the group's rows)
+                pick = np.arange(group.num_rows, dtype=np.int64)
+                pick[touched[a:b] - at] = group.num_rows + np.arange(a, b)
+                group = pa.concat_tables([group, new]).take(pa.array(pick))
+            writer.write(group)
+            at += group.num_rows
+        if at != f.first_doc + f.docs:
+            raise store.IndexFormatError(f"{v.path}/{f.file}: expected {f.docs} bags, found {at - f.first_doc}; "
+                                         "rebuild the index")
+        if fills:
+            writer.write(new.slice(appended))
+        files.extend(x.to_dict() for x in writer.close())
+    if not old and appended < touched.size:  # an index of no documents
+        writer = store.BagsWriter(folder, 0)
+        writer.write(new.slice(appended))
+        files.extend(x.to_dict() for x in writer.close())
+    return files
 
 
 def update(out: str, crawl_dir: str, new_parts: list[str], epoch: Epoch, strategy: Strategy, params,

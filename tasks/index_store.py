@@ -23,8 +23,14 @@ so each is one ``np.memmap``):
     urls.docs.u32     n_docs uint32: the document id of each entry of urls.u64.
     docs.parquet      doc_id, url_id, url, title, in_degree, category, n_terms, indexed — one
                       row per document id, in id order.
-    bags.parquet      doc_id, terms, weights (the BAGS rows, Section 6.1) in id order, row groups
-                      of BAG_ROW_GROUP rows, read one group at a time for re-ranking and top terms.
+    bags-<first>.parquet
+                      doc_id, terms, weights (the BAGS rows, Section 6.1) of the documents
+                      first, first + 1, … in id order, <first> written in ten digits; one file
+                      for at most BAG_FILE_DOCS documents, the files together holding every
+                      document once; row groups of BAG_ROW_GROUP rows counted from the file's
+                      first document, read one group at a time for re-ranking and top terms.
+                      The manifest's "bags" lists the files in id order: file, first_doc, docs.
+                      (Format version 1, still read, held all the bags in one bags.parquet.)
 
 An index folder published with :func:`publish` holds ``versions/<name>/`` folders, a
 ``CURRENT`` file naming the live one, and ``live``, a symbolic link to it (``OUT/live/docs.parquet``
@@ -57,7 +63,9 @@ from simweb.core.minhash import MinHashParams
 from simweb.core.query import InvertedIndex
 
 FORMAT = "simweb-index"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: The format versions this code reads (1: the bags in one file, bags.parquet).
+READABLE_VERSIONS = (1, 2)
 MANIFEST = "index.json"
 CURRENT = "CURRENT"
 LIVE = "live"
@@ -68,8 +76,13 @@ DOCS_FILE = "I.docs.u32"
 URLS_FILE = "urls.u64"
 URL_DOCS_FILE = "urls.docs.u32"
 DOCMAP_FILE = "docs.parquet"
-BAGS_FILE = "bags.parquet"
+BAGS_FILE = "bags.parquet"  # format version 1
 BAG_ROW_GROUP = 1024
+#: Documents in one bags file: a build's files hold documents [k·BAG_FILE_DOCS, (k+1)·BAG_FILE_DOCS)
+#: (the last fewer), whatever the number of workers that wrote them in parallel; an incremental
+#: update rewrites only the files holding a touched document and copies the others. 64 row
+#: groups: 16 files at a million pages.
+BAG_FILE_DOCS = 64 * BAG_ROW_GROUP
 #: Row groups of the bags an opened version keeps in memory (the most recently read).
 BAG_GROUPS_KEPT = 64
 KEEP_VERSIONS = 2
@@ -103,6 +116,121 @@ INDEX_BAGS_WRITE = {"compression": "zstd", "use_dictionary": ["doc_id", "terms.l
 
 class IndexFormatError(ValueError):
     """An index folder that is not a complete simweb index of a version this code reads."""
+
+
+def bags_file_name(first_doc: int) -> str:
+    """The name of the bags file whose first document is ``first_doc``."""
+    return f"bags-{first_doc:010d}.parquet"
+
+
+@dataclass(frozen=True, slots=True)
+class BagFile:
+    """One bags file of a version: its name and the documents first_doc … first_doc + docs − 1."""
+
+    file: str
+    first_doc: int
+    docs: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "first_doc": self.first_doc, "docs": self.docs}
+
+
+def bag_files(manifest: Mapping[str, Any]) -> list[BagFile]:
+    """The bags files of a version, in id order, checked to hold documents 0 … n_docs − 1 once each."""
+    n = int(manifest["n_docs"])
+    if manifest.get("format_version") == 1:
+        return [BagFile(BAGS_FILE, 0, n)]
+    try:
+        files = [BagFile(str(e["file"]), int(e["first_doc"]), int(e["docs"])) for e in manifest["bags"]]
+    except (KeyError, TypeError, ValueError):
+        raise IndexFormatError("the manifest's \"bags\" is missing or not a list of {file, first_doc, docs}; "
+                               "rebuild the index") from None
+    at = 0
+    for f in files:
+        if f.file not in manifest.get("files", {f.file: None}):
+            raise IndexFormatError(f"the manifest names bags file {f.file} but not its size and digest; "
+                                   "rebuild the index")
+        if f.first_doc != at or f.docs <= 0 or os.path.basename(f.file) != f.file:
+            raise IndexFormatError(f"the manifest's bags files do not hold documents 0 … {n - 1} in order "
+                                   f"(at {f.file}); rebuild the index")
+        at += f.docs
+    if at != n:
+        raise IndexFormatError(f"the manifest's bags files hold {at} documents, not {n}; rebuild the index")
+    return files
+
+
+class BagsWriter:
+    """Writes the bags of documents ``first_doc``, ``first_doc`` + 1, … (given in that order, a
+    table of terms and weights at a time) into the bags files of a version folder: a file each
+    ``file_docs`` documents, in row groups of BAG_ROW_GROUP; each file appears whole when done.
+    :meth:`close` returns the files written."""
+
+    def __init__(self, folder: str, first_doc: int, file_docs: int | None = None) -> None:
+        file_docs = BAG_FILE_DOCS if file_docs is None else file_docs
+        if file_docs <= 0:
+            raise ValueError(f"file_docs: expected a count > 0, got {file_docs}")
+        self.folder, self.file_docs = folder, file_docs
+        self.next_doc = first_doc
+        self.files: list[BagFile] = []
+        self._writer: pq.ParquetWriter | None = None
+        self._first = first_doc
+        self._in_file = 0
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+
+    def write(self, bags: pa.Table) -> None:
+        """Append the bags of the next ``bags.num_rows`` documents (columns terms, weights)."""
+        while bags.num_rows:
+            room = self.file_docs - self._in_file - self._pending_rows
+            take = bags.slice(0, room)
+            bags = bags.slice(take.num_rows)
+            ids = np.arange(self.next_doc, self.next_doc + take.num_rows, dtype=np.uint32)
+            self.next_doc += take.num_rows
+            self._pending.append(pa.table({"doc_id": ids, "terms": take.column("terms"),
+                                           "weights": take.column("weights")}).cast(INDEX_BAGS))
+            self._pending_rows += take.num_rows
+            if self._in_file + self._pending_rows == self.file_docs:
+                self._flush(everything=True)
+                self._finish_file()
+            elif self._pending_rows >= BAG_ROW_GROUP:
+                self._flush(everything=False)
+
+    def _flush(self, everything: bool) -> None:
+        merged = pa.concat_tables(self._pending)
+        rows = merged.num_rows if everything else merged.num_rows - merged.num_rows % BAG_ROW_GROUP
+        if rows:
+            if self._writer is None:
+                self._writer = pq.ParquetWriter(self._tmp(), INDEX_BAGS, **INDEX_BAGS_WRITE)
+            self._writer.write_table(merged.slice(0, rows), row_group_size=BAG_ROW_GROUP)
+            self._in_file += rows
+        rest = merged.slice(rows)
+        self._pending, self._pending_rows = [rest], rest.num_rows
+
+    def _tmp(self) -> str:
+        return os.path.join(self.folder, f".tmp-{bags_file_name(self._first)}")
+
+    def _finish_file(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+            name = bags_file_name(self._first)
+            os.replace(self._tmp(), os.path.join(self.folder, name))
+            self.files.append(BagFile(name, self._first, self._in_file))
+        self._first += self._in_file
+        self._in_file = 0
+
+    def close(self) -> list[BagFile]:
+        if self._pending_rows:
+            self._flush(everything=True)
+        self._finish_file()
+        return self.files
+
+    def abort(self) -> None:
+        """Drop the file being written (the finished ones stay)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+            os.remove(self._tmp())
 
 
 def offsets_file(dtype: np.dtype | str) -> str:
@@ -323,7 +451,7 @@ def read_manifest(version: str) -> dict[str, Any]:
         raise IndexFormatError(f"{version} is not a finished index version: {MANIFEST} is missing") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise IndexFormatError(f"{path} is not valid JSON ({e}); rebuild the index") from None
-    if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
+    if manifest.get("format") != FORMAT or manifest.get("format_version") not in READABLE_VERSIONS:
         raise IndexFormatError(
             f"{path}: expected format {FORMAT!r} version {FORMAT_VERSION}, found "
             f"{manifest.get('format')!r} version {manifest.get('format_version')!r}; rebuild the index with this simweb"
@@ -385,11 +513,12 @@ class IndexVersion:
 
     def bag(self, doc_id: int) -> dict[str, float]:
         """The weighted bag of a document as {term: weight}."""
-        group = self._bag_group(doc_id // BAG_ROW_GROUP)
-        row = doc_id % BAG_ROW_GROUP
-        terms = group.column("terms")[row].as_py()
-        weights = group.column("weights")[row].as_py()
-        return dict(zip(terms, weights))
+        if not 0 <= doc_id < self.n_docs:
+            raise IndexError(f"document {doc_id} is not in this index (it holds 0 … {self.n_docs - 1})")
+        f = int(np.searchsorted(self._bag_firsts, doc_id, side="right")) - 1
+        g, row = divmod(doc_id - int(self._bag_firsts[f]), self._bag_handle(f)[1])
+        group = self._bag_group(f, g)
+        return dict(zip(group.column("terms")[row].as_py(), group.column("weights")[row].as_py()))
 
     def bag_columns(self, doc_ids: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
         """The bags of several documents, given in rising id order, as flat columns: (terms,
@@ -398,32 +527,65 @@ class IndexVersion:
         doc_ids = np.asarray(doc_ids, dtype=np.int64)
         if doc_ids.size > 1 and np.any(np.diff(doc_ids) < 0):
             raise ValueError("bag_columns: expected document ids in rising order")
-        groups = doc_ids // BAG_ROW_GROUP
-        tables = [self._bag_group(g).take(pa.array(doc_ids[groups == g] % BAG_ROW_GROUP))
-                  for g in np.unique(groups).tolist()]
+        if doc_ids.size and (doc_ids[0] < 0 or doc_ids[-1] >= self.n_docs):
+            raise IndexError(f"bag_columns: document ids outside 0 … {self.n_docs - 1}")
+        firsts = self._bag_firsts
+        files = np.searchsorted(firsts, doc_ids, side="right") - 1
+        rows = doc_ids - firsts[files]
+        group_rows = np.array([self._bag_handle(f)[1] for f in range(firsts.size)], dtype=np.int64)[files]
+        # One key per (file, row group), rising with the document ids.
+        keys = files * (1 << 32) + rows // group_rows
+        tables = []
+        for key in np.unique(keys).tolist():
+            f, g = divmod(key, 1 << 32)
+            at = keys == key
+            tables.append(self._bag_group(f, g).take(pa.array(rows[at] % group_rows[at])))
         if not tables:
             return pa.array([], pa.string()), np.zeros(1, dtype=np.int64), np.zeros(0)
-        rows = pa.concat_tables(tables)
-        terms = rows.column("terms").combine_chunks()
+        found = pa.concat_tables(tables)
+        terms = found.column("terms").combine_chunks()
         offsets = np.zeros(doc_ids.size + 1, dtype=np.int64)
         np.cumsum(pc.list_value_length(terms).to_numpy(zero_copy_only=False), out=offsets[1:])
-        weights = pc.list_flatten(rows.column("weights").combine_chunks()).to_numpy(zero_copy_only=False)
+        weights = pc.list_flatten(found.column("weights").combine_chunks()).to_numpy(zero_copy_only=False)
         return pc.list_flatten(terms), offsets, weights.astype(np.float64)
 
-    def _bag_group(self, g: int) -> pa.Table:
-        # The server may answer from several threads: one reader of the file and its 64
-        # most recent row groups, under one lock (dict.setdefault is atomic).
+    @property
+    def bag_files(self) -> list[BagFile]:
+        """The bags files of this version, in id order."""
+        files = self._cache.get("bag_files")
+        if files is None:
+            files = self._cache["bag_files"] = bag_files(self.manifest)
+        return files
+
+    @property
+    def _bag_firsts(self) -> np.ndarray:
+        firsts = self._cache.get("bag_firsts")
+        if firsts is None:
+            firsts = self._cache["bag_firsts"] = np.array([f.first_doc for f in self.bag_files], dtype=np.int64)
+        return firsts
+
+    def _bag_handle(self, f: int) -> tuple[pq.ParquetFile, int]:
+        """The open bags file ``f`` and the rows of its row groups (all but the last alike)."""
+        handles = self._cache.setdefault("bag_handles", {})
+        found = handles.get(f)
+        if found is None:
+            path = os.path.join(self.path, self.bag_files[f].file)
+            found = handles[f] = _bags_handle(open(path, "rb"), path, self.bag_files[f].docs)
+        return found
+
+    def _bag_group(self, f: int, g: int) -> pa.Table:
+        # The server may answer from several threads: one reader of each file and the 64 most
+        # recent row groups, under one lock (dict.setdefault is atomic).
         with self._cache.setdefault("bags_lock", threading.Lock()):
             groups = self._cache.setdefault("bag_groups", {})
-            table = groups.get(g)
+            table = groups.get((f, g))
             if table is None:
-                pf = self._cache.get("bags_file")
-                if pf is None:
-                    pf = self._cache["bags_file"] = pq.ParquetFile(os.path.join(self.path, BAGS_FILE))
+                pf = self._bag_handle(f)[0]
                 if len(groups) >= BAG_GROUPS_KEPT:
                     groups.pop(next(iter(groups)))
-                table = groups[g] = pf.read_row_group(g)
+                table = groups[(f, g)] = pf.read_row_group(g)
             return table
+
 
     def verify(self) -> None:
         """Check every file's SHA-256 against the manifest (reads the whole index)."""
@@ -431,6 +593,33 @@ class IndexVersion:
         if problems:
             raise IndexFormatError(f"{self.path} is damaged: {'; '.join(problems)}; rebuild the index "
                                    "(or run the build again with --verify to publish an intact copy)")
+
+
+def _bags_handle(file, path: str, docs: int) -> tuple[pq.ParquetFile, int]:
+    """A bags file opened: its reader and its row groups' rows, checked against the manifest."""
+    pf = pq.ParquetFile(file)
+    meta = pf.metadata
+    sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    if meta.num_rows != docs or (sizes and (any(n != sizes[0] for n in sizes[:-1]) or sizes[-1] > sizes[0])):
+        raise IndexFormatError(f"{path}: expected {docs} bags in row groups of one size, found {meta.num_rows} "
+                               f"in {sizes[:5]}{'…' if len(sizes) > 5 else ''}; rebuild the index")
+    return pf, max(sizes[0] if sizes else 1, 1)
+
+
+def _room_for_files(n: int) -> None:
+    """Raise the open-file limit (the soft one, within the hard) for an index of ``n`` bags
+    files, all held open: 1,526 at a hundred million pages, beyond a default of 1,024."""
+    if n <= 256:
+        return
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = 4 * n + 1024
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want if hard == resource.RLIM_INFINITY else min(want, hard), hard))
+    except (ImportError, ValueError, OSError):  # no such limit here, or not ours to raise
+        pass
 
 
 def open_version(index: str, *, verify: bool = False) -> IndexVersion:
@@ -474,10 +663,12 @@ def _open_version(index: str, verify: bool) -> IndexVersion:
         url_ids=_memmap(os.path.join(path, URLS_FILE), "<u8", (n,)),
         url_docs=_memmap(os.path.join(path, URL_DOCS_FILE), "<u4", (n,)),
     )
-    # Hold the metadata and an open handle on the bags now: once open, a later prune of this
-    # version cannot take them away (an unlinked file stays readable while open).
+    # Hold the metadata and an open handle on each bags file now: once open, a later prune of
+    # this version cannot take them away (an unlinked file stays readable while open).
     version._cache["docs"] = pq.read_table(os.path.join(path, DOCMAP_FILE))
-    version._cache["bags_file"] = pq.ParquetFile(open(os.path.join(path, BAGS_FILE), "rb"))
+    _room_for_files(len(version.bag_files))
+    for f in range(len(version.bag_files)):
+        version._bag_handle(f)
     if verify:
         version.verify()
     return version

@@ -44,7 +44,7 @@ or DuckDB, or memory-map `OUT/live/H.u32`, without looking into `versions/`.
 
 {_schema_table(index_store.DOCMAP)}
 
-### bags.parquet
+### bags-<first>.parquet (each bags file)
 
 {_schema_table(index_store.INDEX_BAGS)}
 """

@@ -203,7 +203,9 @@ def assemble_signatures(
     *,
     facts: PageFacts | None = None,
 ) -> dict[str, int]:
-    """Number the signed parts 0..N−1 in part order and write H, the url map, the doc map and the bags.
+    """Number the signed parts 0..N−1 in part order and write H, the url map and the doc map
+    (the bags are written by :func:`write_index_bags`, from what this returns: per part, the
+    documents it gave and the positions of the signed rows it did not).
 
     A URL seen in an earlier part wins; later rows of the same url id are skipped and counted.
     The doc map's in-degrees, titles and categories are ``facts`` (None: none known).
@@ -252,8 +254,13 @@ def assemble_signatures(
     order = np.argsort(ids, kind="stable")
     store.write_array_atomic(ids[order].astype(np.uint64), os.path.join(out, store.URLS_FILE))
     store.write_array_atomic(order.astype(np.uint32), os.path.join(out, store.URL_DOCS_FILE))
-    _copy_bags(bags, [m.column("row").to_numpy() for m in metas], keep, os.path.join(out, store.BAGS_FILE))
-    return {"bags": int(url_ids.size), "docs": n, "duplicate_urls": int(url_ids.size - n)}
+    # Per signed part, its rows that became documents: their count, and the positions (among the
+    # part's signed rows) of the duplicates left out.
+    cuts = np.cumsum([0] + [m.num_rows for m in metas])
+    kept = [int(keep[a:b].sum()) for a, b in zip(cuts[:-1], cuts[1:])]
+    dropped = [np.flatnonzero(~keep[a:b]).tolist() for a, b in zip(cuts[:-1], cuts[1:])]
+    return {"bags": int(url_ids.size), "docs": n, "duplicate_urls": int(url_ids.size - n), "kept": kept,
+            "dropped": dropped}
 
 
 def signed_bags(part: str, rows: np.ndarray) -> pa.Table:
@@ -264,40 +271,59 @@ def signed_bags(part: str, rows: np.ndarray) -> pa.Table:
     return table.take(pa.array(rows))
 
 
-def _copy_bags(parts: Sequence[str], rows: Sequence[np.ndarray], keep: np.ndarray, path: str) -> None:
-    """The bags of the BAGS ``parts`` (their signed ``rows``, those ``keep`` marks) in document
-    id order, in row groups of BAG_ROW_GROUP rows."""
-    tmp = path + ".tmp"
+def write_index_bags(parts: Sequence[str], indices: Sequence[int], out: str, first_doc: int,
+                     dropped: Sequence[Sequence[int]], spans: Sequence[Sequence[int]]) -> list[dict[str, Any]]:
+    """The index's bags files from ``first_doc`` on (a multiple of store.BAG_FILE_DOCS): the bags
+    of the BAGS ``parts``, signed as parts ``indices`` into ``out`` — of each, its signed rows but
+    the ``dropped`` positions (duplicate URLs), and of those the span [a, b) — in that order
+    (store.BagsWriter). Returns the files written (BagFile dicts).
+
+    A task on a worker for a run of whole files: at a million pages this copy was most of the
+    signatures stage when the flow's process wrote every bag alone. The files depend on the
+    number of documents only, not on how many workers wrote them."""
     kept = []
-    at = 0
-    for signed in rows:
-        kept.append(signed[keep[at:at + signed.size]])
-        at += signed.size
-    doc = 0
-    # The next part is read (Arrow decodes without the GIL) while this one is encoded and
-    # written, instead of one after the other on one core while the other idles: on the 100k
-    # crawl's bags in one process the copy took 2.4-2.5 s so against 2.8-3.5 s.
-    with pq.ParquetWriter(tmp, store.INDEX_BAGS, **store.INDEX_BAGS_WRITE) as writer, \
-            ThreadPoolExecutor(1, thread_name_prefix="simweb-bags-reader") as reader:
-        pending: list[pa.Table] = []
-        pending_rows = 0
-        upcoming = reader.submit(signed_bags, parts[0], kept[0]) if parts else None
-        for i in range(len(parts)):
-            t = upcoming.result()
-            upcoming = reader.submit(signed_bags, parts[i + 1], kept[i + 1]) if i + 1 < len(parts) else None
-            t = t.append_column("doc_id", pa.array(np.arange(doc, doc + t.num_rows, dtype=np.uint32)))
-            doc += t.num_rows
-            pending.append(t.select(["doc_id", "terms", "weights"]).cast(store.INDEX_BAGS))
-            pending_rows += t.num_rows
-            if pending_rows >= store.BAG_ROW_GROUP:
-                merged = pa.concat_tables(pending)
-                full = pending_rows - pending_rows % store.BAG_ROW_GROUP
-                writer.write_table(merged.slice(0, full), row_group_size=store.BAG_ROW_GROUP)
-                rest = merged.slice(full)
-                pending, pending_rows = [rest], rest.num_rows
-        if pending_rows:
-            writer.write_table(pa.concat_tables(pending), row_group_size=store.BAG_ROW_GROUP)
-    os.replace(tmp, path)
+    for i, gone, (a, b) in zip(indices, dropped, spans):
+        rows = read_parquet(join(out, SIG_DIR, _part_name(i) + ".parquet"), columns=["row"]).column("row").to_numpy()
+        kept.append((np.delete(rows, np.asarray(gone, dtype=np.int64)) if len(gone) else rows)[a:b])
+    with local_stand_in(out) as local:
+        writer = store.BagsWriter(local, first_doc)
+        try:
+            # The next part is read (Arrow decodes without the GIL) while this one is encoded and
+            # written: on the 100k crawl's bags in one process the copy took 2.4-2.5 s so against
+            # 2.8-3.5 s one part after the other.
+            with ThreadPoolExecutor(1, thread_name_prefix="simweb-bags-reader") as reader:
+                upcoming = reader.submit(signed_bags, parts[0], kept[0]) if parts else None
+                for k in range(len(parts)):
+                    table = upcoming.result()
+                    upcoming = reader.submit(signed_bags, parts[k + 1], kept[k + 1]) if k + 1 < len(parts) else None
+                    writer.write(table)
+            files = writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+    return [f.to_dict() for f in files]
+
+
+def index_bags_calls(parts: Sequence[str], out: str, kept: Sequence[int], dropped: Sequence[Sequence[int]],
+                     tasks: int) -> list[dict[str, Any]]:
+    """:func:`write_index_bags`'s keyword dicts: the bags files (a file each store.BAG_FILE_DOCS
+    documents) in at most ``tasks`` runs of consecutive files; each call names the parts
+    whose documents its files hold, and which of their documents (a part split between two
+    runs is read by both)."""
+    file_docs = store.BAG_FILE_DOCS
+    firsts = np.concatenate([[0], np.cumsum(kept, dtype=np.int64)])
+    n = int(firsts[-1])
+    n_files = -(-n // file_docs)
+    calls = []
+    for run in shards(list(range(n_files)), tasks):
+        lo, hi = run[0] * file_docs, min(n, (run[-1] + 1) * file_docs)
+        # The parts with documents in [lo, hi), and the span of each part's documents inside it.
+        inside = [i for i in range(len(parts)) if firsts[i] < hi and firsts[i + 1] > max(lo, firsts[i])]
+        calls.append({"parts": [parts[i] for i in inside], "indices": inside, "out": out, "first_doc": lo,
+                      "dropped": [dropped[i] for i in inside],
+                      "spans": [[int(max(lo, firsts[i]) - firsts[i]), int(min(hi, firsts[i + 1]) - firsts[i])]
+                                for i in inside]})
+    return calls
 
 
 # --------------------------------------------------------------------------- inversion
@@ -379,7 +405,7 @@ def invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | N
         return _invert_finish(signed, out, n_reducers, min_in_degree)
     reduced = [f"{SHUFFLE_DIR}/{_reduce_file(r)}" for r in range(n_reducers)]
     with local_stand_in(out, fetch=reduced) as local:
-        for name in (store.H_FILE, store.URLS_FILE, store.URL_DOCS_FILE, store.BAGS_FILE):
+        for name in (store.H_FILE, store.URLS_FILE, store.URL_DOCS_FILE, *_bag_names(signed)):
             download(join(signed, name), os.path.join(local, name))
         stats = _invert_finish(signed, local, n_reducers, min_in_degree)
     remove(join(out, SHUFFLE_DIR))
@@ -405,7 +431,7 @@ def _invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | 
     # H, the maps and the bags are the signatures stage's, unchanged: both stages are cache, so
     # they share the files (a hard link; a copy where the file system has none). Publishing
     # copies them out of the cache, checked against their digests (index_store.publish).
-    for name in (store.H_FILE, store.URLS_FILE, store.URL_DOCS_FILE, store.BAGS_FILE):
+    for name in (store.H_FILE, store.URLS_FILE, store.URL_DOCS_FILE, *_bag_names(signed)):
         if not is_remote(signed) and os.path.abspath(signed) != os.path.abspath(out):
             _link_or_copy(os.path.join(signed, name), os.path.join(out, name))
     docmap = read_parquet(join(signed, store.DOCMAP_FILE))
@@ -425,6 +451,7 @@ def _invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | 
         "min_in_degree": min_in_degree if degrees_known else None,
         "offsets_dtype": np.dtype(off_dtype).name,
         "signature_stats": info.get("stats", {}),
+        "bags": info["bags"],
     })
     return stats
 
@@ -434,6 +461,10 @@ def _link_or_copy(src: str, dst: str) -> None:
         os.link(src, dst)
     except OSError:  # another file system, or one without hard links
         store.copy_file(src, dst)
+
+
+def _bag_names(signed: str) -> list[str]:
+    return [f["file"] for f in _signed_info(signed)["bags"]]
 
 
 def _signed_info(signed: str) -> dict[str, Any]:
@@ -502,6 +533,9 @@ def signatures(
         signed = [f"{SIG_DIR}/{_part_name(i)}.{ext}" for i in range(len(parts)) for ext in ("u32", "parquet")]
         with local_stand_in(out, fetch=signed if is_remote(out) else ()) as local:
             assembled = assemble_signatures(parts, local, params, facts=facts.result())
+            # The bags in document order, a file a run of parts, written on the workers.
+            bag_calls = index_bags_calls(parts, out, assembled["kept"], assembled["dropped"], tasks or 1)
+            bag_files = [f for files in _run(fan_out, write_index_bags_task, bag_calls) for f in files]
             shutil.rmtree(os.path.join(local, SIG_DIR), ignore_errors=True)
     remove(join(out, SIG_DIR))
     total = Counter()
@@ -512,8 +546,8 @@ def signatures(
         bad_rows=int(total["bad_rows"]), duplicate_urls=assembled["duplicate_urls"],
     ).to_dict()
     with local_stand_in(out) as local, open(os.path.join(local, "signatures.json"), "w") as f:
-        json.dump({"n_docs": assembled["docs"], "minhash": params.to_dict(), "metric": metric, "stats": stats}, f,
-                  indent=1)
+        json.dump({"n_docs": assembled["docs"], "minhash": params.to_dict(), "metric": metric, "stats": stats,
+                   "bags": bag_files}, f, indent=1)
     return stats
 
 
@@ -553,5 +587,6 @@ def write_index_version(
 
 sign_part_task = task(name="sign-bags-part")(sign_part)
 sign_parts_task = task(name="sign-bags-parts")(sign_parts)
+write_index_bags_task = task(name="write-index-bags")(write_index_bags)
 invert_map_task = task(name="invert-map")(invert_map)
 invert_reduce_task = task(name="invert-reduce")(invert_reduce)

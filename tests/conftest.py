@@ -165,7 +165,7 @@ def build_in_process():
     return build
 
 
-INDEX_DATA_FILES = ("H.u32", "I.keys.u64", "I.docs.u32", "urls.u64", "urls.docs.u32", "docs.parquet", "bags.parquet")
+INDEX_DATA_FILES = ("H.u32", "I.keys.u64", "I.docs.u32", "urls.u64", "urls.docs.u32", "docs.parquet")
 
 
 @pytest.fixture(scope="session")
@@ -181,7 +181,8 @@ def _index_diff(a: str, b: str) -> list[str]:
 
     from simweb.tasks import index_store
 
-    differ = [name for name in INDEX_DATA_FILES + ("I.offsets.u32",)
+    bags = tuple(sorted({f.file for v in (a, b) for f in index_store.bag_files(index_store.read_manifest(v))}))
+    differ = [name for name in INDEX_DATA_FILES + ("I.offsets.u32",) + bags
               if os.path.exists(os.path.join(a, name)) or os.path.exists(os.path.join(b, name))
               if not (os.path.exists(os.path.join(a, name)) and os.path.exists(os.path.join(b, name))
                       and filecmp.cmp(os.path.join(a, name), os.path.join(b, name), shallow=False))]

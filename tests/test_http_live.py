@@ -141,7 +141,7 @@ def test_the_server_answers_from_its_version_whatever_current_says(tmp_path):
         assert "v-no-h/H.u32: missing" in warnings(log)[-1]
 
         # The served version pruned from disk while open (CURRENT dangling, so the server keeps
-        # it): its memory maps and its open handle on bags.parquet keep answering. Only
+        # it): its memory maps and its open handles on the bags files keep answering. Only
         # /api/info asks between the switch and the prune, so no bag was read before it.
         once = shutil.copytree(source["a"], tmp_path / "a-once")  # no other link to its files
         store.publish(str(once), root, name="v-0010-a")

@@ -88,7 +88,7 @@ def reference(updated, tmp_path_factory):
 def _documents(version: str) -> dict[str, dict]:
     v = store.open_version(version)
     docs = pq.read_table(f"{version}/{store.DOCMAP_FILE}").to_pylist()
-    bags = {r["doc_id"]: r for r in pq.read_table(f"{version}/{store.BAGS_FILE}").to_pylist()}
+    bags = {r["doc_id"]: r for f in v.bag_files for r in pq.read_table(f"{version}/{f.file}").to_pylist()}
     return {d["url"]: {**{k: d[k] for k in ("title", "in_degree", "category", "n_terms", "indexed")},
                        "h": v.h[d["doc_id"]].tolist(), "terms": bags[d["doc_id"]]["terms"],
                        "weights": bags[d["doc_id"]]["weights"], "doc_id": d["doc_id"]}

@@ -68,7 +68,9 @@ def test_sharded_inversion_equals_one_block(tmp_path):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "many" / name).read_bytes()
     assert json.loads((tmp_path / "one" / "index.json").read_text())["min_in_degree"] is None
     # H, the maps and the bags are the signed folder's files, linked, not copied.
-    for name in (store.H_FILE, store.URLS_FILE, store.URL_DOCS_FILE, store.BAGS_FILE):
+    bags = [f.file for f in store.bag_files(json.loads((tmp_path / "one" / "index.json").read_text()))]
+    assert bags == [store.bags_file_name(0)]
+    for name in (store.H_FILE, store.URLS_FILE, store.URL_DOCS_FILE, *bags):
         assert (tmp_path / "one" / name).samefile(tmp_path / "signed" / name), name
 
 
@@ -175,7 +177,7 @@ def test_damaged_or_foreign_folders_are_refused_with_a_clear_message(tmp_path, s
 
 def test_bags_file_has_small_row_groups_in_document_order(small_index):
     v = store.open_version(small_index)
-    pf = pq.ParquetFile(os.path.join(v.path, store.BAGS_FILE))
+    pf = pq.ParquetFile(os.path.join(v.path, store.bags_file_name(0)))
     assert pf.metadata.row_group(0).num_rows == min(store.BAG_ROW_GROUP, 48)
     assert pf.read().column("doc_id").to_pylist() == list(range(48))
 
