@@ -532,7 +532,10 @@ class IndexVersion:
         firsts = self._bag_firsts
         files = np.searchsorted(firsts, doc_ids, side="right") - 1
         rows = doc_ids - firsts[files]
-        group_rows = np.array([self._bag_handle(f)[1] for f in range(firsts.size)], dtype=np.int64)[files]
+        # The rows of a row group in each file asked for (an index may have thousands of files).
+        asked = np.unique(files)
+        group_rows = np.array([self._bag_handle(f)[1] for f in asked.tolist()], dtype=np.int64)[
+            np.searchsorted(asked, files)]
         # One key per (file, row group), rising with the document ids.
         keys = files * (1 << 32) + rows // group_rows
         tables = []
@@ -585,7 +588,6 @@ class IndexVersion:
                     groups.pop(next(iter(groups)))
                 table = groups[(f, g)] = pf.read_row_group(g)
             return table
-
 
     def verify(self) -> None:
         """Check every file's SHA-256 against the manifest (reads the whole index)."""
