@@ -106,7 +106,7 @@ INDEX_BAGS = pa.schema(
         pa.field("weights", pa.list_(pa.float32()), nullable=False),
     ]
 )
-#: How bags.parquet is written (pyarrow.parquet writer options). Its row groups are small
+#: How the bags files are written (pyarrow.parquet writer options). Their row groups are small
 #: (BAG_ROW_GROUP bags, for look-ups), too small for a dictionary of float weights to pay: the
 #: weights go byte-stream-split instead, which zstd packs well. Measured on the 10k-page scale
 #: crawl: 36.3 MB with dictionaries on every column, 26.6 MB so, read 0.28 → 0.24 s.
