@@ -188,3 +188,26 @@ def test_local_cluster_workers_start_without_dasks_malloc_trim_threshold():
     arenas = expected.get("MALLOC_ARENA_MAX", cluster_module._USER_ARENA_MAX)
     assert list(seen.values()) == [(cluster_module._USER_MALLOC_TRIM, str(before.get("OMP_NUM_THREADS", 1)), arenas)]
     assert dict(dask.config.get(key)) == before
+
+
+def test_local_cluster_servers_tick_and_sample_less_often_unless_the_user_said_otherwise():
+    """The scheduler and nannies of a local cluster live in the flow's process: their event-loop
+    ticks and system samples are made rarer for the cluster's life, in its worker processes
+    too; a value the user chose is kept, and Dask's own come back afterwards."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    from simweb.flows.cluster import QUIET_DASK, _worker_process_environment
+
+    tick, monitor = "distributed.admin.tick.interval", "distributed.admin.system-monitor.interval"
+    defaults = (dask.config.get(tick), dask.config.get(monitor))
+    assert defaults == ("20ms", "500ms")  # the values QUIET_DASK replaces (a new Dask may change them)
+    with _worker_process_environment():
+        assert (dask.config.get(tick), dask.config.get(monitor)) == (QUIET_DASK[tick], QUIET_DASK[monitor])
+        with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                          dashboard_address=None) as cluster, Client(cluster) as client:
+            seen = client.run(lambda: (dask.config.get(tick), dask.config.get(monitor)))
+    assert list(seen.values()) == [(QUIET_DASK[tick], QUIET_DASK[monitor])]
+    assert (dask.config.get(tick), dask.config.get(monitor)) == defaults
+    with dask.config.set({tick: "50ms"}), _worker_process_environment():
+        assert (dask.config.get(tick), dask.config.get(monitor)) == ("50ms", QUIET_DASK[monitor])
