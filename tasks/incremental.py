@@ -385,8 +385,9 @@ def _write_bags(v: store.IndexVersion, bags: pa.Table, doc: np.ndarray, folder: 
 
     A file of the live version that holds no touched document is copied as it is (checked
     against its digest); one that does is written again a row group at a time; the new
-    documents fill the last file up to store.BAG_FILE_DOCS and go on into new files, as a build
-    of the grown index would lay them out. Returns the files (BagFile dicts), in id order."""
+    documents fill the last file up to store.BAG_FILE_DOCS (it is written again only if it has
+    room) and go on into new files, as a build of the grown index would lay them out. Returns
+    the files (BagFile dicts), in id order."""
     if np.unique(doc).size != doc.size:
         raise ValueError("the touched bags name a document twice")
     columns = pa.schema([store.INDEX_BAGS.field("terms"), store.INDEX_BAGS.field("weights")])
@@ -396,9 +397,11 @@ def _write_bags(v: store.IndexVersion, bags: pa.Table, doc: np.ndarray, folder: 
     appended = int(np.searchsorted(touched, v.n_docs))  # new[appended:] are the new documents
     old = v.bag_files
     files: list[dict[str, Any]] = []
+    filled = False  # whether the new documents went on from the last file's
     for k, f in enumerate(old):
         lo, hi = np.searchsorted(touched, [f.first_doc, f.first_doc + f.docs])
-        fills = k == len(old) - 1 and appended < touched.size  # the new documents come after this file's
+        # The new documents come after the last file's, in it while it has room.
+        fills = k == len(old) - 1 and appended < touched.size and (one_file or f.docs < store.BAG_FILE_DOCS)
         if lo == hi and not one_file and not fills:
             store.copy_file(os.path.join(v.path, f.file), os.path.join(folder, f.file),
                             v.manifest["files"][f.file]["sha256"])
@@ -421,9 +424,10 @@ def _write_bags(v: store.IndexVersion, bags: pa.Table, doc: np.ndarray, folder: 
                                          "rebuild the index")
         if fills:
             writer.write(new.slice(appended))
+            filled = True
         files.extend(x.to_dict() for x in writer.close())
-    if not old and appended < touched.size:  # an index of no documents
-        writer = store.BagsWriter(folder, 0)
+    if appended < touched.size and not filled:  # the last file is full, or the index had no documents
+        writer = store.BagsWriter(folder, v.n_docs)
         writer.write(new.slice(appended))
         files.extend(x.to_dict() for x in writer.close())
     return files

@@ -193,3 +193,35 @@ def test_an_update_copies_the_untouched_files_and_lays_out_the_rest_as_a_build(t
     assert [r["doc_id"] for r in rows] == list(range(32))
     assert [dict(zip(r["terms"], r["weights"])) for r in rows] == \
         [{t: pytest.approx(w) for t, w in b.items()} for b in want]
+
+
+def test_an_update_that_only_appends_after_a_full_last_file_copies_every_file(tmp_path, small_files, monkeypatch):
+    """The live version's files are all full (30 documents, files of 6): one touched document
+    (7, file 1) and two new ones (30, 31) rewrite file 1 alone, copy the other four, the last
+    included, and start a new file for the new documents."""
+    bags, expected = _bags_folder(tmp_path)
+    _index(tmp_path, bags, 2)
+    v = store.open_version(str(tmp_path / "version"))
+    doc = np.array([30, 7, 31])
+    new = [{"terms": ["new", f"d{d}"], "weights": [1.0, float(d)]} for d in doc.tolist()]
+    table = pa.Table.from_pylist(new, schema=pa.schema([pa.field("terms", pa.list_(pa.string())),
+                                                        pa.field("weights", pa.list_(pa.float32()))]))
+    folder = tmp_path / "updated"
+    folder.mkdir()
+    copied, copy_file = [], store.copy_file
+    monkeypatch.setattr(store, "copy_file", lambda src, dst, sha=None: (copied.append(os.path.basename(dst)),
+                                                                        copy_file(src, dst, sha)))
+    files = _write_bags(v, table, doc, str(folder))
+    assert [(f["file"], f["first_doc"], f["docs"]) for f in files] == \
+        [(store.bags_file_name(d), d, 6) for d in range(0, 30, 6)] + [(store.bags_file_name(30), 30, 2)]
+    assert copied == [store.bags_file_name(d) for d in (0, 12, 18, 24)]
+    for f in files[:5]:
+        same = (folder / f["file"]).read_bytes() == (tmp_path / "version" / f["file"]).read_bytes()
+        assert same == (f["first_doc"] != 6), f
+    want = list(expected) + [{}, {}]
+    for d, bag in zip(doc.tolist(), new):
+        want[d] = dict(zip(bag["terms"], bag["weights"]))
+    rows = [r for f in files for r in pq.read_table(folder / f["file"]).to_pylist()]
+    assert [r["doc_id"] for r in rows] == list(range(32))
+    assert [dict(zip(r["terms"], r["weights"])) for r in rows] == \
+        [{t: pytest.approx(w) for t, w in b.items()} for b in want]
