@@ -46,6 +46,7 @@ the ingest stage can surface them in its summary.
 from __future__ import annotations
 
 import re
+import threading
 from collections import Counter, deque
 from itertools import compress, repeat
 from operator import and_, attrgetter, is_not, methodcaller, not_
@@ -54,6 +55,11 @@ import numpy as np
 
 from selectolax import lexbor as selectolax_lexbor
 from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser, LexborNode
+
+try:  # selectolax's CSS engine, which its trees make one of on first use
+    from selectolax.lexbor import LexborCSSSelector
+except ImportError:  # pragma: no cover - another selectolax version
+    LexborCSSSelector = None
 
 from simweb.core.records import Anchors, ParsedPage
 from simweb.core.text import WORD_RE, _is_mark, clean_text, never_stop_flags, tokenize
@@ -140,7 +146,7 @@ def parse_page(html: str, url: str, skipped: Counter[str] | None = None) -> Pars
     if page is None:  # the page's own text holds our marker characters: drop them, parse again
         counted.clear()
         page = _parse(html, url, counted, drop_marker_characters=True)
-    if skipped is not None:
+    if skipped is not None and counted:
         skipped.update(counted)
     return page
 
@@ -150,7 +156,7 @@ def _parse(html: str, url: str, skipped: Counter[str], drop_marker_characters: b
     tree = LexborHTMLParser(html, options=_WITHOUT_EVENTS)
     title = _title(tree)
     title_words = tuple(tokenize(title))
-    base = _base_url(tree, url)
+    base = _base_url(tree, url, html)
     canonical = _canonical_links(tree, base)
     body = tree.body
     if body is None:  # a frameset page has no body and no anchors
@@ -215,19 +221,46 @@ else:
         return words, np.frombuffer(kinds, np.int8), np.frombuffer(before, np.int64), markers
 
 
+# A parsed tree makes a CSS engine of its own on its first query, which costs a small page more
+# than the three queries below together: one engine per thread serves every page instead. It
+# answers as the tree's own would (selectolax's node.css_first and node.css ask it the same way).
+_engines = threading.local()
+
+
+def _select(node: LexborNode, query: str, first: bool = False) -> list[LexborNode]:
+    if LexborCSSSelector is None:
+        if not first:
+            return node.css(query)
+        found = node.css_first(query)
+        return [] if found is None else [found]
+    try:
+        engine = _engines.engine
+    except AttributeError:
+        engine = _engines.engine = LexborCSSSelector()
+    return engine.find_first(query, node) if first else engine.find(query, node)
+
+
+# An element named base comes only from a start tag "<base" (tag names are ASCII-lower-cased
+# by the tokenizer, never built from character references): a page without one has none, and
+# searching its text costs less than searching its tree.
+_BASE_TAG = re.compile("<base", re.IGNORECASE)
+
+
 def _title(tree: LexborHTMLParser) -> str:
     head = tree.head
-    node = head.css_first("title") if head is not None else None
-    if node is None:
-        node = tree.css_first("title")
-    return " ".join(node.text().split()) if node is not None else ""
+    found = _select(head, "title", first=True) if head is not None else []
+    if not found:
+        found = _select(tree.root, "title", first=True) if tree.root is not None else []
+    return " ".join(found[0].text().split()) if found else ""
 
 
-def _base_url(tree: LexborHTMLParser, url: str) -> str:
+def _base_url(tree: LexborHTMLParser, url: str, html: str) -> str:
     """The URL relative links resolve against: the first ``<base href>``, else the page's own URL."""
-    node = tree.css_first("base[href]")
-    if node is not None:
-        base = normalize_url(node.attrs.get("href") or "", url)
+    if _BASE_TAG.search(html) is None or tree.root is None:
+        return url
+    found = _select(tree.root, "base[href]", first=True)
+    if found:
+        base = normalize_url(found[0].attrs.get("href") or "", url)
         if base is not None:
             return base
     return url
@@ -239,7 +272,7 @@ def _canonical_links(tree: LexborHTMLParser, base: str) -> tuple[str | None, ...
     head = tree.head
     if head is None:
         return ()
-    return tuple(normalize_url(node.attrs.get("href") or "", base) for node in head.css("link[rel][href]")
+    return tuple(normalize_url(node.attrs.get("href") or "", base) for node in _select(head, "link[rel][href]")
                  if "canonical" in (node.attrs.get("rel") or "").lower().split())
 
 

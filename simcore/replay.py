@@ -38,6 +38,7 @@ A replay prefix is either a template holding ``{url}`` (and ``{timestamp}``), su
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from datetime import datetime, timedelta, timezone
@@ -75,7 +76,14 @@ def _unescape_repeatedly(text: str) -> str:
         text = decoded
 
 
+# What escaping once changes: anything outside printable ASCII, and "%" and "#" (_SAFE holds
+# every other printable ASCII character). Most URLs have none, and searching costs less than quoting.
+_ESCAPED = re.compile(r"[^!-~]|[%#]")
+
+
 def _escape_once(text: str) -> str:
+    if _ESCAPED.search(text) is None:
+        return text
     return quote(text.encode("utf-8"), safe=_SAFE)
 
 
@@ -96,6 +104,7 @@ def _inet_aton(host: str) -> str | None:
     return ".".join(str((number >> shift) & 255) for shift in (24, 16, 8, 0))
 
 
+@functools.lru_cache(maxsize=1 << 14)  # a crawl's pages share few hosts
 def _canonical_host(host: str) -> str:
     host = _unescape_repeatedly(host)
     try:
@@ -114,6 +123,8 @@ def _canonical_host(host: str) -> str:
 
 
 def _canonical_path(path: str) -> str:
+    if path[:1] == "/" and "%" not in path and "/." not in path and "//" not in path:
+        return _escape_once(path)  # no escapes, dot segments or empty segments: kept as it is
     kept: list[str] = []
     segments = _unescape_repeatedly(path).split("/")[1:] if path else []
     for segment in segments:
@@ -192,7 +203,10 @@ def timestamp14(warc_date: str | None) -> str | None:
         sign = 1 if zone[0] == "+" else -1
         digits = zone[1:].replace(":", "")
         moment -= sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
-    return moment.replace(tzinfo=timezone.utc).strftime("%Y%m%d%H%M%S")
+    if moment.year < 1000:  # strftime writes such a year without its leading zeros
+        return moment.replace(tzinfo=timezone.utc).strftime("%Y%m%d%H%M%S")
+    # the same digits as strftime, which costs a page's record more than the rest of this
+    return f"{moment.year}{moment.month:02}{moment.day:02}{moment.hour:02}{moment.minute:02}{moment.second:02}"
 
 
 def payload_digest(header: str | None) -> str:

@@ -545,8 +545,10 @@ def _add_page(page, record: RecordPlace, source: str, parts: IngestParts, counts
         logger.warning("%s: page %s at offset %d skipped: %s: %s", source, url, record.offset,
                        type(exc).__name__, exc, exc_info=True)
         return PARSE_ERROR
-    counts.links_skipped.update(link_skips)
-    counts.aliases_skipped.update(alias_skips)
+    if link_skips:
+        counts.links_skipped.update(link_skips)
+    if alias_skips:
+        counts.aliases_skipped.update(alias_skips)
     return None
 
 

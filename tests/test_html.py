@@ -152,6 +152,13 @@ def test_unusable_base_href_falls_back_to_the_page_url():
     assert contexts(page)[0].target_url == "http://example.com/p.html"
 
 
+def test_a_base_element_is_found_whatever_the_case_of_its_tag_and_wherever_it_stands():
+    page = parse_page('<p>x</p><BaSe HrEf="http://Other.org/d/"><a href="p.html">p</a>', PAGE)
+    assert contexts(page)[0].target_url == "http://other.org/d/p.html"
+    page = parse_page('<p>&lt;base href="http://other.org/"&gt;</p><a href="p.html">p</a>', PAGE)
+    assert contexts(page)[0].target_url == "http://example.com/p.html"
+
+
 def test_skipped_counter_is_optional():
     assert len(parse_page(LINKS, PAGE).anchors) == 7
 

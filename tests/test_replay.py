@@ -4,7 +4,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings, strategies as st
+from urllib.parse import quote
 
+from simweb.core import replay
 from simweb.core.replay import cdxj_line, payload_digest, replay_url, surt, timestamp14
 
 # Expected keys as the reference `surt` package (pywb's) computes them with its defaults.
@@ -32,12 +35,39 @@ def test_surt_keys_are_those_pywb_computes(url, key):
     assert surt(url) == key
 
 
+# Paths and hosts drawn from the characters that decide the steps: separators, dots, escapes,
+# characters escaping once must change, and a few letters.
+_URL_TEXT = st.text(st.sampled_from("/./%2Fa#B~ é\x7f\t:@?&=1"), max_size=16)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_URL_TEXT)
+def test_escaping_once_changes_a_text_only_where_quoting_does(text):
+    assert replay._escape_once(text) == quote(text.encode("utf-8"), safe=replay._SAFE)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_URL_TEXT)
+def test_a_path_kept_as_it_is_by_the_short_way_is_what_the_full_steps_give(path):
+    segments = replay._unescape_repeatedly(path).split("/")[1:] if path else []
+    kept: list[str] = []
+    for segment in segments:
+        if segment == "..":
+            kept.pop() if kept else kept.append(segment)
+        elif segment != ".":
+            kept.append(segment)
+    full = "/" + "".join(f"{s}/" for s in kept[:-1] if s) + (kept[-1] if kept else "")
+    assert replay._canonical_path(path) == quote(full.encode("utf-8"), safe=replay._SAFE)
+
+
 @pytest.mark.parametrize("date, expected", [
     ("2017-03-06T04:02:06Z", "20170306040206"),
     ("2017-03-06T04:02:06.123456Z", "20170306040206"),
     ("2017-03-06T04:02Z", "20170306040200"),
     ("2017-03-06T01:02:06-03:00", "20170306040206"),
     ("2017-03-06T06:02:06+0200", "20170306040206"),
+    ("1999-12-31T23:30:00-01:00", "20000101003000"),
+    ("2024-02-29T00:00:09+00:30", "20240228233009"),
     ("2008-10-294T05:21:46-0700", None),
     ("", None),
     (None, None),
