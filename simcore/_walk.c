@@ -16,6 +16,10 @@
  *     The body's text as the marked tree gives it — fragments (text nodes, markers, alt text)
  *     joined by one space — and how many marker characters were written. ``kept`` has one
  *     byte per link of links(): 1 when its target is kept.
+ * head(head, title_tag, link_tag) -> (title, links)
+ *     What the head's CSS queries "title" (the first) and "link[rel][href]" find: the text of
+ *     the head's first title element (None when it has none), and the (rel, href) values of
+ *     its link elements with both attributes, in document order ("" for a bare attribute).
  *
  * ``body`` is the address of the body element (selectolax's LexborNode.mem_id); ``classes``
  * one byte per tag id below 256: DROPPED, LINK, AREA, IMAGE flags and the region marker
@@ -429,10 +433,100 @@ done:
     return result;
 }
 
+/* The value of ``element``'s attribute ``name`` ("" for a bare one); NULL with no exception
+ * when it has none. */
+static PyObject *
+attribute_text(node_t *element, const char *name, size_t length)
+{
+    attr_t *attr = attribute(element, name, length);
+    if (attr == NULL)
+        return NULL;
+    size_t n = 0;
+    const unsigned char *value = attribute_value(attr, &n);
+    return PyUnicode_DecodeUTF8(value != NULL ? (const char *)value : "", value != NULL ? (Py_ssize_t)n : 0,
+                                "replace");
+}
+
+static PyObject *
+walk_head(PyObject *self, PyObject *args)
+{
+    PyObject *address;
+    unsigned long long title_tag, link_tag;
+    if (!PyArg_ParseTuple(args, "OKK", &address, &title_tag, &link_tag))
+        return NULL;
+    if (!bound) {
+        PyErr_SetString(PyExc_RuntimeError, "not bound to Lexbor: call bind() first");
+        return NULL;
+    }
+    node_t *root = PyLong_AsVoidPtr(address);
+    if (root == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "head: a null address");
+        return NULL;
+    }
+    PyObject *title = NULL, *links = PyList_New(0);
+    if (links == NULL)
+        return NULL;
+    /* Every descendant in document order: down to the first child, else on to the next
+     * sibling of the nearest ancestor that has one, up to the root. */
+    node_t *node = first_child(root);
+    while (node != NULL) {
+        tag_id_t tag = tag_id_of(node);
+        if (tag == title_tag && title == NULL) {
+            size_t n = 0;
+            unsigned char *data = text_content(node, &n);
+            title = PyUnicode_DecodeUTF8(data != NULL ? (const char *)data : "", data != NULL ? (Py_ssize_t)n : 0,
+                                         "replace");
+            if (title == NULL)
+                goto fail;
+        }
+        else if (tag == link_tag) {
+            PyObject *rel = attribute_text(node, "rel", 3);
+            if (rel == NULL && PyErr_Occurred())
+                goto fail;
+            PyObject *href = rel != NULL ? attribute_text(node, "href", 4) : NULL;
+            if (href == NULL) {
+                Py_XDECREF(rel);
+                if (PyErr_Occurred())
+                    goto fail;
+            }
+            else {
+                PyObject *pair = PyTuple_Pack(2, rel, href);
+                Py_DECREF(rel);
+                Py_DECREF(href);
+                if (pair == NULL || PyList_Append(links, pair) < 0) {
+                    Py_XDECREF(pair);
+                    goto fail;
+                }
+                Py_DECREF(pair);
+            }
+        }
+        node_t *next = first_child(node);
+        while (next == NULL && node != NULL) {
+            next = next_sibling(node);
+            if (next == NULL) {
+                node = parent_of(node);
+                if (node == root)
+                    node = NULL;
+            }
+        }
+        node = next;
+    }
+    PyObject *result = Py_BuildValue("(OO)", title != NULL ? title : Py_None, links);
+    Py_XDECREF(title);
+    Py_DECREF(links);
+    return result;
+fail:
+    Py_XDECREF(title);
+    Py_DECREF(links);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"bind", walk_bind, METH_VARARGS, "Look up the Lexbor functions in the selectolax module loaded from a path."},
     {"links", walk_links, METH_VARARGS, "The hrefs of a body's link elements in document order."},
     {"text", walk_text, METH_VARARGS, "A body's text with the markers, and how many were written."},
+    {"head", walk_head, METH_VARARGS, "The text of a head's first title and its link elements' (rel, href)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -154,10 +154,12 @@ def parse_page(html: str, url: str, skipped: Counter[str] | None = None) -> Pars
 def _parse(html: str, url: str, skipped: Counter[str], drop_marker_characters: bool = False) -> ParsedPage | None:
     """The page, or None when the text does not hold exactly the markers that were inserted."""
     tree = LexborHTMLParser(html, options=_WITHOUT_EVENTS)
-    title = _title(tree)
+    head = tree.head
+    title_in_head, head_links = _head(head) if head is not None else (None, ())
+    title = _title(tree, title_in_head)
     title_words = tuple(tokenize(title))
     base = _base_url(tree, url, html)
-    canonical = _canonical_links(tree, base)
+    canonical = _canonical_links(head_links, base)
     body = tree.body
     if body is None:  # a frameset page has no body and no anchors
         return ParsedPage(url, title, title_words, (), _NO_ANCHORS, canonical)
@@ -246,12 +248,25 @@ def _select(node: LexborNode, query: str, first: bool = False) -> list[LexborNod
 _BASE_TAG = re.compile("<base", re.IGNORECASE)
 
 
-def _title(tree: LexborHTMLParser) -> str:
-    head = tree.head
-    found = _select(head, "title", first=True) if head is not None else []
-    if not found:
+def _head_python(head: LexborNode) -> tuple[str | None, list[tuple[str, str]]]:
+    """The text of the head's first title element (None when it has none), and the (rel, href)
+    of its link elements that have both, in document order ("" for a bare attribute)."""
+    title = _select(head, "title", first=True)
+    links = [(node.attrs.get("rel") or "", node.attrs.get("href") or "") for node in _select(head, "link[rel][href]")]
+    return (title[0].text() if title else None), links
+
+
+def _head_c(head: LexborNode) -> tuple[str | None, list[tuple[str, str]]]:
+    """:func:`_head_python` in one walk of C over the head (simcore/_walk.c)."""
+    return _walk.head(head.mem_id, _TITLE_TAG, _LINK_TAG)
+
+
+def _title(tree: LexborHTMLParser, in_head: str | None) -> str:
+    """The head's title, else the document's first; white space collapsed."""
+    if in_head is None:
         found = _select(tree.root, "title", first=True) if tree.root is not None else []
-    return " ".join(found[0].text().split()) if found else ""
+        in_head = found[0].text() if found else ""
+    return " ".join(in_head.split())
 
 
 def _base_url(tree: LexborHTMLParser, url: str, html: str) -> str:
@@ -266,14 +281,10 @@ def _base_url(tree: LexborHTMLParser, url: str, html: str) -> str:
     return url
 
 
-def _canonical_links(tree: LexborHTMLParser, base: str) -> tuple[str | None, ...]:
+def _canonical_links(head_links: list[tuple[str, str]], base: str) -> tuple[str | None, ...]:
     """The targets of the ``<link rel="canonical" href>`` elements of the head (RFC 6596; ``rel``
     is a list of keywords, compared without regard to case), resolved against ``base``."""
-    head = tree.head
-    if head is None:
-        return ()
-    return tuple(normalize_url(node.attrs.get("href") or "", base) for node in _select(head, "link[rel][href]")
-                 if "canonical" in (node.attrs.get("rel") or "").lower().split())
+    return tuple(normalize_url(href, base) for rel, href in head_links if "canonical" in rel.lower().split())
 
 
 def _tag_ids(names) -> dict[str, int]:
@@ -432,7 +443,8 @@ def _marked_text_c(body, base: str, skipped: Counter[str]) -> tuple[list[str], s
 
 # A page with every kind of element the walk treats, for the check that binding it works.
 _PROBE = (
-    "<html><head><title>t</title></head><body><p>One. <a href=a.html>two <b>three</b></a><br>"
+    "<html><head><title>t <b>i</title><link rel='Canonical x' href=c.html><link rel=stylesheet><link href rel>"
+    "</head><body><p>One. <a href=a.html>two <b>three</b></a><br>"
     "<img alt='four'><img src=x><script>no</script><ul><li>five<li><a href='mailto:x'>six</a>"
     "<li><a name=n>seven</a></ul><map><area href=b.html alt=eight><area href=c.html></map>"
     "<table><tr><td>nine<td><h2>ten</h2></table><svg><title>no</title><a href=d.html>x</a></svg>"
@@ -441,16 +453,17 @@ _PROBE = (
 
 
 def _bind_walk() -> bool:
-    """Whether the C walk is bound to the selectolax in use and marks the probe page as the
-    Python path does (when not, the Python path is used)."""
+    """Whether the C walk is bound to the selectolax in use and marks the probe page, and reads
+    its head, as the Python path does (when not, the Python path is used)."""
     if _walk is None or _WALK_CLASSES is None or not _walk.bind(selectolax_lexbor.__file__):
         return False
     try:
         made = [_marked_text(LexborHTMLParser(_PROBE, options=_WITHOUT_EVENTS).body, "http://x.test/", Counter())
-                for _marked_text in (_marked_text_python, _marked_text_c)]
-    except (ValueError, RuntimeError, AttributeError):
+                for _marked_text in (_marked_text_python, _marked_text_c)]  # the Python path marks the tree
+        heads = [_head(LexborHTMLParser(_PROBE, options=_WITHOUT_EVENTS).head) for _head in (_head_python, _head_c)]
+    except (ValueError, RuntimeError, AttributeError, TypeError):
         return False
-    return made[0] == made[1]
+    return made[0] == made[1] and heads[0] == heads[1]
 
 
 def _count_skipped(href: str | None, skipped: Counter[str]) -> None:
@@ -536,4 +549,5 @@ def _right_lengths(cuts: np.ndarray, ends: np.ndarray, edges: np.ndarray) -> tup
 
 _WALK_CLASSES = _walk_classes()
 _TEXT_TAG = LexborHTMLParser("<p>x</p>").css_first("p").child.tag_id
-_marked_text = _marked_text_c if _bind_walk() else _marked_text_python
+_TITLE_TAG, _LINK_TAG = _tag_ids(("title", "link")).values()
+_marked_text, _head = (_marked_text_c, _head_c) if _bind_walk() else (_marked_text_python, _head_python)

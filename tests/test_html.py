@@ -694,7 +694,9 @@ walk_soup = st.lists(
                      "</template>", "<iframe>", "</iframe>", "<svg>", "</svg>", "<svg><title>", "<math>", "</math>",
                      "<my-widget>", "</my-widget>", "<selectedcontent>", "<select><option>", "<frameset>",
                      "word", " the ", "End. ", "!", "\u201d", "&amp;", "&lt;a&gt;", "<base href='/b/'>", "<title>",
-                     "</title>", "<", ">", "\"", "x\u0301", "😀", "日本", "<b>", "</b>", "<div>", "</div>", "<body>"]),
+                     "</title>", "<", ">", "\"", "x\u0301", "😀", "日本", "<b>", "</b>", "<div>", "</div>", "<body>",
+                     "<head>", "</head>", "<link rel=canonical href=c.html>", "<LINK REL='a Canonical' HREF>",
+                     "<link href=x rel>", "<template>", "<svg>", "</svg>"]),
     max_size=50,
 ).map("".join)
 
@@ -705,16 +707,18 @@ def both_walks(source: str, url: str = PAGE):
     from selectolax.lexbor import LexborHTMLParser
 
     made = []
-    for walk in (html._marked_text_c, html._marked_text_python):
-        body = LexborHTMLParser(source, options=html._WITHOUT_EVENTS).body
+    for walk, head in ((html._marked_text_c, html._head_c), (html._marked_text_python, html._head_python)):
+        tree = LexborHTMLParser(source, options=html._WITHOUT_EVENTS)
+        read_head = head(tree.head) if tree.head is not None else None
         skipped: Counter[str] = Counter()
-        made.append((*walk(body, url, skipped), skipped) if body is not None else None)
+        made.append((*walk(tree.body, url, skipped), skipped, read_head) if tree.body is not None else read_head)
     return made
 
 
 @needs_c_walk
 def test_the_c_walk_is_bound_to_the_installed_selectolax():
     assert html._marked_text is html._marked_text_c
+    assert html._head is html._head_c
 
 
 @needs_c_walk
@@ -763,5 +767,6 @@ def test_without_the_c_walk_pages_parse_the_same(warc_dir):
 
     pages_read = [(normalize_url(url), source) for url, source in real_pages(warc_dir)]
     expected = [parse_page(source, url) for url, source in pages_read]
-    with mock.patch.object(html, "_marked_text", html._marked_text_python):
+    with mock.patch.object(html, "_marked_text", html._marked_text_python), \
+            mock.patch.object(html, "_head", html._head_python):
         assert [parse_page(source, url) for url, source in pages_read] == expected
