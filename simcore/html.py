@@ -20,7 +20,10 @@ seldom sits between list items, so the next cell or item, or the end of the tabl
 closes one); ``h1``–``h6`` at their start; ``ul``, ``ol``, ``dl``, ``menu`` and ``table`` at
 their end. A cut-off at the same word position as an anchor with no words bounds both sides.
 
-How it is fast: Lexbor (selectolax) parses the page; one walk of C over the body's tree
+How it is fast: Lexbor (selectolax) parses the page; a walk of C over the head reads its
+title and link elements (what the CSS queries "title" and "link[rel][href]" would find, and do
+where the extension is not built); a ``<base>`` element is looked for only in a page whose text
+has a ``<base`` tag; one walk of C over the body's tree
 (simcore/_walk.c, calling the installed selectolax's Lexbor functions) reads the links' hrefs
 in document order, leaving out scripts, styles and the other unwanted elements; a page's links
 are normalised in one batch against the memo of their base directory
@@ -224,8 +227,8 @@ else:
 
 
 # A parsed tree makes a CSS engine of its own on its first query, which costs a small page more
-# than the three queries below together: one engine per thread serves every page instead. It
-# answers as the tree's own would (selectolax's node.css_first and node.css ask it the same way).
+# than the queries it asks: one engine per thread serves every page instead. It answers as the
+# tree's own would (selectolax's node.css_first and node.css ask it the same way).
 _engines = threading.local()
 
 
