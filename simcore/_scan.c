@@ -211,32 +211,18 @@ int64s(Py_buffer *b, const char *name)
  * never-stop words to w, or the page edge), and the context words inside the syntactic and
  * topical regions on the left and on the right of each link.
  */
+/* The eight columns of windows() from plain arrays (the flags' n bytes, links starts and ends,
+ * the cuts); NULL with an exception set on error. */
 static PyObject *
-windows(PyObject *module, PyObject *args)
+windows_of(const unsigned char *flag, Py_ssize_t n, const int64_t *starts, const int64_t *ends, Py_ssize_t links,
+           const int64_t *syn, Py_ssize_t n_syn, const int64_t *top, Py_ssize_t n_top, long long w)
 {
-    Py_buffer flags, first, last, syntactic, topical;
-    long long w;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*L:windows", &flags, &first, &last, &syntactic, &topical, &w))
-        return NULL;
     PyObject *columns[8] = {NULL};
     PyObject *result = NULL;
-    int64_t *nonstop = NULL;
-    Py_buffer *buffers[5] = {&flags, &first, &last, &syntactic, &topical};
-    if (int64s(&first, "first") < 0 || int64s(&last, "last") < 0 || int64s(&syntactic, "syntactic") < 0
-            || int64s(&topical, "topical") < 0)
-        goto done;
-    const Py_ssize_t n = flags.len, links = first.len / (Py_ssize_t)sizeof(int64_t);
-    if (last.len != first.len) {
-        PyErr_SetString(PyExc_ValueError, "windows: first and last: expected one value per link each");
-        goto done;
-    }
-    const unsigned char *flag = flags.buf;
-    const int64_t *starts = first.buf, *ends = last.buf, *syn = syntactic.buf, *top = topical.buf;
-    const Py_ssize_t n_syn = syntactic.len / (Py_ssize_t)sizeof(int64_t), n_top = topical.len / (Py_ssize_t)sizeof(int64_t);
-    nonstop = PyMem_Malloc((n + 1) * sizeof(int64_t));
+    int64_t *nonstop = PyMem_Malloc((n + 1) * sizeof(int64_t));
     if (nonstop == NULL) {
         PyErr_NoMemory();
-        goto done;
+        return NULL;
     }
     nonstop[0] = 0;
     for (Py_ssize_t i = 0; i < n; i++)
@@ -289,8 +275,93 @@ done:
     for (int c = 0; c < 8; c++)
         Py_XDECREF(columns[c]);
     PyMem_Free(nonstop);
+    return result;
+}
+
+static PyObject *
+windows(PyObject *module, PyObject *args)
+{
+    Py_buffer flags, first, last, syntactic, topical;
+    long long w;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*L:windows", &flags, &first, &last, &syntactic, &topical, &w))
+        return NULL;
+    PyObject *result = NULL;
+    Py_buffer *buffers[5] = {&flags, &first, &last, &syntactic, &topical};
+    if (int64s(&first, "first") < 0 || int64s(&last, "last") < 0 || int64s(&syntactic, "syntactic") < 0
+            || int64s(&topical, "topical") < 0)
+        goto done;
+    if (last.len != first.len) {
+        PyErr_SetString(PyExc_ValueError, "windows: first and last: expected one value per link each");
+        goto done;
+    }
+    result = windows_of(flags.buf, flags.len, first.buf, last.buf, first.len / (Py_ssize_t)sizeof(int64_t),
+                        syntactic.buf, syntactic.len / (Py_ssize_t)sizeof(int64_t),
+                        topical.buf, topical.len / (Py_ssize_t)sizeof(int64_t), w);
+done:
     for (int b = 0; b < 5; b++)
         PyBuffer_Release(buffers[b]);
+    return result;
+}
+
+/* anchors(flags, kinds, before, w) -> 8 tuples of ints, or None
+ *
+ * windows() from scan()'s markers as they are: the links' first and end words are the start
+ * and end markers' word offsets, the SYNTACTIC cuts those of the SYNTACTIC and TOPICAL
+ * markers, the TOPICAL cuts the TOPICAL markers'. None when the link markers do not simply
+ * alternate start, end (an <a> inside an SVG <a>): simcore.html's general path takes those.
+ */
+static PyObject *
+anchors(PyObject *module, PyObject *args)
+{
+    Py_buffer flags, kinds, before;
+    long long w;
+    if (!PyArg_ParseTuple(args, "y*y*y*L:anchors", &flags, &kinds, &before, &w))
+        return NULL;
+    PyObject *result = NULL;
+    int64_t *arrays = NULL;
+    if (before.len != kinds.len * (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "anchors: before: expected one native int64 per marker kind");
+        goto done;
+    }
+    const Py_ssize_t m = kinds.len;
+    const signed char *kind = kinds.buf;
+    const int64_t *at = before.buf;
+    arrays = PyMem_Malloc((4 * m + 1) * sizeof(int64_t));
+    if (arrays == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *starts = arrays, *ends = arrays + m, *syn = arrays + 2 * m, *top = arrays + 3 * m;
+    Py_ssize_t links = 0, n_syn = 0, n_top = 0;
+    int open = 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        if (kind[i] <= 1) {  /* a link's start, then its end */
+            if (kind[i] != (open ? 1 : 0)) {
+                result = Py_NewRef(Py_None);
+                goto done;
+            }
+            if (open)
+                ends[links++] = at[i];
+            else
+                starts[links] = at[i];
+            open = !open;
+        }
+        else if (kind[i] >= 2) {
+            syn[n_syn++] = at[i];
+            if (kind[i] == 3)
+                top[n_top++] = at[i];
+        }
+    }
+    if (open) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    result = windows_of(flags.buf, flags.len, starts, ends, links, syn, n_syn, top, n_top, w);
+done:
+    PyMem_Free(arrays);
+    PyBuffer_Release(&flags);
+    PyBuffer_Release(&kinds);
+    PyBuffer_Release(&before);
     return result;
 }
 
@@ -298,6 +369,8 @@ static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "scan(text, classes) -> (words, kinds, before, markers)"},
     {"windows", windows, METH_VARARGS,
      "windows(flags, first, last, syntactic, topical, w) -> the anchors' eight word-offset columns"},
+    {"anchors", anchors, METH_VARARGS,
+     "anchors(flags, kinds, before, w) -> windows() from scan()'s markers, or None when links nest"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -69,9 +69,9 @@ from simweb.core.text import WORD_RE, _is_mark, clean_text, never_stop_flags, to
 from simweb.core.urls import normalize_links, normalize_url
 
 try:  # the word and marker scan and the anchors' windows in C; without a C compiler at install, the same in Python
-    from simweb.core._scan import scan as _c_scan, windows as _c_windows
+    from simweb.core._scan import anchors as _c_anchors, scan as _c_scan, windows as _c_windows
 except ImportError:  # pragma: no cover - depends on the build
-    _c_scan = _c_windows = None
+    _c_scan = _c_windows = _c_anchors = None
 try:  # the marking walk in C over Lexbor's tree; without it, the same with selectolax calls
     from simweb.core import _walk
 except ImportError:  # pragma: no cover - depends on the build
@@ -175,11 +175,20 @@ def _parse(html: str, url: str, skipped: Counter[str], drop_marker_characters: b
         return None
     if not targets:
         return ParsedPage(url, title, title_words, tuple(words), _NO_ANCHORS, canonical)
+    return ParsedPage(url, title, title_words, tuple(words), _anchors_of(words, kinds, before, targets), canonical)
+
+
+def _anchors_of(words: list[str], kinds: np.ndarray, before: np.ndarray, targets: list[str]) -> Anchors:
+    """The anchors from the scan's markers: in one call of C (simcore/_scan.c: anchors) where it
+    is built and links do not nest, else links' spans and the cuts picked out by numpy."""
+    if _c_anchors is not None:
+        columns = _c_anchors(never_stop_flags(words), kinds, before, CONTEXT_NONSTOP)
+        if columns is not None:
+            return Anchors(tuple(map(targets.__getitem__, range(len(columns[0])))), *columns)
     is_link = kinds <= _END_CODE
     spans = _spans(kinds[is_link], before[is_link])
     syntactic_cuts, topical_cuts = before[kinds >= _SYNTACTIC_CODE], before[kinds == _TOPICAL_CODE]
-    anchors = _anchors(words, spans, targets, syntactic_cuts, topical_cuts)
-    return ParsedPage(url, title, title_words, tuple(words), anchors, canonical)
+    return _anchors(words, spans, targets, syntactic_cuts, topical_cuts)
 
 
 def _scan_text_python(text: str) -> tuple[list[str], np.ndarray, np.ndarray, int]:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from simweb.core import html
 from simweb.core.html import CONTEXT_NONSTOP, LINK_NOT_HTTP, LINK_UNPARSEABLE, parse_page
 from simweb.core.records import Anchor, Anchors, ParsedPage
-from simweb.core.text import WORD_RE, clean_text, never_stop, tokenize
+from simweb.core.text import WORD_RE, clean_text, never_stop, never_stop_flags, tokenize
 
 PAGE = "http://example.com/start.html"
 
@@ -455,7 +455,8 @@ ANCHORS = {"installed": html._anchors, "python": html._anchors_numpy}
 @given(pages())
 def test_parse_page_equals_a_brute_force_reference(scan, page_and_reference):
     source, reference = page_and_reference
-    with mock.patch.object(html, "_scan_text", SCANS[scan]), mock.patch.object(html, "_anchors", ANCHORS[scan]):
+    with mock.patch.object(html, "_scan_text", SCANS[scan]), mock.patch.object(html, "_anchors", ANCHORS[scan]), \
+            mock.patch.object(html, "_c_anchors", html._c_anchors if scan == "installed" else None):
         page = parse_page(source, PAGE)
     assert list(page.words) == reference.words
     expected = tuple(
@@ -552,6 +553,43 @@ def test_the_anchors_windows_in_c_equal_those_numpy_computes(case):
     assert all(type(v) is int for column in in_c.columns()[1:] for v in column)
 
 
+@st.composite
+def scanned_markers(draw):
+    """A page's words and the markers a scan finds in it: kinds (link start and end, SYNTACTIC,
+    TOPICAL) in text order, usually links that alternate start and end, sometimes any order
+    (nested links, a start left open), with the words ahead of each."""
+    n = draw(st.integers(0, 80))
+    words = draw(st.lists(st.sampled_from(["apple", "the", "of", "über", "running", "a"]), min_size=n, max_size=n))
+    if draw(st.booleans()):
+        kinds = draw(st.lists(st.sampled_from([0, 1, 2, 3]), max_size=40))
+    else:
+        kinds = []
+        for k in draw(st.lists(st.sampled_from(["link", 2, 3]), max_size=30)):
+            kinds += [0, *draw(st.lists(st.sampled_from([2, 3]), max_size=2)), 1] if k == "link" else [k]
+    before = sorted(draw(st.lists(st.integers(0, n), min_size=len(kinds), max_size=len(kinds))))
+    targets = [f"http://h.com/{i}" for i in range(kinds.count(0))]
+    return words, np.array(kinds, np.int8), np.array(before, np.int64), targets
+
+
+@needs_c_windows
+@settings(max_examples=800, deadline=None)
+@given(scanned_markers())
+def test_the_anchors_from_markers_in_one_call_of_c_equal_the_general_path(case):
+    words, kinds, before, targets = case
+    try:
+        expected = html._anchors_numpy(words, html._spans(kinds[kinds <= 1], before[kinds <= 1]), targets,
+                                       before[kinds >= 2], before[kinds == 3])
+    except (IndexError, ValueError) as exc:  # markers no page gives (an end before any start)
+        expected = type(exc)
+    try:
+        found = html._anchors_of(words, kinds, before, targets)
+    except (IndexError, ValueError) as exc:
+        found = type(exc)
+    assert found == expected
+    simple = len(kinds[kinds <= 1]) % 2 == 0 and (kinds[kinds <= 1] == np.resize([0, 1], (kinds <= 1).sum())).all()
+    assert (html._c_anchors(never_stop_flags(words), kinds, before, 32) is None) == (not simple)
+
+
 @needs_c_windows
 def test_the_anchors_windows_refuse_what_is_not_a_page_of_links():
     flags, one, none = b"\x01\x00\x01", np.array([1], np.int64), np.array([], np.int64)
@@ -564,6 +602,9 @@ def test_the_anchors_windows_refuse_what_is_not_a_page_of_links():
     with pytest.raises(ValueError, match="int64"):
         html._c_windows(flags, b"\x00" * 7, b"\x00" * 7, none, none, 32)
     assert html._c_windows(flags, none, none, none, none, 32) == ((),) * 8
+    with pytest.raises(ValueError, match="one native int64 per marker"):
+        html._c_anchors(flags, b"\x00\x01", one, 32)
+    assert html._c_anchors(flags, b"", b"", 32) == ((),) * 8
 
 
 # --- robustness ----------------------------------------------------------------------------------------
