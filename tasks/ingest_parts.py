@@ -179,7 +179,7 @@ class IngestParts:
         # The pages' SURT keys in one run over the row group: between two pages' parses the
         # steps of a key run cold, at three times the cost of the same steps run back to back.
         pages = self.pages.columns
-        pages["surt"].extend(map(surt, pages["url"][len(pages["surt"]):]))
+        pages["surt"].extend(map(surt, pages["url"]))  # empty since the last write, as every column
         for part in self._all:
             part.write()
         self.buffered = 0

@@ -162,6 +162,24 @@ def test_a_bags_file_that_disagrees_with_the_manifest_is_refused(tmp_path, small
         store.open_version(version)
 
 
+def _new_bags(doc: np.ndarray) -> tuple[list[dict], pa.Table]:
+    """New bags for the documents ``doc`` of an update, as rows and as the table it is given."""
+    new = [{"terms": ["new", f"d{d}"], "weights": [1.0, float(d)]} for d in doc.tolist()]
+    return new, pa.Table.from_pylist(new, schema=pa.schema([pa.field("terms", pa.list_(pa.string())),
+                                                            pa.field("weights", pa.list_(pa.float32()))]))
+
+
+def _assert_bags_read_back(folder, files, expected, doc, new) -> None:
+    """The updated files hold documents 0–31 in order: the new bags where given, else the old."""
+    want = list(expected) + [{}, {}]
+    for d, bag in zip(doc.tolist(), new):
+        want[d] = dict(zip(bag["terms"], bag["weights"]))
+    rows = [r for f in files for r in pq.read_table(folder / f["file"]).to_pylist()]
+    assert [r["doc_id"] for r in rows] == list(range(32))
+    assert [dict(zip(r["terms"], r["weights"])) for r in rows] == \
+        [{t: pytest.approx(w) for t, w in b.items()} for b in want]
+
+
 @pytest.mark.parametrize("version_1", [False, True])
 def test_an_update_copies_the_untouched_files_and_lays_out_the_rest_as_a_build(tmp_path, small_files, version_1):
     bags, expected = _bags_folder(tmp_path)
@@ -172,9 +190,7 @@ def test_an_update_copies_the_untouched_files_and_lays_out_the_rest_as_a_build(t
     v = store.open_version(old)
     # Documents 7 and 29 (files 1 and 4) get new bags; 30 and 31 are new.
     doc = np.array([31, 7, 30, 29])
-    new = [{"terms": ["new", f"d{d}"], "weights": [1.0, float(d)]} for d in doc.tolist()]
-    table = pa.Table.from_pylist(new, schema=pa.schema([pa.field("terms", pa.list_(pa.string())),
-                                                        pa.field("weights", pa.list_(pa.float32()))]))
+    new, table = _new_bags(doc)
     folder = tmp_path / "updated"
     folder.mkdir()
     files = _write_bags(v, table, doc, str(folder))
@@ -186,13 +202,7 @@ def test_an_update_copies_the_untouched_files_and_lays_out_the_rest_as_a_build(t
             same = (folder / f["file"]).read_bytes() == (tmp_path / "version" / f["file"]).read_bytes() \
                 if os.path.exists(tmp_path / "version" / f["file"]) else False
             assert same == (f["first_doc"] in (0, 12, 18)), f
-    want = list(expected) + [{}, {}]
-    for d, bag in zip(doc.tolist(), new):
-        want[d] = dict(zip(bag["terms"], bag["weights"]))
-    rows = [r for f in files for r in pq.read_table(folder / f["file"]).to_pylist()]
-    assert [r["doc_id"] for r in rows] == list(range(32))
-    assert [dict(zip(r["terms"], r["weights"])) for r in rows] == \
-        [{t: pytest.approx(w) for t, w in b.items()} for b in want]
+    _assert_bags_read_back(folder, files, expected, doc, new)
 
 
 def test_an_update_that_only_appends_after_a_full_last_file_copies_every_file(tmp_path, small_files, monkeypatch):
@@ -203,9 +213,7 @@ def test_an_update_that_only_appends_after_a_full_last_file_copies_every_file(tm
     _index(tmp_path, bags, 2)
     v = store.open_version(str(tmp_path / "version"))
     doc = np.array([30, 7, 31])
-    new = [{"terms": ["new", f"d{d}"], "weights": [1.0, float(d)]} for d in doc.tolist()]
-    table = pa.Table.from_pylist(new, schema=pa.schema([pa.field("terms", pa.list_(pa.string())),
-                                                        pa.field("weights", pa.list_(pa.float32()))]))
+    new, table = _new_bags(doc)
     folder = tmp_path / "updated"
     folder.mkdir()
     copied, copy_file = [], store.copy_file
@@ -218,10 +226,4 @@ def test_an_update_that_only_appends_after_a_full_last_file_copies_every_file(tm
     for f in files[:5]:
         same = (folder / f["file"]).read_bytes() == (tmp_path / "version" / f["file"]).read_bytes()
         assert same == (f["first_doc"] != 6), f
-    want = list(expected) + [{}, {}]
-    for d, bag in zip(doc.tolist(), new):
-        want[d] = dict(zip(bag["terms"], bag["weights"]))
-    rows = [r for f in files for r in pq.read_table(folder / f["file"]).to_pylist()]
-    assert [r["doc_id"] for r in rows] == list(range(32))
-    assert [dict(zip(r["terms"], r["weights"])) for r in rows] == \
-        [{t: pytest.approx(w) for t, w in b.items()} for b in want]
+    _assert_bags_read_back(folder, files, expected, doc, new)
