@@ -9,6 +9,7 @@ next build, by its SHA-256 with ``simweb verify`` or ``build --verify`` — and 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -204,7 +205,8 @@ def prefect_api(tmp_path_factory):
             yield server.api_url
 
 
-def _held_by(out: Path, what: str, process: subprocess.Popen | None = None, timeout: float = 300) -> None:
+def _held_by(out: Path, what: str, process: subprocess.Popen | None = None, timeout: float = 300,
+             poll: float = 0.1) -> None:
     import time
 
     deadline = time.monotonic() + timeout
@@ -216,8 +218,31 @@ def _held_by(out: Path, what: str, process: subprocess.Popen | None = None, time
             return
         if process is not None and process.poll() is not None:
             raise AssertionError(f"the {what} ended before taking the lock: {process.stderr.read()[-2000:]}")
-        time.sleep(0.1)
+        time.sleep(poll)
     raise AssertionError(f"no {what} took the lock of {out}")
+
+
+def _paused_holding_the_lock(out: Path, command: list[str], tries: int = 5) -> subprocess.Popen:
+    """Start ``command`` (a build) and stop it (SIGSTOP) while it holds the index's lock.
+
+    Seen holding it by the lock file's holder line, then checked after the pause by asking the
+    kernel for the lock: a build that had already let it go is waited for and started again.
+    """
+    import fcntl
+
+    for _ in range(tries):
+        process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        _held_by(out, "build-index", process, poll=0.01)
+        process.send_signal(signal.SIGSTOP)
+        with open(out / "LOCK", "rb") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return process
+            fcntl.flock(lock, fcntl.LOCK_UN)
+        process.send_signal(signal.SIGCONT)
+        assert process.wait(timeout=600) == 0, process.stderr.read()[-2000:]
+    raise AssertionError(f"the build never held the lock of {out} long enough to be paused in {tries} tries")
 
 
 def _consistent(out: Path) -> None:
@@ -265,9 +290,14 @@ def test_a_build_and_an_ingestion_at_once_lose_nothing(first, prefect_api, warc_
                      "--min-in-degree", "-1"]
 
     if first == "build":
-        build = subprocess.Popen(build_command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        _held_by(out, "build-index", build)
-        refused = ingest_new_crawl(inbox=str(inbox), out=str(out), settle_seconds=0, n_workers=1)
+        # The build runs from its cached stages and may hold the lock for less time than an
+        # ingestion takes to ask for it: it is paused while it holds the lock, so that the
+        # ingestion meets a held lock whatever the machine's speed, and let go on after.
+        build = _paused_holding_the_lock(out, build_command)
+        try:
+            refused = ingest_new_crawl(inbox=str(inbox), out=str(out), settle_seconds=0, n_workers=1)
+        finally:
+            build.send_signal(signal.SIGCONT)
         assert refused.skipped and "in use by build-index" in refused.skipped and refused.ingested == []
         waited = ingest_new_crawl(inbox=str(inbox), out=str(out), settle_seconds=0, n_workers=1,
                                   lock_wait_seconds=None)
