@@ -1,7 +1,8 @@
 """The compiled parts of simweb, all optional: simweb.core._scan, the word and marker scan of
 the ingest; simweb.core._walk, the ingest's marking walk over Lexbor's tree (it calls the Lexbor
 functions of the installed selectolax, found with dlopen/dlsym); simweb.core._gather, the bag
-fragments' gather of word runs and sums of equal (URL, term) pairs; simweb.core._porter, the
+fragments' gather of word runs and sums of equal (URL, term) pairs, and the first link
+of each page to each other page that in-degrees count; simweb.core._porter, the
 Porter stemmer of ASCII words (nltk's ORIGINAL_ALGORITHM, rule for rule); and
 simweb.core._dart, the DartMinHash signatures.
 

@@ -334,3 +334,72 @@ def test_parts_of_another_schema_are_refused_with_the_fix(pool, tmp_path):
     with pytest.raises(ValueError, match="record_offset.*expected int64, found int32.*re-run `simweb ingest`"):
         load_corpus(str(crawl))
     assert schemas.PAGES.field("record_offset").type == pa.int64()
+
+
+# -- In-degrees: the first link of each source to each target, in C ---------------------------------
+
+
+def _links_table(runs: list[tuple[int, list[int]]]) -> pa.Table:
+    sources = [s for s, targets in runs for _ in targets]
+    targets = [t for _, ts in runs for t in ts]
+    return pa.table({"source_id": pa.array(sources, pa.uint64()), "target_id": pa.array(targets, pa.uint64())})
+
+
+def _sorted_counts(table: pa.Table) -> list[tuple[int, int]]:
+    return sorted(zip(table.column("url_id").to_pylist(), table.column("in_degree").to_pylist()))
+
+
+_ids = st.integers(0, 40) | st.integers(2**64 - 3, 2**64 - 1)  # few ids (repeats, self links), and the top
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_ids, st.lists(_ids, max_size=60)), max_size=40, unique_by=lambda run: run[0]))
+def test_link_counts_in_c_are_arrows_counts(runs):
+    from simweb.tasks import crawl as crawl_module
+
+    if crawl_module._c_first_links is None:
+        pytest.skip("simweb.core._gather is not built (no C compiler at install)")
+    links = _links_table(runs)
+    first = np.empty(links.num_rows, np.uint8)
+    marked = crawl_module._c_first_links(links.column("source_id").to_numpy(), links.column("target_id").to_numpy(),
+                                         first)
+    # Each page's links lie next to each other: the C path is the one taken.
+    expected = {(s, t) for s, targets in runs for t in targets if t != s}
+    assert marked == len(expected) == int(first.sum())
+    assert _sorted_counts(crawl_module.link_counts(links)) == _sorted_counts(crawl_module._link_counts_grouped(links))
+
+
+def test_link_counts_in_c_grow_their_tables_and_mark_each_first_link():
+    from simweb.tasks import crawl as crawl_module
+
+    if crawl_module._c_first_links is None:
+        pytest.skip("simweb.core._gather is not built (no C compiler at install)")
+    rng = np.random.default_rng(5)
+    # 5,000 pages (the table of finished sources grows from 1,024 slots), one with 20,000 links
+    # (the table of a run's targets grows), repeated targets and self links throughout.
+    runs = [(int(s), rng.integers(0, 3_000, int(n)).tolist()) for s, n in
+            zip(rng.permutation(6_000)[:5_000], rng.integers(0, 12, 5_000))]
+    runs[2_500] = (runs[2_500][0], rng.integers(0, 9_000, 20_000).tolist() + [runs[2_500][0]] * 3)
+    links = _links_table(runs)
+    first = np.empty(links.num_rows, np.uint8)
+    crawl_module._c_first_links(links.column("source_id").to_numpy(), links.column("target_id").to_numpy(), first)
+    seen, want = set(), []
+    for s, t in zip(links.column("source_id").to_pylist(), links.column("target_id").to_pylist()):
+        want.append(int(s != t and (s, t) not in seen))
+        seen.add((s, t))
+    assert first.tolist() == want
+    assert _sorted_counts(crawl_module.link_counts(links)) == _sorted_counts(crawl_module._link_counts_grouped(links))
+
+
+def test_link_counts_of_a_part_not_written_page_by_page_are_counted_by_arrow():
+    from simweb.tasks import crawl as crawl_module
+
+    if crawl_module._c_first_links is None:
+        pytest.skip("simweb.core._gather is not built (no C compiler at install)")
+    # Page 1's links in two runs: its second link to 7 must not count twice.
+    links = _links_table([(1, [7, 8]), (2, [7]), (1, [7, 9])])
+    sources, targets = links.column("source_id").to_numpy(), links.column("target_id").to_numpy()
+    assert crawl_module._c_first_links(sources, targets, np.empty(links.num_rows, np.uint8)) == -1
+    assert _sorted_counts(crawl_module.link_counts(links)) == [(7, 2), (8, 1), (9, 1)]
+    with pytest.raises(ValueError, match="first links"):
+        crawl_module._c_first_links(sources, targets[:-1], np.empty(links.num_rows, np.uint8))
