@@ -789,8 +789,9 @@ def link_counts(links: pa.Table) -> pa.Table:
     Where a part holds each page's links next to each other (as the ingest writes them), the
     first link of each source to each target is marked in one pass of C over the links
     (simweb.core._gather.first_links) and the marked targets counted; otherwise, or without the
-    extension, the (target, source) pairs are grouped by Arrow — the same counts (tested), the
-    way it always was: at 100,000 pages 2.7–3.7 s for 13.7 million links against ~1 s."""
+    extension, the (target, source) pairs are grouped by Arrow — the same counts (tested). The
+    100,000-page crawl's 13.7 million links: 15–22 ms of C a part where the group-by took
+    ~0.4 s a million links (its in-degrees, read and counted, in 0.85 s against 2.9–3.4 s)."""
     sources = links.column("source_id").to_numpy()
     targets = links.column("target_id").to_numpy()
     first = np.empty(sources.size, dtype=np.uint8)
