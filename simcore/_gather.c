@@ -309,13 +309,6 @@ typedef struct {
     Py_ssize_t used;
 } StampedSet;
 
-static inline uint64_t
-slot_of_u64(uint64_t key, uint64_t mask)
-{
-    uint64_t h = key * UINT64_C(0x9E3779B97F4A7C15);
-    return (h ^ (h >> 29)) & mask;
-}
-
 static int
 stamped_init(StampedSet *t, uint64_t slots)
 {
@@ -346,7 +339,7 @@ stamped_free(StampedSet *t)
 static inline int
 stamped_add(StampedSet *t, uint64_t key, uint32_t stamp)
 {
-    uint64_t j = slot_of_u64(key, t->mask);
+    uint64_t j = slot_of((int64_t)key, t->mask);
     while (t->stamps[j] == stamp) {
         if (t->keys[j] == key)
             return 0;
@@ -361,7 +354,7 @@ stamped_add(StampedSet *t, uint64_t key, uint32_t stamp)
 static inline int
 stamped_has(const StampedSet *t, uint64_t key, uint32_t stamp)
 {
-    uint64_t j = slot_of_u64(key, t->mask);
+    uint64_t j = slot_of((int64_t)key, t->mask);
     while (t->stamps[j] == stamp) {
         if (t->keys[j] == key)
             return 1;
