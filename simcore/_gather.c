@@ -41,7 +41,7 @@
  * links of one source are not all next to each other (the part was not written page by page),
  * for the caller to count another way. Each source's run of links is looked at on its own,
  * against a table of the targets seen in the run (cleared by a new stamp, not by writing
- * it over), and a table of the sources whose runs are over: memory follows the longest run
+ * it over), and a table of the sources whose runs have begun: memory follows the longest run
  * and the number of pages, not the links.
  */
 #define PY_SSIZE_T_CLEAN
@@ -350,19 +350,6 @@ stamped_add(StampedSet *t, uint64_t key, uint32_t stamp)
     return 1;
 }
 
-/* Whether key is there under stamp. */
-static inline int
-stamped_has(const StampedSet *t, uint64_t key, uint32_t stamp)
-{
-    uint64_t j = slot_of((int64_t)key, t->mask);
-    while (t->stamps[j] == stamp) {
-        if (t->keys[j] == key)
-            return 1;
-        j = (j + 1) & t->mask;
-    }
-    return 0;
-}
-
 /* Double the set (every key under stamp 1); -1 when out of memory. */
 static int
 stamped_grow(StampedSet *t)
@@ -393,7 +380,7 @@ enum { MARKED, SPLIT_SOURCE };
 static int
 mark_first_links(const uint64_t *sources, const uint64_t *targets, uint8_t *first, Py_ssize_t n, Py_ssize_t *marked)
 {
-    StampedSet seen = {0}, done = {0}; /* a run's targets; the sources whose runs are over */
+    StampedSet seen = {0}, done = {0}; /* a run's targets; the sources whose runs have begun */
     uint32_t stamp = 0;
     Py_ssize_t count = 0;
     int status = MARKED;
@@ -405,8 +392,12 @@ mark_first_links(const uint64_t *sources, const uint64_t *targets, uint8_t *firs
         const uint64_t source = sources[start];
         for (end = start + 1; end < n && sources[end] == source; end++)
             ;
-        if (stamped_has(&done, source, 1)) {
+        if (!stamped_add(&done, source, 1)) { /* its links came in an earlier run too */
             status = SPLIT_SOURCE;
+            goto out;
+        }
+        if (++done.used * 2 > (Py_ssize_t)(done.mask + 1) && stamped_grow(&done) < 0) {
+            status = NO_MEMORY;
             goto out;
         }
         if ((uint64_t)(end - start) * 2 > seen.mask + 1) {
@@ -425,11 +416,6 @@ mark_first_links(const uint64_t *sources, const uint64_t *targets, uint8_t *firs
             const int keep = targets[e] != source && stamped_add(&seen, targets[e], stamp);
             first[e] = (uint8_t)keep;
             count += keep;
-        }
-        stamped_add(&done, source, 1);
-        if (++done.used * 2 > (Py_ssize_t)(done.mask + 1) && stamped_grow(&done) < 0) {
-            status = NO_MEMORY;
-            goto out;
         }
     }
     *marked = count;
