@@ -733,10 +733,13 @@ def _wanted(url_ids: Iterable[int] | np.ndarray | None) -> pa.Array | None:
 
 
 def _iter_parts(crawl_dir: str, data_set: str, columns: Sequence[str], key: str,
-                url_ids: Iterable[int] | np.ndarray | None) -> Iterator[pa.Table]:
-    """Each part of ``data_set`` without duplicate copies, its rows with ``key`` among ``url_ids``."""
+                url_ids: Iterable[int] | np.ndarray | None, copies: DuplicateCopies | None = None
+                ) -> Iterator[pa.Table]:
+    """Each part of ``data_set`` without duplicate copies (``copies``: the crawl's, computed
+    when None), its rows with ``key`` among ``url_ids``."""
     found = crawl_parts(crawl_dir)
-    copies = duplicate_copies(found.pages, found.aliases)
+    if copies is None:
+        copies = duplicate_copies(found.pages, found.aliases)
     wanted = _wanted(url_ids)
     for url in (found.pages if data_set == "pages" else found.links):
         if data_set == "pages":
@@ -757,24 +760,28 @@ def pages_of(crawl_dir: str, url_ids: Iterable[int] | np.ndarray, columns: Seque
     return pages.take(pa.array(np.sort(first)))
 
 
-def page_titles(crawl_dir: str, url_ids: Iterable[int] | np.ndarray | None = None) -> pa.Table:
-    """(url_id, title) of the crawl's pages (those of ``url_ids`` when given): the index's titles."""
-    tables = list(_iter_parts(crawl_dir, "pages", ["url_id", "title"], "url_id", url_ids))
+def page_titles(crawl_dir: str, url_ids: Iterable[int] | np.ndarray | None = None, *,
+                copies: DuplicateCopies | None = None) -> pa.Table:
+    """(url_id, title) of the crawl's pages (those of ``url_ids`` when given): the index's titles.
+    ``copies``: the crawl's :func:`duplicate_copies`, when the caller has them already."""
+    tables = list(_iter_parts(crawl_dir, "pages", ["url_id", "title"], "url_id", url_ids, copies))
     pages = pa.concat_tables(tables) if tables else _empty(schemas.PAGES, ["url_id", "title"])
     first = pages.group_by("url_id", use_threads=False).aggregate([("title", "first")])
     return pa.table({"url_id": first.column("url_id"), "title": first.column("title_first")})
 
 
-def in_degrees(crawl_dir: str, url_ids: Iterable[int] | np.ndarray | None = None) -> pa.Table:
+def in_degrees(crawl_dir: str, url_ids: Iterable[int] | np.ndarray | None = None, *,
+               copies: DuplicateCopies | None = None) -> pa.Table:
     """(url_id, in_degree): the number of distinct other pages linking to each URL (to those of
     ``url_ids`` when given), the in-degree the index filters I by (Section 7.1).
 
     Part by part: a page's links all lie in the part of its kept copy, so the (target, source)
     pairs of two parts never coincide and each part's counts add up. Memory holds one links
-    part's ids and a count per linked URL, not the crawl's links."""
+    part's ids and a count per linked URL, not the crawl's links. ``copies`` as for
+    :func:`page_titles`."""
     total = pa.table({"url_id": pa.array([], pa.uint64()), "in_degree": pa.array([], pa.int64())})
     pending = []
-    for links in _iter_parts(crawl_dir, "links", ["source_id", "target_id"], "target_id", url_ids):
+    for links in _iter_parts(crawl_dir, "links", ["source_id", "target_id"], "target_id", url_ids, copies):
         pending.append(link_counts(links))
         if len(pending) >= 8:
             total, pending = _add_counts([total, *pending], "url_id", "in_degree"), []

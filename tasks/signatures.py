@@ -34,7 +34,7 @@ from prefect import task
 from simweb.core.minhash import EMPTY, INDEX_ALGORITHM, MinHashParams, sign, term_hashes
 from simweb.core.query import buckets_from_pairs
 from simweb.tasks import index_store as store
-from simweb.tasks.crawl import crawl_of, in_degrees, page_titles
+from simweb.tasks.crawl import crawl_of, crawl_parts, duplicate_copies, in_degrees, page_titles
 from simweb.tasks.directory_file import url_categories
 from simweb.tasks.storage import (
     download,
@@ -191,8 +191,15 @@ class PageFacts:
     @classmethod
     def read(cls, pages: str | None = None, links: str | None = None, directory: str | None = None) -> PageFacts:
         """The facts from the PAGES and LINKS data sets (read as their crawl's: its selection,
-        one copy of a page) and a directory file."""
-        return cls(in_degrees(crawl_of(links)) if links else None, page_titles(crawl_of(pages)) if pages else None,
+        one copy of a page) and a directory file. Of one crawl, its duplicate copies are found
+        once for both."""
+        pages, links = (crawl_of(pages) if pages else None), (crawl_of(links) if links else None)
+        copies = None
+        if pages and pages == links:
+            found = crawl_parts(pages)
+            copies = duplicate_copies(found.pages, found.aliases)
+        return cls(in_degrees(links, copies=copies) if links else None,
+                   page_titles(pages, copies=copies) if pages else None,
                    url_categories(directory) if directory else None)
 
 
