@@ -149,6 +149,12 @@ FRAGMENTS = pa.schema([
     pa.field("term", pa.string(), nullable=False),
     pa.field("weight", pa.float64(), nullable=False),
 ])
+#: How fragments files are written: read once by the merge, which skips row groups by their URL
+#: ids' statistics alone — so no statistics of the strings, and dictionaries only for the
+#: strings. A links part of the 100k scale crawl's fragments (4.6 million rows, row groups of
+#: 8,192) written in 0.31–0.39 s against 0.45–0.54 s with every column's statistics and
+#: dictionary, read back in the same time, 13.8 MB against 14.3 MB.
+FRAGMENTS_WRITE = {"write_statistics": ["url_id"], "use_dictionary": ["url", "term"]}
 MERGED = pa.schema([
     pa.field("url_id", pa.uint64(), nullable=False),
     pa.field("url", pa.string(), nullable=False),
@@ -429,7 +435,7 @@ class CellFiles:
                 rows = rows.take(pc.sort_indices(rows.column("url_id")))
             if cell not in self._writers:
                 self._writers[cell] = self._stack.enter_context(
-                    parquet_writer_atomic(f"{self.stem}.c{cell:05d}.parquet", FRAGMENTS))
+                    parquet_writer_atomic(f"{self.stem}.c{cell:05d}.parquet", FRAGMENTS, FRAGMENTS_WRITE))
             write_fragments(self._writers[cell], rows, self.level)
         self._waiting, self._waiting_rows = {}, 0
 

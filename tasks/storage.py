@@ -56,13 +56,14 @@ def write_parquet_atomic(table: pa.Table, url: str, *, row_group_size: int = 64_
 def parquet_writer_atomic(url: str, schema: pa.Schema, options: dict | None = None) -> Iterator[pq.ParquetWriter]:
     """A Parquet writer for ``url`` whose tables (one or more row groups each) appear as one
     file when the block ends without error, and not at all otherwise: a part written slice by
-    slice, never held whole. ``options`` are further writer options (zstd compression always)."""
+    slice, never held whole. ``options`` are further writer options (zstd compression unless
+    they name another)."""
     fs, path = filesystem(url)
     parent = path.rsplit("/", 1)[0]
     fs.makedirs(parent, exist_ok=True)
     tmp = f"{parent}/{TMP_PREFIX}{uuid.uuid4().hex}-{path.rsplit('/', 1)[1]}"
     try:
-        with fs.open(tmp, "wb") as out, pq.ParquetWriter(out, schema, compression="zstd", **(options or {})) as writer:
+        with fs.open(tmp, "wb") as out, pq.ParquetWriter(out, schema, **{"compression": "zstd", **(options or {})}) as writer:
             yield writer
         fs.mv(tmp, path)
     except BaseException:
