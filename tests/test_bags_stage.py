@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -349,6 +350,48 @@ def test_fragments_go_to_one_file_per_cell_in_row_groups_of_finer_cells(tmp_path
         cells.write(table)
         cells.write(table.rename_columns(["url_id", "url", "word", "weight"]))
     assert sorted(str(p) for p in tmp_path.iterdir()) == files
+
+
+def test_fragments_row_groups_hold_the_strings_they_use_alone(tmp_path):
+    """Fragments arrive with a slice's dictionaries (all its URLs and terms); each row group
+    written keeps only the strings of its own rows, and reads back as the same strings."""
+    import numpy as np
+
+    from simweb.tasks.bags import FRAGMENT_ROWS, CellFiles
+
+    rng = np.random.default_rng(11)
+    urls = pa.array([f"http://h{i}.example/p" for i in range(5_000)])
+    terms = pa.array([f"term{i}" for i in range(3_000)])
+    url_at = np.sort(rng.integers(0, len(urls), 60_000)).astype(np.int32)
+    ids = np.array([url_id(u) for u in urls.to_pylist()], dtype=np.uint64)
+    order = np.argsort(ids[url_at], kind="stable")
+    url_at = url_at[order]
+    term_at = rng.integers(0, len(terms), url_at.size).astype(np.int32)
+    table = pa.table({"url_id": pa.array(ids[url_at]),
+                      "url": pa.DictionaryArray.from_arrays(pa.array(url_at), urls),
+                      "term": pa.DictionaryArray.from_arrays(pa.array(term_at), terms),
+                      "weight": rng.random(url_at.size)}, schema=FRAGMENT_ROWS)
+    with CellFiles(str(tmp_path / "part-links-x"), 2, 0) as cells:
+        cells.write(table.slice(0, 30_000))
+        cells.write(table.slice(30_000))
+    files = sorted(tmp_path.iterdir())
+    assert len(files) == 4
+    back = []
+    for f in files:
+        parquet = pq.ParquetFile(f, read_dictionary=["url", "term"])
+        for i in range(parquet.metadata.num_row_groups):
+            group = parquet.read_row_group(i)
+            for name in ("url", "term"):
+                column = group.column(name).combine_chunks()
+                used = pc.unique(column.indices)
+                assert len(column.dictionary) == len(used) == len(pc.unique(column.dictionary))
+        back.append(pq.read_table(f))
+    expected = table.cast(pa.schema([(f.name, pa.string() if f.name in ("url", "term") else f.type)
+                                      for f in FRAGMENT_ROWS]))
+    got = pa.concat_tables(back)
+    key = [("url_id", "ascending"), ("term", "ascending"), ("weight", "ascending")]
+    assert got.schema.field("url").type == pa.string()
+    assert got.sort_by(key).equals(expected.cast(got.schema).sort_by(key))
 
 
 @pytest.mark.parametrize("partitions", [1, 3, 4, 16])
