@@ -465,11 +465,12 @@ class CellFiles:
         if table.schema.names == FRAGMENT_ROWS.names and not table.schema.equals(FRAGMENT_ROWS):
             table = table.cast(FRAGMENT_ROWS)
         ids = table.column("url_id").to_numpy()
-        own = _own_strings if table.schema.equals(FRAGMENT_ROWS) else (lambda rows: rows)
+        encoded = table.schema.equals(FRAGMENT_ROWS)  # else columns the writer will refuse
         for start, stop in _runs(ids, self.level):
             # A cell's rows keep the strings they use alone: a slice's dictionaries hold all of its own.
+            rows = table.slice(start, stop - start)
             self._waiting.setdefault(cell_of(int(ids[start]), self.level), []).append(
-                own(table.slice(start, stop - start)))
+                _own_strings(rows) if encoded else rows)
             self._waiting_rows += stop - start
         if self._waiting_rows >= self.buffer_rows:
             self.flush()
