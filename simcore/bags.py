@@ -376,8 +376,11 @@ class Corpus:
         _, first = np.unique(page_ids, return_index=True)
         keep = np.sort(first)
         self._page_ids = page_ids[keep]
-        self._page_title = pages.title_words.take(keep)
-        self._page_content = WordLists.concat_rows(self._page_title, pages.words.take(keep))
+        whole = keep.size == n_pages  # no page repeated: every list kept as it is, not copied
+        self._page_title = pages.title_words if whole else pages.title_words.take(keep)
+        # A page's content is its title's words and its text's, gathered as two runs (a bag
+        # sums its terms, in whatever order they come), never copied into one list.
+        self._page_words = pages.words if whole else pages.words.take(keep)
 
         source_id = np.asarray(links.source_id, dtype=np.uint64)
         target_id = np.asarray(links.target_id, dtype=np.uint64)
@@ -510,7 +513,8 @@ class Corpus:
             runs.append((wl.codes, wl.offsets[:-1], wl.lengths, 1, row_of_list, np.array([weight]), mapping))
 
         if strategy.uses_content:
-            lists(self._page_content, self._page_row, 1.0)
+            lists(self._page_title, self._page_row, 1.0)
+            lists(self._page_words, self._page_row, 1.0)
         if strategy.uses_anchor:
             w0 = ANCHOR_DISTANCE_WEIGHT if strategy.distance_weighting else 1.0
             lists(self._page_title, self._page_row, w0)

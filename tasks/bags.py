@@ -325,7 +325,8 @@ def fragments_of_pages_part(url: str, strategy: Strategy, skip_ids: np.ndarray, 
         for piece in page_slices(url, columns, skip_ids, size.page_rows, exclude):
             ids = piece.pages.column("url_id").to_numpy()
             again = np.isin(ids, seen)
-            table, seen = piece.pages.filter(pa.array(~again)), np.concatenate([seen, ids[~again]])
+            table = piece.pages.filter(pa.array(~again)) if again.any() else piece.pages
+            seen = np.concatenate([seen, ids[~again]])
             frags, frag_stats = fragments(table, None, strategy)
             writer.write(frags)
             stats["pages"] += piece.pages.num_rows + piece.skipped + piece.excluded
