@@ -40,7 +40,9 @@ _ALREADY_NORMAL = re.compile(
 )
 
 _CACHE_LIMIT = 1 << 18
-_cache: dict[tuple[str, str | tuple[str, str, str] | None], str | None] = {}
+# Keys: (reference, base directory or None) for normalize_url; a reference that names its
+# authority, as written, for normalize_links.
+_cache: dict[tuple[str, str | tuple[str, str, str] | None] | str, str | None] = {}
 
 
 def _normalise_escape(match: re.Match[str]) -> str:
@@ -249,13 +251,25 @@ def normalize_url(url: str, base: str | None = None) -> str | None:
 _MISSING = object()
 
 
+def _normalise_absolute(href: str) -> str | None:
+    """:func:`normalize_url` of a reference that names its authority (it reads nothing of a
+    base), memoised by the caller."""
+    if len(_cache) >= _CACHE_LIMIT:
+        _cache.clear()
+    try:
+        return _normalise(href[: href.index("#")] if "#" in href else href, None)
+    except (ValueError, TypeError, UnicodeError):
+        return None
+
+
 def normalize_links(hrefs: list, base: str) -> list[str | None]:
     """``[normalize_url(href, base) for href in hrefs]``: the links of one page, in one batch.
 
     A page's links are looked up in the memo of :func:`normalize_url` by C-level maps, under
     the base's directory (what most references read of their base), so that a link seen
-    before on a page of the same directory costs one dict look-up; the others take the full
-    path. Entries that are not strings (None for a bare ``href``) give None.
+    before on a page of the same directory costs one dict look-up; a link that names its
+    authority is memoised once for every directory; the others take the full path. Entries
+    that are not strings (None for a bare ``href``) give None.
     """
     try:
         directory = _split_base(base)[4]
@@ -264,14 +278,24 @@ def normalize_links(hrefs: list, base: str) -> list[str | None]:
     found = list(map(_cache.get, zip(hrefs, repeat(directory)), repeat(_MISSING)))
     if _MISSING in found:
         for i, result in enumerate(found):
+            if result is not _MISSING:
+                continue
+            href = hrefs[i]
+            if not isinstance(href, str):
+                found[i] = None
+                continue
+            # A link that names its authority is memoised as written, under itself alone:
+            # the pages of every directory find it there (a mirror's pages, or a CMS's, link
+            # absolutely from thousands of directories), one entry a link.
+            result = _cache.get(href, _MISSING)
             if result is _MISSING:
-                href = hrefs[i]
-                found[i] = result = normalize_url(href, base)
-                # normalize_url memoises the link without its fragment, or without its base
-                # when it names its authority: kept as written too, the next page of this
-                # directory finds it in the C-level map above.
-                if isinstance(href, str) and _NEEDS_ONLY_DIRECTORY(href) is not None:
-                    _cache[(href, directory)] = result
+                if _NEEDS_ONLY_DIRECTORY(href) is None:  # reads the base's whole path and query
+                    result = normalize_url(href, base)
+                elif _NAMES_AUTHORITY(href) is not None:
+                    result = _cache[href] = _normalise_absolute(href)
+                else:  # the next page of this directory finds it in the C-level map above
+                    result = _cache[(href, directory)] = normalize_url(href, base)
+            found[i] = result
     return found
 
 

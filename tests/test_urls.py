@@ -209,6 +209,22 @@ def test_links_to_places_in_a_page_and_absolute_links_share_memo_entries(monkeyp
     assert calls == ["", "b.html", "HTTP://H.com/e/f.html"]
 
 
+def test_a_batch_memoises_an_absolute_link_once_for_every_directory(monkeypatch):
+    # Pages of many directories (a mirror's, a CMS's) link absolutely to the same pages: each
+    # such link is resolved once and held in one memo entry, not one per directory.
+    monkeypatch.setattr(urls, "_cache", {})
+    monkeypatch.setattr(urls, "_base_cache", {})
+    calls = []
+    resolve = urls._normalise
+    monkeypatch.setattr(urls, "_normalise", lambda url, base: calls.append(url) or resolve(url, base))
+    links = ["HTTPS://H.com/x.html#a", "https://h.com/y.html", "z.html", None]
+    for page in ("http://h.com/d/a.html", "http://h.com/e/b.html", "https://o.org/f/g/c.html", "http://h.com/d/b.html"):
+        assert urls.normalize_links(links, page) == [
+            "https://h.com/x.html", "https://h.com/y.html", normalize_url("z.html", page), None]
+    assert calls.count("HTTPS://H.com/x.html") == 1 and calls.count("https://h.com/y.html") == 1
+    assert [key for key in urls._cache if "x.html" in str(key)] == ["HTTPS://H.com/x.html#a"]
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(refs, st.none()), max_size=8), bases, bases)
 def test_a_batch_of_links_gives_what_each_link_gives(hrefs, base, other_base):
