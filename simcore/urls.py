@@ -40,8 +40,8 @@ _ALREADY_NORMAL = re.compile(
 )
 
 _CACHE_LIMIT = 1 << 18
-# Keys: (reference, base directory or None) for normalize_url; a reference that names its
-# authority, as written, for normalize_links.
+# Keys: (reference, base directory or None) for normalize_url; for normalize_links, also a
+# reference that names its authority as written, and None (a bare href) and False (no href).
 _cache: dict[tuple[str, str | tuple[str, str, str] | None] | str, str | None] = {}
 
 
@@ -275,26 +275,26 @@ def normalize_links(hrefs: list, base: str) -> list[str | None]:
         directory = _split_base(base)[4]
     except (ValueError, TypeError, UnicodeError):  # a base urlsplit refuses: every link the long way
         return [normalize_url(href, base) for href in hrefs]
-    found = list(map(_cache.get, zip(hrefs, repeat(directory)), repeat(_MISSING)))
+    # Two C-level maps: a link that names its authority (and an entry that is no string) is
+    # memoised as written, for pages of every directory (a mirror's pages, or a CMS's, link
+    # absolutely from thousands of directories), one entry a link; a relative one under the
+    # base's directory. What the first finds is the default of the second.
+    found = list(map(_cache.get, hrefs, repeat(_MISSING)))
+    if _MISSING in found:
+        found = list(map(_cache.get, zip(hrefs, repeat(directory)), found))
     if _MISSING in found:
         for i, result in enumerate(found):
             if result is not _MISSING:
                 continue
             href = hrefs[i]
             if not isinstance(href, str):
-                found[i] = None
-                continue
-            # A link that names its authority is memoised as written, under itself alone:
-            # the pages of every directory find it there (a mirror's pages, or a CMS's, link
-            # absolutely from thousands of directories), one entry a link.
-            result = _cache.get(href, _MISSING)
-            if result is _MISSING:
-                if _NEEDS_ONLY_DIRECTORY(href) is None:  # reads the base's whole path and query
-                    result = normalize_url(href, base)
-                elif _NAMES_AUTHORITY(href) is not None:
-                    result = _cache[href] = _normalise_absolute(href)
-                else:  # the next page of this directory finds it in the C-level map above
-                    result = _cache[(href, directory)] = normalize_url(href, base)
+                result = _cache[href] = None
+            elif _NEEDS_ONLY_DIRECTORY(href) is None:  # reads the base's whole path and query
+                result = normalize_url(href, base)
+            elif _NAMES_AUTHORITY(href) is not None:
+                result = _cache[href] = _normalise_absolute(href)
+            else:
+                result = _cache[(href, directory)] = normalize_url(href, base)
             found[i] = result
     return found
 
