@@ -191,16 +191,21 @@ def test_relative_links_are_memoised_per_base_directory(monkeypatch):
     assert relative == [("next.html", ("http", "h.com", "/d/"))]  # one entry for both pages
 
 
-
-def test_links_to_places_in_a_page_and_absolute_links_share_memo_entries(monkeypatch):
-    # The fragment is dropped before the memo is asked, and a link naming its authority reads
-    # nothing of the base: "#l1" and "#l2" of one page, and one absolute link from pages of
-    # other directories, are resolved once each.
+def _resolved_anew(monkeypatch) -> list[str]:
+    """Empty memos, and the list every reference resolved anew (not found in a memo) goes to."""
     monkeypatch.setattr(urls, "_cache", {})
     monkeypatch.setattr(urls, "_base_cache", {})
     calls = []
     resolve = urls._normalise
     monkeypatch.setattr(urls, "_normalise", lambda url, base: calls.append(url) or resolve(url, base))
+    return calls
+
+
+def test_links_to_places_in_a_page_and_absolute_links_share_memo_entries(monkeypatch):
+    # The fragment is dropped before the memo is asked, and a link naming its authority reads
+    # nothing of the base: "#l1" and "#l2" of one page, and one absolute link from pages of
+    # other directories, are resolved once each.
+    calls = _resolved_anew(monkeypatch)
     page = "http://h.com/d/a.html?x=1"
     assert urls.normalize_links(["#l1", "#l2", "b.html#top", "b.html#end"], page) == [page, page, "http://h.com/d/b.html", "http://h.com/d/b.html"]
     absolute = "HTTP://H.com/e/f.html#s"
@@ -212,11 +217,7 @@ def test_links_to_places_in_a_page_and_absolute_links_share_memo_entries(monkeyp
 def test_a_batch_memoises_an_absolute_link_once_for_every_directory(monkeypatch):
     # Pages of many directories (a mirror's, a CMS's) link absolutely to the same pages: each
     # such link is resolved once and held in one memo entry, not one per directory.
-    monkeypatch.setattr(urls, "_cache", {})
-    monkeypatch.setattr(urls, "_base_cache", {})
-    calls = []
-    resolve = urls._normalise
-    monkeypatch.setattr(urls, "_normalise", lambda url, base: calls.append(url) or resolve(url, base))
+    calls = _resolved_anew(monkeypatch)
     links = ["HTTPS://H.com/x.html#a", "https://h.com/y.html", "z.html", None]
     for page in ("http://h.com/d/a.html", "http://h.com/e/b.html", "https://o.org/f/g/c.html", "http://h.com/d/b.html"):
         assert urls.normalize_links(links, page) == [
