@@ -236,30 +236,25 @@ def normalize_url(url: str, base: str | None = None) -> str | None:
         return _cache[key]
     except KeyError:
         pass
-    try:
-        result = _normalise(url, base if key[1] is not None else None)  # see _NAMES_AUTHORITY
-    except (ValueError, TypeError, UnicodeError):
-        result = None
-    if len(_cache) >= _CACHE_LIMIT:
-        _cache.clear()
+    result = _resolved(url, base if key[1] is not None else None)  # see _NAMES_AUTHORITY
     _cache[key] = result
     if result is not None:
         _cache[(result, None)] = result
     return result
 
 
-_MISSING = object()
-
-
-def _normalise_absolute(href: str) -> str | None:
-    """:func:`normalize_url` of a reference that names its authority (it reads nothing of a
-    base), memoised by the caller."""
+def _resolved(url: str, base: str | None) -> str | None:
+    """``url`` (without its fragment) normalised against ``base``, None where it cannot be, for
+    the caller to memoise: the memo is emptied first when it is full."""
     if len(_cache) >= _CACHE_LIMIT:
         _cache.clear()
     try:
-        return _normalise(href[: href.index("#")] if "#" in href else href, None)
+        return _normalise(url, base)
     except (ValueError, TypeError, UnicodeError):
         return None
+
+
+_MISSING = object()
 
 
 def normalize_links(hrefs: list, base: str) -> list[str | None]:
@@ -292,7 +287,7 @@ def normalize_links(hrefs: list, base: str) -> list[str | None]:
             elif _NEEDS_ONLY_DIRECTORY(href) is None:  # reads the base's whole path and query
                 result = normalize_url(href, base)
             elif _NAMES_AUTHORITY(href) is not None:
-                result = _cache[href] = _normalise_absolute(href)
+                result = _cache[href] = _resolved(href.partition("#")[0], None)  # reads no base
             else:
                 result = _cache[(href, directory)] = normalize_url(href, base)
             found[i] = result
