@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from itertools import repeat
+from itertools import compress, repeat
+from operator import is_
 from urllib.parse import urlsplit
 
 import mmh3
@@ -270,27 +271,32 @@ def normalize_links(hrefs: list, base: str) -> list[str | None]:
         directory = _split_base(base)[4]
     except (ValueError, TypeError, UnicodeError):  # a base urlsplit refuses: every link the long way
         return [normalize_url(href, base) for href in hrefs]
-    # Two C-level maps: a link that names its authority (and an entry that is no string) is
+    # Two C-level look-ups: a link that names its authority (and an entry that is no string) is
     # memoised as written, for pages of every directory (a mirror's pages, or a CMS's, link
-    # absolutely from thousands of directories), one entry a link; a relative one under the
-    # base's directory. What the first finds is the default of the second.
+    # absolutely from thousands of directories); the links the first misses are looked up
+    # under the base's directory, and only the links both miss take a Python step.
     found = list(map(_cache.get, hrefs, repeat(_MISSING)))
-    if _MISSING in found:
-        found = list(map(_cache.get, zip(hrefs, repeat(directory)), found))
-    if _MISSING in found:
-        for i, result in enumerate(found):
-            if result is not _MISSING:
-                continue
-            href = hrefs[i]
+    if _MISSING not in found:
+        return found
+    missing = list(compress(range(len(found)), map(is_, found, repeat(_MISSING))))
+    rest = list(map(hrefs.__getitem__, missing))
+    own = _MISSING  # the page itself: what "" and "#place" name
+    for i, href, result in zip(missing, rest, map(_cache.get, zip(rest, repeat(directory)), repeat(_MISSING))):
+        if result is _MISSING:
             if not isinstance(href, str):
                 result = _cache[href] = None
-            elif _NEEDS_ONLY_DIRECTORY(href) is None:  # reads the base's whole path and query
+            elif _NEEDS_ONLY_DIRECTORY(href) is not None:
+                if _NAMES_AUTHORITY(href) is not None:
+                    result = _cache[href] = _resolved(href.partition("#")[0], None)  # reads no base
+                else:
+                    result = _cache[(href, directory)] = normalize_url(href, base)
+            elif href[:1] in ("", "#"):
+                if own is _MISSING:
+                    own = normalize_url("", base)
+                result = own
+            else:  # reads the base's whole path and query
                 result = normalize_url(href, base)
-            elif _NAMES_AUTHORITY(href) is not None:
-                result = _cache[href] = _resolved(href.partition("#")[0], None)  # reads no base
-            else:
-                result = _cache[(href, directory)] = normalize_url(href, base)
-            found[i] = result
+        found[i] = result
     return found
 
 
