@@ -365,12 +365,47 @@ done:
     return result;
 }
 
+/* flags(words, memo) -> bytes, or None
+ *
+ * One byte per word: the first byte of memo[word] (a one-byte bytes object), so that a page's
+ * never-stop flags cost a dict look-up a word (its hash cached in the str) and no Python
+ * objects; None when a word is not in the memo, for the caller to add the page's new words.
+ */
+static PyObject *
+flags(PyObject *module, PyObject *args)
+{
+    PyObject *words, *memo;
+    if (!PyArg_ParseTuple(args, "O!O!:flags", &PyList_Type, &words, &PyDict_Type, &memo))
+        return NULL;
+    const Py_ssize_t n = PyList_GET_SIZE(words);
+    PyObject *result = PyBytes_FromStringAndSize(NULL, n);
+    if (result == NULL)
+        return NULL;
+    char *out = PyBytes_AS_STRING(result);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *flag = PyDict_GetItemWithError(memo, PyList_GET_ITEM(words, i));
+        if (flag == NULL || !PyBytes_Check(flag) || PyBytes_GET_SIZE(flag) != 1) {
+            Py_DECREF(result);
+            if (PyErr_Occurred())
+                return NULL;
+            if (flag != NULL) {
+                PyErr_SetString(PyExc_TypeError, "flags: expected the memo's values to be one byte each");
+                return NULL;
+            }
+            Py_RETURN_NONE;
+        }
+        out[i] = PyBytes_AS_STRING(flag)[0];
+    }
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "scan(text, classes) -> (words, kinds, before, markers)"},
     {"windows", windows, METH_VARARGS,
      "windows(flags, first, last, syntactic, topical, w) -> the anchors' eight word-offset columns"},
     {"anchors", anchors, METH_VARARGS,
      "anchors(flags, kinds, before, w) -> windows() from scan()'s markers, or None when links nest"},
+    {"flags", flags, METH_VARARGS, "flags(words, memo) -> the first byte of memo[word] for every word, or None on a miss"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -148,6 +148,10 @@ try:
     from simweb.core._porter import stem as _c_stem
 except ImportError:  # pragma: no cover - depends on the build
     _c_stem = None
+try:
+    from simweb.core._scan import flags as _c_flags
+except ImportError:  # pragma: no cover - depends on the build
+    _c_flags = None
 
 # A plain dict is the fastest memo; web text has a long tail of distinct words, so it is
 # emptied when it reaches this size rather than grown without bound (~100 MB at most).
@@ -249,14 +253,14 @@ _FLAG_BYTE = {False: b"\x00", True: b"\x01"}
 def never_stop_flags(words: list[str]) -> bytes:
     """One byte per word, 1 where :func:`never_stop` holds, else 0.
 
-    Memoised per word, so that a page costs one C-level map and join (its words not seen before
-    found by a set difference, not a loop over the page's words); bytes, so that numpy reads
-    them without converting element by element.
+    Memoised per word, so that a page costs one look-up a word in C (simcore/_scan.c: flags;
+    a C-level map and join without it), its words not seen before found by a set difference,
+    not a loop over the page's words; bytes, so that numpy reads them without converting
+    element by element.
     """
-    try:
-        return b"".join(map(_never_stop_cache.__getitem__, words))
-    except KeyError:  # a word not seen before: find every such word by a set difference
-        pass
+    found = _memoised_flags(words)
+    if found is not None:
+        return found
     new = set(words).difference(_never_stop_cache)
     if len(_never_stop_cache) + len(new) > _STEM_CACHE_LIMIT:
         _never_stop_cache.clear()
@@ -264,4 +268,14 @@ def never_stop_flags(words: list[str]) -> bytes:
     stopped = stemmed_stopwords()
     for word in new:
         _never_stop_cache[word] = _FLAG_BYTE[porter_stem(word) not in stopped]
-    return b"".join(map(_never_stop_cache.__getitem__, words))
+    return _memoised_flags(words)
+
+
+def _memoised_flags(words: list[str]) -> bytes | None:
+    """The flags of ``words`` from the memo, or None when a word is not in it."""
+    if _c_flags is not None and type(words) is list:
+        return _c_flags(words, _never_stop_cache)
+    try:
+        return b"".join(map(_never_stop_cache.__getitem__, words))
+    except KeyError:
+        return None

@@ -262,6 +262,18 @@ def test_never_stop_means_kept_under_every_variant(word):
 def test_never_stop_flags_equals_never_stop(ws):
     assert never_stop_flags(ws) == bytes(never_stop(w) for w in ws)
     assert never_stop_flags(ws) == bytes(never_stop(w) for w in ws)  # now from the memo
+    assert never_stop_flags(tuple(ws)) == bytes(never_stop(w) for w in ws)  # a C-level map and join
+
+
+def test_the_c_flags_refuse_a_memo_that_does_not_hold_one_byte_a_word():
+    from simweb.core import text
+
+    if text._c_flags is None:
+        pytest.skip("built without the C scan")
+    assert text._c_flags(["a", "b"], {"a": b"\x01", "b": b"\x00"}) == b"\x01\x00"
+    assert text._c_flags(["a", "c"], {"a": b"\x01"}) is None
+    with pytest.raises(TypeError, match="one byte"):
+        text._c_flags(["a"], {"a": True})
 
 
 def test_never_stop_flags_stay_right_when_the_memo_is_emptied_for_room(monkeypatch):
