@@ -197,7 +197,7 @@ int64s(Py_buffer *b, const char *name)
     return 0;
 }
 
-/* windows(flags, first, last, syntactic, topical, w) -> 8 tuples of ints
+/* windows(flags, first, last, syntactic, topical, w) -> 8 columns of int32s in one bytes object
  *
  * The anchors' columns after their targets (simcore.html._anchors, whose numpy code is the
  * reference the tests compare with), from
@@ -212,13 +212,18 @@ int64s(Py_buffer *b, const char *name)
  * topical regions on the left and on the right of each link.
  */
 /* The eight columns of windows() from plain arrays (the flags' n bytes, links starts and ends,
- * the cuts); NULL with an exception set on error. */
+ * the cuts), as one bytes object of native int32s, column after column (a page's links cost no
+ * Python int each; the ingest writes the columns as they are); NULL with an exception set on
+ * error. */
 static PyObject *
 windows_of(const unsigned char *flag, Py_ssize_t n, const int64_t *starts, const int64_t *ends, Py_ssize_t links,
            const int64_t *syn, Py_ssize_t n_syn, const int64_t *top, Py_ssize_t n_top, long long w)
 {
-    PyObject *columns[8] = {NULL};
     PyObject *result = NULL;
+    if (n > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "windows: a page of %zd words is more than a column of int32 offsets holds", n);
+        return NULL;
+    }
     int64_t *nonstop = PyMem_Malloc((n + 1) * sizeof(int64_t));
     if (nonstop == NULL) {
         PyErr_NoMemory();
@@ -227,17 +232,17 @@ windows_of(const unsigned char *flag, Py_ssize_t n, const int64_t *starts, const
     nonstop[0] = 0;
     for (Py_ssize_t i = 0; i < n; i++)
         nonstop[i + 1] = nonstop[i] + (flag[i] != 0);
-    for (int c = 0; c < 8; c++) {
-        columns[c] = PyTuple_New(links);
-        if (columns[c] == NULL)
-            goto done;
-    }
+    result = PyBytes_FromStringAndSize(NULL, 8 * links * (Py_ssize_t)sizeof(int32_t));
+    if (result == NULL)
+        goto done;
+    int32_t *columns = (int32_t *)PyBytes_AS_STRING(result);
     Py_ssize_t at[6] = {0, 0, 0, 0, 0, 0};  /* each search's last answer */
     for (Py_ssize_t k = 0; k < links; k++) {
         const int64_t start = starts[k], end = ends[k];
         if (start < 0 || start > n || end < 0 || end > n) {
             PyErr_Format(PyExc_ValueError, "windows: link %zd: words %lld to %lld lie outside the page's %zd",
                          k, (long long)start, (long long)end, n);
+            Py_CLEAR(result);
             goto done;
         }
         Py_ssize_t left = count_at_most(nonstop, n + 1, nonstop[start] - w, &at[0]) - 1;
@@ -257,23 +262,10 @@ windows_of(const unsigned char *flag, Py_ssize_t n, const int64_t *starts, const
             int64_t region_end = after < n_cuts[r] ? cuts[r][after] : ((int64_t)1 << 62);
             values[5 + 2 * r] = (region_end < right ? region_end : right) - end;
         }
-        for (int c = 0; c < 8; c++) {
-            PyObject *value = PyLong_FromLongLong(values[c]);
-            if (value == NULL)
-                goto done;
-            PyTuple_SET_ITEM(columns[c], k, value);
-        }
-    }
-    result = PyTuple_New(8);
-    if (result == NULL)
-        goto done;
-    for (int c = 0; c < 8; c++) {
-        PyTuple_SET_ITEM(result, c, columns[c]);
-        columns[c] = NULL;
+        for (int c = 0; c < 8; c++)  /* every value lies in 0..n (a region's length at most the context's) */
+            columns[c * links + k] = (int32_t)values[c];
     }
 done:
-    for (int c = 0; c < 8; c++)
-        Py_XDECREF(columns[c]);
     PyMem_Free(nonstop);
     return result;
 }
@@ -303,7 +295,7 @@ done:
     return result;
 }
 
-/* anchors(flags, kinds, before, w) -> 8 tuples of ints, or None
+/* anchors(flags, kinds, before, w) -> windows()'s int32 bytes, or None
  *
  * windows() from scan()'s markers as they are: the links' first and end words are the start
  * and end markers' word offsets, the SYNTACTIC cuts those of the SYNTACTIC and TOPICAL
@@ -402,7 +394,7 @@ flags(PyObject *module, PyObject *args)
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "scan(text, classes) -> (words, kinds, before, markers)"},
     {"windows", windows, METH_VARARGS,
-     "windows(flags, first, last, syntactic, topical, w) -> the anchors' eight word-offset columns"},
+     "windows(flags, first, last, syntactic, topical, w) -> the anchors' eight word-offset columns as int32 bytes"},
     {"anchors", anchors, METH_VARARGS,
      "anchors(flags, kinds, before, w) -> windows() from scan()'s markers, or None when links nest"},
     {"flags", flags, METH_VARARGS, "flags(words, memo) -> the first byte of memo[word] for every word, or None on a miss"},

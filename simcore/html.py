@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import re
 import threading
+from array import array
 from collections import Counter, deque
 from itertools import compress, repeat
 from operator import and_, attrgetter, is_not, methodcaller, not_
@@ -182,8 +183,9 @@ def _anchors_of(words: list[str], kinds: np.ndarray, before: np.ndarray, targets
     """The anchors from the scan's markers: in one call of C (simcore/_scan.c: anchors) where it
     is built and links do not nest, else links' spans and the cuts picked out by numpy."""
     if _c_anchors is not None:
-        columns = _c_anchors(never_stop_flags(words), kinds, before, CONTEXT_NONSTOP)
-        if columns is not None:
+        block = _c_anchors(never_stop_flags(words), kinds, before, CONTEXT_NONSTOP)
+        if block is not None:
+            columns = _int32_columns(block)
             return Anchors(tuple(map(targets.__getitem__, range(len(columns[0])))), *columns)
     is_link = kinds <= _END_CODE
     spans = _spans(kinds[is_link], before[is_link])
@@ -517,9 +519,17 @@ def _anchors(words: list[str], spans, targets: list[str], syntactic: np.ndarray,
         return _anchors_numpy(words, spans, targets, syntactic, topical)
     links, first, last = spans
     int64 = np.int64
-    return Anchors(tuple(map(targets.__getitem__, links)), *_c_windows(
+    return Anchors(tuple(map(targets.__getitem__, links)), *_int32_columns(_c_windows(
         never_stop_flags(words), np.ascontiguousarray(first, int64), np.ascontiguousarray(last, int64),
-        np.ascontiguousarray(syntactic, int64), np.ascontiguousarray(topical, int64), CONTEXT_NONSTOP))
+        np.ascontiguousarray(syntactic, int64), np.ascontiguousarray(topical, int64), CONTEXT_NONSTOP)))
+
+
+def _int32_columns(block: bytes) -> list[array]:
+    """The eight int32 columns the C windows give in one block, each an array('i'): a page's
+    links cost no Python int each, and the ingest writes the columns' bytes as they are."""
+    values = array("i", block)
+    n = len(values) // 8
+    return [values[k * n:(k + 1) * n] for k in range(8)]
 
 
 def _anchors_numpy(words: list[str], spans, targets: list[str], syntactic: np.ndarray,

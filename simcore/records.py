@@ -51,13 +51,14 @@ class Anchor:
 ANCHOR_FIELDS = tuple(Anchor.__dataclass_fields__)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Anchors(Sequence[Anchor]):
     """The anchors of one page, column by column: field ``f`` holds ``f`` of every anchor in order.
 
     A sequence of :class:`Anchor` records (made when looked at): the parser fills the columns
     in one step each and the ingest stage writes them as they are, so a page with a hundred
-    links costs no hundred record objects on the way.
+    links costs no hundred record objects on the way. A column is any sequence (the parser's
+    C path gives the offsets as ``array('i')``); two Anchors are equal when their values are.
     """
 
     target_url: tuple[str, ...] = ()
@@ -81,9 +82,20 @@ class Anchors(Sequence[Anchor]):
         anchors = tuple(anchors)
         return cls(*(tuple(getattr(a, name) for a in anchors) for name in ANCHOR_FIELDS))
 
-    def columns(self) -> tuple[tuple, ...]:
+    def columns(self) -> tuple[Sequence, ...]:
         """The columns in the order of :data:`ANCHOR_FIELDS`."""
         return tuple(getattr(self, name) for name in ANCHOR_FIELDS)
+
+    def _values(self) -> tuple[tuple, ...]:
+        return tuple(map(tuple, self.columns()))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Anchors):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
 
     def __len__(self) -> int:
         return len(self.target_url)

@@ -7,6 +7,7 @@ data sets are those of :data:`DATA_SETS` (schemas in simweb.tasks.schemas).
 from __future__ import annotations
 
 import uuid
+from array import array
 from collections import Counter
 from dataclasses import dataclass
 from itertools import accumulate, chain, repeat
@@ -22,7 +23,7 @@ from simweb.core.urls import normal_url_id, url_id
 from simweb.tasks import schemas
 from simweb.tasks.storage import TMP_PREFIX, filesystem, join
 
-__all__ = ["DATA_SETS", "LINKS_PER_ROW_GROUP", "PAGES_PER_ROW_GROUP", "IngestParts", "PartWriter", "RecordPlace", "arrow_column"]
+__all__ = ["DATA_SETS", "LINKS_PER_ROW_GROUP", "PAGES_PER_ROW_GROUP", "IngestParts", "PartWriter", "RecordPlace", "arrow_chunks", "arrow_column"]
 
 #: The data sets of an ingest part, in the order they are written, with their schemas.
 DATA_SETS = {"pages": schemas.PAGES, "links": schemas.LINKS, "aliases": schemas.ALIASES}
@@ -44,6 +45,8 @@ class PartWriter:
         self.tmp = f"{parent}/{TMP_PREFIX}{uuid.uuid4().hex}-{name}"
         self.rows = 0
         self.columns: dict[str, list] = {f.name: [] for f in schema}
+        # Columns buffered as a sequence of values per page, not a value per row: see arrow_chunks.
+        self.chunked: frozenset[str] = frozenset()
         self._file = self.fs.open(self.tmp, "wb")
         # Dictionary encoding pays for URL-like columns; on word lists zstd alone gives the
         # same size (they repeat in long runs), and hashing every word costs a third of the write.
@@ -52,7 +55,8 @@ class PartWriter:
 
     def write(self) -> None:
         """Write the buffered columns as a row group."""
-        columns = [arrow_column(self.columns[f.name], f.type) for f in self.schema]
+        columns = [(arrow_chunks if f.name in self.chunked else arrow_column)(self.columns[f.name], f.type)
+                   for f in self.schema]
         for values in self.columns.values():
             values.clear()
         table = pa.Table.from_arrays(columns, schema=self.schema)
@@ -97,6 +101,7 @@ class IngestParts:
             self.discard()
             raise
         self.pages, self.links, self.aliases = self._all
+        self.links.chunked = frozenset(ANCHOR_FIELDS[1:])  # a page's word offsets, in one piece each
         self.alias_kinds: Counter[str] = Counter()
         self.buffered = 0
         self._ids: dict[str, int] = {}
@@ -145,8 +150,9 @@ class IngestParts:
             c["source_url"].extend(repeat(url, n))
             c["source_id"].extend(repeat(source_id, n))
             c["target_id"].extend(target_ids)
-            for name, column in zip(ANCHOR_FIELDS, anchors.columns()):
-                c[name].extend(column)
+            c["target_url"].extend(anchors.target_url)
+            for name, column in zip(ANCHOR_FIELDS[1:], anchors.columns()[1:]):
+                c[name].append(column)
         for alias, alias_id, target, target_id, kind in aliases:
             self.add_alias(alias, alias_id, target, target_id, kind, status, source, record.offset)
         if why_not is not None:
@@ -200,6 +206,14 @@ class IngestParts:
                 errors.append(exc)
         if errors:
             raise errors[0]
+
+
+def arrow_chunks(chunks: list, type_: pa.DataType) -> pa.Array:
+    """One column from its pieces (sequences of values): the bytes of the parser's int32 arrays
+    joined as they are, other pieces value by value."""
+    if type_ == pa.int32() and all(type(chunk) is array and chunk.typecode == "i" for chunk in chunks):
+        return pa.array(np.frombuffer(b"".join(chunks), np.int32), type_)
+    return arrow_column(list(chain.from_iterable(chunks)), type_)
 
 
 def arrow_column(values: list, type_: pa.DataType) -> pa.Array:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from array import array
 from collections import Counter
 from dataclasses import dataclass
 from unittest import mock
@@ -601,10 +602,11 @@ def test_the_anchors_windows_refuse_what_is_not_a_page_of_links():
         html._c_windows(flags, one, none, none, none, 32)
     with pytest.raises(ValueError, match="int64"):
         html._c_windows(flags, b"\x00" * 7, b"\x00" * 7, none, none, 32)
-    assert html._c_windows(flags, none, none, none, none, 32) == ((),) * 8
+    assert html._c_windows(flags, none, none, none, none, 32) == b""
+    assert html._int32_columns(html._c_windows(flags, one, one, none, none, 32)) == [array("i", [v]) for v in (1, 1, 0, 3, 1, 2, 1, 2)]
     with pytest.raises(ValueError, match="one native int64 per marker"):
         html._c_anchors(flags, b"\x00\x01", one, 32)
-    assert html._c_anchors(flags, b"", b"", 32) == ((),) * 8
+    assert html._c_anchors(flags, b"", b"", 32) == b""
 
 
 # --- robustness ----------------------------------------------------------------------------------------
