@@ -26,6 +26,7 @@ characters, so no byte sequence makes it raise.
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 
 # How far into the page to look for <meta charset>. The WHATWG prescan reads 1024 bytes;
@@ -272,6 +273,17 @@ def decode_html(body: bytes, http_charset: str | None) -> tuple[str, str]:
     ``<meta>`` in the first :data:`PRESCAN_BYTES` bytes, then detection; see the module
     docstring for the rules. Undecodable bytes become U+FFFD.
     """
+    html, used = html_for_parser(body, http_charset)
+    return (html.decode("utf-8") if type(html) is bytes else html), used
+
+
+def html_for_parser(body: bytes, http_charset: str | None) -> tuple[str | bytes, str]:
+    """:func:`decode_html`, but the page's bytes as they are where they are its text in UTF-8.
+
+    An HTML parser reads UTF-8: a page whose bytes are already its text in UTF-8 (valid UTF-8
+    read as UTF-8, or ASCII read with a charset that reads ASCII as ASCII) goes to it as it
+    is, neither decoded nor encoded again. ``(html, charset)``: html is bytes exactly then.
+    """
     for bom, name in _BOMS:
         if body.startswith(bom):
             codec, reported = _ENCODINGS[name]
@@ -283,15 +295,34 @@ def decode_html(body: bytes, http_charset: str | None) -> tuple[str, str]:
         resolved = resolve_label(declared)
         if resolved is not None and resolved[1] in ("utf-16be", "utf-16le"):
             resolved = _ENCODINGS["utf-8"]
-    if resolved is None:
-        try:  # bytes that are valid UTF-8 (pure ASCII included) are UTF-8: decoded once
-            return body.decode("utf-8"), UTF8
+    if resolved is None or resolved[0] == "utf-8":
+        if body.isascii():
+            return body, resolved[1] if resolved else UTF8
+        try:  # bytes that are valid UTF-8 are UTF-8: checked once, never decoded
+            str(body, "utf-8")
+            return body, resolved[1] if resolved else UTF8
         except UnicodeDecodeError:
-            resolved = _detect(body)
+            if resolved is None:
+                resolved = _detect(body)
 
     codec, reported = resolved
+    if body.isascii() and _reads_ascii_as_ascii(codec):
+        return body, reported
     try:
         return body.decode(codec, "replace"), reported
     except (LookupError, TypeError, ValueError):
         # A codec that exists but cannot decode with replacement (rare stateful codecs).
         return body.decode("utf-8", "replace"), UTF8
+
+
+# Every ASCII byte, and the shifts into other character sets of the stateful codecs (ISO-2022's
+# escapes, HZ's "~{", UTF-7's "+"): a codec that decodes these as ASCII reads any ASCII as ASCII.
+_ASCII_PROBE = bytes(range(128)) + b"\x1b$B!!\x1b(B\x1b$)C\x0e!!\x0f~{!!~}+AGE-"
+
+
+@functools.lru_cache(maxsize=None)
+def _reads_ascii_as_ascii(codec: str) -> bool:
+    try:
+        return _ASCII_PROBE.decode(codec) == _ASCII_PROBE.decode("ascii")
+    except (LookupError, TypeError, ValueError):
+        return False

@@ -136,8 +136,11 @@ _WITHOUT_EVENTS = LexborDocumentOptions.WO_EVENTS
 _SCHEME = re.compile(r"\s*([A-Za-z][A-Za-z0-9+.\-]*):")
 
 
-def parse_page(html: str, url: str, skipped: Counter[str] | None = None) -> ParsedPage:
+def parse_page(html: str | bytes, url: str, skipped: Counter[str] | None = None) -> ParsedPage:
     """Title, cleaned words, outgoing anchors and canonical links of one HTML page (paper Section 3.1).
+
+    ``html`` is the page's text, or bytes that are its text in UTF-8 (as
+    :func:`simweb.core.charset.html_for_parser` gives them: the parser reads them as they are).
 
     ``url`` is the page's own (normalised) URL; relative links resolve against it, or against
     ``<base href>`` when the page has one. Link targets are normalised with
@@ -155,7 +158,7 @@ def parse_page(html: str, url: str, skipped: Counter[str] | None = None) -> Pars
     return page
 
 
-def _parse(html: str, url: str, skipped: Counter[str], drop_marker_characters: bool = False) -> ParsedPage | None:
+def _parse(html: str | bytes, url: str, skipped: Counter[str], drop_marker_characters: bool = False) -> ParsedPage | None:
     """The page, or None when the text does not hold exactly the markers that were inserted."""
     tree = LexborHTMLParser(html, options=_WITHOUT_EVENTS)
     head = tree.head
@@ -260,6 +263,7 @@ def _select(node: LexborNode, query: str, first: bool = False) -> list[LexborNod
 # by the tokenizer, never built from character references): a page without one has none, and
 # searching its text costs less than searching its tree.
 _BASE_TAG = re.compile("<base", re.IGNORECASE)
+_BASE_TAG_BYTES = re.compile(b"<base", re.IGNORECASE)
 
 
 def _head_python(head: LexborNode) -> tuple[str | None, list[tuple[str, str]]]:
@@ -283,9 +287,9 @@ def _title(tree: LexborHTMLParser, in_head: str | None) -> str:
     return " ".join(in_head.split())
 
 
-def _base_url(tree: LexborHTMLParser, url: str, html: str) -> str:
+def _base_url(tree: LexborHTMLParser, url: str, html: str | bytes) -> str:
     """The URL relative links resolve against: the first ``<base href>``, else the page's own URL."""
-    if _BASE_TAG.search(html) is None or tree.root is None:
+    if (_BASE_TAG_BYTES if type(html) is bytes else _BASE_TAG).search(html) is None or tree.root is None:
         return url
     found = _select(tree.root, "base[href]", first=True)
     if found:

@@ -31,8 +31,8 @@ Which records become pages:
   generic (``application/octet-stream`` and the like) the payload is sniffed.
 - The payload is de-chunked (``Transfer-Encoding: chunked``) and decoded (``Content-Encoding``
   gzip, x-gzip, deflate; br when the ``brotli`` package is installed; :mod:`simweb.tasks.payloads`),
-  then turned into text
-  by :func:`simweb.core.charset.decode_html`.
+  then read with the charset :func:`simweb.core.charset.decode_html` finds (UTF-8 bytes go to the
+  parser as they are: :func:`simweb.core.charset.html_for_parser`).
 - The WARC-Target-URI is normalised with :func:`simweb.core.urls.normalize_url`; a record without
   one, or with one that is not an http(s) URL, is skipped and counted.
 - A response with status 301, 302, 303, 307 or 308 is no page (counted as ``HTTP 3xx``); its URL
@@ -76,7 +76,7 @@ from warcio.bufferedreaders import ChunkedDataReader
 from warcio.statusandheaders import StatusAndHeadersParser
 
 from simweb.core.aliases import REDIRECT, REDIRECT_STATUSES, redirect_target
-from simweb.core.charset import charset_from_content_type, decode_html, looks_like_html
+from simweb.core.charset import charset_from_content_type, html_for_parser, looks_like_html
 from simweb.core.html import parse_page
 from simweb.core.replay import payload_digest, timestamp14
 from simweb.core.urls import normalize_url, url_id
@@ -539,8 +539,8 @@ def _add_page(page, record: RecordPlace, source: str, parts: IngestParts, counts
     link_skips: Counter[str] = Counter()
     alias_skips: Counter[str] = Counter()
     try:
-        text, charset = decode_html(body, http_charset)
-        parts.add(parse_page(text, url, link_skips), status, charset, source, record, alias_skips)
+        html, charset = html_for_parser(body, http_charset)
+        parts.add(parse_page(html, url, link_skips), status, charset, source, record, alias_skips)
     except Exception as exc:  # a page the parser cannot handle must not stop the file
         logger.warning("%s: page %s at offset %d skipped: %s: %s", source, url, record.offset,
                        type(exc).__name__, exc, exc_info=True)

@@ -11,6 +11,7 @@ from simweb.core.charset import (
     PRESCAN_BYTES,
     charset_from_content_type,
     decode_html,
+    html_for_parser,
     looks_like_html,
     meta_charset,
     resolve_label,
@@ -182,3 +183,32 @@ def test_decode_html_never_raises_and_names_a_charset(body, label, meta):
     text, used = decode_html(body, label)
     assert isinstance(text, str)
     assert resolve_label(used) is not None  # the reported name is itself a usable label
+
+
+ASCII_AND_SHIFTS = st.lists(st.sampled_from([b"<p>", b"a b", b"\x1b$B", b"\x1b(B", b"~{", b"+AGE-", b"\x0e", b"\x00"]),
+                            max_size=12).map(b"".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(body=st.one_of(st.binary(max_size=300), ASCII_AND_SHIFTS, st.text(max_size=80).map(str.encode)),
+       label=LABELS, meta=LABELS)
+def test_the_parser_reads_the_bytes_as_they_are_only_where_they_are_the_text_in_utf8(body, label, meta):
+    # A page goes to the parser undecoded exactly when its bytes are its text in UTF-8: what the
+    # charset the page is read with makes of them is what UTF-8 makes of them.
+    if meta is not None:
+        body = f'<meta charset="{meta}">'.encode("utf-8", "surrogatepass") + body
+    html, used = html_for_parser(body, label)
+    assert decode_html(body, label)[1] == used
+    codec = resolve_label(used)[0]
+    if type(html) is bytes:
+        assert html is body and body.decode(codec, "replace") == body.decode("utf-8")
+    else:
+        assert isinstance(html, str) and decode_html(body, label)[0] == html
+
+
+def test_ascii_goes_to_the_parser_as_it_is_unless_the_charset_reads_ascii_otherwise():
+    body = b"<p>~{plain ascii +AGE- text~}</p>"
+    assert html_for_parser(body, "windows-1252") == (body, "windows-1252")
+    assert html_for_parser(body, None) == (body, "utf-8")
+    assert isinstance(html_for_parser(body, "hz-gb-2312")[0], str)  # "~{" shifts HZ into GB2312
+    assert isinstance(html_for_parser("é".encode("latin-1"), "utf-8")[0], str)  # not UTF-8: decoded with U+FFFD

@@ -160,6 +160,17 @@ def test_a_base_element_is_found_whatever_the_case_of_its_tag_and_wherever_it_st
     assert contexts(page)[0].target_url == "http://example.com/p.html"
 
 
+@pytest.mark.parametrize("html", [
+    '<p>x</p><BaSe HrEf="http://Other.org/d/"><a href="p.html">p</a>',
+    "<title>Über Straße</title><p>naïve café 中文 <a href='/x'>résumé</a> end</p>",
+    LINKS,
+])
+def test_a_page_given_as_its_utf8_bytes_parses_as_its_text(html):
+    skipped_text, skipped_bytes = Counter(), Counter()
+    assert parse_page(html.encode("utf-8"), PAGE, skipped_bytes) == parse_page(html, PAGE, skipped_text)
+    assert skipped_bytes == skipped_text
+
+
 def test_skipped_counter_is_optional():
     assert len(parse_page(LINKS, PAGE).anchors) == 7
 
