@@ -107,6 +107,8 @@ def measure(size: int, cache: Path, workers: int | None, part_mb: int | None) ->
         out = Path(tmp, "index")
         ingest = build(crawl, out, workers, part_mb, "ingest")
         rest = build(crawl, out, workers, part_mb, None)
+        log = cache / f"scale-{size}-build.log"  # the two commands' output, kept for reading afterwards
+        log.write_text(ingest["output"] + rest["output"])
         for run, what in ((ingest, "ingest"), (rest, "build")):
             if run["returncode"] not in (0, 3):
                 print(run["output"][-3000:])
@@ -134,6 +136,9 @@ def measure(size: int, cache: Path, workers: int | None, part_mb: int | None) ->
         print("  (rows: the fragment rows the fragments write and the merge reads, the merged entries the weighting "
               "reads: " + ", ".join(f"{s} {rows_of[s]:,}" for s in STAGES if s in rows_of) + ")")
     total = ingest["seconds"] + rest["seconds"]
+    outside = rest["seconds"] - sum(seconds[s] for s in STAGES if s in seconds)
+    print(f"  {'outside stages':<14}{outside:>9.1f}   (the build command's start-up, checks of the ingest, "
+          f"steps between the stages and publishing; output kept in {log})")
     print(f"  {'whole build':<14}{total:>9.1f}{per_second(pages, total, cores):>14}{per_second(links, total, cores):>14}"
           f"   (the two commands' wall time, start-up included)")
     peak = max((rss for rss, _ in ingest["peaks"] + rest["peaks"]), default=0)

@@ -357,11 +357,12 @@ done:
     return result;
 }
 
-/* flags(words, memo) -> bytes, or None
+/* flags(words, memo) -> bytes, or the list of the words not in memo
  *
  * One byte per word: the first byte of memo[word] (a one-byte bytes object), so that a page's
  * never-stop flags cost a dict look-up a word (its hash cached in the str) and no Python
- * objects; None when a word is not in the memo, for the caller to add the page's new words.
+ * objects; when words are missing from the memo, those words (as often as they occur), for
+ * the caller to add to the memo before it asks again.
  */
 static PyObject *
 flags(PyObject *module, PyObject *args)
@@ -371,24 +372,38 @@ flags(PyObject *module, PyObject *args)
         return NULL;
     const Py_ssize_t n = PyList_GET_SIZE(words);
     PyObject *result = PyBytes_FromStringAndSize(NULL, n);
+    PyObject *missing = NULL;
     if (result == NULL)
         return NULL;
     char *out = PyBytes_AS_STRING(result);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *flag = PyDict_GetItemWithError(memo, PyList_GET_ITEM(words, i));
-        if (flag == NULL || !PyBytes_Check(flag) || PyBytes_GET_SIZE(flag) != 1) {
-            Py_DECREF(result);
+        PyObject *word = PyList_GET_ITEM(words, i);
+        PyObject *flag = PyDict_GetItemWithError(memo, word);
+        if (flag == NULL) {
             if (PyErr_Occurred())
-                return NULL;
-            if (flag != NULL) {
-                PyErr_SetString(PyExc_TypeError, "flags: expected the memo's values to be one byte each");
-                return NULL;
-            }
-            Py_RETURN_NONE;
+                goto fail;
+            if (missing == NULL && (missing = PyList_New(0)) == NULL)
+                goto fail;
+            if (PyList_Append(missing, word) < 0)
+                goto fail;
+            continue;
+        }
+        if (!PyBytes_Check(flag) || PyBytes_GET_SIZE(flag) != 1) {
+            PyErr_SetString(PyExc_TypeError, "flags: expected the memo's values to be one byte each");
+            goto fail;
         }
         out[i] = PyBytes_AS_STRING(flag)[0];
     }
+    if (missing != NULL) {
+        Py_DECREF(result);
+        return missing;
+    }
     return result;
+
+fail:
+    Py_DECREF(result);
+    Py_XDECREF(missing);
+    return NULL;
 }
 
 static PyMethodDef methods[] = {
@@ -397,7 +412,7 @@ static PyMethodDef methods[] = {
      "windows(flags, first, last, syntactic, topical, w) -> the anchors' eight word-offset columns as int32 bytes"},
     {"anchors", anchors, METH_VARARGS,
      "anchors(flags, kinds, before, w) -> windows() from scan()'s markers, or None when links nest"},
-    {"flags", flags, METH_VARARGS, "flags(words, memo) -> the first byte of memo[word] for every word, or None on a miss"},
+    {"flags", flags, METH_VARARGS, "flags(words, memo) -> the first byte of memo[word] for every word, or the words not in memo"},
     {NULL, NULL, 0, NULL},
 };
 

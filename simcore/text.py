@@ -253,15 +253,15 @@ _FLAG_BYTE = {False: b"\x00", True: b"\x01"}
 def never_stop_flags(words: list[str]) -> bytes:
     """One byte per word, 1 where :func:`never_stop` holds, else 0.
 
-    Memoised per word, so that a page costs one look-up a word in C (simcore/_scan.c: flags;
-    a C-level map and join without it), its words not seen before found by a set difference,
-    not a loop over the page's words; bytes, so that numpy reads them without converting
+    Memoised per word, so that a page costs one look-up a word in C (simcore/_scan.c: flags,
+    which also names the words not seen before; a C-level map and join and a set difference
+    without it), not a loop over the page's words; bytes, so that numpy reads them without converting
     element by element.
     """
     found = _memoised_flags(words)
-    if found is not None:
+    if type(found) is bytes:
         return found
-    new = set(words).difference(_never_stop_cache)
+    new = set(found)
     if len(_never_stop_cache) + len(new) > _STEM_CACHE_LIMIT:
         _never_stop_cache.clear()
         new = set(words)
@@ -271,11 +271,11 @@ def never_stop_flags(words: list[str]) -> bytes:
     return _memoised_flags(words)
 
 
-def _memoised_flags(words: list[str]) -> bytes | None:
-    """The flags of ``words`` from the memo, or None when a word is not in it."""
+def _memoised_flags(words: list[str]) -> bytes | list[str] | set[str]:
+    """The flags of ``words`` from the memo, or the words that are not in it."""
     if _c_flags is not None and type(words) is list:
         return _c_flags(words, _never_stop_cache)
     try:
         return b"".join(map(_never_stop_cache.__getitem__, words))
     except KeyError:
-        return None
+        return set(words).difference(_never_stop_cache)
