@@ -357,6 +357,59 @@ done:
     return result;
 }
 
+/* lower(text, table) -> str, or None
+ *
+ * text.lower() for a text of the Basic Multilingual Plane whose every character lowers to one
+ * character without regard to its neighbours: table holds, for each BMP code point, the native
+ * uint16 code point it lowers to, or 0xFFFF where str.lower gives more than one character or
+ * looks at the neighbours (a capital sigma); None for a text that holds such a character (or
+ * U+FFFF, a noncharacter, whose own code is the mark) or lies beyond the BMP, for the caller
+ * to ask str.lower. One pass through a table, where str.lower of a text with any character
+ * beyond ASCII (the parser's markers are) takes its general path.
+ */
+static PyObject *
+lower(PyObject *module, PyObject *args)
+{
+    PyObject *text;
+    Py_buffer table;
+    if (!PyArg_ParseTuple(args, "Uy*:lower", &text, &table))
+        return NULL;
+    PyObject *result = NULL;
+    if (table.len != 0x10000 * (Py_ssize_t)sizeof(uint16_t)) {
+        PyErr_Format(PyExc_ValueError, "lower: expected 65536 uint16 code points, got %zd bytes", table.len);
+        goto done;
+    }
+    if (PyUnicode_READY(text) < 0)
+        goto done;
+    const int kind = PyUnicode_KIND(text);
+    const Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    const uint16_t *to = table.buf;
+    if (kind == PyUnicode_4BYTE_KIND) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    uint16_t *out = PyMem_Malloc((n ? n : 1) * sizeof(uint16_t));
+    if (out == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const void *data = PyUnicode_DATA(text);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint16_t c = to[PyUnicode_READ(kind, data, i)];
+        if (c == 0xFFFF) {
+            PyMem_Free(out);
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        out[i] = c;
+    }
+    result = PyUnicode_FromKindAndData(PyUnicode_2BYTE_KIND, out, n);
+    PyMem_Free(out);
+done:
+    PyBuffer_Release(&table);
+    return result;
+}
+
 /* flags(words, memo) -> bytes, or the list of the words not in memo
  *
  * One byte per word: the first byte of memo[word] (a one-byte bytes object), so that a page's
@@ -412,6 +465,7 @@ static PyMethodDef methods[] = {
      "windows(flags, first, last, syntactic, topical, w) -> the anchors' eight word-offset columns as int32 bytes"},
     {"anchors", anchors, METH_VARARGS,
      "anchors(flags, kinds, before, w) -> windows() from scan()'s markers, or None when links nest"},
+    {"lower", lower, METH_VARARGS, "lower(text, table) -> text.lower() by a table of one-character lowerings, or None"},
     {"flags", flags, METH_VARARGS, "flags(words, memo) -> the first byte of memo[word] for every word, or the words not in memo"},
     {NULL, NULL, 0, NULL},
 };

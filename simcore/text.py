@@ -22,6 +22,7 @@ import enum
 import functools
 import re
 import unicodedata
+from array import array
 from collections.abc import Iterable, Sequence
 from importlib import resources
 
@@ -104,12 +105,27 @@ def _astral_letter_or_space(match: re.Match[str]) -> str:
 
 def clean_text(text: str) -> str:
     """``text`` lower-cased and ready for WORD_RE (characters beyond the BMP that are not letters blanked)."""
+    if _c_lower is not None and not text.isascii():  # str.lower of ASCII is fast already
+        lowered = _c_lower(text, _lower_table())
+        if lowered is not None:  # within the BMP: nothing to blank
+            return lowered
     text = text.lower()
     # Emoji and other symbols beyond the BMP are rare, and a UTF-16 copy is cheap: it is
     # longer than two bytes a character exactly when such characters are present.
     if not text.isascii() and len(text.encode("utf-16-le", "surrogatepass")) != 2 * len(text):
         text = _ASTRAL_RE.sub(_astral_letter_or_space, text)
     return text
+
+
+@functools.cache
+def _lower_table() -> array:
+    """For simcore/_scan.c's lower: each BMP code point's lower case where str.lower gives one
+    character and does not look at the neighbours (all but a capital sigma), else 0xFFFF."""
+    table = array("H", bytes(2 * 0x10000))
+    for code in range(0x10000):
+        low = chr(code).lower()
+        table[code] = ord(low) if len(low) == 1 and code != 0x3A3 else 0xFFFF
+    return table
 
 
 def tokenize(text: str) -> list[str]:
@@ -149,9 +165,9 @@ try:
 except ImportError:  # pragma: no cover - depends on the build
     _c_stem = None
 try:
-    from simweb.core._scan import flags as _c_flags
+    from simweb.core._scan import flags as _c_flags, lower as _c_lower
 except ImportError:  # pragma: no cover - depends on the build
-    _c_flags = None
+    _c_flags = _c_lower = None
 
 # A plain dict is the fastest memo; web text has a long tail of distinct words, so it is
 # emptied when it reaches this size rather than grown without bound (~100 MB at most).

@@ -102,6 +102,20 @@ def test_tokenize_equals_a_per_character_reference(raw):
     assert tokenize(raw) == reference
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=80) | st.text(alphabet="aZ ÀÉǅΣσİıKΆ\u0345\ufdd0\ufdd3'.\u2160\u24b6\uffff\ud800", max_size=30))
+def test_a_text_is_lower_cased_as_str_lower_does_it(raw):
+    # The C lowering by a table (simcore/_scan.c: lower) answers for a text of the BMP whose
+    # characters lower one to one, str.lower for the others (a capital sigma looks at its neighbours).
+    if all(ord(c) <= 0xFFFF for c in raw):
+        assert text.clean_text(raw) == raw.lower()
+    if text._c_lower is not None:
+        lowered = text._c_lower(raw, text._lower_table())
+        assert lowered is None or lowered == raw.lower()
+        if all(ord(c) < 0xFFFF for c in raw) and not any(c == "Σ" or len(c.lower()) > 1 for c in raw):
+            assert lowered == raw.lower()
+
+
 # --- stemming ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(
