@@ -67,22 +67,33 @@ class_of(const unsigned char *classes, Py_UCS4 c)
     return c < 0x10000 ? classes[c] : LETTER;
 }
 
+/* A text and a table of exactly `size` bytes from args (`format`: "Uy*:name"), the text ready
+ * to read; 0, or -1 with an exception set and nothing held. */
+static int
+text_and_table(PyObject *args, const char *format, PyObject **text, Py_buffer *table, Py_ssize_t size,
+               const char *expected)
+{
+    if (!PyArg_ParseTuple(args, format, text, table))
+        return -1;
+    if (table->len != size) {
+        PyErr_Format(PyExc_ValueError, "%s, got %zd bytes", expected, table->len);
+        PyBuffer_Release(table);
+        return -1;
+    }
+    if (PyUnicode_READY(*text) < 0) {
+        PyBuffer_Release(table);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *
 scan(PyObject *module, PyObject *args)
 {
     PyObject *text;
     Py_buffer table;
-    if (!PyArg_ParseTuple(args, "Uy*:scan", &text, &table))
+    if (text_and_table(args, "Uy*:scan", &text, &table, 0x10000, "scan: expected 65536 class bytes") < 0)
         return NULL;
-    if (table.len != 0x10000) {
-        PyErr_Format(PyExc_ValueError, "scan: expected 65536 class bytes, got %zd", table.len);
-        PyBuffer_Release(&table);
-        return NULL;
-    }
-    if (PyUnicode_READY(text) < 0) {
-        PyBuffer_Release(&table);
-        return NULL;
-    }
     const unsigned char *classes = table.buf;
     const int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
@@ -372,15 +383,10 @@ lower(PyObject *module, PyObject *args)
 {
     PyObject *text;
     Py_buffer table;
-    if (!PyArg_ParseTuple(args, "Uy*:lower", &text, &table))
+    if (text_and_table(args, "Uy*:lower", &text, &table, 0x10000 * (Py_ssize_t)sizeof(uint16_t),
+                       "lower: expected 65536 uint16 code points") < 0)
         return NULL;
     PyObject *result = NULL;
-    if (table.len != 0x10000 * (Py_ssize_t)sizeof(uint16_t)) {
-        PyErr_Format(PyExc_ValueError, "lower: expected 65536 uint16 code points, got %zd bytes", table.len);
-        goto done;
-    }
-    if (PyUnicode_READY(text) < 0)
-        goto done;
     const int kind = PyUnicode_KIND(text);
     const Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     const uint16_t *to = table.buf;

@@ -290,6 +290,14 @@ def test_the_c_flags_refuse_a_memo_that_does_not_hold_one_byte_a_word():
         text._c_flags(["a"], {"a": True})
 
 
+def test_the_c_lowering_refuses_a_table_of_another_size():
+    if text._c_lower is None:
+        pytest.skip("built without the C scan")
+    with pytest.raises(ValueError, match="65536 uint16 code points, got 3 bytes"):
+        text._c_lower("Ab\ufdd0", b"abc")
+    assert text._c_lower("Ab\ufdd0", text._lower_table()) == "ab\ufdd0"
+
+
 def test_never_stop_flags_stay_right_when_the_memo_is_emptied_for_room(monkeypatch):
     """A page's new words are stemmed once each, however often they occur; when they would
     take the memo past its size it is emptied first, and the page's flags are still right."""
