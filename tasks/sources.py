@@ -66,7 +66,9 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
                                         f"{prefix}bucket/crawl/**/*.warc.gz") from None
         elif fs.isdir(path):
             candidates, searched = fs.find(path), path.rstrip("/") + "/"
-        elif fs.isfile(path):
+        elif fs.isfile(path) or (not prefix and os.path.islink(path)):
+            # A link whose target is gone (as a folder search finds it) is the ingest's to report
+            # as a file it could not read, with the others read.
             found.append(prefix + path if prefix else os.path.abspath(path))
             continue
         else:

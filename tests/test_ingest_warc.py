@@ -660,3 +660,16 @@ def test_command_line_without_prefect(warc_dir, tmp_path, capsys):
         assert re.search(rf"^ +{label} +{n}$", out, re.M), label
     assert simweb_main(["ingest", str(tmp_path / "nothing-here"), "--out", str(tmp_path / "o"), "--no-prefect"]) == 2
     assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_a_broken_link_in_a_crawl_folder_is_a_file_error_not_a_crash(warc_dir, tmp_path, capsys):
+    crawl = tmp_path / "crawl"
+    crawl.mkdir()
+    (crawl / "example.warc.gz").symlink_to(warc_dir / "example.warc.gz")
+    (crawl / "moved.warc.gz").symlink_to(tmp_path / "moved-away.warc.gz")  # its target is gone
+    assert list_archive_files(str(crawl)) == [str(crawl / "example.warc.gz"), str(crawl / "moved.warc.gz")]
+    code = simweb_main(["ingest", str(crawl), "--out", str(tmp_path / "out"), "--no-prefect"])
+    captured = capsys.readouterr()
+    assert code == 3 and "Traceback" not in captured.err  # one file unread, the other read
+    assert re.search(r"^ +file errors +1$", captured.out, re.M) and "moved.warc.gz" in captured.out
+    assert re.search(r"^ +pages written +1$", captured.out, re.M)
