@@ -63,6 +63,7 @@ import json
 import logging
 import os
 import random
+import re
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -118,6 +119,9 @@ PAGE_RECORD_TYPES = frozenset({"response", "resource"})
 # than response/resource are counted as "<type> record", e.g. "request record".
 NO_URI = "no target URI"
 INVALID_URI = "invalid target URI"
+# A crawler's DNS and WHOIS captures (dns:, whois: in Heritrix crawls) and its own log and
+# settings (metadata:// resources in wget's): records of the crawl, not damage.
+NOT_WEB_URI = "target URI not http(s)"
 NOT_HTML = "not HTML"
 BAD_STATUS = "invalid HTTP status"
 EMPTY = "empty body"
@@ -125,7 +129,7 @@ TRUNCATED = "truncated record"  # not read whole, or its payload cut by a short 
 DUPLICATE = "duplicate URL"
 PARSE_ERROR = "parse error"
 SKIP_REASONS = (
-    "<type> record", NO_URI, INVALID_URI, "HTTP 1xx/3xx/4xx/5xx", BAD_STATUS, NOT_HTML,
+    "<type> record", NO_URI, NOT_WEB_URI, INVALID_URI, "HTTP 1xx/3xx/4xx/5xx", BAD_STATUS, NOT_HTML,
     TRUNCATED, TOO_LARGE, UNSUPPORTED_ENCODING, ENCODING_ERROR, EMPTY, DUPLICATE, PARSE_ERROR,
 )
 
@@ -453,6 +457,12 @@ def _record_of(record, offset: int, records: ArchiveRecords, found: tuple) -> Re
                    found[2])
 
 
+def _scheme(uri: str) -> str:
+    """The lower-case scheme a target URI names ("" for none, or for text that is no URI)."""
+    found = re.match(r"\s*<?\s*([A-Za-z][A-Za-z0-9+.-]*):", uri)
+    return found.group(1).lower() if found else ""
+
+
 def _page_of(record, records: ArchiveRecords):
     """(skip reason, None); (REDIRECT, (url, status, media type, Location)) for a redirect record;
     or (None, (url, status, media type, charset label, body))."""
@@ -468,7 +478,7 @@ def _page_of(record, records: ArchiveRecords):
     url = normalize_url(uri.strip().strip("<>"))
     if url is None:
         records.finish()
-        return INVALID_URI, None
+        return (INVALID_URI if _scheme(uri) in ("", "http", "https") else NOT_WEB_URI), None
 
     http = record.http_headers
     if http is None and rec_type == "response" and _media_type(

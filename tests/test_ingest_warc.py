@@ -323,11 +323,14 @@ def test_non_html_status_and_uri_skips(tmp_path):
         resource(None, PAGE),
         resource("mailto:someone@example.com", PAGE),
         resource("not a url at all", PAGE),
+        resource("http://[broken", PAGE),
+        resource("dns:a.example", b"20261128 a.example. 300 IN A 192.0.2.1"),  # a crawler's DNS capture
+        resource("metadata://gnu.org/software/wget/warc/wget.log", PAGE),  # a crawler's own log
     ], gzip_records=False)
     stats = ingest_warc(str(path), str(tmp_path / "out"))
-    assert counts(stats) == (14, 4, {
+    assert counts(stats) == (17, 4, {
         "not HTML": 3, "HTTP 4xx": 1, "HTTP 3xx": 1, "HTTP 5xx": 1, "empty body": 1,
-        "no target URI": 1, "invalid target URI": 2,
+        "no target URI": 1, "invalid target URI": 2, "target URI not http(s)": 3,
     }, 0)
     by_url = {p["url"]: p for p in pages_of(tmp_path / "out")}
     assert set(by_url) == {"http://a.example/", "http://a.example/no-type", "http://a.example/octets",
