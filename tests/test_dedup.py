@@ -4,6 +4,7 @@ real WARC fixtures."""
 from __future__ import annotations
 
 import io
+import shutil
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -110,6 +111,12 @@ def test_command_line(crawl, tmp_path, capsys):
     assert (tmp_path / "duplicates.parquet").exists()
     assert main(["dedup", "--crawl", str(tmp_path / "nothing")]) == 2
     assert "is not a folder" in capsys.readouterr().err
+    # The folder of `simweb build --out` is read through the crawl it keeps.
+    shutil.copytree(crawl, tmp_path / "index" / "crawl")
+    (tmp_path / "index" / "stages").mkdir()
+    assert main(["dedup", "--crawl", str(tmp_path / "index")]) == 0
+    again = capsys.readouterr().out
+    assert "duplicate clusters" in again and "mirror        a.example  b.example" in again
 
 
 def test_result_lists_lose_near_duplicates_of_earlier_results(crawl):

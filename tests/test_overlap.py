@@ -213,7 +213,7 @@ def test_a_crawl_against_itself(fixture_pair):
     (["A", "missing"], "CRAWL_B {tmp}/missing does not exist; expected an ingested crawl folder"),
     (["file", "A"], "CRAWL_A {tmp}/file is a file; expected an ingested crawl folder"),
     (["empty", "A"], "no ingested crawl at {tmp}/empty: expected"),
-    (["index", "A"], "CRAWL_A {tmp}/index is an index; pass its crawl folder, {tmp}/index/crawl"),
+    (["index", "A"], "no ingested crawl at {tmp}/index/crawl: expected"),  # an index is read through its crawl
     (["A", "A", "--sample", "0"], "expected a sample of 1 or more pages, got 0"),
     (["A", "A", "--threshold", "1.5"], "expected a resemblance threshold in (0, 1], got 1.5"),
     (["A", "A", "--confidence", "95"], "expected a confidence level in (0, 1), such as 0.95, got 95.0"),

@@ -24,7 +24,7 @@ def register(subparsers) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--crawl", required=True, metavar="DIR", help="an ingested crawl folder (`simweb ingest`)")
+    parser.add_argument("--crawl", required=True, metavar="DIR", help="an ingested crawl folder (`simweb ingest`) or an index folder (`simweb build`)")
     parser.add_argument("--threshold", type=float, default=0.8,
                         help="resemblance at or above which two pages are near-duplicates (default 0.8)")
     parser.add_argument("--k", type=int, default=10, help="words per shingle (default 10)")
@@ -42,7 +42,11 @@ def run(args: argparse.Namespace) -> int:
     if args.show < 0:
         print(f"simweb dedup: --show: expected 0 or more, got {args.show}", file=sys.stderr)
         return 2
+    from simweb.tasks.cdxj import crawl_folder_of
     from simweb.tasks.dedup import DedupParams, find_duplicates, write_clusters
+
+    if "://" not in args.crawl:
+        args.crawl = crawl_folder_of(args.crawl)  # an index folder (`simweb build --out`): the crawl it keeps
 
     try:
         report = find_duplicates(args.crawl, DedupParams(k=args.k, threshold=args.threshold))

@@ -2,7 +2,8 @@
 
     simweb overlap A B [--sample 1000] [--seed 0] [--threshold 0.8] [--k 10] [--confidence 0.95] [--json]
 
-A and B are ingested crawl folders (the output of `simweb ingest`, or an index's crawl/ folder).
+A and B are ingested crawl folders (the output of `simweb ingest`) or index folders (`simweb
+build`), whose crawl is read.
 The lecture notes' capture–recapture estimate (Bharat and Broder's sizes of search engines):
 --sample pages are drawn at random from each crawl (seeded by --seed), and each is looked
 for in the other crawl as a near-duplicate — the same K-word shingles and sketches of 200
@@ -60,8 +61,6 @@ def crawl_folder_problem(path: str, name: str) -> str | None:
     if not os.path.isdir(path):
         what = "is a file" if os.path.exists(path) else "does not exist"
         return f"{name} {path} {what}; expected an ingested crawl folder (the --out folder of `simweb ingest`)"
-    if not os.path.isdir(os.path.join(path, "pages")) and os.path.isdir(os.path.join(path, "crawl", "pages")):
-        return f"{name} {path} is an index; pass its crawl folder, {os.path.join(path, 'crawl')}"
     return None
 
 
@@ -70,6 +69,10 @@ def run(args: argparse.Namespace) -> int:
         problem = crawl_folder_problem(path, name)
         if problem:
             return _fail(problem)
+    from simweb.tasks.cdxj import crawl_folder_of
+
+    # An index folder (`simweb build --out`) is read through the crawl it keeps.
+    args.crawl_a, args.crawl_b = (p if "://" in p else crawl_folder_of(p) for p in (args.crawl_a, args.crawl_b))
     from simweb.tasks.dedup import DedupParams
     from simweb.tasks.overlap import OverlapParams, estimate_crawl_overlap
 
