@@ -3,6 +3,7 @@ and the paper's Figure 14 (top terms of a bag) for a real WARC file."""
 from __future__ import annotations
 
 import os
+import shutil
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -227,6 +228,12 @@ def test_simweb_bags_and_similarity(crawl, tmp_path, capsys):
     assert "kernel" in text.split("shared terms")[1]
     assert simweb(["similarity", U("b"), U("nowhere"), "--bags", work]) == 1
     assert "no bag for http://nowhere.example/" in capsys.readouterr().err
+    # An index folder (`simweb build --out`) is read through the crawl it keeps.
+    shutil.copytree(crawl, tmp_path / "index" / "crawl")
+    assert simweb(["bags", "--crawl", str(tmp_path / "index"), "--out", str(tmp_path / "work2"), "--strategy",
+                   "anchor:32+content+links,stem,dist,nmdf", "--scheduler", "sync", "--show", U("b")]) == 0
+    assert f"{U('b')}: " in capsys.readouterr().out
+    assert read_bags(str(tmp_path / "work2")).to_dicts() == bags.to_dicts()
     with pytest.raises(SystemExit, match="window_size"):
         simweb(["bags", "--crawl", crawl, "--out", work, "--strategy", "anchor:64"])
     assert simweb(["bags", "--crawl", crawl, "--out", work, "--strategy-json",

@@ -31,7 +31,7 @@ def register(subparsers) -> None:
         "bags", help="build the weighted bag of every page of a crawl under a strategy",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    bags.add_argument("--crawl", required=True, metavar="DIR", help="the ingest output (DIR/pages, DIR/links)")
+    bags.add_argument("--crawl", required=True, metavar="DIR", help="the ingest output (DIR/pages, DIR/links), or an index folder (`simweb build`) whose crawl is read")
     bags.add_argument("--out", required=True, metavar="DIR", help="where the stage outputs go (bags under DIR/bags)")
     which = bags.add_mutually_exclusive_group()
     which.add_argument("--strategy", default=None, metavar="SPEC",
@@ -107,6 +107,10 @@ def run_bags(args) -> int:
     from simweb.tasks.bag_reader import read_bags
     from simweb.tasks.bags import build_bags_stage
 
+    if "://" not in args.crawl:
+        from simweb.tasks.cdxj import crawl_folder_of
+
+        args.crawl = crawl_folder_of(args.crawl)  # an index folder (`simweb build --out`): the crawl it keeps
     try:
         out = build_bags_stage(args.crawl, strategy, args.out, args.partitions, scheduler=args.scheduler,
                                **({"part_mb": args.part_mb} if args.part_mb is not None else {}))

@@ -2,7 +2,7 @@
 
     simweb evaluate --crawl DIR --directory FILE --out REPORT [--grid paper|quick|links|hybrids|full] [--seed N]
 
-DIR is the output of `simweb ingest`; FILE an Open Directory RDF dump (content.rdf.u8, also
+DIR is the output of `simweb ingest` (or of `simweb build`, whose crawl is read); FILE an Open Directory RDF dump (content.rdf.u8, also
 .gz/.bz2) or a url<TAB>Top/category/path file. REPORT receives report.html (self-contained),
 summary.md, measures.parquet (strategy, measure, value, low, high: the Γ measures, orthogonality,
 coverage, and precision/recall/F/average precision and Δ of each query's top 10), differences.parquet
@@ -28,7 +28,7 @@ def register(subparsers) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--crawl", required=True, help="an ingested crawl folder (written by `simweb ingest`)")
+    parser.add_argument("--crawl", required=True, help="an ingested crawl folder (written by `simweb ingest`) or an index folder (`simweb build`)")
     parser.add_argument("--directory", required=True,
                         help="the topic directory: ODP RDF dump or url<TAB>category TSV (.gz/.bz2 fine)")
     parser.add_argument("--out", required=True, help="the report folder to write")
@@ -83,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
               f"{args.depth}", file=sys.stderr)
         return 2
 
+    if "://" not in args.crawl:
+        from simweb.tasks.cdxj import crawl_folder_of
+
+        args.crawl = crawl_folder_of(args.crawl)  # an index folder (`simweb build --out`): the crawl it keeps
     problem = ((f"--crawl {args.crawl} does not exist" if "://" not in args.crawl and not os.path.exists(args.crawl)
                 else None) or directory_problem(args.directory) or output_problem(args.out))
     if problem:
