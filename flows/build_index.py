@@ -20,7 +20,7 @@ from simweb.core.strategy import Strategy
 from simweb.flows.chain import BuildSummary, index_chain, ingest_sentence, ingest_stage
 from simweb.flows.cluster import publish_markdown, stage_runner
 from simweb.tasks.bags import PART_MB
-from simweb.tasks.crawl import write_selection
+from simweb.tasks.crawl import left_out_of_selection, write_selection
 from simweb.tasks.ingest import nothing_ingested
 from simweb.tasks.sources import crawl_files
 from simweb.tasks.layout import IndexLock, check_writable, crawl_folder, set_work_folder, sweep_debris, work_folder
@@ -102,7 +102,13 @@ def build_index(
         if not ingested.usable and not keep_earlier:  # no file gave a page: stop here, publish nothing
             return nothing_ingested(ingested)
         # 2. The crawl is the files named (and those the inbox added), nothing left by earlier builds.
-        write_selection(crawl_dir, crawl_selection(crawl_dir, ingested.parts, keep_earlier=keep_earlier))
+        selection = crawl_selection(crawl_dir, ingested.parts, keep_earlier=keep_earlier)
+        left_out = left_out_of_selection(crawl_dir, selection)
+        if left_out:
+            log.info("build-index: %d file(s) of the last build not named this time left out of the crawl, with "
+                     "their %s pages (e.g. %s); --add keeps them", len(left_out),
+                     f"{sum(pages for _, pages in left_out):,}", left_out[0][0])
+        write_selection(crawl_dir, selection)
         if until == "ingest":
             return BuildSummary(ingest=ingested)
         # 3. Bags, signatures, invert and publish (Sections 6.1–6.2, 7.1): simweb.flows.chain.

@@ -136,6 +136,29 @@ def write_selection(crawl_dir: str, names: Iterable[str]) -> str:
     return write_bytes_atomic((json.dumps(data, indent=1) + "\n").encode(), join(crawl_dir, SELECTION_FILE))
 
 
+def left_out_of_selection(crawl_dir: str, names: Iterable[str]) -> list[tuple[str, int]]:
+    """The parts the crawl's selection names now and ``names`` does not — the files an earlier
+    build read and this one leaves out — as (the file they were read from, pages), from
+    their ingest stats (("part-<h16>", 0) where those are gone)."""
+    before = read_selection(crawl_dir) or ()
+    kept = set(names)
+    out = []
+    for part in before:
+        if part in kept:
+            continue
+        source, pages = part, 0
+        try:
+            fs, path = filesystem(join(crawl_dir, "stats", f"{part}.json"))
+            with fs.open(path, "rb") as f:
+                saved = json.loads(f.read())
+            source = str(saved.get("source") or part)
+            pages = int(saved.get("stats", {}).get("pages_written", 0)) + int(saved.get("stats", {}).get("pages_unchanged", 0))
+        except (OSError, ValueError, TypeError, AttributeError):
+            pass
+        out.append((source, pages))
+    return out
+
+
 def add_to_selection(crawl_dir: str, names: Iterable[str]) -> None:
     """Add parts to the crawl's selection; a folder without one holds every part already."""
     selection = read_selection(crawl_dir)

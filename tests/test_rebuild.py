@@ -2,13 +2,14 @@
 builds into the same folder read — unless ``--add`` / ``keep_earlier`` asks to keep it."""
 from __future__ import annotations
 
+import logging
 import shutil
 from pathlib import Path
 
 import pytest
 
 from simweb.api import open_index
-from simweb.tasks.crawl import read_selection
+from simweb.tasks.crawl import left_out_of_selection, read_selection
 from simweb.tasks.ingest import part_name
 from simweb.tasks.storage import file_digest
 from simweb.tasks.layout import crawl_folder
@@ -32,7 +33,24 @@ def test_a_rebuild_with_fewer_files_drops_the_pages_of_the_others(prefect_harnes
     out = tmp_path / "index"
     build_index(warcs, str(out), n_workers=1, min_in_degree=None)
     assert IANA in open_index(out)
-    fewer = build_index(warcs[:2], str(out), n_workers=1, min_in_degree=None)
+    assert left_out_of_selection(crawl_folder(str(out)), read_selection(crawl_folder(str(out)))) == []
+    assert left_out_of_selection(crawl_folder(str(out)), []) == [
+        (w, n) for w, n in sorted(zip(warcs, (16, 1, 1)), key=lambda wn: part_name(file_digest(wn[0])))]
+    said: list[logging.LogRecord] = []
+    heard = logging.Handler(logging.INFO)
+    heard.emit = said.append  # the flow's run logger (prefect.flow_runs) does not reach the root logger
+    runs = logging.getLogger("prefect.flow_runs")
+    level = runs.level
+    runs.addHandler(heard)
+    runs.setLevel(logging.INFO)
+    try:
+        fewer = build_index(warcs[:2], str(out), n_workers=1, min_in_degree=None)
+    finally:
+        runs.removeHandler(heard)
+        runs.setLevel(level)
+    # The build says what it left out, and how to keep it.
+    assert (f"build-index: 1 file(s) of the last build not named this time left out of the crawl, with their 1 "
+            f"pages (e.g. {warcs[2]}); --add keeps them") in [r.getMessage() for r in said]
     assert fewer.ingest.files_unchanged == 2 and fewer.ingest.files_read == 0
     assert IANA not in open_index(out)
     assert read_selection(crawl_folder(str(out))) == tuple(sorted(part_name(file_digest(w)) for w in warcs[:2]))
