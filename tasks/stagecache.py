@@ -36,6 +36,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import PurePath
 from typing import Any, NamedTuple
 
@@ -349,12 +350,18 @@ def inventory(folder: str) -> dict[str, dict[str, Any]]:
     local = local_path(folder)
     files: dict[str, dict[str, Any]] = {}
     if local is not None:
+        paths: list[str] = []
         for base, dirs, names in os.walk(local):
             dirs.sort()
-            for name in sorted(names):
-                path = os.path.join(base, name)
-                files[os.path.relpath(path, local)] = {"bytes": os.path.getsize(path), "sha256": _sha256_synced(path)}
+            paths += (os.path.join(base, name) for name in sorted(names))
             _fsync_dir(base)
+        # A few files at a time: hashing releases the GIL and flushing waits on the disk, and
+        # the workers are idle while the flow's process takes stock (at a million pages, ~20,000
+        # fragment files and 10 GB between the bags sub-stages).
+        with ThreadPoolExecutor(max_workers=_INVENTORY_THREADS) as pool:
+            digests = list(pool.map(_sha256_synced, paths))
+        for path, digest in zip(paths, digests):
+            files[os.path.relpath(path, local)] = {"bytes": os.path.getsize(path), "sha256": digest}
         return files
     fs, root = filesystem(folder)
     root = root.rstrip("/")
@@ -371,6 +378,10 @@ def damage(folder: str, manifest: Mapping[str, Any], *, digests: bool = False) -
         return [f"its manifest lists no files (format {manifest.get('format')!r})"]
     return file_problems(folder, listed, digests=digests,
                          differs=lambda name, *_: f"{name}: its content differs from what was written (SHA-256 mismatch)")
+
+
+#: Files hashed and flushed at once by :func:`inventory`.
+_INVENTORY_THREADS = 4
 
 
 def _sha256_synced(path: str) -> str:
