@@ -310,7 +310,7 @@ def read_part(url: str, expected: pa.Schema, columns: Sequence[str]) -> pa.Table
             )
         f.seek(0)
         try:
-            table = pq.read_table(f, columns=columns)
+            table = pq.read_table(f, columns=columns, pre_buffer=False)  # see storage.read_parquet
         except pa.ArrowInvalid as err:
             raise DamagedPart(url, err) from None
     _check_schema(table, expected, url)

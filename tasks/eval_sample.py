@@ -169,7 +169,7 @@ def load_sample(sample_dir: str) -> LoadedSample:
     """The output of the sample stage at ``sample_dir`` (a StageOutput's path)."""
     fs, path = filesystem(join(sample_dir, "sample.parquet"))
     with fs.open(path, "rb") as f:
-        table = pq.read_table(f)
+        table = pq.read_table(f, pre_buffer=False)  # see simweb.tasks.storage.read_parquet
     level_cols = sorted(c for c in table.column_names if c.startswith("class_"))
     levels = [table.column(c).to_pylist() for c in level_cols]
     fs, path = filesystem(join(sample_dir, "sample.json"))

@@ -103,8 +103,12 @@ def read_parquet(url: str, columns: Iterable[str] | None = None) -> pa.Table:
         if not tables:
             raise FileNotFoundError(f"no Parquet parts in {url}: expected a data set folder written by simweb")
         return pa.concat_tables(tables)
+    # Read in this thread (no pre-buffering): pre-buffered reads of a Python file object run on
+    # Arrow's I/O threads, which can still be at work when the interpreter exits, and then the
+    # process aborts after its work is done ("terminate called without an active exception",
+    # exit 134 — every other run of a short command, whatever it had read).
     with fs.open(path, "rb") as f:
-        return pq.read_table(f, columns=list(columns) if columns is not None else None)
+        return pq.read_table(f, columns=list(columns) if columns is not None else None, pre_buffer=False)
 
 
 def file_digest(url: str, *, chunk: int = 1 << 20) -> str:

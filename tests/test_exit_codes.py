@@ -117,3 +117,20 @@ def test_build_of_an_all_bad_crawl_as_a_user_runs_it(crawls, tmp_path):
     assert NOTHING_READ_MESSAGE in done.stderr.splitlines()
     assert "file errors                   3" in done.stdout
     assert not (tmp_path / "index" / "CURRENT").exists() and not (tmp_path / "index" / "stages").exists()
+
+
+def test_reading_a_crawl_part_does_not_abort_the_process_at_exit(tmp_path):
+    """Pre-buffered reads of a Python file object ran on Arrow's I/O threads, which could still
+    be at work when the interpreter exited: the process then aborted after its work was done
+    (exit 134, every other run) and a command's exit code no longer said what it had read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    part = tmp_path / "part.parquet"
+    pq.write_table(pa.table({"url_id": pa.array(range(1000), pa.uint64()), "n": list(range(1000))}), part)
+    script = ("import sys\nfrom simweb.tasks.storage import read_parquet\n"
+              "from simweb.tasks.crawl import read_part\nfrom simweb.tasks import schemas\n"
+              f"read_parquet({str(part)!r}, ['url_id'])\n"
+              f"read_part({str(part)!r}, schemas.PAGES, ['url_id'])\n")
+    codes = [subprocess.run([sys.executable, "-c", script], capture_output=True).returncode for _ in range(8)]
+    assert codes == [0] * 8
