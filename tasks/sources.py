@@ -47,6 +47,7 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
     items = [crawl] if isinstance(crawl, str) else list(crawl)
     found: list[str] = []
     hidden: list[str] = []
+    packages: list[str] = []  # WACZ or ZIP files found where archive files were looked for
     for item in items:
         if "://" in item and item.split("://", 1)[0].lower() in SINGLE_FILE_PROTOCOLS:
             found.append(item)
@@ -75,6 +76,8 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
             raise FileNotFoundError(
                 f"{item}: no such file or folder; expected a WARC or ARC file, a folder of them or a glob")
         for p in sorted(candidates):
+            if p.rsplit("/", 1)[-1].lower().endswith((".wacz", ".zip")):
+                packages.append(prefix + p if prefix else os.path.abspath(p))
             if p.rsplit("/", 1)[-1].lower().endswith(ARCHIVE_SUFFIXES):
                 kept = hidden if searched is not None and _is_hidden(p, searched) else found
                 kept.append(prefix + p if prefix else os.path.abspath(p))
@@ -84,7 +87,9 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
         _log.warning("skipped %d hidden archive file(s) (a name starting with \".\", e.g. %s): files being "
                      "written or left by an interrupted writer; name a file to read it", len(hidden), hidden[0])
     if not unique:
-        raise FileNotFoundError(f"no WARC or ARC files (*.warc, *.warc.gz, *.arc, *.arc.gz) in {', '.join(items)}")
+        hint = (f"; {len(packages)} WACZ or ZIP package(s) there (e.g. {packages[0]}): unzip them and name the WARC "
+                "files they hold (a WACZ keeps them in archive/)") if packages else ""
+        raise FileNotFoundError(f"no WARC or ARC files (*.warc, *.warc.gz, *.arc, *.arc.gz) in {', '.join(items)}{hint}")
     return unique
 
 

@@ -129,6 +129,9 @@ def not_an_archive(path: str) -> str | None:
         return None  # unreadable or cut: the ingest reports it, with the file's other errors
     if head.lstrip().startswith((b"WARC/", b"filedesc://")):
         return None
+    if head.startswith(b"PK\x03\x04"):
+        return (f"{path} is a ZIP file{' (a WACZ package)' if path.lower().endswith('.wacz') else ''}, not a WARC "
+                "file; unzip it and name the WARC files it holds (a WACZ keeps them in archive/)")
     shown = head.lstrip()[:16].decode("latin-1").encode("unicode_escape").decode("ascii")
     return (f"{path} is not a WARC file: it starts with \"{shown}\", not \"WARC/\" (nor an ARC file's "
             "\"filedesc://\"); expected a WARC or ARC file, plain or gzipped, a folder of them or a glob")
@@ -141,6 +144,9 @@ def crawl_paths_problem(items: list[str]) -> str | None:
     import glob
 
     for item in items:
+        if "::" in item:
+            return (f"{item}: a chained URL (…::…) is not read; name the WARC or ARC file itself (unpacked "
+                    "from its package, or by its own path or URL)")
         if "://" in item:
             problem = remote_problem(item)
             if problem:
