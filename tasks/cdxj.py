@@ -45,6 +45,13 @@ def crawl_folder_of(path: str) -> str:
     return path
 
 
+def archive_name(source: str) -> str:
+    """The name pywb knows an archive file by: its file name; for a WARC file read from inside a
+    WACZ package (``zip://archive/data.warc.gz::site.wacz``), its name in the package, as the
+    package's own indexes name it — the offsets are within it."""
+    return os.path.basename(source.split("::", 1)[0] if "::" in source else source)
+
+
 def _lines(table, full_paths: bool, counts: dict[str, int], kind: str) -> list[str]:
     out = []
     columns = {name: table.column(name).to_pylist() for name in _PAGE_COLUMNS}
@@ -56,7 +63,7 @@ def _lines(table, full_paths: bool, counts: dict[str, int], kind: str) -> list[s
         source = columns["source_file"][i]
         out.append(cdxj_line(columns["surt"][i], stamp, columns["url"][i], columns["content_type"][i],
                              columns["status"][i], columns["digest"][i], columns["record_length"][i] or 0,
-                             columns["record_offset"][i], source if full_paths else os.path.basename(source)))
+                             columns["record_offset"][i], source if full_paths else archive_name(source)))
         counts[kind] += 1
     out.sort()
     return out

@@ -21,6 +21,7 @@ from typing import Any
 from simweb.tasks.archives import ARCHIVE_SUFFIXES
 from simweb.tasks.crawl import read_selection
 from simweb.tasks.ingest import part_name
+from simweb.tasks.sources import WACZ_SUFFIX, wacz_members
 from simweb.tasks.storage import filesystem, identify, join, write_bytes_atomic
 
 LEDGER = "_ingested.json"
@@ -39,6 +40,10 @@ class InboxFile:
 
     @property
     def name(self) -> str:
+        """The file's name; for a WARC file of a WACZ package, ``<package>/<its name>``."""
+        if "::" in self.url:
+            member, package = self.url.split("::", 1)
+            return f"{package.rstrip('/').rsplit('/', 1)[-1]}/{member.rsplit('/', 1)[-1]}"
         return self.url.rstrip("/").rsplit("/", 1)[-1]
 
 
@@ -111,7 +116,7 @@ def scan_inbox(inbox: str, crawl: str, *, settle_seconds: float = 60.0) -> Inbox
         if info.get("type") != "file" or name.startswith("."):
             continue
         url = join(inbox, name)
-        if not name.lower().endswith(ARCHIVE_SUFFIXES):
+        if not name.lower().endswith(ARCHIVE_SUFFIXES + (WACZ_SUFFIX,)):
             ignored.append(url)
             continue
         try:
@@ -121,17 +126,21 @@ def scan_inbox(inbox: str, crawl: str, *, settle_seconds: float = 60.0) -> Inbox
         if modified is not None and now - modified < settle_seconds:
             unsettled.append(url)
             continue
-        item = InboxFile(url=url, size=int(info.get("size") or 0), digest=identify(url).digest)
-        entry = ledger.get(item.digest)
-        if (entry is not None and entry.get("status") == "ingested") or part_name(item.digest) in in_crawl:
-            already.append(item)
-        elif item.digest in seen:
-            duplicates.append(item)
-        elif entry is not None and int(entry.get("attempts", 0)) >= MAX_ATTEMPTS:
-            given_up.append(item)
-        else:
-            new.append(item)
-        seen.add(item.digest)
+        # A WACZ package is its WARC files, each read from inside it (simweb.tasks.sources).
+        members = wacz_members(url) if name.lower().endswith(WACZ_SUFFIX) else [url]
+        for member in members:
+            size = int(info.get("size") or 0) if member == url else _size(member)
+            item = InboxFile(url=member, size=size, digest=identify(member).digest)
+            entry = ledger.get(item.digest)
+            if (entry is not None and entry.get("status") == "ingested") or part_name(item.digest) in in_crawl:
+                already.append(item)
+            elif item.digest in seen:
+                duplicates.append(item)
+            elif entry is not None and int(entry.get("attempts", 0)) >= MAX_ATTEMPTS:
+                given_up.append(item)
+            else:
+                new.append(item)
+            seen.add(item.digest)
     return InboxScan(tuple(new), tuple(already), tuple(duplicates), tuple(given_up), tuple(unsettled), tuple(ignored))
 
 
@@ -193,6 +202,11 @@ def file_outcomes(files: tuple[InboxFile, ...], stats) -> list[tuple[InboxFile, 
         else:
             outcomes.append((f, None, damage or "no output was written for this file"))
     return outcomes
+
+
+def _size(url: str) -> int:
+    fs, path = filesystem(url)
+    return int(fs.size(path))
 
 
 def _error_for(errors: dict[str, str], f: InboxFile) -> str | None:

@@ -3,6 +3,9 @@
 A crawl is named by any mix of:
 
 - local paths: a WARC or ARC file, a folder (searched recursively), a glob;
+- WACZ packages (``*.wacz``, as Browsertrix and ArchiveWeb.page write them), local or remote:
+  the WARC files of their archive/ folder, each read from inside the package
+  (:func:`wacz_members`);
 - object-store URLs (``s3://bucket/key.warc.gz``; ``s3://bucket/prefix/``, every archive file
   under it; ``s3://bucket/crawl/**/*.warc.gz``, a glob), listed through fsspec (``simweb[s3]``);
 - web URLs (``https://host/path/file.warc.gz``): one file each, since a web server lists no
@@ -47,10 +50,10 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
     items = [crawl] if isinstance(crawl, str) else list(crawl)
     found: list[str] = []
     hidden: list[str] = []
-    packages: list[str] = []  # WACZ or ZIP files found where archive files were looked for
+    packages: list[str] = []  # ZIP files found where archive files were looked for
     for item in items:
-        if "://" in item and item.split("://", 1)[0].lower() in SINGLE_FILE_PROTOCOLS:
-            found.append(item)
+        if "://" in item and item.split("://", 1)[0].lower() in SINGLE_FILE_PROTOCOLS + (_MEMBER_PROTOCOL,):
+            found.append(item)  # a web URL, or a WARC file of a WACZ package already listed
             continue
         fs, path = filesystem(item)
         protocol = protocol_of(fs)
@@ -67,6 +70,9 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
                                         f"{prefix}bucket/crawl/**/*.warc.gz") from None
         elif fs.isdir(path):
             candidates, searched = fs.find(path), path.rstrip("/") + "/"
+        elif fs.isfile(path) and path.lower().endswith(WACZ_SUFFIX):
+            found += wacz_members(prefix + path if prefix else os.path.abspath(path))
+            continue
         elif fs.isfile(path) or (not prefix and os.path.islink(path)):
             # A link whose target is gone (as a folder search finds it) is the ingest's to report
             # as a file it could not read, with the others read.
@@ -76,9 +82,12 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
             raise FileNotFoundError(
                 f"{item}: no such file or folder; expected a WARC or ARC file, a folder of them or a glob")
         for p in sorted(candidates):
-            if p.rsplit("/", 1)[-1].lower().endswith((".wacz", ".zip")):
+            name = p.rsplit("/", 1)[-1].lower()
+            if name.endswith(".zip"):
                 packages.append(prefix + p if prefix else os.path.abspath(p))
-            if p.rsplit("/", 1)[-1].lower().endswith(ARCHIVE_SUFFIXES):
+            if name.endswith(WACZ_SUFFIX) and not (searched is not None and _is_hidden(p, searched)):
+                found += wacz_members(prefix + p if prefix else os.path.abspath(p))
+            elif name.endswith(ARCHIVE_SUFFIXES):
                 kept = hidden if searched is not None and _is_hidden(p, searched) else found
                 kept.append(prefix + p if prefix else os.path.abspath(p))
     unique = list(dict.fromkeys(found))
@@ -87,10 +96,36 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
         _log.warning("skipped %d hidden archive file(s) (a name starting with \".\", e.g. %s): files being "
                      "written or left by an interrupted writer; name a file to read it", len(hidden), hidden[0])
     if not unique:
-        hint = (f"; {len(packages)} WACZ or ZIP package(s) there (e.g. {packages[0]}): unzip them and name the WARC "
-                "files they hold (a WACZ keeps them in archive/)") if packages else ""
+        hint = (f"; {len(packages)} ZIP file(s) there (e.g. {packages[0]}): unzip them and name the WARC files "
+                "they hold") if packages else ""
         raise FileNotFoundError(f"no WARC or ARC files (*.warc, *.warc.gz, *.arc, *.arc.gz) in {', '.join(items)}{hint}")
     return unique
+
+
+#: A WACZ package (Webrecorder's format: Browsertrix, ArchiveWeb.page): a ZIP file whose
+#: archive/ folder holds the crawl's WARC files, stored uncompressed by the ZIP.
+WACZ_SUFFIX = ".wacz"
+_MEMBER_PROTOCOL = "zip"
+
+
+def wacz_members(package: str) -> list[str]:
+    """The WARC (or ARC) files of the WACZ ``package`` (a path or URL), each as an fsspec URL
+    that reads it from inside the package (``zip://archive/data.warc.gz::/crawls/site.wacz``),
+    in name order. A package that is no ZIP file, or holds no archive file under archive/, is
+    listed as itself, for the ingest to report as a file it could not read."""
+    import zipfile
+
+    fs, path = filesystem(package)
+    try:
+        with fs.open(path, "rb") as f, zipfile.ZipFile(f) as z:
+            names = sorted(n for n in z.namelist()
+                           if n.startswith("archive/") and n.lower().endswith(ARCHIVE_SUFFIXES))
+    except (zipfile.BadZipFile, OSError, EOFError):
+        return [package]
+    if not names:
+        _log.warning("%s: a WACZ package with no WARC file in its archive/ folder", package)
+        return [package]
+    return [f"{_MEMBER_PROTOCOL}://{n}::{package}" for n in names]
 
 
 def _is_hidden(path: str, searched: str) -> bool:

@@ -21,8 +21,8 @@ def places(tmp_path, warc_dir):
     (tmp_path / "no-tabs.tsv").write_text("http://a.example/ Top/A/B/C\n")
     (tmp_path / "empty-folder").mkdir()
     (tmp_path / "notes.txt").write_text("these are my notes, not a crawl\n")
-    with zipfile.ZipFile(tmp_path / "crawl.wacz", "w") as package:  # how Browsertrix and ArchiveWeb.page ship a crawl
-        package.write(warc_dir / "example.warc.gz", "archive/data.warc.gz")
+    with zipfile.ZipFile(tmp_path / "crawl.zip", "w") as package:
+        package.write(warc_dir / "example.warc.gz", "crawl/data.warc.gz")
     return {"tmp": tmp_path, "warc": str(warc_dir / "example.warc.gz")}
 
 
@@ -54,9 +54,9 @@ def _run(argv, capsys) -> tuple[int, str]:
     ("glob matching nothing", ["ingest", "{tmp}/*.warc.gz", "--out", "{tmp}/i"], "no file matches"),
     ("ingest of a text file", ["ingest", "{tmp}/notes.txt", "--out", "{tmp}/i"],
      'notes.txt is not a WARC file: it starts with "these are my not", not "WARC/"'),
-    ("a WACZ package", ["build", "{tmp}/crawl.wacz", "--out", "{tmp}/i"],
-     r"crawl.wacz is a ZIP file \(a WACZ package\), not a WARC file; unzip it and name the WARC files it holds"),
-    ("a chained URL", ["ingest", "zip://archive/data.warc.gz::{tmp}/crawl.wacz", "--out", "{tmp}/i"],
+    ("a ZIP file", ["build", "{tmp}/crawl.zip", "--out", "{tmp}/i"],
+     r"crawl.zip is a ZIP file, not a WARC file; unzip it and name the WARC files it holds"),
+    ("a chained URL", ["ingest", "zip://crawl/data.warc.gz::{tmp}/crawl.zip", "--out", "{tmp}/i"],
      r"a chained URL \(…::…\) is not read; name the WARC or ARC file itself"),
     ("no-prefect with a cluster", ["build", "{warc}", "--out", "{tmp}/i", "--no-prefect", "--workers", "2"],
      "--no-prefect runs in this process; it cannot be combined with --workers"),

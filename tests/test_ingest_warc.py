@@ -623,11 +623,11 @@ def test_list_archive_files(tmp_path):
         list_archive_files(str(tmp_path / "nowhere"))
 
 
-def test_a_folder_of_wacz_packages_alone_says_to_unzip_them(tmp_path):
+def test_a_folder_of_zip_files_alone_says_to_unzip_them(tmp_path):
     (tmp_path / "crawl").mkdir()
-    (tmp_path / "crawl" / "site.wacz").write_bytes(b"PK\x03\x04")
-    with pytest.raises(FileNotFoundError, match=r"no WARC or ARC files .* 1 WACZ or ZIP package\(s\) there "
-                                                 r"\(e\.g\. .*site\.wacz\): unzip them and name the WARC files"):
+    (tmp_path / "crawl" / "site.zip").write_bytes(b"PK\x03\x04")
+    with pytest.raises(FileNotFoundError, match=r"no WARC or ARC files .* 1 ZIP file\(s\) there "
+                                                 r"\(e\.g\. .*site\.zip\): unzip them and name the WARC files"):
         list_archive_files(str(tmp_path / "crawl"))
 
 

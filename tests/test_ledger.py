@@ -76,3 +76,24 @@ def test_a_damaged_ledger_is_refused_with_the_fix(tmp_path):
 def test_a_missing_inbox_is_reported_with_the_fix(tmp_path):
     with pytest.raises(FileNotFoundError, match="create it and drop"):
         ledger.scan_inbox(str(tmp_path / "nowhere"), str(tmp_path / "crawl"))
+
+
+def test_a_wacz_in_the_inbox_is_the_warc_files_it_holds(tmp_path):
+    import zipfile
+
+    inbox, crawl = tmp_path / "inbox", str(tmp_path / "crawl")
+    inbox.mkdir()
+    package = inbox / "site.wacz"
+    with zipfile.ZipFile(package, "w") as z:
+        z.writestr("datapackage.json", "{}")
+        z.writestr("archive/one.warc.gz", b"A")
+        z.writestr("archive/two.warc", b"B")
+    old = package.stat().st_mtime - 3600
+    os.utime(package, (old, old))
+    _drop(inbox, "a.warc.gz", b"A")  # the same bytes as the package's first WARC file
+
+    scan = ledger.scan_inbox(str(inbox), crawl, settle_seconds=60)
+    assert [f.name for f in scan.new] == ["a.warc.gz", "site.wacz/two.warc"]
+    assert [(f.name, f.size, f.url) for f in scan.duplicates] == [
+        ("site.wacz/one.warc.gz", 1, f"zip://archive/one.warc.gz::{package}")]
+    assert scan.ignored == ()

@@ -7,7 +7,7 @@
     simweb build --paths-list warc.paths.gz --paths-prefix https://data.commoncrawl.org/ --out index
 
 ingest → bags → signatures → invert → publish. The crawl is WARC and ARC files, plain or
-gzipped; damaged files are read on past the damage and listed in the summary. A small crawl
+gzipped, and WACZ packages (their WARC files read from inside them); damaged files are read on past the damage and listed in the summary. A small crawl
 (archive files of under 64 MB in all) is built in this process, without a Prefect server or a
 Dask cluster, which take longer to start than such a crawl takes to build; a larger one runs as
 the build-index Prefect flow on a Dask cluster (a local one sized to this machine, or the
@@ -37,7 +37,7 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("crawl", nargs="*", metavar="CRAWL",
-                   help="WARC or ARC files, folders of them, globs, or URLs (s3://bucket/prefix/, "
+                   help="WARC or ARC files, WACZ packages, folders of them, globs, or URLs (s3://bucket/prefix/, "
                         "s3://bucket/**/*.warc.gz, https://host/file.warc.gz)")
     p.add_argument("--out", required=True, metavar="INDEX", help="the index folder")
     p.add_argument("--work", default=None, metavar="FOLDER",

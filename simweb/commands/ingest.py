@@ -36,7 +36,7 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "warc", nargs="*", metavar="ARCHIVE",
-        help="a WARC or ARC file (.warc, .warc.gz, .arc, .arc.gz), a folder of them (searched "
+        help="a WARC or ARC file (.warc, .warc.gz, .arc, .arc.gz) or a WACZ package (.wacz), a folder of them (searched "
              "recursively), a glob, or a URL: s3://bucket/prefix/ (every archive file under it), "
              "s3://bucket/**/*.warc.gz, https://host/file.warc.gz",
     )

@@ -130,8 +130,8 @@ def not_an_archive(path: str) -> str | None:
     if head.lstrip().startswith((b"WARC/", b"filedesc://")):
         return None
     if head.startswith(b"PK\x03\x04"):
-        return (f"{path} is a ZIP file{' (a WACZ package)' if path.lower().endswith('.wacz') else ''}, not a WARC "
-                "file; unzip it and name the WARC files it holds (a WACZ keeps them in archive/)")
+        return (f"{path} is a ZIP file, not a WARC file; unzip it and name the WARC files it holds (a WACZ "
+                "package is read as it is when its name ends in .wacz)")
     shown = head.lstrip()[:16].decode("latin-1").encode("unicode_escape").decode("ascii")
     return (f"{path} is not a WARC file: it starts with \"{shown}\", not \"WARC/\" (nor an ARC file's "
             "\"filedesc://\"); expected a WARC or ARC file, plain or gzipped, a folder of them or a glob")
@@ -159,7 +159,7 @@ def crawl_paths_problem(items: list[str]) -> str | None:
             return f"{item}: no such file or folder; expected a WARC or ARC file (.warc, .warc.gz, .arc, .arc.gz), a folder of them or a glob"
         elif os.path.isdir(item) and not any(names for _, _, names in os.walk(item)):
             return f"{item} is an empty folder; expected WARC or ARC files (.warc.gz, .arc.gz, …) in it"
-        elif os.path.isfile(item) and not item.lower().endswith(ARCHIVE_SUFFIXES):
+        elif os.path.isfile(item) and not item.lower().endswith(ARCHIVE_SUFFIXES + (".wacz",)):
             # A file named explicitly is read whatever its name: not when it is no archive at all.
             problem = not_an_archive(item)
             if problem:
