@@ -43,6 +43,7 @@ in-degrees (:func:`page_titles`, :func:`in_degrees`) and the cache identity of t
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -60,7 +61,8 @@ from simweb.core.linkgraph import LinkGraph
 from simweb.tasks import schemas
 from simweb.tasks.contexts import source_rows
 from simweb.tasks.stagecache import file_identities, read_manifest
-from simweb.tasks.storage import filesystem, join, parts, write_bytes_atomic
+from simweb.tasks.storage import (filesystem, join, local_path, parts, read_parquet_file, read_parquet_schema,
+                                  write_bytes_atomic)
 
 try:
     from simweb.core._gather import first_links as _c_first_links
@@ -296,23 +298,20 @@ def read_part(url: str, expected: pa.Schema, columns: Sequence[str]) -> pa.Table
     """``columns`` of one part, checked against ``expected`` (simweb.tasks.schemas). Raises
     ValueError naming the part, what is missing or mistyped, and the fix."""
     columns = list(columns)
-    fs, path = filesystem(url)
-    with fs.open(path, "rb") as f:
-        try:
-            schema = pq.read_schema(f)
-        except pa.ArrowInvalid as err:
-            raise DamagedPart(url, err) from None
-        missing = [c for c in columns if c not in schema.names]
-        if missing:
-            raise ValueError(
-                f"{url}: expected columns {', '.join(missing)} (schema simweb.tasks.schemas), found "
-                f"{', '.join(schema.names)}; re-run `simweb ingest` with this version of simweb"
-            )
-        f.seek(0)
-        try:
-            table = pq.read_table(f, columns=columns, pre_buffer=False)  # see storage.read_parquet
-        except pa.ArrowInvalid as err:
-            raise DamagedPart(url, err) from None
+    try:
+        schema = read_parquet_schema(url)
+    except pa.ArrowInvalid as err:
+        raise DamagedPart(url, err) from None
+    missing = [c for c in columns if c not in schema.names]
+    if missing:
+        raise ValueError(
+            f"{url}: expected columns {', '.join(missing)} (schema simweb.tasks.schemas), found "
+            f"{', '.join(schema.names)}; re-run `simweb ingest` with this version of simweb"
+        )
+    try:
+        table = read_parquet_file(url, columns)
+    except pa.ArrowInvalid as err:
+        raise DamagedPart(url, err) from None
     _check_schema(table, expected, url)
     return table
 
@@ -508,7 +507,8 @@ def _parquet_file(url: str, expected: pa.Schema, columns: Sequence[str]) -> pq.P
     """An open Parquet part whose schema holds ``columns`` as ``expected`` types them."""
     fs, path = filesystem(url)
     try:
-        part = pq.ParquetFile(fs.open(path, "rb"))
+        # A local part is read by Arrow itself (see simweb.tasks.storage.read_parquet_file).
+        part = pq.ParquetFile(local_path(url) or fs.open(path, "rb"))
     except pa.ArrowInvalid as err:
         raise DamagedPart(url, err) from None
     schema = part.schema_arrow
@@ -853,7 +853,8 @@ def page_words(crawl_dir: str, url_id: int) -> list[str]:
 
     for part in crawl_parts(crawl_dir).pages:
         fs, path = filesystem(part)
-        with fs.open(path, "rb") as f:
+        local = local_path(part)  # read by Arrow itself (see simweb.tasks.storage.read_parquet_file)
+        with (contextlib.nullcontext(local) if local else fs.open(path, "rb")) as f:
             parquet = pq.ParquetFile(f)
             for group in range(parquet.num_row_groups):
                 ids = parquet.read_row_group(group, columns=["url_id"]).column("url_id").to_numpy()

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from simweb.core.directory import CLASS_DEPTH, ODP_HOSTS, Directory, build_directory, collapse_depth
 from simweb.core.gamma import class_codes
@@ -30,7 +29,7 @@ from simweb.tasks.crawl import crawl_parts, link_targets
 from simweb.tasks.directory_file import directory_format, read_directory_file, read_lines
 from simweb.tasks.logs import run_logger
 from simweb.tasks.stagecache import StageOutput, file_identities, run_stage
-from simweb.tasks.storage import filesystem, join, write_bytes_atomic, write_parquet_atomic
+from simweb.tasks.storage import filesystem, join, read_parquet_file, write_bytes_atomic, write_parquet_atomic
 
 __all__ = ["STAGE_SAMPLE", "EmptySample", "LoadedSample", "SampleParams", "load_sample", "prepare_sample", "sample_table"]
 
@@ -167,9 +166,7 @@ class LoadedSample:
 
 def load_sample(sample_dir: str) -> LoadedSample:
     """The output of the sample stage at ``sample_dir`` (a StageOutput's path)."""
-    fs, path = filesystem(join(sample_dir, "sample.parquet"))
-    with fs.open(path, "rb") as f:
-        table = pq.read_table(f, pre_buffer=False)  # see simweb.tasks.storage.read_parquet
+    table = read_parquet_file(join(sample_dir, "sample.parquet"))
     level_cols = sorted(c for c in table.column_names if c.startswith("class_"))
     levels = [table.column(c).to_pylist() for c in level_cols]
     fs, path = filesystem(join(sample_dir, "sample.json"))

@@ -103,12 +103,34 @@ def read_parquet(url: str, columns: Iterable[str] | None = None) -> pa.Table:
         if not tables:
             raise FileNotFoundError(f"no Parquet parts in {url}: expected a data set folder written by simweb")
         return pa.concat_tables(tables)
-    # Read in this thread (no pre-buffering): pre-buffered reads of a Python file object run on
-    # Arrow's I/O threads, which can still be at work when the interpreter exits, and then the
-    # process aborts after its work is done ("terminate called without an active exception",
-    # exit 134 — every other run of a short command, whatever it had read).
+    return read_parquet_file(url, columns)
+
+
+def read_parquet_file(url: str, columns: Iterable[str] | None = None) -> pa.Table:
+    """``columns`` (all when None) of the Parquet file ``url``, local or remote.
+
+    A local file is read by Arrow itself. A remote one is read through its fsspec file object in
+    this thread alone — no pre-buffering, no decoding on Arrow's thread pools: Arrow's threads
+    calling back into a Python file object could still be at work when the interpreter exited,
+    and the process then aborted after its work was done ("terminate called without an active
+    exception", exit 134: one run in two of a short command, whatever it had read)."""
+    columns = list(columns) if columns is not None else None
+    local = local_path(url)
+    if local is not None:
+        return pq.read_table(local, columns=columns)
+    fs, path = filesystem(url)
     with fs.open(path, "rb") as f:
-        return pq.read_table(f, columns=list(columns) if columns is not None else None, pre_buffer=False)
+        return pq.read_table(f, columns=columns, pre_buffer=False, use_threads=False)
+
+
+def read_parquet_schema(url: str) -> pa.Schema:
+    """The Arrow schema of the Parquet file ``url`` (see :func:`read_parquet_file`)."""
+    local = local_path(url)
+    if local is not None:
+        return pq.read_schema(local)
+    fs, path = filesystem(url)
+    with fs.open(path, "rb") as f:
+        return pq.read_schema(f)
 
 
 def file_digest(url: str, *, chunk: int = 1 << 20) -> str:

@@ -120,9 +120,11 @@ def test_build_of_an_all_bad_crawl_as_a_user_runs_it(crawls, tmp_path):
 
 
 def test_reading_a_crawl_part_does_not_abort_the_process_at_exit(tmp_path):
-    """Pre-buffered reads of a Python file object ran on Arrow's I/O threads, which could still
-    be at work when the interpreter exited: the process then aborted after its work was done
-    (exit 134, every other run) and a command's exit code no longer said what it had read."""
+    """Reads of a part through a Python file object ran on Arrow's threads (pre-buffering,
+    decoding), which could still be at work when the interpreter exited: the process then
+    aborted after its work was done (exit 134, every other run; now and then with
+    pre-buffering off, on a busy machine) and a command's exit code no longer said what it had
+    read. A local part is now read by Arrow itself."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
