@@ -147,6 +147,25 @@ def test_ingest_from_s3_equals_local_and_a_rerun_reads_nothing_again(s3, local, 
     assert (changed.files_unchanged, changed.files_read, changed.pages_written) == (1, 1, 1)
 
 
+def test_a_wacz_on_the_store_is_read_from_inside_it(s3, local, warc_dir, tmp_path):
+    import io
+    import zipfile
+
+    package = io.BytesIO()
+    with zipfile.ZipFile(package, "w", compression=zipfile.ZIP_STORED) as z:
+        z.writestr("datapackage.json", "{}")
+        for name in FILES:
+            z.write(warc_dir / name, f"archive/{name}")
+    s3.put_object(Bucket=BUCKET, Key="packages/site.wacz", Body=package.getvalue())
+    url = f"s3://{BUCKET}/packages/site.wacz"
+    members = [f"zip://archive/{name}::{url}" for name in sorted(FILES)]
+    assert list_archive_files(url) == members
+    assert list_archive_files(f"s3://{BUCKET}/packages/") == members
+    stats = ingest_files(members, str(tmp_path / "data"))
+    _same_as_local(stats, tmp_path / "data", local)
+    assert not stats.file_errors
+
+
 def test_build_from_a_paths_list_with_a_web_prefix(web, local, tmp_path, capsys):
     paths = tmp_path / "warc.paths.gz"
     paths.write_bytes(gzip.compress("".join(f"warc/{name}\n" for name in FILES).encode()))
