@@ -85,11 +85,14 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
             name = p.rsplit("/", 1)[-1].lower()
             if name.endswith(".zip"):
                 packages.append(prefix + p if prefix else os.path.abspath(p))
-            if name.endswith(WACZ_SUFFIX) and not (searched is not None and _is_hidden(p, searched)):
-                found += wacz_members(prefix + p if prefix else os.path.abspath(p))
-            elif name.endswith(ARCHIVE_SUFFIXES):
-                kept = hidden if searched is not None and _is_hidden(p, searched) else found
-                kept.append(prefix + p if prefix else os.path.abspath(p))
+            if name.endswith(ARCHIVE_SUFFIXES + (WACZ_SUFFIX,)):
+                where = prefix + p if prefix else os.path.abspath(p)
+                if searched is not None and _is_hidden(p, searched):
+                    hidden.append(where)
+                elif name.endswith(WACZ_SUFFIX):
+                    found += wacz_members(where)
+                else:
+                    found.append(where)
     unique = list(dict.fromkeys(found))
     hidden = list(dict.fromkeys(hidden))
     if hidden:

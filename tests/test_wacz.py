@@ -34,7 +34,7 @@ def urls(crawl: Path) -> set[str]:
     return {u for p in sorted((crawl / "pages").glob("*.parquet")) for u in pq.read_table(p).column("url").to_pylist()}
 
 
-def test_a_wacz_is_read_as_the_warc_files_it_holds(warc_dir, tmp_path):
+def test_a_wacz_is_read_as_the_warc_files_it_holds(warc_dir, tmp_path, caplog):
     wacz = write_wacz(tmp_path / "site.wacz", warc_dir)
     members = [f"zip://archive/{name}::{wacz}" for name in sorted(MEMBERS)]
     assert list_archive_files(str(wacz)) == members
@@ -43,7 +43,9 @@ def test_a_wacz_is_read_as_the_warc_files_it_holds(warc_dir, tmp_path):
     (folder / ".partial.wacz").write_bytes(wacz.read_bytes())  # hidden: a download in progress
     moved = folder / "site.wacz"
     moved.write_bytes(wacz.read_bytes())
-    assert list_archive_files(str(folder)) == [f"zip://archive/{name}::{moved}" for name in sorted(MEMBERS)]
+    with caplog.at_level("WARNING", logger="simweb.tasks.sources"):
+        assert list_archive_files(str(folder)) == [f"zip://archive/{name}::{moved}" for name in sorted(MEMBERS)]
+    assert "skipped 1 hidden archive file(s)" in caplog.text
     assert list_archive_files(members) == members  # listed again by the flow, as they are
 
     from_package = ingest_files(members, str(tmp_path / "a"))
