@@ -30,26 +30,18 @@ from simweb.core.replay import cdxj_line
 from simweb.tasks import schemas
 from simweb.tasks.crawl import crawl_parts, read_part
 
-__all__ = ["crawl_folder_of", "write_cdxj"]
+__all__ = ["write_cdxj"]
 
 _PAGE_COLUMNS = ["url", "surt", "timestamp", "content_type", "status", "digest", "record_length", "record_offset",
                  "source_file"]
 _ALIAS_COLUMNS = [*_PAGE_COLUMNS, "kind"]
 
 
-def crawl_folder_of(path: str) -> str:
-    """The ingested crawl at ``path``: the folder itself (``simweb ingest --out DIR``), or the
-    crawl an index folder keeps (``INDEX/crawl``)."""
-    if not os.path.isdir(os.path.join(path, "pages")) and os.path.isdir(os.path.join(path, "crawl", "pages")):
-        return os.path.join(path, "crawl")
-    return path
-
-
 def archive_name(source: str) -> str:
     """The name pywb knows an archive file by: its file name; for a WARC file read from inside a
     WACZ package (``zip://archive/data.warc.gz::site.wacz``), its name in the package, as the
     package's own indexes name it — the offsets are within it."""
-    return os.path.basename(source.split("::", 1)[0] if "::" in source else source)
+    return os.path.basename(source.split("::", 1)[0])
 
 
 def _lines(table, full_paths: bool, counts: dict[str, int], kind: str) -> list[str]:

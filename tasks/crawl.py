@@ -154,7 +154,7 @@ def left_out_of_selection(crawl_dir: str, names: Iterable[str]) -> list[tuple[st
             with fs.open(path, "rb") as f:
                 saved = json.loads(f.read())
             source = str(saved.get("source") or part)
-            pages = int(saved.get("stats", {}).get("pages_written", 0)) + int(saved.get("stats", {}).get("pages_unchanged", 0))
+            pages = int(saved.get("stats", {}).get("pages_written", 0))  # written when its file was read
         except (OSError, ValueError, TypeError, AttributeError):
             pass
         out.append((source, pages))

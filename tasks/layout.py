@@ -33,7 +33,7 @@ import socket
 import time
 from typing import Callable
 
-from simweb.tasks.storage import TMP_PREFIX, join, local_path
+from simweb.tasks.storage import TMP_PREFIX, filesystem, join, local_path
 
 LOCK = "LOCK"
 WORK = "WORK"
@@ -76,6 +76,17 @@ def set_work_folder(out: str, work: str) -> None:
 def crawl_folder(out: str) -> str:
     """Where a build keeps the ingest output (pages/, links/, stats/) of its crawl."""
     return join(work_folder(out), "crawl")
+
+
+def crawl_folder_of(path: str) -> str:
+    """The ingested crawl at ``path``: the folder itself (``simweb ingest --out DIR``), or the
+    crawl an index folder keeps (:func:`crawl_folder`: ``INDEX/crawl``, or in the work folder
+    ``simweb build --work`` named); ``path`` as it is when it is neither (the reader says why)."""
+    if local_path(path) is None or os.path.isdir(os.path.join(path, "pages")):
+        return path
+    kept = crawl_folder(path)
+    fs, pages = filesystem(join(kept, "pages"))
+    return kept if fs.isdir(pages) else path
 
 
 def stages_folder(out: str) -> str:

@@ -83,10 +83,10 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
                 f"{item}: no such file or folder; expected a WARC or ARC file, a folder of them or a glob")
         for p in sorted(candidates):
             name = p.rsplit("/", 1)[-1].lower()
+            where = prefix + p if prefix else os.path.abspath(p)
             if name.endswith(".zip"):
-                packages.append(prefix + p if prefix else os.path.abspath(p))
-            if name.endswith(ARCHIVE_SUFFIXES + (WACZ_SUFFIX,)):
-                where = prefix + p if prefix else os.path.abspath(p)
+                packages.append(where)
+            elif name.endswith(ARCHIVE_SUFFIXES + (WACZ_SUFFIX,)):
                 if searched is not None and _is_hidden(p, searched):
                     hidden.append(where)
                 elif name.endswith(WACZ_SUFFIX):

@@ -70,3 +70,20 @@ def test_an_index_remembers_where_its_work_is_kept_and_can_take_it_back(tmp_path
     assert stages_folder(out) == "s3://bucket/simweb-work/stages"
     set_work_folder(out, out)  # back into the index folder
     assert not os.path.exists(os.path.join(out, WORK)) and work_folder(out) == out
+
+
+def test_an_index_folder_names_the_crawl_it_keeps_wherever_it_keeps_it(tmp_path):
+    from simweb.tasks.layout import crawl_folder_of, set_work_folder
+
+    ingested = tmp_path / "data"
+    (ingested / "pages").mkdir(parents=True)
+    assert crawl_folder_of(str(ingested)) == str(ingested)  # `simweb ingest --out DIR` itself
+    index = tmp_path / "index"
+    (index / "crawl" / "pages").mkdir(parents=True)
+    assert crawl_folder_of(str(index)) == f"{index}/crawl"
+    work = tmp_path / "work"
+    (work / "crawl" / "pages").mkdir(parents=True)
+    set_work_folder(str(index), str(work))  # `simweb build --work`: the crawl lives there
+    assert crawl_folder_of(str(index)) == f"{work}/crawl"
+    for other in (str(tmp_path / "nothing"), str(tmp_path / "empty"), "s3://bucket/crawl"):
+        assert crawl_folder_of(other) == other  # left for the reader to refuse, or read remotely

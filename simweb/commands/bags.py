@@ -107,10 +107,9 @@ def run_bags(args) -> int:
     from simweb.tasks.bag_reader import read_bags
     from simweb.tasks.bags import build_bags_stage
 
-    if "://" not in args.crawl:
-        from simweb.tasks.cdxj import crawl_folder_of
+    from simweb.tasks.layout import crawl_folder_of
 
-        args.crawl = crawl_folder_of(args.crawl)  # an index folder (`simweb build --out`): the crawl it keeps
+    args.crawl = crawl_folder_of(args.crawl)  # an index folder (`simweb build --out`): the crawl it keeps
     try:
         out = build_bags_stage(args.crawl, strategy, args.out, args.partitions, scheduler=args.scheduler,
                                **({"part_mb": args.part_mb} if args.part_mb is not None else {}))

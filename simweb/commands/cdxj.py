@@ -33,7 +33,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from simweb.tasks.cdxj import crawl_folder_of, write_cdxj
+    from simweb.tasks.cdxj import write_cdxj
+    from simweb.tasks.layout import crawl_folder_of
 
     crawl = crawl_folder_of(args.crawl)
     if not os.path.isdir(crawl):

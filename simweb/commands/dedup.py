@@ -42,11 +42,10 @@ def run(args: argparse.Namespace) -> int:
     if args.show < 0:
         print(f"simweb dedup: --show: expected 0 or more, got {args.show}", file=sys.stderr)
         return 2
-    from simweb.tasks.cdxj import crawl_folder_of
     from simweb.tasks.dedup import DedupParams, find_duplicates, write_clusters
+    from simweb.tasks.layout import crawl_folder_of
 
-    if "://" not in args.crawl:
-        args.crawl = crawl_folder_of(args.crawl)  # an index folder (`simweb build --out`): the crawl it keeps
+    args.crawl = crawl_folder_of(args.crawl)  # an index folder (`simweb build --out`): the crawl it keeps
 
     try:
         report = find_duplicates(args.crawl, DedupParams(k=args.k, threshold=args.threshold))

@@ -83,10 +83,9 @@ def run(args: argparse.Namespace) -> int:
               f"{args.depth}", file=sys.stderr)
         return 2
 
-    if "://" not in args.crawl:
-        from simweb.tasks.cdxj import crawl_folder_of
+    from simweb.tasks.layout import crawl_folder_of
 
-        args.crawl = crawl_folder_of(args.crawl)  # an index folder (`simweb build --out`): the crawl it keeps
+    args.crawl = crawl_folder_of(args.crawl)  # an index folder (`simweb build --out`): the crawl it keeps
     problem = ((f"--crawl {args.crawl} does not exist" if "://" not in args.crawl and not os.path.exists(args.crawl)
                 else None) or directory_problem(args.directory) or output_problem(args.out))
     if problem:

@@ -69,10 +69,10 @@ def run(args: argparse.Namespace) -> int:
         problem = crawl_folder_problem(path, name)
         if problem:
             return _fail(problem)
-    from simweb.tasks.cdxj import crawl_folder_of
+    from simweb.tasks.layout import crawl_folder_of
 
     # An index folder (`simweb build --out`) is read through the crawl it keeps.
-    args.crawl_a, args.crawl_b = (p if "://" in p else crawl_folder_of(p) for p in (args.crawl_a, args.crawl_b))
+    args.crawl_a, args.crawl_b = map(crawl_folder_of, (args.crawl_a, args.crawl_b))
     from simweb.tasks.dedup import DedupParams
     from simweb.tasks.overlap import OverlapParams, estimate_crawl_overlap
 
