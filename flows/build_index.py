@@ -60,7 +60,7 @@ def build_index(
     with its summary and where the index was published.
 
     Args:
-        crawl: The crawl: a WARC or ARC file (plain or gzipped), a folder of them (searched recursively), a glob, an s3:// prefix or glob, an https:// file URL, or a list of those.
+        crawl: The crawl: a WARC or ARC file (plain or gzipped, or a .warc.zst), a folder of them (searched recursively), a glob, an s3:// prefix or glob, an https:// file URL, or a list of those.
         out: The index folder: the published index (versions/, CURRENT, current), its stage cache and its crawl.
         strategy: How pages are described (paper Sections 3–4): sources, window, stemming, weighting; the default is the paper's Section 7 choice.
         m: Min-hash signatures per page (Section 6.2); more is more accurate and slower.

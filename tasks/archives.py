@@ -31,23 +31,34 @@ file, of its gzip member's first byte): where a reader seeks to read the record 
 A gzipped file whose gzip members do not hold one record each — the whole file one gzip
 stream, or members that split records — cannot be read record by record; ``warcio
 recompress`` rewrites it (:meth:`ArchiveRecords.damage`).
+
+A Zstandard-compressed WARC file (``.warc.zst``, as the IIPC's WARC-Zstandard specification
+defines it and Wget-AT writes it) is read as a gzipped one is, a zstd frame standing for a gzip
+member: each record is one frame, which may follow skippable frames; the file may start with a
+dictionary frame (skippable frame 0x184D2A5D holding a dictionary, plain or itself zstd-compressed),
+with which every frame decodes. A record's offset is that of its frame (a reader that seeks there
+decodes it with the file's dictionary). The specification also allows one record in several frames;
+such a record is found cut at its first frame's end and reported, as a gzip member that splits a
+record is.
 """
 from __future__ import annotations
 
 import enum
 import re
+import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+import zstandard
 from warcio.archiveiterator import ArchiveIterator
-from warcio.bufferedreaders import DecompressingBufferedReader
+from warcio.bufferedreaders import BufferedReader, DecompressingBufferedReader
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.recordloader import ArcWarcRecord
 from warcio.utils import BUFF_SIZE
 
-WARC_SUFFIXES = (".warc", ".warc.gz")
+WARC_SUFFIXES = (".warc", ".warc.gz", ".warc.zst")
 ARC_SUFFIXES = (".arc", ".arc.gz")
 ARCHIVE_SUFFIXES = WARC_SUFFIXES + ARC_SUFFIXES
 FORMATS = ("warc", "arc")
@@ -59,6 +70,14 @@ _WARC_VERSION = re.compile(rb"WARC/(?:1\.[01]|0\.1[78])\r?\n")
 _ARC_HEADER = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*:\S* \S+ \d{12,14} \S+ \d+\r?\n")
 _ARC_LINE = re.compile(rb"(?m)^(?=" + _ARC_HEADER.pattern + rb")")
 _GZIP_MAGIC = b"\x1f\x8b\x08"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # a zstd frame
+_ZSTD_DICT_FRAME = b"\x5d\x2a\x4d\x18"  # the skippable frame a .warc.zst file's dictionary is in
+_ZSTD_DICTIONARY = b"\x37\xa4\x30\xec"  # a zstd dictionary
+_ZSTD_DICT_LIMIT = 1 << 26  # the largest dictionary read (the specification asks readers for 8 MiB)
+# Bytes of a zstd frame read to decode its first bytes: zstd decodes block by block, and a block
+# holds up to 128 KiB.
+_FRAME_INPUT = (1 << 17) + 64
+_DECODE_ERRORS = (zlib.error, zstandard.ZstdError)
 # Bytes read to tell a file's format; bytes of a gzip member decoded to tell what it starts with.
 _HEAD = 1 << 16
 _MEMBER_HEAD = 1 << 12
@@ -86,15 +105,58 @@ class Gap:
     reason: str  # what was found at ``offset``
 
 
+class _ZstdMember:
+    """A zstd decompressor with the interface of zlib's that warcio's reader drives, for the
+    frames of a .warc.zst file: one member is the next frame that holds data, with the skippable
+    (and empty) frames before it; what follows it is ``unused_data``."""
+
+    def __init__(self, dictionary: zstandard.ZstdCompressionDict | None):
+        self._frames = zstandard.ZstdDecompressor(dict_data=dictionary)
+        self._frame = self._frames.decompressobj()
+        self._decoded = False
+        self.unused_data = b""
+        self.eof = False
+
+    def decompress(self, data: bytes, max_length: int = 0) -> bytes:
+        if self.eof:
+            self.unused_data += data
+            return b""
+        out = []
+        while data:
+            chunk = self._frame.decompress(data)
+            if chunk:
+                out.append(chunk)
+                self._decoded = True
+            if not self._frame.eof:
+                break
+            data = self._frame.unused_data
+            if self._decoded:
+                self.unused_data, self.eof = data, True
+                break
+            self._frame = self._frames.decompressobj()
+        return b"".join(out)
+
+    def flush(self) -> bytes:
+        return b""
+
+
 class _QuietReader(DecompressingBufferedReader):
-    """warcio's reader, without the message it prints to stderr when a gzip member does not
-    decode: the record it holds ends there, is found cut, and the damage is reported."""
+    """warcio's reader, without the message it prints to stderr when a gzip member (or zstd
+    frame) does not decode: the record it holds ends there, is found cut, and the damage is
+    reported. Given a zstd dictionary or ``zstd=True``, it reads zstd frames."""
+
+    def __init__(self, stream: BinaryIO, zstd: bool = False, dictionary: zstandard.ZstdCompressionDict | None = None):
+        if zstd:
+            self.DECOMPRESSORS = {**BufferedReader.DECOMPRESSORS, "zstd": lambda: _ZstdMember(dictionary)}
+        super().__init__(stream, block_size=BUFF_SIZE, decomp_type="zstd" if zstd else "gzip")
 
     def _decompress(self, data: bytes) -> bytes:
-        if self.decompressor is not None and data and self.num_block_read:
+        # warcio takes a gzip member whose first bytes do not decode for uncompressed data; a
+        # zstd frame that does not decode is no record either way.
+        if self.decompressor is not None and data and (self.num_block_read or self.decomp_type == "zstd"):
             try:
                 return self.decompressor.decompress(data)
-            except zlib.error:
+            except _DECODE_ERRORS:
                 return b""
         return super()._decompress(data)
 
@@ -104,9 +166,10 @@ class _Iterator(ArchiveIterator):
     # module finds and reports that damage itself.
     INC_RECORD = ""
 
-    def __init__(self, fileobj: BinaryIO, fmt: str):
+    def __init__(self, fileobj: BinaryIO, fmt: str, zstd: bool = False,
+                 dictionary: zstandard.ZstdCompressionDict | None = None):
         super().__init__(fileobj, arc2warc=True)
-        self.reader = _QuietReader(self.fh, block_size=BUFF_SIZE)
+        self.reader = _QuietReader(self.fh, zstd, dictionary)
         self.known_format = fmt  # with arc2warc, warcio never sets it: records are read as this format
 
 
@@ -126,6 +189,53 @@ def _member_head(data: bytes) -> bytes | None:
         return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data, _MEMBER_HEAD)
     except zlib.error:
         return None
+
+
+def _frame_head(data: bytes, dictionary: zstandard.ZstdCompressionDict | None) -> bytes | None:
+    """The first decoded bytes of the zstd member (:class:`_ZstdMember`) that ``data`` starts
+    with; None if it is not one. Fed in small pieces: a few bytes of zstd can stand for megabytes."""
+    member, out = _ZstdMember(dictionary), b""
+    try:
+        for i in range(0, len(data), 256):
+            out += member.decompress(data[i:i + 256])
+            if len(out) >= _MEMBER_HEAD or member.eof:
+                break
+    except zstandard.ZstdError:
+        return None
+    return out[:_MEMBER_HEAD]
+
+
+def _dictionary_id(frame: bytes) -> int:
+    """The Dictionary_ID the zstd frame ``frame`` starts with names (0: none, or not a frame)."""
+    try:
+        return zstandard.get_frame_parameters(frame).dict_id
+    except zstandard.ZstdError:
+        return 0
+
+
+def _zstd_dictionary(raw: BinaryIO) -> tuple[zstandard.ZstdCompressionDict | None, int, str]:
+    """The dictionary of the .warc.zst file ``raw`` that starts with a dictionary frame, the offset
+    of the frame after it, and what is wrong with it ("" when nothing is)."""
+    raw.seek(0)
+    header = raw.read(8)
+    size = struct.unpack("<I", header[4:8])[0] if len(header) == 8 else 0
+    data = raw.read(min(size, _ZSTD_DICT_LIMIT + 1))
+    raw.seek(0)
+    start = 8 + size
+    if len(header) < 8 or len(data) < size:
+        return None, start, "the file ends inside the zstd dictionary frame at offset 0 (truncated)"
+    if size > _ZSTD_DICT_LIMIT:
+        return None, start, f"the zstd dictionary at offset 0 is {size:,} bytes, more than the {_ZSTD_DICT_LIMIT:,} read"
+    try:
+        if data.startswith(_ZSTD_MAGIC):
+            data = zstandard.ZstdDecompressor().decompressobj().decompress(data)
+        if not data.startswith(_ZSTD_DICTIONARY):
+            return None, start, "the zstd dictionary frame at offset 0 holds no zstd dictionary"
+        dictionary = zstandard.ZstdCompressionDict(data, dict_type=zstandard.DICT_TYPE_FULLDICT)
+        zstandard.ZstdDecompressor(dict_data=dictionary).decompressobj()  # loads it: a damaged one fails here
+    except zstandard.ZstdError as exc:
+        return None, start, f"the zstd dictionary frame at offset 0 does not decode ({exc})"
+    return dictionary, start, ""
 
 
 def _said(exc: Exception) -> str:
@@ -151,7 +261,7 @@ class ArchiveRecords:
 
     Iterate to get ``(offset, record)``; read what is wanted of each record's ``raw_stream``,
     then call :meth:`finish` (iterating on calls it if it was not called). ``format`` is
-    "warc" or "arc" (None while no record was found), ``gzipped`` whether the file is gzipped;
+    "warc" or "arc" (None while no record was found), ``compression`` "gzip", "zstd" or None;
     after the iteration ``gaps`` lists the damage and ``recovered`` counts the records read
     after the first gap; after :meth:`finish`, ``length`` is the record's length in the file.
     ``raw`` must be seekable.
@@ -162,15 +272,22 @@ class ArchiveRecords:
         head = raw.read(_HEAD)
         self.size = raw.seek(0, 2)
         raw.seek(0)
-        self.gzipped = head.startswith(b"\x1f\x8b")
-        self.format = _format_at((_member_head(head) or b"") if self.gzipped else head)
+        self.compression = ("gzip" if head.startswith(b"\x1f\x8b")
+                            else "zstd" if head.startswith((_ZSTD_MAGIC, _ZSTD_DICT_FRAME)) else None)
+        self._member = "zstd frame" if self.compression == "zstd" else "gzip member"
+        # Where the first record may start: after a .warc.zst file's dictionary frame.
+        self._dictionary, self._start, self._dictionary_problem = None, 0, ""
+        if head.startswith(_ZSTD_DICT_FRAME):
+            self._dictionary, self._start, self._dictionary_problem = _zstd_dictionary(raw)
+        first = self._read_at(self._start, _FRAME_INPUT) if self.compression == "zstd" else head
+        self.format = _format_at((self._member_head(first) or b"") if self.compression else first)
         self.gaps: list[Gap] = []
         self.recovered = 0
         # The bytes of the record last finished (with its blank lines; in a gzipped file, of its
         # gzip member), as warcio's indexer counts them: the CDX "length". None until then.
         self.length: int | None = None
-        self.whole_gzip_at: int | None = None  # a gzip member holding more than one record
-        self.split_member_at: int | None = None  # a gzip member that continues a record
+        self.whole_gzip_at: int | None = None  # a gzip member (zstd frame) holding more than one record
+        self.split_member_at: int | None = None  # a gzip member (zstd frame) that continues a record
         self._head = head
         self._it: _Iterator | None = None
         self._records: Iterator[ArcWarcRecord] | None = None
@@ -179,7 +296,7 @@ class ArchiveRecords:
         self._offset = 0
         self._end: RecordEnd | None = None
         self._open_failure = ""
-        # The gzip member of the last record goes on after it: warcio's offsets inside it mean nothing.
+        # The gzip member (zstd frame) of the last record goes on after it: warcio's offsets inside it mean nothing.
         self._member_goes_on = False
 
     # --- iteration -------------------------------------------------------------------------
@@ -187,16 +304,15 @@ class ArchiveRecords:
     def __iter__(self) -> Iterator[tuple[int, ArcWarcRecord]]:
         if not self._head.strip():
             return  # an empty file (or only blank lines): no records, nothing damaged
+        start = self._start
+        if self._dictionary_problem:
+            self._add_gap(0, None, f"{self._dictionary_problem}, and no record decodes without it")
+            return
         if self.format is None:
-            start = self._head.lstrip(b"\r\n")[:40]
-            found = (f"found {start!r}" if not self.gzipped
-                     else "found a gzip member that does not start with one" if _member_head(self._head)
-                     else "found gzip data that does not decode")
-            if not self._resync(0, 1, "expected a WARC record ('WARC/1.0') or an ARC file's "
-                                      f"'filedesc://' line at offset 0, {found}"):
+            if not self._resync(start, start + 1, self._why_no_first_record()):
                 return
-        elif not self._open_at(0, self.format):
-            if not self._resync(0, 1, f"cannot read the record at offset 0: {self._open_failure}"):
+        elif not self._open_at(start, self.format):
+            if not self._resync(start, start + 1, f"cannot read the record at offset {start}: {self._open_failure}"):
                 return
         while True:
             if self._pending is not None:
@@ -250,18 +366,19 @@ class ArchiveRecords:
         if not cut and it.err_count == errors:
             self._end = RecordEnd.WHOLE  # the path of every record of an undamaged file
             # In a gzipped file, a line after the record's blank lines is inside its member.
-            self._member_goes_on = self.gzipped and it.next_line is not None and it.reader.decompressor is not None
+            self._member_goes_on = (self.compression is not None and it.next_line is not None
+                                    and it.reader.decompressor is not None)
             return self._end
         if cut:
             self._end = RecordEnd.CUT
             self._resync(offset, offset + 1, self._why_cut(offset))
             return self._end
         # Read to its Content-Length, but what follows is not blank lines.
-        if self.gzipped:
+        if self.compression:
             self._end = RecordEnd.UNFRAMED
             end, _ = self._member_end(offset)
             self._resync(offset if end is None else end, offset + 1,
-                         f"the record at offset {offset} is followed, inside its gzip member, by bytes "
+                         f"the record at offset {offset} is followed, inside its {self._member}, by bytes "
                          "that do not start a record (its Content-Length is too short)")
             return self._end
         block_end = offset + it.member_info[1]
@@ -303,46 +420,67 @@ class ArchiveRecords:
             text = f"not a WARC or ARC file (no record was found in it): {text}"
         if self.recovered:
             text += f"; {self.recovered} record{'s' if self.recovered != 1 else ''} recovered after the damage"
-        if self.whole_gzip_at is not None or self.split_member_at is not None:
+        if self.compression == "zstd" and self.whole_gzip_at is not None:
+            text += f"; 'zstd -d {source}' writes the uncompressed WARC file, which reads in full"
+        if self.compression == "gzip" and (self.whole_gzip_at is not None or self.split_member_at is not None):
             base = re.sub(r"\.w?arc\.gz$", "", source, flags=re.I)
             text += ("; the file is likely still valid and can be fixed by running: "
                      f"warcio recompress {source} {base}.recompressed.warc.gz")
         return text
 
+    def _why_no_first_record(self) -> str:
+        start = self._start
+        if self.compression is None:
+            shown = self._head.lstrip(b"\r\n")[:40]
+            if re.match(rb"WARC/\d+\.\d+\r\r\n", shown):
+                return ("its lines end in '\\r\\r\\n', not '\\r\\n': the file was converted as text after it was "
+                        "written, so its Content-Lengths no longer hold")
+            return f"expected a WARC record ('WARC/1.0') or an ARC file's 'filedesc://' line at offset 0, found {shown!r}"
+        what = "a WARC record ('WARC/1.0') or an ARC file's 'filedesc://' line"
+        first = self._head_input(start)
+        if self._member_head(first):
+            return f"expected {what} at offset {start}, found a {self._member} that does not start with one"
+        if self.compression == "zstd" and self._dictionary is None and _dictionary_id(first):
+            return (f"the zstd frame at offset {start} needs a dictionary (id {_dictionary_id(first)}) that the file "
+                    "does not hold: a .warc.zst file keeps its dictionary in a frame at its start")
+        return f"expected {what} at offset {start}, found {self.compression} data that does not decode"
+
     def _why_cut(self, offset: int) -> str:
-        if not self.gzipped:
+        if not self.compression:
             return f"the file ends inside the record at offset {offset} (truncated)"
         end, why = self._member_end(offset)
         if end is None:
-            return f"the gzip member of the record at offset {offset} {why}"
-        why = (f"the gzip member of the record at offset {offset} ends at offset {end}, before the "
+            return f"the {self._member} of the record at offset {offset} {why}"
+        why = (f"the {self._member} of the record at offset {offset} ends at offset {end}, before the "
                "record's Content-Length")
-        head = _member_head(self._read_at(end, _MEMBER_HEAD))
+        head = self._member_head(self._head_input(end))
         if head and _format_at(head) is None:
             self.split_member_at = end
-            why += ", and the gzip member there continues the record (the file's gzip members split records)"
+            why += (f", and the {self._member} there continues the record (the file's {self._member}s split "
+                    "records)")
         return why
 
     def _why_stopped(self, offset: int) -> str:
-        if self.gzipped:
+        if self.compression:
             end, why = self._member_end(offset)
             if end is None:
-                return f"the gzip member at offset {offset} {why}"
+                return f"the {self._member} at offset {offset} {why}"
         return f"cannot read a record at offset {offset}"
 
     def _resync_after_failure(self, exc: Exception, offset: int) -> bool:
         text = _said(exc)
         if self._member_goes_on:
-            # The last record's gzip member goes on after it: the damage is that member, from its start.
+            # The last record's member goes on after it: the damage is that member, from its start.
             member = self._offset
             if isinstance(exc, ArchiveLoadFailed) and "non-chunked gzip" in text:
                 self.whole_gzip_at = member
+                how = "gzipped" if self.compression == "gzip" else "compressed"
                 return self._resync(member, member + 1,
-                                    f"the gzip member at offset {member} holds more than one record (the "
-                                    "file is gzipped as a whole instead of record by record), so only its "
+                                    f"the {self._member} at offset {member} holds more than one record (the "
+                                    f"file is {how} as a whole instead of record by record), so only its "
                                     "first record could be read")
             return self._resync(member, member + 1,
-                                f"the gzip member at offset {member} goes on after its record with bytes "
+                                f"the {self._member} at offset {member} goes on after its record with bytes "
                                 f"that are not a record ({text})")
         return self._resync(offset, offset + 1, f"cannot read a record at offset {offset}: {text}")
 
@@ -360,7 +498,7 @@ class ArchiveRecords:
     def _add_gap(self, start: int, found: int | None, reason: str) -> None:
         end = self.size if found is None else found
         skipped = max(0, end - start)
-        if found is not None and skipped and not self.gzipped:
+        if found is not None and skipped and not self.compression:
             # Blank lines before the record where reading resumed end the stretch: not skipped.
             before = self._read_at(max(start, found - 64), found - max(start, found - 64))
             skipped -= len(before) - len(before.rstrip(b"\r\n"))
@@ -375,20 +513,33 @@ class ArchiveRecords:
         finally:
             self._raw.seek(here)
 
+    def _head_input(self, offset: int) -> bytes:
+        """The bytes at ``offset`` that :meth:`_member_head` needs."""
+        return self._read_at(offset, _FRAME_INPUT if self.compression == "zstd" else _MEMBER_HEAD)
+
+    def _member_head(self, data: bytes) -> bytes | None:
+        """The first decoded bytes of the gzip member (zstd frame) ``data`` starts with; None if it is not one."""
+        return _frame_head(data, self._dictionary) if self.compression == "zstd" else _member_head(data)
+
     def _member_end(self, offset: int) -> tuple[int | None, str]:
-        """Where the gzip member starting at ``offset`` ends, or None and why it does not."""
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        """Where the gzip member (zstd frame) starting at ``offset`` ends, or None and why it does not."""
+        zstd = self.compression == "zstd"
+        d = _ZstdMember(self._dictionary) if zstd else zlib.decompressobj(16 + zlib.MAX_WBITS)
         at = offset
         try:
             while not d.eof:
-                data = self._read_at(at, 1 << 16)
+                # zstd in small reads: a few bytes of it can stand for megabytes
+                data = self._read_at(at, 1 << 12 if zstd else 1 << 16)
                 if not data:
                     return None, "is cut: the file ends inside it (truncated)"
                 at += len(data)
+                if zstd:
+                    d.decompress(data)
+                    continue
                 while data and not d.eof:
                     d.decompress(data, 1 << 20)
                     data = d.unconsumed_tail
-        except zlib.error as exc:
+        except _DECODE_ERRORS as exc:
             return None, f"does not decode ({exc})"
         return at - len(d.unused_data), ""
 
@@ -415,19 +566,20 @@ class ArchiveRecords:
             window = self._raw.read(lead + _SCAN_WINDOW + _SCAN_OVERLAP)
             limit = len(window) if pos + _SCAN_WINDOW >= self.size else lead + _SCAN_WINDOW
             base = pos - lead
-            if self.gzipped:
-                yield from ((base + i, fmt) for i, fmt in self._member_starts(window, lead, limit)
+            if self.compression:
+                yield from ((base + i, fmt) for i, fmt in self._member_starts(window, lead, limit, base)
                             if fmt is not None and self.format in (None, fmt))
             else:
                 yield from ((base + i, fmt) for i, fmt in self._line_starts(window, lead, limit))
             pos += _SCAN_WINDOW
 
-    @staticmethod
-    def _member_starts(window: bytes, i: int, limit: int) -> Iterator[tuple[int, str | None]]:
-        """Where gzip members may start in ``window[i:limit]``, each with the format of the
-        record its decoded bytes start with (None: they decode but start no record)."""
-        while (i := window.find(_GZIP_MAGIC, i, limit)) >= 0:
-            head = _member_head(window[i:i + _MEMBER_HEAD])
+    def _member_starts(self, window: bytes, i: int, limit: int, base: int) -> Iterator[tuple[int, str | None]]:
+        """Where gzip members (zstd frames) may start in ``window[i:limit]``, each with the format
+        of the record its decoded bytes start with (None: they decode but start no record)."""
+        magic = _ZSTD_MAGIC if self.compression == "zstd" else _GZIP_MAGIC
+        while (i := window.find(magic, i, limit)) >= 0:
+            head = self._member_head(self._head_input(base + i) if self.compression == "zstd"
+                                     else window[i:i + _MEMBER_HEAD])
             if head:
                 yield i, _format_at(head)
             i += 1
@@ -452,7 +604,7 @@ class ArchiveRecords:
         and says where it ends (it is the next record of the iteration); else False, with the
         reason in ``_open_failure``."""
         self._raw.seek(offset)
-        it = _Iterator(self._raw, fmt)
+        it = _Iterator(self._raw, fmt, self.compression == "zstd", self._dictionary)
         # A gzip member may start with the blank lines that end the record before it.
         line = it.reader.readline()
         while line and not line.strip():

@@ -6,7 +6,7 @@ once and keeps what every strategy needs (page words; anchors with the word offs
 anchor text and context in the page's words, and their SYNTACTIC/TOPICAL region lengths), so a
 strategy sweep never re-reads WARC files.
 
-For an archive file (WARC or ARC, plain or gzipped) with identity ``h`` — the SHA-256 of a local
+For an archive file (WARC or ARC, plain or gzipped; WARC also .warc.zst) with identity ``h`` — the SHA-256 of a local
 file's bytes, of a remote object's ETag and size (:func:`simweb.tasks.storage.identify`) — whose
 first 16 hex digits are ``h16`` it writes::
 
@@ -349,7 +349,7 @@ def _part_files(out_dir: str, part: str) -> dict[str, dict[str, Any]]:
 
 
 def ingest_warc(path: str, out_dir: str) -> IngestStats:
-    """Ingest one archive file — WARC or ARC, plain or gzipped, local path or fsspec URL — into
+    """Ingest one archive file — WARC or ARC, plain or gzipped (or a .warc.zst), local path or fsspec URL — into
     ``out_dir``; see the module docstring.
 
     Returns this file's :class:`IngestStats`. Raises ``OSError`` only when the file cannot be

@@ -104,7 +104,7 @@ def scan_inbox(inbox: str, crawl: str, *, settle_seconds: float = 60.0) -> Inbox
     if not fs.isdir(inbox_p):
         raise FileNotFoundError(
             f"inbox {inbox}: expected a folder of WARC or ARC files, found nothing there; create it and drop "
-            f"*.warc / *.warc.gz / *.arc / *.arc.gz files into it"
+            f"*.warc / *.warc.gz / *.warc.zst / *.arc / *.arc.gz files into it"
         )
     ledger = read_ledger(crawl)
     in_crawl = set(read_selection(crawl) or ())

@@ -101,7 +101,7 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
     if not unique:
         hint = (f"; {len(packages)} ZIP file(s) there (e.g. {packages[0]}): unzip them and name the WARC files "
                 "they hold") if packages else ""
-        raise FileNotFoundError(f"no WARC or ARC files (*.warc, *.warc.gz, *.arc, *.arc.gz) in {', '.join(items)}{hint}")
+        raise FileNotFoundError(f"no WARC or ARC files (*.warc, *.warc.gz, *.warc.zst, *.arc, *.arc.gz) in {', '.join(items)}{hint}")
     return unique
 
 

@@ -14,10 +14,12 @@ import gzip
 import io
 import random
 import re
+import struct
 import zlib
 from pathlib import Path
 
 import pytest
+import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
@@ -484,6 +486,169 @@ def test_a_gzip_member_that_goes_on_after_its_record(cc, tmp_path):
 
 
 # =============================================================================================
+# Zstandard-compressed WARC files (.warc.zst): made here, record by record, with the zstandard
+# library, as the IIPC's WARC-Zstandard specification lays them out; frame boundaries are known
+# from the writing, not from the code under test.
+
+
+def skippable(data: bytes, magic: int = 0x184D2A50) -> bytes:
+    return struct.pack("<II", magic, len(data)) + data
+
+
+def warc_zst(records: list[bytes], dictionary: str = "", extension_frames: bool = False) -> tuple[bytes, list[int]]:
+    """A .warc.zst file of ``records`` (each one uncompressed WARC record) and where each
+    record's frames start (with the extension frame before it, if any). ``dictionary``: ""
+    none, "plain" or "compressed" (a dictionary frame at the start); ``extension_frames``: a
+    skippable frame before every other record."""
+    head, options = b"", {}
+    if dictionary:
+        stored = dictionary_of(records).as_bytes()
+        if dictionary == "compressed":
+            stored = zstandard.ZstdCompressor(write_checksum=True).compress(stored)
+        head, options = skippable(stored, 0x184D2A5D), {"dict_data": dictionary_of(records)}
+    compressor = zstandard.ZstdCompressor(write_checksum=True, **options)
+    out, starts = [head], []
+    for i, record in enumerate(records):
+        starts.append(len(b"".join(out)))
+        if extension_frames and i % 2:
+            out.append(skippable(b"extension %d" % i))
+        out.append(compressor.compress(record))
+    return b"".join(out), starts
+
+
+def dictionary_of(records: list[bytes]) -> zstandard.ZstdCompressionDict:
+    return zstandard.train_dictionary(8192, records * 4)
+
+
+@pytest.fixture(scope="module")
+def cc_records(cc) -> list[bytes]:
+    return [gzip.decompress(member) for member in gzip_members(cc)]
+
+
+@pytest.mark.parametrize("dictionary, extension_frames", [("", False), ("plain", True), ("compressed", False)],
+                         ids=["frames", "dictionary+extension-frames", "compressed-dictionary"])
+def test_a_warc_zst_file_reads_like_the_gzipped_one(dictionary, extension_frames, cc_records, cc_reference,
+                                                    tmp_path):
+    """The same 50 records as zstd frames give the same pages, links and skips, and every page's
+    offset and length in the file hold its record: decoded (with the file's dictionary) by the
+    zstandard library alone, they give the record's bytes."""
+    reference, reference_out = cc_reference
+    data, starts = warc_zst(cc_records, dictionary, extension_frames)
+    path = write(tmp_path / "cc.warc.zst", data)
+    stats = ingest_warc(path, str(tmp_path / "out"))
+    assert counts(stats) == (50, 16, CC_SKIPPED, 0, 0, 0)
+    assert rows(tmp_path / "out", "links") == rows(reference_out, "links")
+    assert (rows(tmp_path / "out", "pages", drop=("record_offset", "record_length", "source_file"))
+            == rows(reference_out, "pages", drop=("record_offset", "record_length", "source_file")))
+    frames = zstandard.ZstdDecompressor(dict_data=dictionary_of(cc_records) if dictionary else None)
+    pages = read_parquet(str(tmp_path / "out" / "pages")).to_pylist()
+    for page in pages:
+        offset, length = page["record_offset"], page["record_length"]
+        index = starts.index(offset)
+        assert offset + length == (starts + [len(data)])[index + 1]
+        decoded = frames.stream_reader(io.BytesIO(data[offset:offset + length]), read_across_frames=True).read()
+        assert decoded == cc_records[index]
+    assert len(pages) == 16
+
+
+def test_a_folder_lists_warc_zst_files(cc_records, tmp_path):
+    crawl = tmp_path / "crawl"
+    crawl.mkdir()
+    write(crawl / "a.warc.zst", warc_zst(cc_records)[0])
+    write(crawl / "notes.zst", b"not listed")
+    assert [Path(f).name for f in list_archive_files(str(crawl))] == ["a.warc.zst"]
+
+
+def test_the_ingest_command_reads_warc_zst_files(cc_records, tmp_path, capsys):
+    """A folder holding a .warc.zst file, and one named otherwise that starts with a zstd frame
+    (looked into, as any file named without an archive suffix is): both read, exit 0."""
+    from simweb.cli import main
+
+    crawl = tmp_path / "crawl"
+    crawl.mkdir()
+    write(crawl / "a.warc.zst", warc_zst(cc_records, "plain")[0])
+    named = write(tmp_path / "download.bin", warc_zst(cc_records[:20])[0])
+    assert main(["ingest", str(crawl), named, "--out", str(tmp_path / "out"), "--no-prefect"]) == 0
+    told = capsys.readouterr()
+    assert "ingest: 2 files read; 2 WARC" in told.out + told.err
+    assert re.search(r"records read +70\n +pages written +22\n", told.out + told.err)
+
+
+def test_a_truncated_warc_zst_file_keeps_what_came_before(cc_records, tmp_path):
+    data, starts = warc_zst(cc_records, "plain")
+    cut = starts[response_index(10)] + 100  # inside the 11th response's frame
+    stats = ingest_warc(write(tmp_path / "cut.warc.zst", data[:cut]), str(tmp_path / "out"))
+    assert stats.pages_written == 10
+    (error,) = stats.file_errors
+    assert error.damage == ((starts[response_index(10)], 100),)
+    assert f"the zstd frame at offset {starts[response_index(10)]} is cut: the file ends inside it" in error.reason
+
+
+def test_a_corrupt_zstd_frame_is_skipped_whole(cc_records, tmp_path):
+    data, starts = warc_zst(cc_records, "plain")
+    index = response_index(3)
+    damaged = bytearray(data)
+    damaged[starts[index] + 200:starts[index] + 264] = b"\xff" * 64
+    stats = ingest_warc(write(tmp_path / "d.warc.zst", bytes(damaged)), str(tmp_path / "out"))
+    assert stats.pages_written == 15
+    assert stats.records_recovered == 49 - index
+    (error,) = stats.file_errors
+    assert error.damage == ((starts[index], starts[index + 1] - starts[index]),)
+    assert "does not decode" in error.reason
+
+
+def test_a_warc_zst_file_compressed_as_one_frame_says_how_to_read_it(cc_records, tmp_path):
+    """What ``zstd crawl.warc`` makes: one frame for the whole file. Its first record is read;
+    the message says the file is compressed as a whole and how to get the .warc file."""
+    data = zstandard.ZstdCompressor().compress(b"".join(cc_records))
+    stats = ingest_warc(write(tmp_path / "whole.warc.zst", data), str(tmp_path / "out"))
+    assert (stats.records_read, stats.pages_written) == (1, 0)
+    (error,) = stats.file_errors
+    assert "the file is compressed as a whole instead of record by record" in error.reason
+    assert f"'zstd -d {tmp_path / 'whole.warc.zst'}' writes the uncompressed WARC file" in error.reason
+    assert "warcio recompress" not in error.reason
+
+
+def test_a_record_split_over_two_zstd_frames_is_reported_and_the_rest_read(cc_records, tmp_path):
+    """The specification allows a record in several frames; such a record is found cut at its
+    first frame's end and reported, the frame after it skipped, and reading resumes at the next
+    record's frame."""
+    index = response_index(1)
+    record = cc_records[index]
+    parts = [record[:3000], record[3000:]]
+    data, starts = warc_zst(cc_records[:index] + parts + cc_records[index + 1:])
+    stats = ingest_warc(write(tmp_path / "split.warc.zst", data), str(tmp_path / "out"))
+    assert (stats.records_read, stats.pages_written) == (50, 15)
+    (error,) = stats.file_errors
+    assert error.damage == ((starts[index], starts[index + 2] - starts[index]),)
+    assert f"the zstd frame there continues the record" in error.reason
+
+
+@pytest.mark.parametrize("how, told", [
+    ("damaged", "the zstd dictionary frame at offset 0 holds no zstd dictionary"),
+    ("cut", "the file ends inside the zstd dictionary frame at offset 0"),
+])
+def test_a_damaged_zstd_dictionary_is_a_file_error(how, told, cc_records, tmp_path):
+    data, starts = warc_zst(cc_records, "plain")
+    if how == "damaged":
+        data = data[:8] + b"\0" * 8 + data[16:]
+    else:
+        data = data[:100]
+    stats = ingest_warc(write(tmp_path / "d.warc.zst", data), str(tmp_path / "out"))
+    assert (stats.records_read, stats.pages_written) == (0, 0)
+    (error,) = stats.file_errors
+    assert told in error.reason and "no record decodes without it" in error.reason
+
+
+def test_a_warc_zst_file_without_its_dictionary_frame_is_a_file_error(cc_records, tmp_path):
+    data, starts = warc_zst(cc_records, "plain")
+    stats = ingest_warc(write(tmp_path / "d.warc.zst", data[starts[0]:]), str(tmp_path / "out"))
+    assert (stats.records_read, stats.pages_written) == (0, 0)
+    (error,) = stats.file_errors
+    assert f"the zstd frame at offset 0 needs a dictionary (id {dictionary_of(cc_records).dict_id()})" in error.reason
+
+
+# =============================================================================================
 # The reader on its own
 
 
@@ -496,7 +661,7 @@ def test_how_records_end(cc_plain):
     for offset, record in records:
         ends.append(records.finish())
         assert records.finish() is ends[-1]  # asked again: the same answer, nothing read
-    assert ends.count(RecordEnd.WHOLE) == 50 and records.format == "warc" and not records.gzipped
+    assert ends.count(RecordEnd.WHOLE) == 50 and records.format == "warc" and records.compression is None
     assert [(g.offset, g.skipped) for g in records.gaps] == [(end5, 0), (starts[9] - (starts[6] - end5), 4)]
 
 

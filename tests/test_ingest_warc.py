@@ -617,7 +617,7 @@ def test_list_archive_files(tmp_path):
     assert list_archive_files(str(crawl / "*.arc.gz")) == [str(crawl / "old.arc.gz")]
     assert list_archive_files([str(crawl / "b.warc"), str(crawl / "notes.txt"), str(crawl / "b.warc")]) == [
         str(crawl / "b.warc"), str(crawl / "notes.txt")]  # named files are taken as they are, once
-    with pytest.raises(FileNotFoundError, match=r"no WARC or ARC files \(\*\.warc, \*\.warc\.gz, \*\.arc, \*\.arc\.gz\)"):
+    with pytest.raises(FileNotFoundError, match=r"no WARC or ARC files \(\*\.warc, \*\.warc\.gz, \*\.warc\.zst, \*\.arc, \*\.arc\.gz\)"):
         list_archive_files(str(crawl / "*.txt.gz"))
     with pytest.raises(FileNotFoundError, match="no such file or folder; expected a WARC or ARC file"):
         list_archive_files(str(tmp_path / "nowhere"))

@@ -7,7 +7,7 @@
     simweb ingest --paths-list warc.paths.gz --paths-prefix https://data.commoncrawl.org/ --out data
 
 Writes DIR/pages/ (one row per HTML page) and DIR/links/ (one row per anchor with its
-context words), one Parquet part per archive file (WARC or ARC, plain or gzipped), and
+context words), one Parquet part per archive file (WARC or ARC, plain or gzipped, or .warc.zst), and
 prints what was read, written and skipped. A damaged file is read on past the damage; the
 summary lists where, the bytes skipped and the records recovered. A file whose content was
 ingested into DIR before is skipped. The files are ingested by the build-index flow's ingest
@@ -36,7 +36,7 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "warc", nargs="*", metavar="ARCHIVE",
-        help="a WARC or ARC file (.warc, .warc.gz, .arc, .arc.gz) or a WACZ package (.wacz), a folder of them (searched "
+        help="a WARC or ARC file (.warc, .warc.gz, .warc.zst, .arc, .arc.gz) or a WACZ package (.wacz), a folder of them (searched "
              "recursively), a glob, or a URL: s3://bucket/prefix/ (every archive file under it), "
              "s3://bucket/**/*.warc.gz, https://host/file.warc.gz",
     )

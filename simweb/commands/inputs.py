@@ -110,13 +110,16 @@ def remote_problem(url: str) -> str | None:
     return None
 
 
+_ZSTD_STARTS = (b"\x28\xb5\x2f\xfd", b"\x5d\x2a\x4d\x18")  # a zstd frame; a .warc.zst dictionary frame
+
 #: Names a crawl's archive files have; a file named otherwise is looked into before it is read.
-ARCHIVE_SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz")
+ARCHIVE_SUFFIXES = (".warc", ".warc.gz", ".warc.zst", ".arc", ".arc.gz")
 
 
 def not_an_archive(path: str) -> str | None:
     """Why the local file ``path``, named without an archive suffix, is not a WARC (or ARC) file —
-    its first bytes are neither "WARC/" nor "filedesc://", plain or gzipped — or None."""
+    its first bytes are neither "WARC/" nor "filedesc://", plain or gzipped, nor those of a zstd
+    frame or of a .warc.zst file's dictionary frame (read by the ingest) — or None."""
     import gzip
 
     try:
@@ -127,14 +130,14 @@ def not_an_archive(path: str) -> str | None:
                 head = f.read(64)
     except (OSError, EOFError):
         return None  # unreadable or cut: the ingest reports it, with the file's other errors
-    if head.lstrip().startswith((b"WARC/", b"filedesc://")):
+    if head.lstrip().startswith((b"WARC/", b"filedesc://")) or head.startswith(_ZSTD_STARTS):
         return None
     if head.startswith(b"PK\x03\x04"):
         return (f"{path} is a ZIP file, not a WARC file; unzip it and name the WARC files it holds (a WACZ "
                 "package is read as it is when its name ends in .wacz)")
     shown = head.lstrip()[:16].decode("latin-1").encode("unicode_escape").decode("ascii")
     return (f"{path} is not a WARC file: it starts with \"{shown}\", not \"WARC/\" (nor an ARC file's "
-            "\"filedesc://\"); expected a WARC or ARC file, plain or gzipped, a folder of them or a glob")
+            "\"filedesc://\"); expected a WARC or ARC file (plain, gzipped or .warc.zst), a folder of them or a glob")
 
 
 def crawl_paths_problem(items: list[str]) -> str | None:
@@ -156,7 +159,7 @@ def crawl_paths_problem(items: list[str]) -> str | None:
             if not glob.glob(item, recursive=True):
                 return f"{item}: no file matches; expected a glob naming WARC or ARC files (*.warc.gz, *.arc.gz, …)"
         elif not os.path.exists(item):
-            return f"{item}: no such file or folder; expected a WARC or ARC file (.warc, .warc.gz, .arc, .arc.gz), a folder of them or a glob"
+            return f"{item}: no such file or folder; expected a WARC or ARC file (.warc, .warc.gz, .warc.zst, .arc, .arc.gz), a folder of them or a glob"
         elif os.path.isdir(item) and not any(names for _, _, names in os.walk(item)):
             return f"{item} is an empty folder; expected WARC or ARC files (.warc.gz, .arc.gz, …) in it"
         elif os.path.isfile(item) and not item.lower().endswith(ARCHIVE_SUFFIXES + (".wacz",)):
