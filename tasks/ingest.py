@@ -30,7 +30,7 @@ Which records become pages:
 - HTML by Content-Type (``text/html``, ``application/xhtml+xml``); when the type is missing or
   generic (``application/octet-stream`` and the like) the payload is sniffed.
 - The payload is de-chunked (``Transfer-Encoding: chunked``) and decoded (``Content-Encoding``
-  gzip, x-gzip, deflate; br when the ``brotli`` package is installed; :mod:`simweb.tasks.payloads`),
+  gzip, x-gzip, deflate, br, zstd; :mod:`simweb.tasks.payloads`),
   then read with the charset :func:`simweb.core.charset.decode_html` finds (UTF-8 bytes go to the
   parser as they are: :func:`simweb.core.charset.html_for_parser`).
 - The WARC-Target-URI is normalised with :func:`simweb.core.urls.normalize_url`; a record without

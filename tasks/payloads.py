@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import zlib
 
+import brotli
+import zstandard
+
 from simweb.core.charset import looks_like_html
 
 # Why a payload could not be decoded: skip reasons of the ingest stage.
@@ -25,20 +28,12 @@ class EncodingError(ValueError):
         self.reason = reason
 
 
-def _brotli():
-    try:
-        import brotli  # optional: only pages served with Content-Encoding: br need it
-    except ImportError:
-        return None
-    return brotli
+SUPPORTED_CONTENT_ENCODINGS = frozenset({"identity", "gzip", "x-gzip", "deflate", "br", "zstd"})
 
 
 def supported_content_encodings() -> frozenset[str]:
-    """Content-Encoding values this installation decodes."""
-    codings = {"identity", "gzip", "x-gzip", "deflate"}
-    if _brotli() is not None:
-        codings.add("br")
-    return frozenset(codings)
+    """Content-Encoding values the ingest decodes."""
+    return SUPPORTED_CONTENT_ENCODINGS
 
 
 def _inflate(data: bytes, wbits: int, limit: int) -> bytes:
@@ -55,6 +50,43 @@ def _inflate(data: bytes, wbits: int, limit: int) -> bytes:
         if not d.eof:
             break  # a truncated stream: keep what it held (crawlers cut long payloads)
         data = d.unused_data
+    return b"".join(out)
+
+
+def _unbrotli(data: bytes, limit: int) -> bytes:
+    """Brotli decompression (RFC 7932), capped at ``limit`` bytes; a cut stream gives what it held."""
+    d = brotli.Decompressor()
+    out = [d.process(data, output_buffer_limit=limit + 1)]
+    size = len(out[0])
+    while size <= limit and not d.is_finished():
+        chunk = d.process(b"", output_buffer_limit=limit + 1 - size)
+        if not chunk:
+            break  # a truncated stream: keep what it held
+        out.append(chunk)
+        size += len(chunk)
+    if size > limit:
+        raise EncodingError(TOO_LARGE, f"decodes to more than {limit:,} bytes")
+    if not size and not d.is_finished():
+        raise EncodingError(ENCODING_ERROR, "the brotli stream ends before any data")
+    return b"".join(out)
+
+
+def _unzstd(data: bytes, limit: int) -> bytes:
+    """Zstandard decompression (RFC 8878) across its frames, capped at ``limit`` bytes; a cut
+    stream gives what it held."""
+    reader = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True)
+    out: list[bytes] = []
+    size = 0
+    while size <= limit and (chunk := reader.read(min(1 << 20, limit + 1 - size))):
+        out.append(chunk)
+        size += len(chunk)
+    if size > limit:
+        raise EncodingError(TOO_LARGE, f"decodes to more than {limit:,} bytes")
+    if not size and data:
+        first = zstandard.ZstdDecompressor().decompressobj()
+        first.decompress(data)
+        if not first.eof:  # not an empty frame: one cut before any data
+            raise EncodingError(ENCODING_ERROR, "the zstd stream ends before any data")
     return b"".join(out)
 
 
@@ -76,8 +108,10 @@ def decode_content_encoding(body: bytes, content_encoding: str, limit: int) -> b
                     body = _inflate(body, zlib.MAX_WBITS, limit)  # RFC: zlib-wrapped deflate
                 except zlib.error:
                     body = _inflate(body, -zlib.MAX_WBITS, limit)  # what many servers send: raw deflate
-            elif coding == "br" and (brotli := _brotli()) is not None:
-                body = brotli.decompress(body)
+            elif coding == "br":
+                body = _unbrotli(body, limit)
+            elif coding == "zstd":
+                body = _unzstd(body, limit)
             else:
                 raise EncodingError(UNSUPPORTED_ENCODING, f"Content-Encoding {coding!r} is not supported")
         except zlib.error as exc:
@@ -86,7 +120,7 @@ def decode_content_encoding(body: bytes, content_encoding: str, limit: int) -> b
             raise EncodingError(ENCODING_ERROR, f"{coding}: {exc}") from exc
         except EncodingError:
             raise
-        except Exception as exc:  # brotli.error and friends
+        except Exception as exc:  # brotli.error, zstandard.ZstdError and friends
             if looks_like_html(body):
                 continue
             raise EncodingError(ENCODING_ERROR, f"{coding}: {exc}") from exc

@@ -14,8 +14,10 @@ import shutil
 import zlib
 from pathlib import Path
 
+import brotli
 import pyarrow.parquet as pq
 import pytest
+import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
@@ -400,15 +402,19 @@ def test_content_encodings(tmp_path):
         http_response("http://e.example/twice", gzipped(gzipped(PAGE)), headers=[("Content-Type", "text/html"), ("Content-Encoding", "gzip, gzip")]),
         # The header says gzip but the crawler stored the decoded page: taken as it is.
         http_response("http://e.example/stored-decoded", PAGE, headers=[("Content-Type", "text/html"), ("Content-Encoding", "gzip")]),
-        http_response("http://e.example/zstd", b"(\xb5/\xfd\x00", headers=[("Content-Type", "text/html"), ("Content-Encoding", "zstd")]),
+        http_response("http://e.example/zstd", zstandard.compress(PAGE), headers=[("Content-Type", "text/html"), ("Content-Encoding", "zstd")]),
+        http_response("http://e.example/br", brotli.compress(PAGE), headers=[("Content-Type", "text/html"), ("Content-Encoding", "br")]),
+        http_response("http://e.example/br-gzip", gzipped(brotli.compress(PAGE)), headers=[("Content-Type", "text/html"), ("Content-Encoding", "br, gzip")]),
+        http_response("http://e.example/lzw", b"\x1f\x9d\x90<html>", headers=[("Content-Type", "text/html"), ("Content-Encoding", "compress")]),
         http_response("http://e.example/corrupt", gzipped(PAGE)[:12] + b"\xff" * 40, headers=[("Content-Type", "text/html"), ("Content-Encoding", "gzip")]),
-        http_response("http://e.example/br", b"\x1b\x03\x00\xf8\xa5", headers=[("Content-Type", "text/html"), ("Content-Encoding", "br")]),
+        http_response("http://e.example/corrupt-br", b"\x1b\x03\x00\xf8\xa5", headers=[("Content-Type", "text/html"), ("Content-Encoding", "br")]),
+        http_response("http://e.example/corrupt-zstd", b"(\xb5/\xfd\xff" + b"\x00" * 20, headers=[("Content-Type", "text/html"), ("Content-Encoding", "zstd")]),
     ])
     stats = ingest_warc(str(path), str(tmp_path / "out"))
-    br = "br" in payloads.supported_content_encodings()
-    expected_skips = {"unsupported content-encoding": 1 if br else 2, "content-encoding error": 2 if br else 1}
-    assert counts(stats) == (9, 6, expected_skips, 0)
+    expected_skips = {"unsupported content-encoding": 1, "content-encoding error": 3}
+    assert counts(stats) == (13, 9, expected_skips, 0)
     assert {p["title"] for p in pages_of(tmp_path / "out")} == {"A page"}
+    assert len(pages_of(tmp_path / "out")) == 9
 
 
 def test_payloads_over_the_limit_are_skipped(tmp_path, monkeypatch):
@@ -417,10 +423,12 @@ def test_payloads_over_the_limit_are_skipped(tmp_path, monkeypatch):
     path = write_warc(tmp_path / "big.warc.gz", [
         http_response("http://big.example/plain", big),
         http_response("http://big.example/bomb", gzipped(big), headers=[("Content-Type", "text/html"), ("Content-Encoding", "gzip")]),
+        http_response("http://big.example/br-bomb", brotli.compress(big), headers=[("Content-Type", "text/html"), ("Content-Encoding", "br")]),
+        http_response("http://big.example/zstd-bomb", zstandard.compress(big), headers=[("Content-Type", "text/html"), ("Content-Encoding", "zstd")]),
         http_response("http://big.example/small", PAGE),
     ])
     stats = ingest_warc(str(path), str(tmp_path / "out"))
-    assert counts(stats) == (3, 1, {"payload too large": 2}, 0)
+    assert counts(stats) == (5, 1, {"payload too large": 4}, 0)
 
 
 def test_a_page_the_parser_fails_on_is_skipped_and_the_file_goes_on(tmp_path, monkeypatch):
