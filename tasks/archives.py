@@ -435,6 +435,10 @@ class ArchiveRecords:
             if re.match(rb"WARC/\d+\.\d+\r\r\n", shown):
                 return ("its lines end in '\\r\\r\\n', not '\\r\\n': the file was converted as text after it was "
                         "written, so its Content-Lengths no longer hold")
+            arc = re.match(rb"[A-Za-z][A-Za-z0-9+.-]*:\S* \S+ \S+ \S+ (\S+)\r?\n", self._head.lstrip(b"\r\n"))
+            if arc and not arc.group(1).isdigit():
+                return (f"the ARC header line at offset 0 gives a length that is not a number ({arc.group(1)!r}): "
+                        f"{arc.group(0)[:80]!r}")
             return f"expected a WARC record ('WARC/1.0') or an ARC file's 'filedesc://' line at offset 0, found {shown!r}"
         what = "a WARC record ('WARC/1.0') or an ARC file's 'filedesc://' line"
         first = self._head_input(start)

@@ -399,6 +399,26 @@ def test_inserted_bytes_lose_no_record(where, garbage, cc_plain):
     assert records.recovered == 50 - where
 
 
+def test_a_warc_file_converted_as_text_is_told_so(cc_plain, tmp_path):
+    """Every line ending turned into '\\r\\r\\n' (a text-mode copy): no record is read, and the
+    message says why rather than what was expected."""
+    stats = ingest_warc(write(tmp_path / "c.warc", cc_plain.replace(b"\r\n", b"\r\r\n")), str(tmp_path / "out"))
+    assert (stats.records_read, stats.pages_written) == (0, 0)
+    (error,) = stats.file_errors
+    assert "its lines end in '\\r\\r\\n', not '\\r\\n': the file was converted as text" in error.reason
+
+
+def test_an_arc_header_line_whose_length_is_not_a_number(warc_dir, tmp_path):
+    """The version block's length written as -1: that block is skipped with a message naming
+    the length, and the three records after it are read."""
+    blocks = arc_blocks("bad.arc", responses_of(warc_dir / CC)[:3])
+    blocks[0] = re.sub(rb" \d+\n", b" -1\n", blocks[0], count=1)
+    stats = ingest_warc(write(tmp_path / "bad.arc", b"".join(blocks)), str(tmp_path / "out"))
+    assert (stats.records_read, stats.pages_written, stats.records_recovered) == (3, 3, 3)
+    (error,) = stats.file_errors
+    assert error.reason.startswith("the ARC header line at offset 0 gives a length that is not a number (b'-1')")
+
+
 # =============================================================================================
 # Damaged WARC files, gzipped record by record
 
