@@ -42,7 +42,8 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
     Folders, prefixes and globs contribute files named ``*.warc``, ``*.warc.gz``, ``*.arc`` or
     ``*.arc.gz``, except hidden ones: a name starting with "." in the part of the path that was
     searched (a download or a copy in progress, ``.tmp-…`` files an interrupted writer left) is
-    skipped, and the skipped files are counted in a warning. A file named explicitly is taken
+    skipped, and the skipped files are counted in a warning; so are files a crawler is still
+    writing, named as Heritrix and warcprox name them (``*.warc.gz.open``). A file named explicitly is taken
     whatever its name, and a web URL is taken without asking its server (an unreachable one is
     reported by the ingest). Raises ``FileNotFoundError`` when nothing matches, naming what was
     looked for.
@@ -51,6 +52,7 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
     found: list[str] = []
     hidden: list[str] = []
     packages: list[str] = []  # ZIP files found where archive files were looked for
+    open_files: list[str] = []  # archive files a crawler is still writing
     for item in items:
         if "://" in item and item.split("://", 1)[0].lower() in SINGLE_FILE_PROTOCOLS + (_MEMBER_PROTOCOL,):
             found.append(item)  # a web URL, or a WARC file of a WACZ package already listed
@@ -86,6 +88,8 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
             where = prefix + p if prefix else os.path.abspath(p)
             if name.endswith(".zip"):
                 packages.append(where)
+            elif name.endswith(_OPEN_SUFFIXES):
+                open_files.append(where)
             elif name.endswith(ARCHIVE_SUFFIXES + (WACZ_SUFFIX,)):
                 if searched is not None and _is_hidden(p, searched):
                     hidden.append(where)
@@ -98,12 +102,18 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
     if hidden:
         _log.warning("skipped %d hidden archive file(s) (a name starting with \".\", e.g. %s): files being "
                      "written or left by an interrupted writer; name a file to read it", len(hidden), hidden[0])
+    if open_files:
+        _log.warning("left out %d archive file(s) still being written by the crawler (a name ending in "
+                     "\".open\", e.g. %s); they are read once the crawler closes them", len(open_files), open_files[0])
     if not unique:
         hint = (f"; {len(packages)} ZIP file(s) there (e.g. {packages[0]}): unzip them and name the WARC files "
                 "they hold") if packages else ""
         raise FileNotFoundError(f"no WARC or ARC files (*.warc, *.warc.gz, *.warc.zst, *.arc, *.arc.gz) in {', '.join(items)}{hint}")
     return unique
 
+
+#: Archive files a crawler is still writing (Heritrix, warcprox): renamed without ".open" when closed.
+_OPEN_SUFFIXES = tuple(suffix + ".open" for suffix in ARCHIVE_SUFFIXES)
 
 #: A WACZ package (Webrecorder's format: Browsertrix, ArchiveWeb.page): a ZIP file whose
 #: archive/ folder holds the crawl's WARC files, stored uncompressed by the ZIP.

@@ -661,6 +661,19 @@ def test_list_archive_files_skips_hidden_files_and_says_so(tmp_path, caplog):
     assert list_archive_files(str(crawl / ".*.warc.gz")) == [str(crawl / ".tmp-1234-a.warc.gz")]
 
 
+def test_list_archive_files_leaves_out_files_a_crawler_is_still_writing(tmp_path, caplog):
+    """Heritrix and warcprox write ``NAME.warc.gz.open`` and rename it when done: left out, and
+    said, so that a crawl read while it runs is not silently short."""
+    crawl = tmp_path / "crawl"
+    crawl.mkdir()
+    for name in ("a.warc.gz", "b.warc.gz.open", "c.warc.open", "d.txt.open"):
+        (crawl / name).write_bytes(b"")
+    with caplog.at_level("WARNING", logger="simweb.tasks.sources"):
+        assert list_archive_files(str(crawl)) == [str(crawl / "a.warc.gz")]
+    assert "left out 2 archive file(s) still being written by the crawler" in caplog.text
+    assert "b.warc.gz.open" in caplog.text
+
+
 def test_ingest_files_reports_an_unreadable_file_and_goes_on(warc_dir, tmp_path):
     stats = ingest_files([str(tmp_path / "gone.warc.gz"), str(warc_dir / "example.warc.gz")], str(tmp_path / "out"))
     assert stats.files_read == 1 and stats.pages_written == 1
