@@ -1,6 +1,6 @@
 """The records of one WARC or ARC file, read on through damage.
 
-warcio parses the records — ARC (v1) records converted to WARC form, as its ``arc2warc``
+warcio parses the records — ARC records converted to WARC form, as its ``arc2warc``
 does, so that an ARC file gives the same records as the WARC file holding the same
 responses. This module decides where the records are. A file without damage is read
 exactly as warcio reads it, with nothing added per record; each record read ends in one of
@@ -55,7 +55,8 @@ import zstandard
 from warcio.archiveiterator import ArchiveIterator
 from warcio.bufferedreaders import BufferedReader, DecompressingBufferedReader
 from warcio.exceptions import ArchiveLoadFailed
-from warcio.recordloader import ArcWarcRecord
+from warcio.recordloader import ARC2WARCHeadersParser, ArcWarcRecord
+from warcio.statusandheaders import StatusAndHeadersParser
 from warcio.utils import BUFF_SIZE
 
 WARC_SUFFIXES = (".warc", ".warc.gz", ".warc.zst")
@@ -64,10 +65,10 @@ ARCHIVE_SUFFIXES = WARC_SUFFIXES + ARC_SUFFIXES
 FORMATS = ("warc", "arc")
 
 # The version lines warcio reads (looked for anywhere: bytes inserted before a record need not
-# end with a line break), and the header line of an ARC v1 record or of its version block
+# end with a line break), and the header line of an ARC record (version 1 or 2) or of its version block
 # (``filedesc://NAME IP DATE TYPE LENGTH``, looked for at the start of a line).
 _WARC_VERSION = re.compile(rb"WARC/(?:1\.[01]|0\.1[78])\r?\n")
-_ARC_HEADER = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*:\S* \S+ \d{12,14} \S+ \d+\r?\n")
+_ARC_HEADER = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*:\S* \S+ \d{12,14} \S+(?: \S+ \S+ \S+ \d+ \S+)? \d+\r?\n")
 _ARC_LINE = re.compile(rb"(?m)^(?=" + _ARC_HEADER.pattern + rb")")
 _GZIP_MAGIC = b"\x1f\x8b\x08"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # a zstd frame
@@ -161,6 +162,29 @@ class _QuietReader(DecompressingBufferedReader):
         return super()._decompress(data)
 
 
+def _is_arc_v2(fields: list[str]) -> bool:
+    """Whether the fields of an ARC header line (split from the right) are those of version 2:
+    ``URL IP-address Archive-date Content-type Result-code Checksum Location Offset Filename
+    Archive-length`` (version 1 has the first four and the last)."""
+    return (len(fields) == 10 and fields[2].isdigit() and 12 <= len(fields[2]) <= 14 and fields[7].isdigit()
+            and fields[9].isdigit() and (fields[4].isdigit() or fields[4] == "-"))
+
+
+class _ArcHeaders(ARC2WARCHeadersParser):
+    """warcio's ARC header line reader, which knows version 1 lines only, reading version 2
+    lines too (Alexa Internet's and the Internet Archive's later ARC files): their URL,
+    address, date, type and length are those of a version 1 line; result code, checksum,
+    location, offset and file name are left out, as a version 1 record has none."""
+
+    def parse(self, stream, headerline=None):
+        if headerline is None:
+            headerline = stream.readline()
+        fields = StatusAndHeadersParser.decode_header(headerline).rstrip("\r\n").rsplit(" ", 9)
+        if _is_arc_v2(fields):
+            headerline = " ".join(fields[:4] + fields[9:]) + "\n"
+        return super().parse(stream, headerline)
+
+
 class _Iterator(ArchiveIterator):
     # warcio prints a warning to stderr when a record is not followed by blank lines; this
     # module finds and reports that damage itself.
@@ -171,6 +195,7 @@ class _Iterator(ArchiveIterator):
         super().__init__(fileobj, arc2warc=True)
         self.reader = _QuietReader(self.fh, zstd, dictionary)
         self.known_format = fmt  # with arc2warc, warcio never sets it: records are read as this format
+        self.loader.arc_parser = _ArcHeaders()
 
 
 def _format_at(text: bytes) -> str | None:

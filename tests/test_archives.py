@@ -179,6 +179,36 @@ def test_an_arc_file_gives_the_pages_and_links_of_the_same_responses_in_warc(gzi
             assert record.rec_headers.get_header("WARC-Target-URI") == page["url"]
 
 
+def arc_v2_blocks(name: str, responses) -> list[bytes]:
+    """The same records in an ARC version 2 file: header lines ``URL IP-address Archive-date
+    Content-type Result-code Checksum Location Offset Filename Archive-length``."""
+    version = (b"2 0 simweb-tests\nURL IP-address Archive-date Content-type Result-code Checksum Location "
+               b"Offset Filename Archive-length\n")
+    blocks = [f"filedesc://{name} 0.0.0.0 20200803000000 text/plain 200 - - 0 {name} {len(version)}\n".encode()
+              + version + b"\n"]
+    for url, ip, date, media, http in responses:
+        offset = sum(map(len, blocks))
+        blocks.append(f"{url} {ip} {date} {media} 200 3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ - {offset} {name} "
+                      f"{len(http)}\n".encode() + http + b"\n")
+    return blocks
+
+
+@pytest.mark.parametrize("gzipped", [False, True], ids=["arc", "arc.gz"])
+def test_an_arc_version_2_file_reads_like_version_1(gzipped, warc_dir, tmp_path):
+    """Version 2 header lines carry five more fields (result code, checksum, location, offset,
+    file name): the same pages, links and skips as the version 1 file of the same responses."""
+    responses = responses_of(warc_dir / CC)
+    out = {}
+    for version, blocks in (("v1", arc_blocks("same.arc", responses)), ("v2", arc_v2_blocks("same.arc", responses))):
+        data = b"".join(map(gzip.compress, blocks)) if gzipped else b"".join(blocks)
+        stats = ingest_warc(write(tmp_path / f"{version}.arc{'.gz' if gzipped else ''}", data), str(tmp_path / version))
+        assert counts(stats) == (17, 16, {"warcinfo record": 1}, 0, 0, 0), version
+        out[version] = tmp_path / version
+    assert rows(out["v2"], "links") == rows(out["v1"], "links")
+    drop = ("source_file", "record_offset", "record_length")
+    assert rows(out["v2"], "pages", drop=drop) == rows(out["v1"], "pages", drop=drop)
+
+
 def test_a_folder_of_arc_and_warc_files_reads_both(warc_dir, tmp_path):
     crawl = tmp_path / "crawl"
     crawl.mkdir()
