@@ -15,9 +15,20 @@ itself into gigabytes or read local files.
 Memberships are read from both places the dump states them — an ``ExternalPage``'s
 ``<topic>`` and a ``Topic``'s ``<link>``/``<link1>`` elements — and deduplicated, so an
 excerpt that lists a URL in only one of the two places still counts it.
+
+The dumps of the paper's years are not well-formed XML throughout: URLs with a bare ``&``
+(``?a=1&b=2``), HTML entities such as ``&nbsp;`` that XML does not define, control characters
+and stray Latin-1 bytes in titles and descriptions. A UTF-8 dump is read through a repair that
+escapes such an ``&``, drops the characters XML forbids and replaces bytes that are not UTF-8
+(each counted: ``bare_ampersands_escaped``, ``forbidden_characters_dropped``,
+``bytes_not_utf8_replaced``), so that one bad listing among millions does not stop the reading;
+a well-formed dump passes through unchanged.
 """
 from __future__ import annotations
 
+import codecs
+import io
+import re
 from collections import Counter
 from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -93,6 +104,72 @@ def _attr(elem, name: str) -> str | None:
     return None
 
 
+# An "&" that starts no reference XML knows without a DTD (the five predefined entities and
+# character references): escaped by the repair.
+_BARE_AMPERSAND = re.compile(r"&(?!(?:amp|lt|gt|quot|apos|#[0-9]+|#x[0-9A-Fa-f]+);)")
+# Characters XML 1.0 forbids: C0 controls other than tab, line feed and carriage return, and
+# U+FFFE/U+FFFF. Bytes that are not UTF-8 come out of the decoder as lone surrogates.
+_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
+_DECLARED_ENCODING = re.compile(rb"""^\s*<\?xml[^>]*\bencoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
+_REPAIR_CHUNK = 1 << 18  # the bytes the repair holds at a time (a few copies of them while it works)
+_REPAIRS = ((_NOT_UTF8, "\ufffd", "bytes_not_utf8_replaced"), (_FORBIDDEN, "", "forbidden_characters_dropped"),
+            (_BARE_AMPERSAND, "&amp;", "bare_ampersands_escaped"))
+
+
+def repaired_xml(stream: BinaryIO, counts: Counter, chunk: int = _REPAIR_CHUNK) -> BinaryIO:
+    """``stream``, a UTF-8 XML file, with what keeps real Open Directory dumps from being
+    well-formed repaired (see the module docstring), the repairs counted in ``counts``. A file
+    that declares another encoding is returned as it is."""
+    buffered = stream if hasattr(stream, "peek") else io.BufferedReader(stream, 1 << 16)
+    declared = _DECLARED_ENCODING.match(buffered.peek(256)[:256])
+    if declared and codecs.lookup(declared.group(1).decode("ascii")).name != "utf-8":
+        return buffered
+    return io.BufferedReader(_ChunkReader(_repaired_chunks(buffered, counts, chunk)), 1 << 16)
+
+
+def _repaired_chunks(stream: BinaryIO, counts: Counter, chunk: int) -> Iterator[bytes]:
+    decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+    held = ""
+    while True:
+        raw = stream.read(chunk)
+        text = held + decoder.decode(raw, final=not raw)
+        held = ""
+        if raw:  # an "&" near the end may start a reference the next chunk completes
+            cut = text.find("&", max(0, len(text) - 16))
+            if cut >= 0:
+                text, held = text[:cut], text[cut:]
+        for pattern, replacement, counted in _REPAIRS:
+            text, n = pattern.subn(replacement, text)
+            if n:
+                counts[counted] += n
+        yield text.encode("utf-8")
+        if not raw:
+            return
+
+
+class _ChunkReader(io.RawIOBase):
+    """A raw binary stream over an iterator of byte chunks."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._chunk = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._chunk:
+            data = next(self._chunks, None)
+            if data is None:
+                return 0
+            self._chunk = memoryview(data)
+        n = min(len(buffer), len(self._chunk))
+        buffer[:n] = self._chunk[:n]
+        self._chunk = self._chunk[n:]
+        return n
+
+
 def iter_odp_rdf(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Listing]:
     """Stream the listings of an Open Directory ``content.rdf.u8`` dump (or an excerpt of one).
 
@@ -103,12 +180,13 @@ def iter_odp_rdf(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Li
     receives ``topics``, ``external_pages``, ``topic_links`` and the skipped cases
     (``listing_without_url``, ``listing_without_topic``).
 
-    Raises DirectoryFormatError for malformed XML or a file that declares entities.
+    Raises DirectoryFormatError for XML that is malformed past what :func:`repaired_xml` repairs,
+    or a file that declares entities.
     """
     counts = counts if counts is not None else Counter()
     root = None
     try:
-        for event, elem in safe_et.iterparse(stream, events=("start", "end")):
+        for event, elem in safe_et.iterparse(repaired_xml(stream, counts), events=("start", "end")):
             if event == "start":
                 if root is None:
                     root = elem

@@ -520,6 +520,12 @@ def _sample_lines(context: ReportContext) -> list[str]:
         f"{d.get('conflicting_class', 0):,} URLs in two classes, {d.get('bad_url', 0):,} bad URLs, "
         f"{d.get('not_kept', 0):,} not linked to by the crawl"
     )
+    repairs = [f"{d[key]:,} {what}" for key, what in (
+        ("bare_ampersands_escaped", "bare '&' escaped"), ("forbidden_characters_dropped", "control characters dropped"),
+        ("bytes_not_utf8_replaced", "bytes that are not UTF-8 replaced")) if d.get(key)]
+    if repairs:
+        lines.append("directory file repaired to read as XML (as dumps of the Open Directory's early years need): "
+                     + ", ".join(repairs))
     return lines
 
 

@@ -16,6 +16,7 @@ from simweb.core.directory import (
     iter_odp_rdf,
     iter_tsv,
     read_directory,
+    repaired_xml,
     sniff_format,
     topic_segments,
 )
@@ -217,6 +218,47 @@ def test_truncated_dump_yields_what_came_before_then_says_where_it_broke(odp_byt
         for listing in iter_odp_rdf(io.BytesIO(cut)):
             got.append(listing)
     assert len(got) == 10  # the Animation topic's 5 links and its 5 pages
+
+
+OLD_DUMP = (  # what dumps of the paper's years hold: a bare "&" in URLs, an HTML entity, a form
+    # feed and a Latin-1 byte in a title
+    '<?xml version="1.0" encoding="UTF-8"?>\n<RDF xmlns:r="http://www.w3.org/TR/RDF/" '
+    'xmlns:d="http://purl.org/dc/elements/1.0/" xmlns="http://dmoz.org/rdf/">\n'
+    '<Topic r:id="Top/A/B/C"><link r:resource="http://a.example/?x=1&y=2"/>'
+    '<link r:resource="http://b.example/?q=&amp;"/></Topic>\n'
+    '<ExternalPage about="http://c.example/?p=1&q=2"><d:Title>Caf\xe9&nbsp;\x0cX &#233;</d:Title>'
+    "<topic>Top/A/B/D</topic></ExternalPage>\n</RDF>\n"
+).encode("latin-1")
+
+
+def test_a_dump_that_is_not_well_formed_is_repaired_and_the_repairs_counted():
+    counts = Counter()
+    listings = list(iter_odp_rdf(io.BytesIO(OLD_DUMP), counts))
+    assert [(entry.url, entry.topic) for entry in listings] == [
+        ("http://a.example/?x=1&y=2", "Top/A/B/C"), ("http://b.example/?q=&", "Top/A/B/C"),
+        ("http://c.example/?p=1&q=2", "Top/A/B/D")]
+    assert {k: counts[k] for k in ("bare_ampersands_escaped", "forbidden_characters_dropped",
+                                   "bytes_not_utf8_replaced")} == {
+        "bare_ampersands_escaped": 3, "forbidden_characters_dropped": 1, "bytes_not_utf8_replaced": 1}
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64])
+def test_the_repair_gives_the_same_bytes_whatever_its_chunks(chunk):
+    """A reference cut by a chunk's end ("&am" | "p;") is not escaped twice."""
+    whole = repaired_xml(io.BytesIO(OLD_DUMP), Counter()).read()
+    assert b"&amp;amp;" not in whole and b"?q=&amp;\"" in whole and b"&amp;nbsp;" in whole
+    assert repaired_xml(io.BytesIO(OLD_DUMP), Counter(), chunk).read() == whole
+
+
+def test_a_well_formed_dump_passes_the_repair_unchanged(odp_bytes):
+    counts = Counter()
+    assert repaired_xml(io.BytesIO(odp_bytes), counts, 4096).read() == odp_bytes
+    assert not counts
+
+
+def test_a_dump_in_another_encoding_is_not_repaired():
+    latin1 = OLD_DUMP.replace(b'encoding="UTF-8"', b'encoding="ISO-8859-1"')
+    assert repaired_xml(io.BytesIO(latin1), Counter()).read() == latin1
 
 
 def test_wrong_root_element_is_refused():

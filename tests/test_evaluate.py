@@ -181,6 +181,33 @@ def test_rdf_and_tsv_give_the_same_sample(synthetic, tmp_path):
     assert len(load_sample(a.path).urls) == 4 * 2 * TARGETS_PER_CLASS
 
 
+def test_a_directory_dump_that_is_not_well_formed_gives_the_same_sample(synthetic, tmp_path):
+    """The RDF written as dumps of the paper's years were: a listed URL with a bare "&", a title
+    with a form feed and a Latin-1 byte. The same sample as the well-formed file, the repairs
+    counted and said in the report's sample section."""
+    from types import SimpleNamespace
+
+    from simweb.tasks.report import _sample_lines
+
+    text = Path(synthetic["rdf"]).read_bytes()
+    text = text.replace(b"<d:Title>t</d:Title>", b"<d:Title>t\x0c\xe9</d:Title>", 1)
+    text = text.replace(b"</RDF>", b'<Topic r:id="Top/arts/x/y"><link r:resource="http://z.example/?a=1&b=2"/></Topic>'
+                                   b"</RDF>")
+    old = tmp_path / "old.rdf"
+    old.write_bytes(text)
+    params = SampleParams(seed=5, n_pairs=4)
+    a = prepare_sample(synthetic["crawl"], synthetic["rdf"], str(tmp_path / "a"), params, synthetic["directory_pages"])
+    b = prepare_sample(synthetic["crawl"], str(old), str(tmp_path / "b"), params, synthetic["directory_pages"])
+    assert load_sample(b.path).urls == load_sample(a.path).urls
+    counts = load_sample(b.path).info["directory_counts"]
+    assert (counts["bare_ampersands_escaped"], counts["forbidden_characters_dropped"],
+            counts["bytes_not_utf8_replaced"]) == (1, 1, 1)
+    lines = _sample_lines(SimpleNamespace(sample=load_sample(b.path).info))
+    assert lines[-1] == ("directory file repaired to read as XML (as dumps of the Open Directory's early years "
+                         "need): 1 bare '&' escaped, 1 control characters dropped, 1 bytes that are not UTF-8 replaced")
+    assert "repaired" not in " ".join(_sample_lines(SimpleNamespace(sample=load_sample(a.path).info)))
+
+
 def test_sampling_is_deterministic_per_seed(synthetic, tmp_path):
     def urls(seed, work):
         out = prepare_sample(synthetic["crawl"], synthetic["tsv"], str(tmp_path / work), SampleParams(seed=seed, n_pairs=3),
