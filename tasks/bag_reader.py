@@ -19,7 +19,7 @@ from simweb.tasks import schemas
 from simweb.tasks.crawl import flat_lists
 from simweb.tasks.bags import DF_FILE, STAGE_BAGS
 from simweb.tasks.stagecache import MANIFEST, published, read_manifest
-from simweb.tasks.storage import filesystem, join, parts
+from simweb.tasks.storage import arrow_threads, filesystem, join, parts
 
 __all__ = ["find_bags", "read_bags"]
 
@@ -60,11 +60,12 @@ def read_bags(bags_dir: str, url_ids: Iterable[int] | None = None) -> BagMatrix:
         raise FileNotFoundError(f"no BAGS parts in {bags_dir}")
     fs, _ = filesystem(bags_dir)
     dataset = ds.dataset([filesystem(f)[1] for f in files], format="parquet", filesystem=fs, schema=schemas.BAGS)
+    threads = arrow_threads(bags_dir)  # not for a remote folder (simweb.tasks.storage.arrow_threads)
     if url_ids is None:
-        table = dataset.to_table()
+        table = dataset.to_table(use_threads=threads)
     else:
         wanted = pa.array(sorted({int(u) for u in url_ids}), pa.uint64())
-        table = dataset.to_table(filter=pc.field("url_id").isin(wanted))
+        table = dataset.to_table(filter=pc.field("url_id").isin(wanted), use_threads=threads)
     table = table.sort_by("url_id")
     ids = table.column("url_id").to_numpy()
     if ids.size > 1 and np.any(ids[1:] == ids[:-1]):

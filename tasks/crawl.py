@@ -61,8 +61,8 @@ from simweb.core.linkgraph import LinkGraph
 from simweb.tasks import schemas
 from simweb.tasks.contexts import source_rows
 from simweb.tasks.stagecache import file_identities, read_manifest
-from simweb.tasks.storage import (filesystem, join, local_path, parts, read_parquet_file, read_parquet_schema,
-                                  write_bytes_atomic)
+from simweb.tasks.storage import (arrow_threads, filesystem, join, local_path, parts, read_parquet_file,
+                                  read_parquet_schema, write_bytes_atomic)
 
 try:
     from simweb.core._gather import first_links as _c_first_links
@@ -524,7 +524,7 @@ def _parquet_file(url: str, expected: pa.Schema, columns: Sequence[str]) -> pq.P
 
 def _batches(part: pq.ParquetFile, url: str, columns: Sequence[str], rows: int) -> Iterator[pa.Table]:
     try:
-        for batch in part.iter_batches(batch_size=max(1, rows), columns=list(columns)):
+        for batch in part.iter_batches(batch_size=max(1, rows), columns=list(columns), use_threads=arrow_threads(url)):
             yield pa.Table.from_batches([batch])
     except pa.ArrowInvalid as err:
         raise DamagedPart(url, err) from None
@@ -857,9 +857,9 @@ def page_words(crawl_dir: str, url_id: int) -> list[str]:
         with (contextlib.nullcontext(local) if local else fs.open(path, "rb")) as f:
             parquet = pq.ParquetFile(f)
             for group in range(parquet.num_row_groups):
-                ids = parquet.read_row_group(group, columns=["url_id"]).column("url_id").to_numpy()
-                rows = np.flatnonzero(ids == np.uint64(url_id))
+                ids = parquet.read_row_group(group, columns=["url_id"], use_threads=bool(local)).column("url_id")
+                rows = np.flatnonzero(ids.to_numpy() == np.uint64(url_id))
                 if rows.size:
-                    words = parquet.read_row_group(group, columns=["words"]).column("words")
+                    words = parquet.read_row_group(group, columns=["words"], use_threads=bool(local)).column("words")
                     return [str(w) for w in words[int(rows[0])].as_py() or []]
     return []

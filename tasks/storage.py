@@ -123,6 +123,16 @@ def read_parquet_file(url: str, columns: Iterable[str] | None = None) -> pa.Tabl
         return pq.read_table(f, columns=columns, pre_buffer=False, use_threads=False)
 
 
+def arrow_threads(url: str) -> bool:
+    """Whether Arrow may read and decode the Parquet file or data set ``url`` on its thread pools:
+    only where it reads the files itself (local ones). A remote file is read through a Python
+    file object (fsspec), which Arrow's threads would call back into — and a process whose
+    threads were still doing so when the interpreter exited aborted after its work was done
+    (exit 134; a data set scan over an fsspec file system 12 runs in 20) — so it is read in the
+    calling thread alone (see :func:`read_parquet_file`)."""
+    return local_path(url) is not None
+
+
 def read_parquet_schema(url: str) -> pa.Schema:
     """The Arrow schema of the Parquet file ``url`` (see :func:`read_parquet_file`)."""
     local = local_path(url)
