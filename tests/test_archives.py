@@ -601,12 +601,16 @@ def test_a_warc_zst_file_reads_like_the_gzipped_one(dictionary, extension_frames
     assert len(pages) == 16
 
 
-def test_a_folder_lists_warc_zst_files(cc_records, tmp_path):
+def test_a_folder_and_an_inbox_take_warc_zst_files(cc_records, tmp_path):
+    from simweb.tasks.ledger import scan_inbox
+
     crawl = tmp_path / "crawl"
     crawl.mkdir()
     write(crawl / "a.warc.zst", warc_zst(cc_records)[0])
     write(crawl / "notes.zst", b"not listed")
     assert [Path(f).name for f in list_archive_files(str(crawl))] == ["a.warc.zst"]
+    scan = scan_inbox(str(crawl), str(tmp_path / "ingested"), settle_seconds=0)
+    assert [f.name for f in scan.new] == ["a.warc.zst"] and [Path(p).name for p in scan.ignored] == ["notes.zst"]
 
 
 def test_the_ingest_command_reads_warc_zst_files(cc_records, tmp_path, capsys):
