@@ -586,6 +586,23 @@ def unreadable(path: str, exc: BaseException | str) -> IngestStats:
     return IngestStats(file_errors=(FileError(local_path(path) or path, reason),))
 
 
+# Files made from a crawl's WARC files that hold no page's HTML (Common Crawl's WET and WAT
+# files): what their records are, by the skip reason most of them get.
+_EXTRACTS = {"conversion record": "conversion records: the pages' text without their HTML and links, as in a WET file",
+             "metadata record": "metadata records: what was found of the pages, without their HTML, as in a WAT file"}
+
+
+def no_page_hint(stats: IngestStats) -> str:
+    """Why files that were read gave no page, when their records tell (WET or WAT files): a
+    clause to add to the "nothing usable was read" message, or ""."""
+    if not stats.skipped:
+        return ""
+    reason, count = max(stats.skipped.items(), key=lambda item: item[1])
+    if reason not in _EXTRACTS or count < sum(stats.skipped.values()) / 2:
+        return ""
+    return f"; the files hold {_EXTRACTS[reason]} — simweb reads the crawl's WARC files themselves"
+
+
 class NothingIngested(Exception):
     """No file of a crawl gave a page: there is nothing to build an index from."""
 
@@ -594,6 +611,7 @@ class NothingIngested(Exception):
         super().__init__(
             f"nothing usable was read: the crawl's files gave no HTML page ({len(stats.file_errors)} "
             "damaged or unreadable, listed in the file errors); stopped before the bags stage, no index published"
+            + no_page_hint(stats)
         )
 
 

@@ -674,6 +674,38 @@ def test_list_archive_files_leaves_out_files_a_crawler_is_still_writing(tmp_path
     assert "b.warc.gz.open" in caplog.text
 
 
+def wet_record(uri: str, text: bytes):
+    """A conversion record, as Common Crawl's WET files hold: a page's text, no HTML."""
+    def make(writer: WARCWriter):
+        return writer.create_warc_record(uri, "conversion", payload=io.BytesIO(text),
+                                         warc_headers_dict={"Content-Type": "text/plain"})
+    return make
+
+
+def test_wet_and_wat_files_are_left_out_of_a_folder_and_said(warc_dir, tmp_path, caplog):
+    crawl = tmp_path / "crawl"
+    crawl.mkdir()
+    write_warc(crawl / "CC-MAIN-1.warc.wet.gz", [wet_record("http://a.example/", b"the text")])
+    (crawl / "CC-MAIN-1.warc.wat.gz").write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match=r"2 WET or WAT file\(s\) there .* name the crawl's WARC files"):
+        list_archive_files(str(crawl))
+    shutil.copy(warc_dir / "example.warc.gz", crawl / "CC-MAIN-1.warc.gz")
+    with caplog.at_level("WARNING", logger="simweb.tasks.sources"):
+        assert list_archive_files(str(crawl)) == [str(crawl / "CC-MAIN-1.warc.gz")]
+    assert "left out 2 WET or WAT file(s)" in caplog.text
+
+
+def test_a_wet_file_named_gives_no_page_and_the_message_says_why(tmp_path):
+    from simweb.tasks.ingest import NothingIngested, no_page_hint
+
+    wet = write_warc(tmp_path / "text.warc.wet.gz", [wet_record(f"http://a.example/{i}", b"text") for i in range(3)])
+    stats = ingest_files([str(wet)], str(tmp_path / "out"))
+    assert stats.pages_written == 0 and stats.skipped == {"conversion record": 3}
+    assert "conversion records: the pages' text without their HTML and links, as in a WET file" in no_page_hint(stats)
+    assert no_page_hint(stats) in str(NothingIngested(stats))
+    assert no_page_hint(IngestStats(skipped={"request record": 3, "conversion record": 1})) == ""
+
+
 def test_ingest_files_reports_an_unreadable_file_and_goes_on(warc_dir, tmp_path):
     stats = ingest_files([str(tmp_path / "gone.warc.gz"), str(warc_dir / "example.warc.gz")], str(tmp_path / "out"))
     assert stats.files_read == 1 and stats.pages_written == 1

@@ -109,8 +109,10 @@ def run(args) -> int:
         print("\n".join(alias_lines(alias_report(args.out))))
     status = ingest_exit_status(stats, keep_earlier=args.add)
     if status == EXIT_NOTHING_READ:
+        from simweb.tasks.ingest import no_page_hint
+
         print(f"simweb ingest: nothing usable was read: no file gave a page ({len(stats.file_errors)} "
-              "damaged or unreadable, listed above)", file=sys.stderr)
+              f"damaged or unreadable, listed above){no_page_hint(stats)}", file=sys.stderr)
     return status
 
 
