@@ -10,6 +10,7 @@ comes from evidence in the crawl; nothing is guessed across hosts.
 | --- | --- | --- |
 | redirect | a response record with status 301, 302, 303, 307 or 308 and a Location header | the record's URL → Location resolved against it, on any host (the server said so) |
 | canonical | a page whose head has ``<link rel="canonical" href>`` (all of them naming one URL) in its origin (scheme, host, port) | the page's URL → href resolved against the page's base |
+| refresh | a page whose head has an instant refresh, ``<meta http-equiv="refresh" content="0; url=…">`` (delay 0: a redirect written in HTML, as sites moved before servers were configured for it) | the page's URL → the URL resolved against the page's base, on any host (where a browser goes) |
 | slash | a page ``…/dir/`` (no query) | ``…/dir`` → ``…/dir/``, unless ``…/dir`` was crawled |
 | index | a page ``…/dir/`` (no query) | ``…/dir/index.html`` (and the other index files) → ``…/dir/``, unless crawled |
 | index | a page ``…/dir/index.html`` (or another index file; no query) | ``…/dir/`` and ``…/dir`` → the page, unless crawled |
@@ -37,15 +38,17 @@ comes from evidence in the crawl; nothing is guessed across hosts.
   word); a ``rel=canonical`` to another origin is ignored and counted: a page may only speak
   for URLs of its own origin (the browser's same-origin rule), or one page could claim another
   site's document.
-- **Which evidence wins**: a URL with redirects or canonical links to different targets takes
-  its redirect over its canonical link, then the one read first (by WARC file, then record
+- **A refresh after a delay** (``content="5; url=…"``) is no alias: the page is shown first, a
+  page of its own; only the first refresh of a page counts, as in a browser.
+- **Which evidence wins**: a URL with redirects, canonical links or refreshes to different
+  targets takes its redirect over its canonical link over its refresh, then the one read first (by WARC file, then record
   offset); the others are counted as conflicting. Slash and index variants never override
   a redirect, a canonical link or a crawled page.
 - **Chains** are followed to their end, at most :data:`MAX_HOPS` aliases (the Fetch
   standard's redirect limit); an alias in a loop (``a → b → a``), or leading into one, or on a
   chain longer than that, is not resolved: it stays its own document, counted.
-- **Pages**: a crawled page whose URL is an alias (a canonical link, or a URL crawled both as a
-  page and as a redirect) whose final target is a crawled page is merged into that page —
+- **Pages**: a crawled page whose URL is an alias (a canonical link or a refresh, or a URL
+  crawled both as a page and as a redirect) whose final target is a crawled page is merged into that page —
   dropped with its out-links, as a duplicate copy is — and counted. When the final target was
   not crawled as a page, the alias is set aside and the page keeps its own document (one page
   is never replaced by a URL with no content); the aliases that led through it then end at it.
@@ -72,12 +75,14 @@ __all__ = [
     "NOSLASH",
     "REDIRECT",
     "REDIRECT_STATUSES",
+    "REFRESH",
     "SLASH",
     "AliasMap",
     "build_alias_map",
     "canonical_target",
     "choose_aliases",
     "redirect_target",
+    "refresh_target",
     "resolve_chains",
     "same_origin",
     "variant_names",
@@ -94,10 +99,11 @@ MAX_HOPS = 20
 # The kinds of alias, strongest evidence first (their order is the precedence of ``choose_aliases``).
 REDIRECT = "redirect"
 CANONICAL = "canonical"
+REFRESH = "refresh"
 SLASH = "slash"
 INDEX = "index"
 NOSLASH = "noslash"
-KINDS = (REDIRECT, CANONICAL, SLASH, INDEX, NOSLASH)
+KINDS = (REDIRECT, CANONICAL, REFRESH, SLASH, INDEX, NOSLASH)
 
 # Why a redirect or canonical link gave no alias (counted by the ingest stage).
 NO_LOCATION = "redirect without Location"
@@ -107,8 +113,11 @@ CANONICAL_NOT_HTTP = "canonical link not http(s)"
 CANONICAL_TO_ITSELF = "canonical link to itself"
 CANONICAL_OTHER_HOST = "canonical link to another host"
 CANONICAL_DISAGREE = "canonical links disagree"
+REFRESH_NOT_HTTP = "refresh target not http(s)"
+REFRESH_TO_ITSELF = "refresh to itself"
 ALIAS_SKIP_REASONS = (NO_LOCATION, LOCATION_NOT_HTTP, REDIRECT_TO_ITSELF, CANONICAL_NOT_HTTP,
-                      CANONICAL_TO_ITSELF, CANONICAL_OTHER_HOST, CANONICAL_DISAGREE)
+                      CANONICAL_TO_ITSELF, CANONICAL_OTHER_HOST, CANONICAL_DISAGREE, REFRESH_NOT_HTTP,
+                      REFRESH_TO_ITSELF)
 
 
 def redirect_target(url: str, location: str | None) -> tuple[str | None, str | None]:
@@ -145,6 +154,20 @@ def canonical_target(url: str, canonical: Sequence[str | None]) -> tuple[str | N
         return None, CANONICAL_TO_ITSELF
     if not same_origin(url, target):
         return None, CANONICAL_OTHER_HOST
+    return target, None
+
+
+def refresh_target(url: str, refresh: Sequence[str | None]) -> tuple[str | None, str | None]:
+    """The target of the instant refresh of the page at the normalised ``url`` (resolved and
+    normalised, None for one that is not an http(s) URL: :attr:`simweb.core.records.ParsedPage.refresh`),
+    and None; or None and why it names no other document (None, None: the page has none)."""
+    if not refresh:
+        return None, None
+    target = refresh[0]
+    if target is None:
+        return None, REFRESH_NOT_HTTP
+    if target == url:
+        return None, REFRESH_TO_ITSELF
     return target, None
 
 
@@ -273,7 +296,8 @@ def build_alias_map(alias_ids: np.ndarray, target_ids: np.ndarray, target_urls: 
     :data:`KINDS`) and rank (the order it was read in: WARC file, then offset); ``page_ids``
     are the ids of the crawl's pages (a variant name that was crawled is no alias).
 
-    The map's counts: the evidence read (``redirect_and_canonical_rows``, ``variant_rows``), the
+    The map's counts: the evidence read (``redirect_and_canonical_rows``: redirects, canonical
+    links and refreshes; ``variant_rows``), the
     rows set aside (``conflicting_aliases`` naming another target, ``repeated_aliases`` naming the
     same; ``variants_crawled``, ``variants_ambiguous``), the aliases left unresolved
     (``aliases_in_loops``, ``aliases_too_long``), and the aliases kept (``aliases``, per kind
@@ -283,10 +307,10 @@ def build_alias_map(alias_ids: np.ndarray, target_ids: np.ndarray, target_urls: 
     target_ids = np.asarray(target_ids, dtype=np.uint64)
     kinds = np.asarray(kinds, dtype=np.int8)
     rank = np.asarray(rank, dtype=np.int64)
-    explicit = kinds <= KINDS.index(CANONICAL)
+    explicit = kinds <= KINDS.index(REFRESH)
     counts = {"redirect_and_canonical_rows": int(explicit.sum()), "variant_rows": int((~explicit).sum())}
 
-    # Redirects and canonical links: per URL the strongest, then the first read.
+    # Redirects, canonical links and refreshes: per URL the strongest, then the first read.
     rows = np.flatnonzero(explicit)
     keep, conflicting, repeated = choose_aliases(alias_ids[rows], target_ids[rows],
                                                  kinds[rows].astype(np.int64) * (rank.max(initial=0) + 1) + rank[rows])

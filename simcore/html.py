@@ -167,9 +167,10 @@ def _parse(html: str | bytes, url: str, skipped: Counter[str], drop_marker_chara
     title_words = tuple(tokenize(title))
     base = _base_url(tree, url, html)
     canonical = _canonical_links(head_links, base)
+    refresh = _refresh(head, base)
     body = tree.body
     if body is None:  # a frameset page has no body and no anchors
-        return ParsedPage(url, title, title_words, (), _NO_ANCHORS, canonical)
+        return ParsedPage(url, title, title_words, (), _NO_ANCHORS, canonical, refresh)
     if drop_marker_characters:
         targets, text, inserted = _marked_text_python(body, base, skipped, drop_marker_characters=True)
     else:
@@ -178,8 +179,9 @@ def _parse(html: str | bytes, url: str, skipped: Counter[str], drop_marker_chara
     if markers != inserted:
         return None
     if not targets:
-        return ParsedPage(url, title, title_words, tuple(words), _NO_ANCHORS, canonical)
-    return ParsedPage(url, title, title_words, tuple(words), _anchors_of(words, kinds, before, targets), canonical)
+        return ParsedPage(url, title, title_words, tuple(words), _NO_ANCHORS, canonical, refresh)
+    return ParsedPage(url, title, title_words, tuple(words), _anchors_of(words, kinds, before, targets), canonical,
+                      refresh)
 
 
 def _anchors_of(words: list[str], kinds: np.ndarray, before: np.ndarray, targets: list[str]) -> Anchors:
@@ -303,6 +305,31 @@ def _canonical_links(head_links: list[tuple[str, str]], base: str) -> tuple[str 
     """The targets of the ``<link rel="canonical" href>`` elements of the head (RFC 6596; ``rel``
     is a list of keywords, compared without regard to case), resolved against ``base``."""
     return tuple(normalize_url(href, base) for rel, href in head_links if "canonical" in rel.lower().split())
+
+
+# A refresh's content (HTML's shared declarative refresh steps): a delay, then optionally ";" or
+# ",", "url=" and the URL, in quotes or not.
+_REFRESH_CONTENT = re.compile(r"\s*([0-9]*)[0-9.]*\s*(?:[;,]\s*)?(?:url\s*=\s*)?(.*)", re.I | re.S)
+
+
+def _refresh(head: LexborNode | None, base: str) -> tuple[str | None, ...]:
+    """The target of the page's instant refresh — the first ``<meta http-equiv="refresh">`` of its
+    head, if its delay is 0 and it names a URL — resolved against ``base`` and normalised (None:
+    not an http(s) URL); empty when there is none. (One query of the head: about 8 µs a page,
+    where looking for "refresh" in a page's text took 110 µs.)"""
+    if head is None:
+        return ()
+    for meta in _select(head, "meta[http-equiv]"):
+        if (meta.attrs.get("http-equiv") or "").strip().lower() != "refresh":
+            continue
+        found = _REFRESH_CONTENT.match(meta.attrs.get("content") or "")
+        delay, target = found.group(1), found.group(2).strip()
+        if target[:1] in ("'", '"'):
+            target = target[1:].split(target[0], 1)[0]
+        if delay != "" and int(delay) == 0 and target:
+            return (normalize_url(target, base),)
+        return ()  # the first refresh is the one a browser follows: after a delay, or to the page itself
+    return ()
 
 
 def _tag_ids(names) -> dict[str, int]:

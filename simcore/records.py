@@ -115,7 +115,9 @@ class ParsedPage:
 
     ``anchors`` may be given as any sequence of :class:`Anchor`; it is kept as :class:`Anchors`.
     ``canonical`` holds the targets of the page's ``<link rel="canonical">`` elements in its
-    head, resolved and normalised (None for one that is not an http(s) URL), in document order.
+    head, resolved and normalised (None for one that is not an http(s) URL), in document order;
+    ``refresh`` the target of its instant refresh (``<meta http-equiv="refresh" content="0; url=…">``,
+    the first in its head), the same way: empty when it has none.
     """
 
     url: str
@@ -124,6 +126,7 @@ class ParsedPage:
     words: tuple[str, ...]
     anchors: Anchors
     canonical: tuple[str | None, ...] = ()
+    refresh: tuple[str | None, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.anchors, Anchors):

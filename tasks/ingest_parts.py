@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from simweb.core.aliases import CANONICAL, canonical_target, variant_names
+from simweb.core.aliases import CANONICAL, REFRESH, canonical_target, refresh_target, variant_names
 from simweb.core.records import ANCHOR_FIELDS, ParsedPage
 from simweb.core.replay import surt
 from simweb.core.urls import normal_url_id, url_id
@@ -120,13 +120,16 @@ class IngestParts:
 
     def add(self, parsed: ParsedPage, status: int, charset: str, source: str, record: RecordPlace,
             alias_skips: Counter) -> None:
-        """Add a page, its anchors, and its canonical link and variant names (simweb.core.aliases)."""
+        """Add a page, its anchors, and its canonical link, refresh and variant names (simweb.core.aliases)."""
         url = parsed.url
         source_id = url_id(url)
         anchors = parsed.anchors
         target_ids = self._url_ids(anchors.target_url)
         canonical, why_not = canonical_target(url, parsed.canonical)
         aliases = [(url, source_id, canonical, self._url_ids((canonical,))[0], CANONICAL)] if canonical else []
+        refresh, refresh_not = refresh_target(url, parsed.refresh)
+        if refresh:
+            aliases.append((url, source_id, refresh, self._url_ids((refresh,))[0], REFRESH))
         aliases += [(name, url_id(name), url, source_id, kind) for name, kind in variant_names(url)]
 
         p = self.pages.columns
@@ -157,6 +160,8 @@ class IngestParts:
             self.add_alias(alias, alias_id, target, target_id, kind, status, source, record.offset)
         if why_not is not None:
             alias_skips[why_not] += 1
+        if refresh_not is not None:
+            alias_skips[refresh_not] += 1
 
         self.buffered += 1
         if self.buffered >= PAGES_PER_ROW_GROUP or len(self.links.columns["source_id"]) >= LINKS_PER_ROW_GROUP:

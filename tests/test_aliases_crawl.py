@@ -123,6 +123,37 @@ def test_links_to_aliases_count_for_their_documents(crawl):
     assert "lima" not in str(by_url)  # the merged copy's anchor is dropped with it
 
 
+def refresh(seconds: str, url: str) -> str:
+    return f'<meta http-equiv="Refresh" content="{seconds}; URL={url}">'
+
+
+def test_an_instant_refresh_is_a_redirect_written_in_html(tmp_path):
+    """A page that moved the way sites moved before their servers said so: ``/moved`` refreshes
+    at once to ``/new.html``, so the hub's link to it counts for /new.html and the stub page is
+    merged into it; ``/slow`` refreshes after 5 seconds (a page shown first: its own document);
+    refreshes to the page itself or to a script are no evidence, and counted."""
+    warc = write_warc(tmp_path / "r.warc.gz", [
+        page(f"{H}/moved", "this page has moved", refresh("0", "/new.html")),
+        page(f"{H}/new.html", "the new page"),
+        page(f"{H}/slow", "read this first", refresh("5", "/new.html")),
+        page(f"{H}/self", "reloads", refresh("0", f"{H}/self")),
+        page(f"{H}/js", "scripted", refresh("0", "javascript:go()")),
+        page(f"{H}/hub", a("/moved", "mike") + a("/slow", "november")),
+    ])
+    out = str(tmp_path / "crawl")
+    stats = ingest_files([warc], out)
+    assert stats.alias_evidence["refresh"] == 1
+    assert stats.aliases_skipped == {"refresh to itself": 1, "refresh target not http(s)": 1}
+    report = alias_report(out)
+    assert (report["aliases_refresh"], report["pages_merged"], report["links_redirected_to_aliases"]) == (1, 1, 1)
+    degrees = dict(zip(*(c.to_pylist() for c in in_degrees(out).columns)))
+    assert degrees[url_id(f"{H}/new.html")] == 1 and url_id(f"{H}/moved") not in degrees
+    assert degrees[url_id(f"{H}/slow")] == 1
+    bags = load_corpus(out).bags(Strategy.parse("anchor:0,nostem"))
+    by_url = {url: dict(bag) for url, bag in bags.to_dicts().values()}
+    assert "mike" in by_url[f"{H}/new.html"] and f"{H}/moved" not in by_url
+
+
 def test_a_link_with_a_trailing_slash_reaches_a_crawled_route_but_not_a_file(tmp_path):
     """/page crawled, /page/ linked: one document; /page.html crawled, /page.html/ linked: two."""
     warc = write_warc(tmp_path / "b.warc.gz", [page(f"{H}/page", "x"), page(f"{H}/file.html", "y"),
@@ -139,7 +170,8 @@ def test_the_ingest_command_reports_aliases_and_links_redirected(crawl, tmp_path
     warc = write_warc(tmp_path / "c.warc.gz", RECORDS)
     assert simweb_main(["ingest", warc, "--out", str(tmp_path / "c"), "--no-prefect"]) == 0
     out = capsys.readouterr().out
-    assert "aliases: 14 URLs name another URL's document (2 redirect, 1 canonical, 1 slash, 6 index, 4 noslash)" in out
+    assert ("aliases: 14 URLs name another URL's document (2 redirect, 1 canonical, 0 refresh, 1 slash, 6 index, "
+            "4 noslash)") in out
     assert "links redirected to an alias's document          6" in out
 
 

@@ -727,6 +727,24 @@ def test_only_elements_with_the_attribute_count_as_links_and_alt_images():
     assert skipped == Counter({LINK_UNPARSEABLE: 1})  # the bare href; <a name> is no link at all
 
 
+@pytest.mark.parametrize("markup, expected", [
+    ('<meta http-equiv="refresh" content="0; url=http://b.example/new.html">', ("http://b.example/new.html",)),
+    ("<META HTTP-EQUIV=\"Refresh\" CONTENT=\"0;URL='../new/'\">", ("http://a.example/new/",)),
+    ('<base href="http://c.example/base/"><meta http-equiv="refresh" content="0.5; URL = next.html">',
+     ("http://c.example/base/next.html",)),  # resolved against the base; the delay's fraction ignored
+    ('<meta http-equiv="refresh" content="0,javascript:go()">', (None,)),
+    ('<meta http-equiv="refresh" content="5; url=/later">', ()),  # after a delay: a page of its own
+    ('<meta http-equiv="refresh" content="0">', ()),  # reloads itself
+    ('<meta http-equiv="refresh" content="7; url=/a"><meta http-equiv="refresh" content="0; url=/b">', ()),  # the first
+    ('<meta http-equiv="content-type" content="text/html; charset=utf-8">', ()),
+    ("", ()),
+])
+def test_an_instant_refresh_gives_its_target(markup, expected):
+    html = f"<html><head>{markup}</head><body>text</body></html>"
+    assert parse_page(html, "http://a.example/dir/page.html").refresh == expected
+    assert parse_page(html.encode(), "http://a.example/dir/page.html").refresh == expected  # as the ingest gives it
+
+
 def test_canonical_links_of_the_head_resolve_against_the_base():
     html = ('<html><head><base href="http://h/docs/"><LINK REL="Canonical" href="page.html#x">'
             '<link rel="alternate canonical" href="mailto:a@h"><link rel="stylesheet" href="s.css"></head>'
