@@ -242,6 +242,12 @@ def iter_odp_rdf(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Li
         )
 
 
+# What categories written as paths with another separator than "/" hold ("Arts > Music",
+# "Arts::Music", "Arts|Music", "Arts\\Music"): counted, so that a directory read as one level
+# deep can say why.
+_OTHER_SEPARATOR = re.compile(r"\S\s*(?:>|::|\||\\)\s*\S")
+
+
 def iter_tsv(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Listing]:
     """Stream ``url<TAB>category/path`` lines (UTF-8). Blank lines and ``#`` comments are skipped.
 
@@ -266,7 +272,10 @@ def iter_tsv(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Listin
             continue
         counts["tsv_lines"] += 1
         read += 1
-        yield Listing(fields[0].strip(), fields[1].strip())
+        topic = fields[1].strip()
+        if "/" not in topic and _OTHER_SEPARATOR.search(topic):
+            counts["topics_not_slash_separated"] += 1
+        yield Listing(fields[0].strip(), topic)
     if undecodable and not read:
         raise DirectoryFormatError(
             f"the directory TSV is not UTF-8 text ({undecodable} line(s) could not be decoded, none could): "
@@ -383,19 +392,23 @@ def build_directory(
 MIN_DEPTH = 2
 
 
-def collapse_depth(requested: int, deepest: int) -> int:
+def collapse_depth(requested: int, deepest: int, other_separators: int = 0) -> int:
     """The depth to collapse a directory whose deepest listing is ``deepest`` levels below the root
     at, when ``requested`` was asked for (the paper's 3 by default, Section 2.1): the directory's
     own depth when it is shallower, so that a two-level directory is judged by its two levels.
-    Raises DirectoryFormatError when the directory has fewer than two levels (no siblings)."""
+    Raises DirectoryFormatError when the directory has fewer than two levels (no siblings),
+    saying so when ``other_separators`` of its categories look like paths written with another
+    separator than "/"."""
     if requested < MIN_DEPTH:
         raise DirectoryFormatError(f"depth: expected at least {MIN_DEPTH} levels (siblings need a parent), got {requested}")
     if deepest >= requested:
         return requested
     if deepest < MIN_DEPTH:
+        hint = (f"; {other_separators:,} of them look like paths written with '>', '::', '|' or '\\' between "
+                "their levels: write them with '/' (Arts > Music as Top/Arts/Music)") if other_separators else ""
         raise DirectoryFormatError(
             f"the directory's categories are {deepest} level(s) deep below Top; expected at least {MIN_DEPTH} "
-            "(e.g. url<TAB>Top/Science/Physics), so that classes have siblings")
+            f"(e.g. url<TAB>Top/Science/Physics), so that classes have siblings{hint}")
     return deepest
 
 

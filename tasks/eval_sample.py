@@ -80,7 +80,8 @@ def prepare_sample(
         # The single pass over the directory file, keeping only URLs the crawl links to; a second
         # one at its own depth when the directory is shallower than the collapse depth asked for.
         parsed = read_directory_file(directory, fmt=fmt, directory_pages=excluded, keep=set(linked), depth=params.depth)
-        depth = collapse_depth(params.depth, parsed.counts["deepest"])
+        depth = collapse_depth(params.depth, parsed.counts["deepest"],
+                               parsed.counts.get("topics_not_slash_separated", 0))
         notes = []
         if depth != params.depth:
             notes.append(f"the directory is {depth} levels deep below Top, shallower than the collapse depth "

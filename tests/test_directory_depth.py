@@ -104,3 +104,19 @@ def test_depth_option_collapses_a_deeper_directory_higher(synthetic, tmp_path, c
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "--depth: expected at least 2 levels" in err
 
+
+
+def test_categories_written_with_another_separator_are_said_so():
+    import io
+    from collections import Counter
+
+    from simweb.core.directory import iter_tsv
+
+    counts = Counter()
+    text = "http://a.example/\tArts > Music > Jazz\nhttp://b.example/\tArts::Film\nhttp://c.example/\tTop/Arts/Dance\n"
+    assert len(list(iter_tsv(io.BytesIO(text.encode()), counts))) == 3
+    assert counts["topics_not_slash_separated"] == 2
+    with pytest.raises(DirectoryFormatError, match=r"; 2 of them look like paths written with '>', '::', '\|' or"):
+        collapse_depth(3, 1, counts["topics_not_slash_separated"])
+    with pytest.raises(DirectoryFormatError, match=r"so that classes have siblings$"):
+        collapse_depth(3, 1)
