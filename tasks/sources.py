@@ -54,6 +54,7 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
     packages: list[str] = []  # ZIP files found where archive files were looked for
     open_files: list[str] = []  # archive files a crawler is still writing
     extracts: list[str] = []  # WET and WAT files (text and metadata extracts, no HTML)
+    unread: list[str] = []  # archive files compressed in a way the ingest does not read
     for item in items:
         if "://" in item and item.split("://", 1)[0].lower() in SINGLE_FILE_PROTOCOLS + (_MEMBER_PROTOCOL,):
             found.append(item)  # a web URL, or a WARC file of a WACZ package already listed
@@ -93,6 +94,8 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
                 open_files.append(where)
             elif name.endswith(_EXTRACT_SUFFIXES):
                 extracts.append(where)
+            elif name.endswith(_UNREAD_SUFFIXES):
+                unread.append(where)
             elif name.endswith(ARCHIVE_SUFFIXES + (WACZ_SUFFIX,)):
                 if searched is not None and _is_hidden(p, searched):
                     hidden.append(where)
@@ -108,12 +111,18 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
     if open_files:
         _log.warning("left out %d archive file(s) still being written by the crawler (a name ending in "
                      "\".open\", e.g. %s); they are read once the crawler closes them", len(open_files), open_files[0])
+    if unread:
+        _log.warning("left out %d archive file(s) compressed with bzip2, xz or lz4 (e.g. %s), which simweb does not "
+                     "read: decompress them, or compress them record by record with gzip or zstd", len(unread), unread[0])
     if extracts:
         _log.warning("left out %d WET or WAT file(s) (e.g. %s): they hold the pages' text or metadata, not their "
                      "HTML and links; simweb reads the crawl's WARC files", len(extracts), extracts[0])
     if not unique:
         hint = (f"; {len(packages)} ZIP file(s) there (e.g. {packages[0]}): unzip them and name the WARC files "
                 "they hold") if packages else ""
+        if unread:
+            hint += (f"; {len(unread)} archive file(s) compressed with bzip2, xz or lz4 there (e.g. {unread[0]}): "
+                     "decompress them")
         if extracts:
             hint += (f"; {len(extracts)} WET or WAT file(s) there (e.g. {extracts[0]}): they hold the pages' text "
                      "or metadata only; name the crawl's WARC files (Common Crawl: the warc.paths.gz list)")
@@ -124,6 +133,9 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
 #: Common Crawl's text (WET) and metadata (WAT) extracts of its WARC files: WARC files themselves,
 #: but with no page's HTML.
 _EXTRACT_SUFFIXES = (".warc.wet.gz", ".warc.wat.gz", ".warc.wet", ".warc.wat")
+
+#: Archive files compressed as a whole in formats the ingest does not read.
+_UNREAD_SUFFIXES = tuple(f"{suffix}.{ext}" for suffix in (".warc", ".arc") for ext in ("bz2", "xz", "lz4"))
 
 #: Archive files a crawler is still writing (Heritrix, warcprox): renamed without ".open" when closed.
 _OPEN_SUFFIXES = tuple(suffix + ".open" for suffix in ARCHIVE_SUFFIXES)

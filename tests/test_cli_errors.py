@@ -21,6 +21,7 @@ def places(tmp_path, warc_dir):
     (tmp_path / "no-tabs.tsv").write_text("http://a.example/ Top/A/B/C\n")
     (tmp_path / "empty-folder").mkdir()
     (tmp_path / "notes.txt").write_text("these are my notes, not a crawl\n")
+    (tmp_path / "crawl.warc.bz2").write_bytes(__import__("bz2").compress((warc_dir / "example.warc.gz").read_bytes()))
     with zipfile.ZipFile(tmp_path / "crawl.zip", "w") as package:
         package.write(warc_dir / "example.warc.gz", "crawl/data.warc.gz")
     return {"tmp": tmp_path, "warc": str(warc_dir / "example.warc.gz")}
@@ -54,6 +55,8 @@ def _run(argv, capsys) -> tuple[int, str]:
     ("glob matching nothing", ["ingest", "{tmp}/*.warc.gz", "--out", "{tmp}/i"], "no file matches"),
     ("ingest of a text file", ["ingest", "{tmp}/notes.txt", "--out", "{tmp}/i"],
      'notes.txt is not a WARC file: it starts with "these are my not", not "WARC/"'),
+    ("a bzip2 file", ["ingest", "{tmp}/crawl.warc.bz2", "--out", "{tmp}/i"],
+     r"crawl.warc.bz2 is compressed with bzip2, which simweb does not read; decompress it \(bzip2 -d\)"),
     ("a ZIP file", ["build", "{tmp}/crawl.zip", "--out", "{tmp}/i"],
      r"crawl.zip is a ZIP file, not a WARC file; unzip it and name the WARC files it holds"),
     ("a chained URL", ["ingest", "zip://crawl/data.warc.gz::{tmp}/crawl.zip", "--out", "{tmp}/i"],

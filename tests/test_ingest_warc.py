@@ -682,6 +682,19 @@ def wet_record(uri: str, text: bytes):
     return make
 
 
+def test_archive_files_compressed_whole_with_bzip2_xz_or_lz4_are_left_out_and_said(tmp_path, caplog):
+    crawl = tmp_path / "crawl"
+    crawl.mkdir()
+    for name in ("a.warc.bz2", "b.warc.xz", "c.arc.lz4"):
+        (crawl / name).write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match=r"3 archive file\(s\) compressed with bzip2, xz or lz4 there"):
+        list_archive_files(str(crawl))
+    (crawl / "d.warc").write_bytes(b"")
+    with caplog.at_level("WARNING", logger="simweb.tasks.sources"):
+        assert list_archive_files(str(crawl)) == [str(crawl / "d.warc")]
+    assert "left out 3 archive file(s) compressed with bzip2, xz or lz4" in caplog.text
+
+
 def test_wet_and_wat_files_are_left_out_of_a_folder_and_said(warc_dir, tmp_path, caplog):
     crawl = tmp_path / "crawl"
     crawl.mkdir()

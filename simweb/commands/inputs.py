@@ -110,6 +110,7 @@ def remote_problem(url: str) -> str | None:
     return None
 
 
+_OTHER_COMPRESSIONS = ((b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"), (b"\x04\x22\x4d\x18", "lz4"))
 _ZSTD_STARTS = (b"\x28\xb5\x2f\xfd", b"\x5d\x2a\x4d\x18")  # a zstd frame; a .warc.zst dictionary frame
 
 #: Names a crawl's archive files have; a file named otherwise is looked into before it is read.
@@ -132,6 +133,10 @@ def not_an_archive(path: str) -> str | None:
         return None  # unreadable or cut: the ingest reports it, with the file's other errors
     if head.lstrip().startswith((b"WARC/", b"filedesc://")) or head.startswith(_ZSTD_STARTS):
         return None
+    for magic, tool in _OTHER_COMPRESSIONS:
+        if head.startswith(magic):
+            return (f"{path} is compressed with {tool}, which simweb does not read; decompress it ({tool} -d) and "
+                    "name the WARC file, or compress it record by record with gzip or zstd")
     if head.startswith(b"PK\x03\x04"):
         return (f"{path} is a ZIP file, not a WARC file; unzip it and name the WARC files it holds (a WACZ "
                 "package is read as it is when its name ends in .wacz)")
