@@ -36,8 +36,8 @@ A Zstandard-compressed WARC file (``.warc.zst``, as the IIPC's WARC-Zstandard sp
 defines it and Wget-AT writes it) is read as a gzipped one is, a zstd frame standing for a gzip
 member: each record is one frame, which may follow skippable frames; the file may start with a
 dictionary frame (skippable frame 0x184D2A5D holding a dictionary, plain or itself zstd-compressed),
-with which every frame decodes. A record's offset is that of its frame (a reader that seeks there
-decodes it with the file's dictionary). The specification also allows one record in several frames;
+with which every frame decodes. A record's offset is that of its frame, or of the skippable
+frames before it (a reader that seeks there decodes it with the file's dictionary). The specification also allows one record in several frames;
 such a record is found cut at its first frame's end and reported, as a gzip member that splits a
 record is.
 """
@@ -144,7 +144,7 @@ class _ZstdMember:
 class _QuietReader(DecompressingBufferedReader):
     """warcio's reader, without the message it prints to stderr when a gzip member (or zstd
     frame) does not decode: the record it holds ends there, is found cut, and the damage is
-    reported. Given a zstd dictionary or ``zstd=True``, it reads zstd frames."""
+    reported. With ``zstd=True`` it reads zstd frames, decoded with ``dictionary`` if given."""
 
     def __init__(self, stream: BinaryIO, zstd: bool = False, dictionary: zstandard.ZstdCompressionDict | None = None):
         if zstd:
@@ -172,7 +172,7 @@ def _is_arc_v2(fields: list[str]) -> bool:
 
 class _ArcHeaders(ARC2WARCHeadersParser):
     """warcio's ARC header line reader, which knows version 1 lines only, reading version 2
-    lines too (Alexa Internet's and the Internet Archive's later ARC files): their URL,
+    lines too (the ARC format's second version, as the Internet Archive describes it): their URL,
     address, date, type and length are those of a version 1 line; result code, checksum,
     location, offset and file name are left out, as a version 1 record has none."""
 
