@@ -24,6 +24,7 @@ import logging
 import os
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from simweb.tasks.archives import ARCHIVE_SUFFIXES
 from simweb.tasks.storage import filesystem, protocol_of
@@ -52,9 +53,7 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
     found: list[str] = []
     hidden: list[str] = []
     packages: list[str] = []  # ZIP files found where archive files were looked for
-    open_files: list[str] = []  # archive files a crawler is still writing
-    extracts: list[str] = []  # WET and WAT files (text and metadata extracts, no HTML)
-    unread: list[str] = []  # archive files compressed in a way the ingest does not read
+    left_out: dict[_LeftOut, list[str]] = {kind: [] for kind in _LEFT_OUT}  # files of a kind not read
     for item in items:
         if "://" in item and item.split("://", 1)[0].lower() in SINGLE_FILE_PROTOCOLS + (_MEMBER_PROTOCOL,):
             found.append(item)  # a web URL, or a WARC file of a WACZ package already listed
@@ -90,12 +89,8 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
             where = prefix + p if prefix else os.path.abspath(p)
             if name.endswith(".zip"):
                 packages.append(where)
-            elif name.endswith(_OPEN_SUFFIXES):
-                open_files.append(where)
-            elif name.endswith(_EXTRACT_SUFFIXES):
-                extracts.append(where)
-            elif name.endswith(_UNREAD_SUFFIXES):
-                unread.append(where)
+            elif kind := next((k for k in _LEFT_OUT if name.endswith(k.suffixes)), None):
+                left_out[kind].append(where)
             elif name.endswith(ARCHIVE_SUFFIXES + (WACZ_SUFFIX,)):
                 if searched is not None and _is_hidden(p, searched):
                     hidden.append(where)
@@ -108,37 +103,42 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
     if hidden:
         _log.warning("skipped %d hidden archive file(s) (a name starting with \".\", e.g. %s): files being "
                      "written or left by an interrupted writer; name a file to read it", len(hidden), hidden[0])
-    if open_files:
-        _log.warning("left out %d archive file(s) still being written by the crawler (a name ending in "
-                     "\".open\", e.g. %s); they are read once the crawler closes them", len(open_files), open_files[0])
-    if unread:
-        _log.warning("left out %d archive file(s) compressed with bzip2, xz or lz4 (e.g. %s), which simweb does not "
-                     "read: decompress them, or compress them record by record with gzip or zstd", len(unread), unread[0])
-    if extracts:
-        _log.warning("left out %d WET or WAT file(s) (e.g. %s): they hold the pages' text or metadata, not their "
-                     "HTML and links; simweb reads the crawl's WARC files", len(extracts), extracts[0])
+    for kind, files in left_out.items():
+        if files:
+            _log.warning("left out %d %s (e.g. %s): %s", len(files), kind.what, files[0], kind.advice)
     if not unique:
         hint = (f"; {len(packages)} ZIP file(s) there (e.g. {packages[0]}): unzip them and name the WARC files "
                 "they hold") if packages else ""
-        if unread:
-            hint += (f"; {len(unread)} archive file(s) compressed with bzip2, xz or lz4 there (e.g. {unread[0]}): "
-                     "decompress them")
-        if extracts:
-            hint += (f"; {len(extracts)} WET or WAT file(s) there (e.g. {extracts[0]}): they hold the pages' text "
-                     "or metadata only; name the crawl's WARC files (Common Crawl: the warc.paths.gz list)")
+        hint += "".join(f"; found {len(files)} {kind.what} (e.g. {files[0]}): {kind.advice}"
+                        for kind, files in left_out.items() if files)
         raise FileNotFoundError(f"no WARC or ARC files (*.warc, *.warc.gz, *.warc.zst, *.arc, *.arc.gz) in {', '.join(items)}{hint}")
     return unique
 
 
-#: Common Crawl's text (WET) and metadata (WAT) extracts of its WARC files: WARC files themselves,
-#: but with no page's HTML.
-_EXTRACT_SUFFIXES = (".warc.wet.gz", ".warc.wat.gz", ".warc.wet", ".warc.wat")
+@dataclass(frozen=True)
+class _LeftOut:
+    """Files a folder or glob may hold beside a crawl's archive files that are not read: they are
+    left out with a warning (``what`` and ``advice``), and named when nothing else was found."""
 
-#: Archive files compressed as a whole in formats the ingest does not read.
-_UNREAD_SUFFIXES = tuple(f"{suffix}.{ext}" for suffix in (".warc", ".arc") for ext in ("bz2", "xz", "lz4"))
+    suffixes: tuple[str, ...]
+    what: str
+    advice: str
 
-#: Archive files a crawler is still writing (Heritrix, warcprox): renamed without ".open" when closed.
-_OPEN_SUFFIXES = tuple(suffix + ".open" for suffix in ARCHIVE_SUFFIXES)
+
+_LEFT_OUT = (
+    # Heritrix and warcprox write NAME.warc.gz.open and rename it when the file is closed.
+    _LeftOut(tuple(suffix + ".open" for suffix in ARCHIVE_SUFFIXES),
+             "archive file(s) still being written by the crawler (a name ending in \".open\")",
+             "they are read once the crawler closes them"),
+    _LeftOut(tuple(f"{suffix}.{ext}" for suffix in (".warc", ".arc") for ext in ("bz2", "xz", "lz4")),
+             "archive file(s) compressed with bzip2, xz or lz4, which simweb does not read",
+             "decompress them, or compress them record by record with gzip or zstd"),
+    # Common Crawl's text (WET) and metadata (WAT) extracts of its WARC files: WARC files
+    # themselves, but with no page's HTML.
+    _LeftOut((".warc.wet.gz", ".warc.wat.gz", ".warc.wet", ".warc.wat"), "WET or WAT file(s)",
+             "they hold the pages' text or metadata, not their HTML and links; name the crawl's WARC files "
+             "(Common Crawl: its warc.paths.gz list)"),
+)
 
 #: A WACZ package (Webrecorder's format: Browsertrix, ArchiveWeb.page): a ZIP file whose
 #: archive/ folder holds the crawl's WARC files, stored uncompressed by the ZIP.

@@ -687,7 +687,7 @@ def test_archive_files_compressed_whole_with_bzip2_xz_or_lz4_are_left_out_and_sa
     crawl.mkdir()
     for name in ("a.warc.bz2", "b.warc.xz", "c.arc.lz4"):
         (crawl / name).write_bytes(b"")
-    with pytest.raises(FileNotFoundError, match=r"3 archive file\(s\) compressed with bzip2, xz or lz4 there"):
+    with pytest.raises(FileNotFoundError, match=r"; found 3 archive file\(s\) compressed with bzip2, xz or lz4"):
         list_archive_files(str(crawl))
     (crawl / "d.warc").write_bytes(b"")
     with caplog.at_level("WARNING", logger="simweb.tasks.sources"):
@@ -700,7 +700,7 @@ def test_wet_and_wat_files_are_left_out_of_a_folder_and_said(warc_dir, tmp_path,
     crawl.mkdir()
     write_warc(crawl / "CC-MAIN-1.warc.wet.gz", [wet_record("http://a.example/", b"the text")])
     (crawl / "CC-MAIN-1.warc.wat.gz").write_bytes(b"")
-    with pytest.raises(FileNotFoundError, match=r"2 WET or WAT file\(s\) there .* name the crawl's WARC files"):
+    with pytest.raises(FileNotFoundError, match=r"; found 2 WET or WAT file\(s\) .* name the crawl's WARC files"):
         list_archive_files(str(crawl))
     shutil.copy(warc_dir / "example.warc.gz", crawl / "CC-MAIN-1.warc.gz")
     with caplog.at_level("WARNING", logger="simweb.tasks.sources"):
