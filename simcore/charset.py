@@ -249,6 +249,22 @@ def looks_like_html(body: bytes) -> bool:
     return False
 
 
+# The signatures of binary formats (WHATWG MIME Sniffing's image, audio, video, font and archive
+# patterns, and PDF, ELF): a payload that starts with one is no HTML page, whatever its
+# Content-Type says (servers label images and downloads text/html).
+_BINARY_STARTS = (b"%PDF-", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a", b"\xff\xd8\xff", b"PK\x03\x04",
+                  b"\x1f\x8b\x08", b"BZh", b"\xfd7zXZ\x00", b"Rar!\x1a\x07", b"OggS\x00", b"ID3",
+                  b"wOFF", b"wOF2", b"\x7fELF", b"\x00\x00\x01\x00", b"\x1aE\xdf\xa3")
+
+
+def looks_binary(body: bytes) -> bool:
+    """True if ``body`` starts with the signature of a binary format (an image, a PDF, an
+    archive, audio, video, a font, a program), or is a RIFF (WebP, WAV, AVI) or ISO media (MP4)
+    file: no page, whatever it was labelled."""
+    return (body.startswith(_BINARY_STARTS) or (body[:4] == b"RIFF" and len(body) >= 12)
+            or body[4:8] == b"ftyp")
+
+
 def _detect(body: bytes) -> tuple[str, str]:
     """The charset of a page that declares none and is not valid UTF-8."""
     sample = body[:DETECTION_SAMPLE_BYTES]

@@ -28,7 +28,9 @@ Which records become pages:
   records converted as warcio's ``arc2warc`` does: the version block is a ``warcinfo``
   record, every other record a ``response`` (:mod:`simweb.tasks.archives`).
 - HTML by Content-Type (``text/html``, ``application/xhtml+xml``); when the type is missing or
-  generic (``application/octet-stream`` and the like) the payload is sniffed.
+  generic (``application/octet-stream`` and the like) the payload is sniffed. A payload that
+  starts with a binary format's signature (an image, a PDF, an archive: served as text/html by
+  a misconfigured server) is no page either (:func:`simweb.core.charset.looks_binary`).
 - The payload is de-chunked (``Transfer-Encoding: chunked``) and decoded (``Content-Encoding``
   gzip, x-gzip, deflate, br, zstd; :mod:`simweb.tasks.payloads`),
   then read with the charset :func:`simweb.core.charset.decode_html` finds (UTF-8 bytes go to the
@@ -77,7 +79,7 @@ from warcio.bufferedreaders import ChunkedDataReader
 from warcio.statusandheaders import StatusAndHeadersParser
 
 from simweb.core.aliases import REDIRECT, REDIRECT_STATUSES, redirect_target
-from simweb.core.charset import charset_from_content_type, html_for_parser, looks_like_html
+from simweb.core.charset import charset_from_content_type, html_for_parser, looks_binary, looks_like_html
 from simweb.core.html import parse_page
 from simweb.core.replay import payload_digest, timestamp14
 from simweb.core.urls import normalize_url, url_id
@@ -539,6 +541,8 @@ def _page_of(record, records: ArchiveRecords):
     if not body.strip():
         return EMPTY, None
     if media_type in GENERIC_TYPES and not looks_like_html(body):
+        return NOT_HTML, None
+    if looks_binary(body):  # an image or a download labelled text/html
         return NOT_HTML, None
     return None, (url, status, media_type, charset_from_content_type(content_type), payload, body)
 

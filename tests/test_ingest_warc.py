@@ -417,6 +417,22 @@ def test_content_encodings(tmp_path):
     assert len(pages_of(tmp_path / "out")) == 9
 
 
+def test_binary_payloads_labelled_html_are_not_pages(tmp_path):
+    """Images and downloads a misconfigured server labels text/html: skipped as not HTML, not
+    parsed into pages of junk words; a page that merely mentions a signature is kept."""
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+    pdf = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj<<>>endobj\n" + b"\x00\xff" * 200
+    mp4 = b"\x00\x00\x00\x18ftypmp42" + bytes(300)
+    path = write_warc(tmp_path / "bin.warc.gz", [
+        http_response("http://b.example/logo", png), http_response("http://b.example/paper", pdf),
+        http_response("http://b.example/clip", mp4),
+        http_response("http://b.example/page", html("About PNG", "<p>%PDF- and \x89PNG are signatures</p>").encode()),
+    ])
+    stats = ingest_warc(str(path), str(tmp_path / "out"))
+    assert counts(stats) == (4, 1, {"not HTML": 3}, 0)
+    assert [p["url"] for p in pages_of(tmp_path / "out")] == ["http://b.example/page"]
+
+
 def test_payloads_over_the_limit_are_skipped(tmp_path, monkeypatch):
     monkeypatch.setattr(ingest, "MAX_PAYLOAD_BYTES", 1000)
     big = html("Big", "<p>" + "word " * 400 + "</p>").encode()
