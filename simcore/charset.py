@@ -29,6 +29,8 @@ import codecs
 import functools
 import re
 
+from simweb.core.formats import GZIP_MAGIC, OTHER_COMPRESSIONS, ZIP_MAGIC, ZSTD_MAGIC
+
 # How far into the page to look for <meta charset>. The WHATWG prescan reads 1024 bytes;
 # real pages often put long scripts and comments first, so we read a little further.
 PRESCAN_BYTES = 4096
@@ -252,8 +254,8 @@ def looks_like_html(body: bytes) -> bool:
 # The signatures of binary formats (WHATWG MIME Sniffing's image, audio, video, font and archive
 # patterns, and PDF, ELF): a payload that starts with one is no HTML page, whatever its
 # Content-Type says (servers label images and downloads text/html).
-_BINARY_STARTS = (b"%PDF-", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a", b"\xff\xd8\xff", b"PK\x03\x04",
-                  b"\x1f\x8b\x08", b"BZh", b"\xfd7zXZ\x00", b"Rar!\x1a\x07", b"OggS\x00", b"ID3",
+_BINARY_STARTS = (b"%PDF-", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a", b"\xff\xd8\xff", ZIP_MAGIC, GZIP_MAGIC,
+                  ZSTD_MAGIC, *(magic for magic, _ in OTHER_COMPRESSIONS), b"Rar!\x1a\x07", b"OggS\x00", b"ID3",
                   b"wOFF", b"wOF2", b"\x7fELF", b"\x00\x00\x01\x00", b"\x1aE\xdf\xa3")
 
 

@@ -59,9 +59,8 @@ from warcio.recordloader import ARC2WARCHeadersParser, ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeadersParser
 from warcio.utils import BUFF_SIZE
 
-WARC_SUFFIXES = (".warc", ".warc.gz", ".warc.zst")
-ARC_SUFFIXES = (".arc", ".arc.gz")
-ARCHIVE_SUFFIXES = WARC_SUFFIXES + ARC_SUFFIXES
+from simweb.core.formats import GZIP_MAGIC, ZSTD_DICT_FRAME, ZSTD_MAGIC
+
 FORMATS = ("warc", "arc")
 
 # The version lines warcio reads (looked for anywhere: bytes inserted before a record need not
@@ -70,9 +69,6 @@ FORMATS = ("warc", "arc")
 _WARC_VERSION = re.compile(rb"WARC/(?:1\.[01]|0\.1[78])\r?\n")
 _ARC_HEADER = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*:\S* \S+ \d{12,14} \S+(?: \S+ \S+ \S+ \d+ \S+)? \d+\r?\n")
 _ARC_LINE = re.compile(rb"(?m)^(?=" + _ARC_HEADER.pattern + rb")")
-_GZIP_MAGIC = b"\x1f\x8b\x08"
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # a zstd frame
-_ZSTD_DICT_FRAME = b"\x5d\x2a\x4d\x18"  # the skippable frame a .warc.zst file's dictionary is in
 _ZSTD_DICTIONARY = b"\x37\xa4\x30\xec"  # a zstd dictionary
 _ZSTD_DICT_LIMIT = 1 << 26  # the largest dictionary read (the specification asks readers for 8 MiB)
 # Bytes of a zstd frame read to decode its first bytes: zstd decodes block by block, and a block
@@ -252,7 +248,7 @@ def _zstd_dictionary(raw: BinaryIO) -> tuple[zstandard.ZstdCompressionDict | Non
     if size > _ZSTD_DICT_LIMIT:
         return None, start, f"the zstd dictionary at offset 0 is {size:,} bytes, more than the {_ZSTD_DICT_LIMIT:,} read"
     try:
-        if data.startswith(_ZSTD_MAGIC):
+        if data.startswith(ZSTD_MAGIC):
             data = zstandard.ZstdDecompressor().decompressobj().decompress(data)
         if not data.startswith(_ZSTD_DICTIONARY):
             return None, start, "the zstd dictionary frame at offset 0 holds no zstd dictionary"
@@ -298,11 +294,11 @@ class ArchiveRecords:
         self.size = raw.seek(0, 2)
         raw.seek(0)
         self.compression = ("gzip" if head.startswith(b"\x1f\x8b")
-                            else "zstd" if head.startswith((_ZSTD_MAGIC, _ZSTD_DICT_FRAME)) else None)
+                            else "zstd" if head.startswith((ZSTD_MAGIC, ZSTD_DICT_FRAME)) else None)
         self._member = "zstd frame" if self.compression == "zstd" else "gzip member"
         # Where the first record may start: after a .warc.zst file's dictionary frame.
         self._dictionary, self._start, self._dictionary_problem = None, 0, ""
-        if head.startswith(_ZSTD_DICT_FRAME):
+        if head.startswith(ZSTD_DICT_FRAME):
             self._dictionary, self._start, self._dictionary_problem = _zstd_dictionary(raw)
         first = self._read_at(self._start, _FRAME_INPUT) if self.compression == "zstd" else head
         self.format = _format_at((self._member_head(first) or b"") if self.compression else first)
@@ -605,7 +601,7 @@ class ArchiveRecords:
     def _member_starts(self, window: bytes, i: int, limit: int, base: int) -> Iterator[tuple[int, str | None]]:
         """Where gzip members (zstd frames) may start in ``window[i:limit]``, each with the format
         of the record its decoded bytes start with (None: they decode but start no record)."""
-        magic = _ZSTD_MAGIC if self.compression == "zstd" else _GZIP_MAGIC
+        magic = ZSTD_MAGIC if self.compression == "zstd" else GZIP_MAGIC
         while (i := window.find(magic, i, limit)) >= 0:
             head = self._member_head(self._head_input(base + i) if self.compression == "zstd"
                                      else window[i:i + _MEMBER_HEAD])

@@ -18,10 +18,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from simweb.tasks.archives import ARCHIVE_SUFFIXES
+from simweb.core.formats import ARCHIVE_SUFFIXES, WACZ_SUFFIX
 from simweb.tasks.crawl import read_selection
 from simweb.tasks.ingest import part_name
-from simweb.tasks.sources import WACZ_SUFFIX, wacz_members
+from simweb.tasks.sources import wacz_members
 from simweb.tasks.storage import filesystem, identify, join, write_bytes_atomic
 
 LEDGER = "_ingested.json"

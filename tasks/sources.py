@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from simweb.tasks.archives import ARCHIVE_SUFFIXES
+from simweb.core.formats import ARCHIVE_SUFFIXES, OTHER_COMPRESSION_SUFFIXES, WACZ_SUFFIX
 from simweb.tasks.storage import filesystem, protocol_of
 
 _log = logging.getLogger(__name__)
@@ -130,7 +130,7 @@ _LEFT_OUT = (
     _LeftOut(tuple(suffix + ".open" for suffix in ARCHIVE_SUFFIXES),
              "archive file(s) still being written by the crawler (a name ending in \".open\")",
              "they are read once the crawler closes them"),
-    _LeftOut(tuple(f"{suffix}.{ext}" for suffix in (".warc", ".arc") for ext in ("bz2", "xz", "lz4")),
+    _LeftOut(tuple(suffix + ext for suffix in (".warc", ".arc") for ext in OTHER_COMPRESSION_SUFFIXES),
              "archive file(s) compressed with bzip2, xz or lz4, which simweb does not read",
              "decompress them, or compress them record by record with gzip or zstd"),
     # Common Crawl's text (WET) and metadata (WAT) extracts of its WARC files: WARC files
@@ -140,9 +140,6 @@ _LEFT_OUT = (
              "(Common Crawl: its warc.paths.gz list)"),
 )
 
-#: A WACZ package (Webrecorder's format: Browsertrix, ArchiveWeb.page): a ZIP file whose
-#: archive/ folder holds the crawl's WARC files, stored uncompressed by the ZIP.
-WACZ_SUFFIX = ".wacz"
 _MEMBER_PROTOCOL = "zip"
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 
+from simweb.core.formats import (ARCHIVE_SUFFIXES, GZIP_MAGIC, OTHER_COMPRESSIONS, WACZ_SUFFIX, ZIP_MAGIC,
+                                  ZSTD_DICT_FRAME, ZSTD_MAGIC)
+
 #: How much of a directory file is read to check it before the run.
 HEAD_BYTES = 1 << 16
 
@@ -110,13 +113,6 @@ def remote_problem(url: str) -> str | None:
     return None
 
 
-_OTHER_COMPRESSIONS = ((b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"), (b"\x04\x22\x4d\x18", "lz4"))
-_ZSTD_STARTS = (b"\x28\xb5\x2f\xfd", b"\x5d\x2a\x4d\x18")  # a zstd frame; a .warc.zst dictionary frame
-
-#: Names a crawl's archive files have; a file named otherwise is looked into before it is read.
-ARCHIVE_SUFFIXES = (".warc", ".warc.gz", ".warc.zst", ".arc", ".arc.gz")
-
-
 def not_an_archive(path: str) -> str | None:
     """Why the local file ``path``, named without an archive suffix, is not a WARC (or ARC) file —
     its first bytes are neither "WARC/" nor "filedesc://", plain or gzipped, nor those of a zstd
@@ -126,18 +122,18 @@ def not_an_archive(path: str) -> str | None:
     try:
         with open(path, "rb") as f:
             head = f.read(64)
-        if head[:2] == b"\x1f\x8b":
+        if head.startswith(GZIP_MAGIC[:2]):
             with gzip.open(path, "rb") as f:
                 head = f.read(64)
     except (OSError, EOFError):
         return None  # unreadable or cut: the ingest reports it, with the file's other errors
-    if head.lstrip().startswith((b"WARC/", b"filedesc://")) or head.startswith(_ZSTD_STARTS):
+    if head.lstrip().startswith((b"WARC/", b"filedesc://")) or head.startswith((ZSTD_MAGIC, ZSTD_DICT_FRAME)):
         return None
-    for magic, tool in _OTHER_COMPRESSIONS:
+    for magic, tool in OTHER_COMPRESSIONS:
         if head.startswith(magic):
             return (f"{path} is compressed with {tool}, which simweb does not read; decompress it ({tool} -d) and "
                     "name the WARC file, or compress it record by record with gzip or zstd")
-    if head.startswith(b"PK\x03\x04"):
+    if head.startswith(ZIP_MAGIC):
         return (f"{path} is a ZIP file, not a WARC file; unzip it and name the WARC files it holds (a WACZ "
                 "package is read as it is when its name ends in .wacz)")
     shown = head.lstrip()[:16].decode("latin-1").encode("unicode_escape").decode("ascii")
@@ -167,7 +163,7 @@ def crawl_paths_problem(items: list[str]) -> str | None:
             return f"{item}: no such file or folder; expected a WARC or ARC file (.warc, .warc.gz, .warc.zst, .arc, .arc.gz), a folder of them or a glob"
         elif os.path.isdir(item) and not any(names for _, _, names in os.walk(item)):
             return f"{item} is an empty folder; expected WARC or ARC files (.warc.gz, .arc.gz, …) in it"
-        elif os.path.isfile(item) and not item.lower().endswith(ARCHIVE_SUFFIXES + (".wacz",)):
+        elif os.path.isfile(item) and not item.lower().endswith(ARCHIVE_SUFFIXES + (WACZ_SUFFIX,)):
             # A file named explicitly is read whatever its name: not when it is no archive at all.
             problem = not_an_archive(item)
             if problem:
