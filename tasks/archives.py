@@ -47,9 +47,9 @@ import enum
 import re
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import zstandard
 from warcio.archiveiterator import ArchiveIterator
@@ -135,6 +135,14 @@ class _ZstdMember:
 
     def flush(self) -> bytes:
         return b""
+
+
+def _inflate_dropped(decoder: Any, data: bytes) -> None:
+    """Feed ``data`` to the zlib ``decoder`` a megabyte of output at a time, the output dropped
+    (a few kilobytes of deflate can stand for a gigabyte)."""
+    while data and not decoder.eof:
+        decoder.decompress(data, 1 << 20)
+        data = decoder.unconsumed_tail
 
 
 class _QuietReader(DecompressingBufferedReader):
@@ -548,25 +556,27 @@ class ArchiveRecords:
 
     def _member_end(self, offset: int) -> tuple[int | None, str]:
         """Where the gzip member (zstd frame) starting at ``offset`` ends, or None and why it does not."""
-        zstd = self.compression == "zstd"
-        d = _ZstdMember(self._dictionary) if zstd else zlib.decompressobj(16 + zlib.MAX_WBITS)
+        if self.compression == "zstd":
+            # zstd in small reads: a few bytes of it can stand for megabytes
+            return self._decoded_end(_ZstdMember(self._dictionary), offset, 1 << 12, _ZstdMember.decompress)
+        return self._decoded_end(zlib.decompressobj(16 + zlib.MAX_WBITS), offset, 1 << 16, _inflate_dropped)
+
+    def _decoded_end(self, decoder: Any, offset: int, step: int, feed: Callable[[Any, bytes], object]
+                     ) -> tuple[int | None, str]:
+        """Where ``decoder`` (zlib's interface: ``eof``, ``unused_data``) finds the end of the
+        compressed data starting at ``offset``, fed ``step`` bytes at a time by ``feed``, its
+        output dropped; or None and why it finds none."""
         at = offset
         try:
-            while not d.eof:
-                # zstd in small reads: a few bytes of it can stand for megabytes
-                data = self._read_at(at, 1 << 12 if zstd else 1 << 16)
+            while not decoder.eof:
+                data = self._read_at(at, step)
                 if not data:
                     return None, "is cut: the file ends inside it (truncated)"
                 at += len(data)
-                if zstd:
-                    d.decompress(data)
-                    continue
-                while data and not d.eof:
-                    d.decompress(data, 1 << 20)
-                    data = d.unconsumed_tail
+                feed(decoder, data)
         except _DECODE_ERRORS as exc:
             return None, f"does not decode ({exc})"
-        return at - len(d.unused_data), ""
+        return at - len(decoder.unused_data), ""
 
     # --- finding the next record -----------------------------------------------------------
 

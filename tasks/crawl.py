@@ -853,13 +853,13 @@ def page_words(crawl_dir: str, url_id: int) -> list[str]:
 
     for part in crawl_parts(crawl_dir).pages:
         fs, path = filesystem(part)
-        local = local_path(part)  # read by Arrow itself (see simweb.tasks.storage.read_parquet_file)
+        local, threads = local_path(part), arrow_threads(part)  # see simweb.tasks.storage.read_parquet_file
         with (contextlib.nullcontext(local) if local else fs.open(path, "rb")) as f:
             parquet = pq.ParquetFile(f)
             for group in range(parquet.num_row_groups):
-                ids = parquet.read_row_group(group, columns=["url_id"], use_threads=bool(local)).column("url_id")
+                ids = parquet.read_row_group(group, columns=["url_id"], use_threads=threads).column("url_id")
                 rows = np.flatnonzero(ids.to_numpy() == np.uint64(url_id))
                 if rows.size:
-                    words = parquet.read_row_group(group, columns=["words"], use_threads=bool(local)).column("words")
+                    words = parquet.read_row_group(group, columns=["words"], use_threads=threads).column("words")
                     return [str(w) for w in words[int(rows[0])].as_py() or []]
     return []
