@@ -550,14 +550,14 @@ class Corpus:
     def vocabulary(self, stemming: Stemming) -> list[str]:
         """Every term column: word terms under ``stemming``, then ``link:<URL>`` of every inlinking
         page, then ``outlink:<URL>`` of every URL."""
-        return list(_LazyVocabulary(self, stemming))
+        return list(Vocabulary(self, stemming))
 
-    def fragment_entries(self, strategy: Strategy) -> tuple[np.ndarray, np.ndarray, np.ndarray, Sequence[str]]:
+    def fragment_entries(self, strategy: Strategy) -> tuple[np.ndarray, np.ndarray, np.ndarray, Vocabulary]:
         """(url row, term column, weight) of every term occurrence of every fragment, not yet
         summed, and the term of each column: for a caller that sums equal pairs its own way
         (:meth:`merged` sums them into a CSR matrix). Row i is the URL ``url_ids[i]``."""
         rows, cols, vals = self._entries(strategy)
-        return rows, cols, vals, _LazyVocabulary(self, strategy.stemming)
+        return rows, cols, vals, Vocabulary(self, strategy.stemming)
 
     def merged(self, strategy: Strategy) -> MergedBags:
         """Every URL's fragments merged (summed), before frequency weighting (Section 6.1)."""
@@ -565,11 +565,11 @@ class Corpus:
         cached = self._merged.get(key)
         if cached is None:
             rows, cols, vals = self._entries(strategy)
-            n_cols = len(_LazyVocabulary(self, strategy.stemming))
+            n_cols = len(Vocabulary(self, strategy.stemming))
             csr = sp.csr_matrix((vals, (rows, cols)), shape=(self.url_ids.size, n_cols))
             csr.sum_duplicates()
             csr.eliminate_zeros()
-            cached = MergedBags(self.url_ids, self.urls, _LazyVocabulary(self, strategy.stemming), csr)
+            cached = MergedBags(self.url_ids, self.urls, Vocabulary(self, strategy.stemming), csr)
             if len(self._merged) >= self._MERGED_CACHE:
                 self._merged.pop(next(iter(self._merged)))
             self._merged[key] = cached
@@ -594,7 +594,7 @@ class Corpus:
         return weigh_merged(merged, strategy, targets)
 
 
-class _LazyVocabulary(Sequence[str]):
+class Vocabulary(Sequence[str]):
     """A corpus's term columns, turned into strings only when looked at."""
 
     def __init__(self, corpus: Corpus, stemming: Stemming) -> None:
@@ -614,6 +614,15 @@ class _LazyVocabulary(Sequence[str]):
         if i < n:
             return self._words[i]
         return LINK_PREFIX + self._sources[i - n] if i < n + k else OUTLINK_PREFIX + self._targets[i - n - k]
+
+    def take(self, columns: np.ndarray) -> list[str]:
+        """The terms of ``columns`` (in ascending order), the words' in one list comprehension."""
+        n, k = len(self._words), len(self._sources)
+        split = np.searchsorted(columns, [n, n + k])
+        words = self._words
+        return ([words[i] for i in columns[:split[0]].tolist()]
+                + [LINK_PREFIX + self._sources[i - n] for i in columns[split[0]:split[1]].tolist()]
+                + [OUTLINK_PREFIX + self._targets[i - n - k] for i in columns[split[1]:].tolist()])
 
     def __iter__(self) -> Iterator[str]:
         yield from self._words

@@ -253,7 +253,7 @@ def fragments(pages: pa.Table | None, links: pa.Table | None, strategy: Strategy
     if rows.size == 0:
         return FRAGMENT_ROWS.empty_table(), corpus.stats
     used, inverse = np.unique(cols, return_inverse=True)
-    terms = pa.array([vocab[c] for c in used.tolist()], pa.string())
+    terms = pa.array(vocab.take(used), pa.string())
     table = pa.table({
         "url_id": pa.array(corpus.url_ids[rows], pa.uint64()),
         "url": pa.DictionaryArray.from_arrays(pa.array(rows.astype(np.int32)),

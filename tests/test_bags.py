@@ -501,6 +501,15 @@ def test_a_gather_refuses_runs_it_cannot_write(gather, starts, lengths, table, c
             np.array(table), None if mapping is None else np.array(mapping, np.int64), rows, cols, out, 0)
 
 
+@settings(max_examples=100, deadline=None)
+@given(random_pages, random_links, random_strategies, st.randoms(use_true_random=False))
+def test_vocabulary_take_gives_the_terms_item_by_item_access_gives(pages, links, strategy, rng):
+    vocab = Corpus.from_rows(pages, links).fragment_entries(strategy)[3]
+    columns = np.array(sorted(rng.sample(range(len(vocab)), min(len(vocab), rng.randint(0, 12)))), np.int64)
+    assert vocab.take(columns) == [vocab[c] for c in columns.tolist()]
+    assert vocab.take(np.arange(len(vocab))) == list(vocab)
+
+
 @settings(max_examples=150, deadline=None)
 @given(random_pages, random_links, random_strategies)
 def test_fragment_entries_are_the_same_with_the_c_gather_switched_off(pages, links, strategy):
