@@ -251,9 +251,13 @@ _OTHER_SEPARATOR = re.compile(r"\S\s*(?:>|::|\||\\)\s*\S")
 def iter_tsv(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Listing]:
     """Stream ``url<TAB>category/path`` lines (UTF-8). Blank lines and ``#`` comments are skipped.
 
-    A line without exactly two tab-separated fields, or one that is not UTF-8, is skipped and
-    counted as ``bad_tsv_line``; ``counts["tsv_lines"]`` counts the listings read. A file none of
-    whose lines is UTF-8 raises DirectoryFormatError.
+    The directories people export often carry more: further columns (a title, a description)
+    are ignored and the lines counted as ``tsv_extra_columns``; a line whose first field is the
+    category and second the URL (``category<TAB>url``: the first field names no scheme, the
+    second does) is read the other way round and counted as ``tsv_category_first``. A line
+    with fewer than two fields, an empty one, or one that is not UTF-8 is skipped and counted
+    as ``bad_tsv_line``; ``counts["tsv_lines"]`` counts the listings read. A file none of whose
+    lines is UTF-8 raises DirectoryFormatError.
     """
     counts = counts if counts is not None else Counter()
     read = undecodable = 0
@@ -267,15 +271,20 @@ def iter_tsv(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Listin
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         fields = line.split("\t")
-        if len(fields) != 2 or not fields[0].strip() or not fields[1].strip():
+        if len(fields) < 2 or not fields[0].strip() or not fields[1].strip():
             counts["bad_tsv_line"] += 1
             continue
+        if len(fields) > 2:
+            counts["tsv_extra_columns"] += 1
+        url, topic = fields[0].strip(), fields[1].strip()
+        if "://" in topic and "://" not in url:
+            url, topic = topic, url
+            counts["tsv_category_first"] += 1
         counts["tsv_lines"] += 1
         read += 1
-        topic = fields[1].strip()
         if "/" not in topic and _OTHER_SEPARATOR.search(topic):
             counts["topics_not_slash_separated"] += 1
-        yield Listing(fields[0].strip(), topic)
+        yield Listing(url, topic)
     if undecodable and not read:
         raise DirectoryFormatError(
             f"the directory TSV is not UTF-8 text ({undecodable} line(s) could not be decoded, none could): "

@@ -526,6 +526,12 @@ def _sample_lines(context: ReportContext) -> list[str]:
     if repairs:
         lines.append("directory file repaired to read as XML (as dumps of the Open Directory's early years need): "
                      + ", ".join(repairs))
+    tsv = [f"{d[key]:,} {what}" for key, what in (
+        ("tsv_extra_columns", "with columns beyond url and category (ignored)"),
+        ("tsv_category_first", "with the category before the URL (read so)"),
+        ("bad_tsv_line", "skipped: not url<TAB>category, or not UTF-8")) if d.get(key)]
+    if tsv:
+        lines.append(f"directory TSV: {d.get('tsv_lines', 0):,} lines read; lines " + "; ".join(tsv))
     return lines
 
 

@@ -172,10 +172,12 @@ def test_tsv_reads_lines_comments_and_counts_bad_lines():
     )
     counts = Counter()
     listings = list(iter_tsv(io.BytesIO(text.encode()), counts))
-    assert [entry.url for entry in listings] == ["http://a.example/", "http://b.example/", "http://e.example/"]
-    assert counts["bad_tsv_line"] == 2
+    assert [entry.url for entry in listings] == ["http://a.example/", "http://b.example/", "http://d.example/",
+                                                 "http://e.example/"]
+    assert counts["bad_tsv_line"] == 1 and counts["tsv_extra_columns"] == 1 and counts["tsv_lines"] == 4
     d = read_directory(io.BytesIO(text.encode()), fmt="tsv")
-    assert d.classes == {"http://a.example/": ("A", "B", "C"), "http://b.example/": ("A", "B", "D")}
+    assert d.classes == {"http://a.example/": ("A", "B", "C"), "http://b.example/": ("A", "B", "D"),
+                         "http://d.example/": ("A", "B", "C")}
     assert d.counts["above_depth"] == 1
     assert not d.is_directory_page("http://www.dmoz.org/")  # a TSV names no directory hosts
 
@@ -325,3 +327,17 @@ def test_one_line_that_is_not_utf8_is_skipped_and_counted_the_rest_read():
     counts = Counter()
     assert [e.url for e in iter_tsv(io.BytesIO(data), counts)] == ["http://a.example/", "http://c.example/"]
     assert counts["bad_tsv_line"] == 1 and counts["tsv_lines"] == 2
+
+
+def test_tsv_exports_with_more_columns_or_the_category_first_are_read_and_counted():
+    text = ("Top/Arts/Movies/Genres\thttp://a.example/\tA title\tA description\n"
+            "http://b.example/\tTop/Arts/Music/Bands\tB title\n"
+            "Top/Arts/Movies/Genres\thttp://c.example/\n"
+            "just one field\n")
+    counts = Counter()
+    listings = list(iter_tsv(io.BytesIO(text.encode()), counts))
+    assert [(e.url, e.topic) for e in listings] == [("http://a.example/", "Top/Arts/Movies/Genres"),
+                                                    ("http://b.example/", "Top/Arts/Music/Bands"),
+                                                    ("http://c.example/", "Top/Arts/Movies/Genres")]
+    assert (counts["tsv_lines"], counts["tsv_extra_columns"], counts["tsv_category_first"], counts["bad_tsv_line"]) \
+        == (3, 2, 2, 1)

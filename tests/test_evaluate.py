@@ -208,6 +208,33 @@ def test_a_directory_dump_that_is_not_well_formed_gives_the_same_sample(syntheti
     assert "repaired" not in " ".join(_sample_lines(SimpleNamespace(sample=load_sample(a.path).info)))
 
 
+def test_a_tsv_export_with_more_columns_and_the_category_first_samples_as_the_plain_tsv(synthetic, tmp_path):
+    """The synthetic directory as a spreadsheet exports it: category first, a title column after
+    the URL, and a line that is no listing. The same sample as the url<TAB>category file, and the
+    report's sample section says how its lines were read."""
+    from types import SimpleNamespace
+
+    from simweb.tasks.report import _sample_lines
+
+    exported = ["category\turl\ttitle"]  # a header: neither field names a scheme
+    for line in Path(synthetic["tsv"]).read_text().splitlines():
+        url, topic = line.split("\t")
+        exported.append(f"{topic}\t{url}\tA page about {topic.rsplit('/', 1)[-1]}")
+    exported.append("a note, not a listing")
+    export = tmp_path / "export.tsv"
+    export.write_text("\n".join(exported) + "\n")
+    params = SampleParams(seed=5, n_pairs=4)
+    a = prepare_sample(synthetic["crawl"], synthetic["tsv"], str(tmp_path / "a"), params, synthetic["directory_pages"])
+    b = prepare_sample(synthetic["crawl"], str(export), str(tmp_path / "b"), params, synthetic["directory_pages"])
+    assert load_sample(b.path).urls == load_sample(a.path).urls
+    n = len(exported) - 2
+    lines = _sample_lines(SimpleNamespace(sample=load_sample(b.path).info))
+    assert lines[-1] == (f"directory TSV: {n + 1:,} lines read; lines {n + 1:,} with columns beyond url and category "
+                         f"(ignored); {n:,} with the category before the URL (read so); 1 skipped: not url<TAB>category, "
+                         "or not UTF-8")
+    assert "directory TSV" not in " ".join(_sample_lines(SimpleNamespace(sample=load_sample(a.path).info)))
+
+
 def test_sampling_is_deterministic_per_seed(synthetic, tmp_path):
     def urls(seed, work):
         out = prepare_sample(synthetic["crawl"], synthetic["tsv"], str(tmp_path / work), SampleParams(seed=seed, n_pairs=3),

@@ -3,7 +3,8 @@
     simweb evaluate --crawl DIR --directory FILE --out REPORT [--grid paper|quick|links|hybrids|full] [--seed N]
 
 DIR is the output of `simweb ingest` (or of `simweb build`, whose crawl is read); FILE an Open Directory RDF dump (content.rdf.u8, also
-.gz/.bz2) or a url<TAB>Top/category/path file. REPORT receives report.html (self-contained),
+.gz/.bz2) or a url<TAB>Top/category/path file (further columns are ignored; category<TAB>url lines are read
+the other way round). REPORT receives report.html (self-contained),
 summary.md, measures.parquet (strategy, measure, value, low, high: the Γ measures, orthogonality,
 coverage, and precision/recall/F/average precision and Δ of each query's top 10), differences.parquet
 and figures/ (PNG and SVG of the paper's Figures 3–9 for this crawl, and the link measures'), and
