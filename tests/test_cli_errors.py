@@ -19,6 +19,7 @@ def places(tmp_path, warc_dir):
     (tmp_path / "a-file").write_text("not a folder")
     (tmp_path / "empty.tsv").write_text("")
     (tmp_path / "no-tabs.tsv").write_text("http://a.example/ Top/A/B/C\n")
+    (tmp_path / "directory.csv").write_text("url,category\nhttp://a.example/,Top/A/B/C\n")
     (tmp_path / "empty-folder").mkdir()
     (tmp_path / "notes.txt").write_text("these are my notes, not a crawl\n")
     (tmp_path / "crawl.warc.bz2").write_bytes(__import__("bz2").compress((warc_dir / "example.warc.gz").read_bytes()))
@@ -43,6 +44,9 @@ def _run(argv, capsys) -> tuple[int, str]:
     ("empty directory", ["build", "{warc}", "--out", "{tmp}/i", "--directory", "{tmp}/empty.tsv"], "is empty"),
     ("no TSV line", ["build", "{warc}", "--out", "{tmp}/i", "--directory", "{tmp}/no-tabs.tsv"],
      r"no url<TAB>category line"),
+    ("a CSV directory", ["evaluate", "--crawl", "{tmp}", "--directory", "{tmp}/directory.csv", "--out", "{tmp}/r"],
+     r"no url<TAB>category line .*\(its lines look separated by commas: save it with tabs between the URL and the "
+     r"category\)"),
     ("out is a file", ["build", "{warc}", "--out", "{tmp}/a-file"], "--out .*a-file is a file: expected a folder"),
     ("out under a file", ["build", "{warc}", "--out", "{tmp}/a-file/index"], "--out cannot write into .*a-file/index"),
     ("ingest out is a file", ["ingest", "{warc}", "--out", "{tmp}/a-file"], "is a file"),

@@ -49,8 +49,14 @@ def directory_problem(path: str, option: str = "--directory") -> str | None:
     except DirectoryFormatError as err:
         return f"{option} {path}: {err}"
     if not listed:
+        listing = next((line for line in lines if b"://" in line and not line.lstrip().startswith(b"#")), b"")
+        hint = ""
+        for separator, name in ((b",", "commas"), (b";", "semicolons"), (b"|", "'|'")):
+            if separator in listing:
+                hint = f" (its lines look separated by {name}: save it with tabs between the URL and the category)"
+                break
         return (f"{option} {path}: no url<TAB>category line in its first {len(head):,} bytes; expected an Open "
-                "Directory RDF dump or lines of url<TAB>Top/category/path")
+                f"Directory RDF dump or lines of url<TAB>Top/category/path{hint}")
     return None
 
 
