@@ -23,6 +23,10 @@ escapes such an ``&``, drops the characters XML forbids and replaces bytes that 
 (each counted: ``bare_ampersands_escaped``, ``forbidden_characters_dropped``,
 ``bytes_not_utf8_replaced``), so that one bad listing among millions does not stop the reading;
 a well-formed dump passes through unchanged.
+
+A dump whose download was cut short ends inside an element: the listings before the cut are
+read, and the cut is counted (``file_cut_at_line``) for the report to say; malformed XML
+before the end still stops the reading.
 """
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 from xml.etree.ElementTree import ParseError
+from xml.parsers.expat import errors as expat_errors
 
 import defusedxml.ElementTree as safe_et
 from defusedxml import DefusedXmlException
@@ -170,6 +175,13 @@ class _ChunkReader(io.RawIOBase):
         return n
 
 
+# What the XML parser says when the file ends before the document does (it is told so only
+# once the whole file is read): an element left open, a tag, a character or a CDATA section cut.
+_ENDS_EARLY = frozenset(expat_errors.codes[message] for message in (
+    expat_errors.XML_ERROR_NO_ELEMENTS, expat_errors.XML_ERROR_UNCLOSED_TOKEN, expat_errors.XML_ERROR_PARTIAL_CHAR,
+    expat_errors.XML_ERROR_UNCLOSED_CDATA_SECTION))
+
+
 def iter_odp_rdf(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Listing]:
     """Stream the listings of an Open Directory ``content.rdf.u8`` dump (or an excerpt of one).
 
@@ -180,8 +192,10 @@ def iter_odp_rdf(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Li
     receives ``topics``, ``external_pages``, ``topic_links`` and the skipped cases
     (``listing_without_url``, ``listing_without_topic``).
 
-    Raises DirectoryFormatError for XML that is malformed past what :func:`repaired_xml` repairs,
-    or a file that declares entities.
+    A file that ends inside the document (a download cut short) gives the listings before the
+    cut, and ``counts["file_cut_at_line"]`` says where it ends. Raises DirectoryFormatError for
+    XML that is malformed before its end past what :func:`repaired_xml` repairs, or a file that
+    declares entities.
     """
     counts = counts if counts is not None else Counter()
     root = None
@@ -224,6 +238,9 @@ def iter_odp_rdf(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Li
                 root.clear()
     except ParseError as err:
         line, column = getattr(err, "position", (0, 0))
+        if root is not None and _local(root.tag) == "RDF" and getattr(err, "code", None) in _ENDS_EARLY:
+            counts["file_cut_at_line"] = line
+            return
         raise DirectoryFormatError(
             f"the directory file is not well-formed XML (line {line}, column {column}): {err}; "
             "expected an Open Directory RDF dump (content.rdf.u8) — check that the file is complete "

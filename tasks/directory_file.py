@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from simweb.core.directory import CLASS_DEPTH, Directory, read_directory, sniff_format
 from simweb.core.urls import url_id
+from simweb.tasks.logs import run_logger
 
 __all__ = ["directory_format", "read_directory_file", "read_lines", "url_categories"]
 
@@ -60,6 +61,10 @@ def read_directory_file(
 def url_categories(url: str) -> pa.Table:
     """(url_id, category) of every URL the directory classifies, its class as a ``/`` path."""
     found = read_directory_file(url)
+    if found.counts.get("file_cut_at_line"):
+        run_logger("simweb.directory").warning(
+            "the directory file %s ends early, inside its XML at line %s (a download cut short?): the categories "
+            "of its listings before that line are shown", url, f"{found.counts['file_cut_at_line']:,}")
     ids, categories = [], []
     for page, cls in found.classes.items():
         ids.append(url_id(page))

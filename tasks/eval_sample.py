@@ -83,6 +83,11 @@ def prepare_sample(
         depth = collapse_depth(params.depth, parsed.counts["deepest"],
                                parsed.counts.get("topics_not_slash_separated", 0))
         notes = []
+        if parsed.counts.get("file_cut_at_line"):
+            notes.append(f"the directory file ends inside its XML, at line {parsed.counts['file_cut_at_line']:,} (a "
+                         "download cut short?): the listings before that line are read, the rest of the directory "
+                         "is missing")
+            run_logger("simweb.evaluate").warning("eval-sample: %s", notes[-1])
         if depth != params.depth:
             notes.append(f"the directory is {depth} levels deep below Top, shallower than the collapse depth "
                          f"{params.depth}: its classes are taken at depth {depth}")

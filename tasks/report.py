@@ -206,6 +206,8 @@ def write_report(
         "summary": join(out, "summary.md"),
         "measures": join(out, MEASURES_TABLE),
         "sample": loaded.info.get("description_lines", []),
+        # Where a directory file cut short ends (its listings before that line were read), or None.
+        "directory_cut_at_line": loaded.info.get("directory_counts", {}).get("file_cut_at_line"),
         "sibling_gamma": [
             {"strategy": r.strategy.label, **dataclasses.asdict(r.estimates[SIBLING_GAMMA]),
              "seconds": r.stats.get("seconds"),

@@ -213,13 +213,26 @@ def test_external_entities_are_refused():
         list(iter_odp_rdf(io.BytesIO(xxe)))
 
 
-def test_truncated_dump_yields_what_came_before_then_says_where_it_broke(odp_bytes):
+def test_a_dump_cut_short_gives_what_came_before_and_says_where_it_ends(odp_bytes):
     cut = odp_bytes[: odp_bytes.index(b"<Topic r:id=\"Top/Arts/Animation/Anime\">") + 10]
-    got = []
-    with pytest.raises(DirectoryFormatError, match=r"line \d+, column \d+"):
-        for listing in iter_odp_rdf(io.BytesIO(cut)):
-            got.append(listing)
+    counts = Counter()
+    got = list(iter_odp_rdf(io.BytesIO(cut), counts))
     assert len(got) == 10  # the Animation topic's 5 links and its 5 pages
+    assert counts["file_cut_at_line"] == cut.count(b"\n") + 1
+    between = odp_bytes.index(b"<Topic r:id=\"Top/Arts/Animation/Anime\">")
+    for end in (len(cut) - 1, between):  # cut inside a tag, and between two elements
+        counts = Counter()
+        assert len(list(iter_odp_rdf(io.BytesIO(odp_bytes[:end]), counts))) == 10 and counts["file_cut_at_line"]
+    whole = Counter()
+    list(iter_odp_rdf(io.BytesIO(odp_bytes), whole))
+    assert "file_cut_at_line" not in whole
+
+
+def test_malformed_xml_before_the_end_still_stops_the_reading(odp_bytes):
+    at = odp_bytes.index(b"<Topic r:id=\"Top/Arts/Animation/Anime\">")
+    broken = odp_bytes[:at] + b"<Topic r:id=\"x\"></Wrong>" + odp_bytes[at:]
+    with pytest.raises(DirectoryFormatError, match=r"mismatched tag: line \d+, column \d+"):
+        list(iter_odp_rdf(io.BytesIO(broken)))
 
 
 OLD_DUMP = (  # what dumps of the paper's years hold: a bare "&" in URLs, an HTML entity, a form
@@ -341,3 +354,16 @@ def test_tsv_exports_with_more_columns_or_the_category_first_are_read_and_counte
                                                     ("http://c.example/", "Top/Arts/Movies/Genres")]
     assert (counts["tsv_lines"], counts["tsv_extra_columns"], counts["tsv_category_first"], counts["bad_tsv_line"]) \
         == (3, 2, 2, 1)
+
+
+def test_categories_of_a_dump_cut_short_are_those_before_the_cut_with_a_warning(odp_bytes, tmp_path, caplog):
+    from simweb.tasks.directory_file import url_categories
+
+    cut = tmp_path / "content.rdf.u8"
+    cut.write_bytes(odp_bytes[: len(odp_bytes) // 2])
+    whole = tmp_path / "whole.rdf.u8"
+    whole.write_bytes(odp_bytes)
+    with caplog.at_level("WARNING"):
+        table = url_categories(str(cut))
+    assert 0 < table.num_rows < url_categories(str(whole)).num_rows
+    assert f"the directory file {cut} ends early, inside its XML at line" in caplog.text

@@ -383,6 +383,23 @@ def test_command_line_without_prefect(synthetic, tmp_path, capsys):
                  "--out", str(tmp_path / "x"), "--no-prefect"]) == 2
 
 
+def test_a_directory_dump_cut_short_is_read_up_to_the_cut_and_the_exit_status_says_so(synthetic, tmp_path, capsys):
+    from simweb.cli import main
+
+    whole = Path(synthetic["rdf"]).read_bytes()
+    cut = tmp_path / "content.rdf.u8"
+    cut.write_bytes(whole[:whole.rindex(b"<ExternalPage")] + b"<ExternalPage about=\"http://z.exa")
+    (tmp_path / "directory_pages.txt").write_bytes(Path(synthetic["directory_pages"]).read_bytes())
+    code = main(["evaluate", "--crawl", synthetic["crawl"], "--directory", str(cut), "--out", str(tmp_path / "report"),
+                 "--grid", "quick", "--resamples", "50", "--no-prefect"])
+    captured = capsys.readouterr()
+    assert code == 3
+    line = whole[:whole.rindex(b"<ExternalPage")].count(b"\n") + 1
+    assert f"the directory file ends inside its XML, at line {line:,} (a download cut short?)" in captured.out
+    assert captured.err.strip().splitlines()[-1].startswith(f"simweb evaluate: the directory file {cut} ends early")
+    assert (tmp_path / "report" / "report.html").exists()
+
+
 @pytest.mark.slow
 def test_flow_runs_on_dask_and_matches_the_in_process_run(synthetic, report, tmp_path, prefect_harness):
     from simweb.flows.evaluate_strategies import evaluate_strategies

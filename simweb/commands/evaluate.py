@@ -10,6 +10,10 @@ coverage, and precision/recall/F/average precision and Δ of each query's top 10
 and figures/ (PNG and SVG of the paper's Figures 3–9 for this crawl, and the link measures'), and
 summary.json with the recommended strategy — the indexable strategy of best sibling-Γ, its Γ
 cross-validated over directory classes — that `simweb build --strategy-from REPORT` builds with.
+
+Exit status: 0 the report was written from the whole directory; 1 the evaluation failed; 2 a usage
+error or an input that cannot be read; 3 the report was written, but the directory file ends early
+(a download cut short): only its listings before the cut were read, as the report's sample section says.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ import os
 import sys
 from typing import TextIO
 
+from simweb.commands import EXIT_FILE_ERRORS
 from simweb.commands.runmode import add_mode_options
 
 
@@ -116,6 +121,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"simweb evaluate: {err}", file=sys.stderr)
         return 1
     print_summary(summary)
+    if summary.get("directory_cut_at_line"):
+        print(f"simweb evaluate: the directory file {args.directory} ends early, inside its XML at line "
+              f"{summary['directory_cut_at_line']:,}: the report uses its listings before that line (exit status "
+              f"{EXIT_FILE_ERRORS})", file=sys.stderr)
+        return EXIT_FILE_ERRORS
     return 0
 
 
