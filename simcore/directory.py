@@ -182,6 +182,43 @@ _ENDS_EARLY = frozenset(expat_errors.codes[message] for message in (
     expat_errors.XML_ERROR_UNCLOSED_CDATA_SECTION))
 
 
+class UntilCut(io.RawIOBase):
+    """A decompressing stream (gzip, bzip2) read up to where its data ends: a compressed file
+    cut short ends there, ``cut`` set, instead of raising EOFError mid-read (the decompressors
+    raise it only once no more of the data decodes, so nothing that decodes is lost)."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self.cut = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self.cut:
+            return 0
+        try:
+            # One read of the decompressor at a time (read1): a read that asks for more fails
+            # whole at the cut, with what it had decoded before it.
+            data = (self._stream.read1 if hasattr(self._stream, "read1") else self._stream.read)(len(buffer))
+        except EOFError:
+            self.cut = True
+            return 0
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def cut_note(counts: dict) -> str | None:
+    """What to tell the user of a directory file that ends early (``counts`` of a read that
+    counted ``file_cut_at_line`` or ``compressed_file_cut``), or None for a whole file."""
+    line, compressed = counts.get("file_cut_at_line"), counts.get("compressed_file_cut")
+    if not (line or compressed):
+        return None
+    where = f", inside its XML at line {line:,}" if line else ""
+    why = "its compressed data is cut short" if compressed else "a download cut short?"
+    return f"the directory file ends early{where} ({why}): the listings before the cut are read, the rest is missing"
+
+
 def iter_odp_rdf(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Listing]:
     """Stream the listings of an Open Directory ``content.rdf.u8`` dump (or an excerpt of one).
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import fsspec
 import pyarrow as pa
 
-from simweb.core.directory import CLASS_DEPTH, Directory, read_directory, sniff_format
+from simweb.core.directory import CLASS_DEPTH, Directory, UntilCut, cut_note, read_directory, sniff_format
 from simweb.core.urls import url_id
 from simweb.tasks.logs import run_logger
 
@@ -27,14 +27,14 @@ SNIFF_BYTES = 512
 def read_lines(url: str) -> list[str]:
     """Non-empty, non-comment lines of a text file (e.g. the directory's own pages, one URL a line)."""
     with fsspec.open(url, "rb", compression="infer") as f:
-        text = f.read().decode("utf-8")
+        text = io.BufferedReader(UntilCut(f)).read().decode("utf-8")
     return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
 def directory_format(url: str) -> str:
     """"rdf" or "tsv", from the first bytes of the (possibly compressed) directory file."""
     with fsspec.open(url, "rb", compression="infer") as f:
-        return sniff_format(f.read(SNIFF_BYTES))
+        return sniff_format(io.BufferedReader(UntilCut(f)).read(SNIFF_BYTES))
 
 
 def read_directory_file(
@@ -49,45 +49,24 @@ def read_directory_file(
     streaming; ``fmt="auto"`` sniffs the first bytes. ``directory_pages`` and ``keep`` are those
     of :func:`simweb.core.directory.read_directory`."""
     with fsspec.open(url, "rb", compression="infer") as f:
+        whole = UntilCut(f)
+        stream = io.BufferedReader(whole, buffer_size=1 << 20)
         if fmt == "auto":
-            head = f.read(SNIFF_BYTES)
-            fmt = sniff_format(head)
-            stream = io.BufferedReader(_Prepend(head, f), buffer_size=1 << 20)
-        else:
-            stream = f
-        return read_directory(stream, fmt=fmt, directory_pages=directory_pages, keep=keep, depth=depth)
+            fmt = sniff_format(stream.peek(SNIFF_BYTES)[:SNIFF_BYTES])
+        found = read_directory(stream, fmt=fmt, directory_pages=directory_pages, keep=keep, depth=depth)
+    if whole.cut:
+        found.counts["compressed_file_cut"] = 1
+    return found
 
 
 def url_categories(url: str) -> pa.Table:
     """(url_id, category) of every URL the directory classifies, its class as a ``/`` path."""
     found = read_directory_file(url)
-    if found.counts.get("file_cut_at_line"):
-        run_logger("simweb.directory").warning(
-            "the directory file %s ends early, inside its XML at line %s (a download cut short?): the categories "
-            "of its listings before that line are shown", url, f"{found.counts['file_cut_at_line']:,}")
+    note = cut_note(found.counts)
+    if note:
+        run_logger("simweb.directory").warning("%s: %s; the categories of those listings are shown", url, note)
     ids, categories = [], []
     for page, cls in found.classes.items():
         ids.append(url_id(page))
         categories.append(cls if isinstance(cls, str) else "/".join(cls))
     return pa.table({"url_id": pa.array(ids, pa.uint64()), "category": pa.array(categories, pa.string())})
-
-
-class _Prepend(io.RawIOBase):
-    """A stream that first returns ``head``, then the rest of ``stream`` (to sniff a format)."""
-
-    def __init__(self, head: bytes, stream) -> None:
-        self._head = head
-        self._stream = stream
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        if self._head:
-            n = min(len(buffer), len(self._head))
-            buffer[:n] = self._head[:n]
-            self._head = self._head[n:]
-            return n
-        data = self._stream.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)

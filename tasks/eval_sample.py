@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from simweb.core.directory import CLASS_DEPTH, ODP_HOSTS, Directory, build_directory, collapse_depth
+from simweb.core.directory import CLASS_DEPTH, ODP_HOSTS, Directory, build_directory, collapse_depth, cut_note
 from simweb.core.gamma import class_codes
 from simweb.core.sampling import PAPER_PAIRS, Sample, describe, sample_class_pairs
 from simweb.core.urls import url_id
@@ -83,10 +83,8 @@ def prepare_sample(
         depth = collapse_depth(params.depth, parsed.counts["deepest"],
                                parsed.counts.get("topics_not_slash_separated", 0))
         notes = []
-        if parsed.counts.get("file_cut_at_line"):
-            notes.append(f"the directory file ends inside its XML, at line {parsed.counts['file_cut_at_line']:,} (a "
-                         "download cut short?): the listings before that line are read, the rest of the directory "
-                         "is missing")
+        if cut_note(parsed.counts):
+            notes.append(cut_note(parsed.counts))
             run_logger("simweb.evaluate").warning("eval-sample: %s", notes[-1])
         if depth != params.depth:
             notes.append(f"the directory is {depth} levels deep below Top, shallower than the collapse depth "

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from simweb.core.directory import cut_note
 from simweb.core.findings import (
     Finding,
     StrategyResult,
@@ -206,8 +207,8 @@ def write_report(
         "summary": join(out, "summary.md"),
         "measures": join(out, MEASURES_TABLE),
         "sample": loaded.info.get("description_lines", []),
-        # Where a directory file cut short ends (its listings before that line were read), or None.
-        "directory_cut_at_line": loaded.info.get("directory_counts", {}).get("file_cut_at_line"),
+        # What to say of a directory file cut short (its listings before the cut were read), or None.
+        "directory_cut": cut_note(loaded.info.get("directory_counts", {})),
         "sibling_gamma": [
             {"strategy": r.strategy.label, **dataclasses.asdict(r.estimates[SIBLING_GAMMA]),
              "seconds": r.stats.get("seconds"),

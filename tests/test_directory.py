@@ -366,4 +366,21 @@ def test_categories_of_a_dump_cut_short_are_those_before_the_cut_with_a_warning(
     with caplog.at_level("WARNING"):
         table = url_categories(str(cut))
     assert 0 < table.num_rows < url_categories(str(whole)).num_rows
-    assert f"the directory file {cut} ends early, inside its XML at line" in caplog.text
+    assert f"{cut}: the directory file ends early, inside its XML at line" in caplog.text
+
+
+@pytest.mark.parametrize("compress, suffix", [(__import__("gzip").compress, ".gz"), (__import__("bz2").compress, ".bz2")])
+def test_a_compressed_directory_file_cut_short_gives_what_decodes_before_the_cut(odp_bytes, tmp_path, compress,
+                                                                                  suffix):
+    from simweb.commands.inputs import directory_problem
+    from simweb.tasks.directory_file import read_directory_file
+
+    first, end = odp_bytes.index(b"<Topic"), odp_bytes.rindex(b"</RDF>")
+    packed = compress(odp_bytes[:first] + odp_bytes[first:end] * 200 + odp_bytes[end:])  # bzip2: several blocks
+    cut = tmp_path / f"content.rdf.u8{suffix}"
+    cut.write_bytes(packed[: len(packed) * 3 // 4])
+    found = read_directory_file(str(cut))
+    assert found.counts["compressed_file_cut"] == 1 and found.counts["file_cut_at_line"] > 1
+    assert found.classes and directory_problem(str(cut)) is None
+    cut.write_bytes(packed[:40])  # nothing of it decodes
+    assert "its compressed data is cut short before any of it decodes" in directory_problem(str(cut))

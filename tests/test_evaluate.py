@@ -395,8 +395,8 @@ def test_a_directory_dump_cut_short_is_read_up_to_the_cut_and_the_exit_status_sa
     captured = capsys.readouterr()
     assert code == 3
     line = whole[:whole.rindex(b"<ExternalPage")].count(b"\n") + 1
-    assert f"the directory file ends inside its XML, at line {line:,} (a download cut short?)" in captured.out
-    assert captured.err.strip().splitlines()[-1].startswith(f"simweb evaluate: the directory file {cut} ends early")
+    assert f"the directory file ends early, inside its XML at line {line:,} (a download cut short?)" in captured.out
+    assert captured.err.strip().splitlines()[-1].startswith(f"simweb evaluate: {cut}: the directory file ends early")
     assert (tmp_path / "report" / "report.html").exists()
 
 

@@ -121,10 +121,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"simweb evaluate: {err}", file=sys.stderr)
         return 1
     print_summary(summary)
-    if summary.get("directory_cut_at_line"):
-        print(f"simweb evaluate: the directory file {args.directory} ends early, inside its XML at line "
-              f"{summary['directory_cut_at_line']:,}: the report uses its listings before that line (exit status "
-              f"{EXIT_FILE_ERRORS})", file=sys.stderr)
+    if summary.get("directory_cut"):
+        print(f"simweb evaluate: {args.directory}: {summary['directory_cut']} (exit status {EXIT_FILE_ERRORS})",
+              file=sys.stderr)
         return EXIT_FILE_ERRORS
     return 0
 

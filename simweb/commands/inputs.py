@@ -25,13 +25,18 @@ def directory_problem(path: str, option: str = "--directory") -> str | None:
 
     import fsspec
 
-    from simweb.core.directory import DirectoryFormatError, DirectoryRefused, iter_odp_rdf, iter_tsv, sniff_format
+    from simweb.core.directory import (DirectoryFormatError, DirectoryRefused, UntilCut, iter_odp_rdf, iter_tsv,
+                                       sniff_format)
 
     try:
         with fsspec.open(path, "rb", compression="infer") as f:
-            head = f.read(HEAD_BYTES)
+            whole = UntilCut(f)  # a compressed file cut short: what decodes of its start
+            head = io.BufferedReader(whole).read(HEAD_BYTES)
     except OSError as err:
         return f"{option} {path} cannot be read ({err}); expected a readable directory file"
+    if not head.strip() and whole.cut:
+        return (f"{option} {path}: its compressed data is cut short before any of it decodes (a download that "
+                "stopped?); expected a whole Open Directory RDF dump or url<TAB>category file")
     if not head.strip():
         return f"{option} {path} is empty; expected an Open Directory RDF dump or url<TAB>category lines"
     if sniff_format(head) == "rdf":
