@@ -303,7 +303,8 @@ _OTHER_SEPARATOR = re.compile(r"\S\s*(?:>|::|\||\\)\s*\S")
 
 
 def iter_tsv(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Listing]:
-    """Stream ``url<TAB>category/path`` lines (UTF-8). Blank lines and ``#`` comments are skipped.
+    """Stream ``url<TAB>category/path`` lines (UTF-8, with or without a byte order mark; UTF-16
+    with one). Blank lines and ``#`` comments are skipped.
 
     The directories people export often carry more: further columns (a title, a description)
     are ignored and the lines counted as ``tsv_extra_columns``; a line whose first field is the
@@ -315,9 +316,9 @@ def iter_tsv(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Listin
     """
     counts = counts if counts is not None else Counter()
     read = undecodable = 0
-    for raw in stream:
+    for number, raw in enumerate(_utf8_lines(stream)):
         try:
-            line = raw.decode("utf-8").rstrip("\r\n")
+            line = raw.decode("utf-8-sig" if number == 0 else "utf-8").rstrip("\r\n")  # a byte order mark first
         except UnicodeDecodeError:
             counts["bad_tsv_line"] += 1
             undecodable += 1
@@ -344,6 +345,17 @@ def iter_tsv(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Listin
             f"the directory TSV is not UTF-8 text ({undecodable} line(s) could not be decoded, none could): "
             "expected lines of url<TAB>category; re-encode the file as UTF-8"
         )
+
+
+def _utf8_lines(stream: BinaryIO) -> Iterator[bytes]:
+    """The lines of ``stream`` as UTF-8 bytes: a file that starts with a UTF-16 byte order mark
+    (a spreadsheet's "Unicode text" export) is decoded from UTF-16 first."""
+    buffered = stream if hasattr(stream, "peek") else io.BufferedReader(stream, 1 << 16)
+    if buffered.peek(2)[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        for line in io.TextIOWrapper(buffered, encoding="utf-16", errors="replace", newline=""):
+            yield line.encode("utf-8")
+    else:
+        yield from buffered
 
 
 def _host(url: str) -> str:

@@ -1,6 +1,7 @@
 """The topic directory: the real ODP dump excerpt, its quirks, collapse, exclusion, and hostile files."""
 from __future__ import annotations
 
+import codecs
 import io
 import tracemalloc
 from collections import Counter
@@ -384,3 +385,15 @@ def test_a_compressed_directory_file_cut_short_gives_what_decodes_before_the_cut
     assert found.classes and directory_problem(str(cut)) is None
     cut.write_bytes(packed[:40])  # nothing of it decodes
     assert "its compressed data is cut short before any of it decodes" in directory_problem(str(cut))
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "utf-16-be"])
+def test_a_tsv_saved_with_a_byte_order_mark_or_as_utf16_reads_as_the_utf8_one(encoding):
+    text = "http://a.example/caf\u00e9\tTop/A/B/C\r\nhttp://b.example/\tTop/A/B/D\r\n"
+    data = text.encode(encoding)
+    if encoding == "utf-16-be":
+        data = codecs.BOM_UTF16_BE + data
+    counts = Counter()
+    got = [(e.url, e.topic) for e in iter_tsv(io.BytesIO(data), counts)]
+    assert got == [("http://a.example/caf\u00e9", "Top/A/B/C"), ("http://b.example/", "Top/A/B/D")]
+    assert counts["tsv_lines"] == 2 and not counts["bad_tsv_line"]
