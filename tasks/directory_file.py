@@ -27,7 +27,12 @@ SNIFF_BYTES = 512
 def read_lines(url: str) -> list[str]:
     """Non-empty, non-comment lines of a text file (e.g. the directory's own pages, one URL a line)."""
     with fsspec.open(url, "rb", compression="infer") as f:
-        text = io.BufferedReader(UntilCut(f)).read().decode("utf-8")
+        data = io.BufferedReader(UntilCut(f)).read()
+    try:
+        text = data.decode("utf-8-sig")  # a byte order mark first is no part of the first line
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{url} is not UTF-8 text (byte {data[err.start]:#04x} at offset {err.start:,}); "
+                         "save it as UTF-8, one URL a line") from None
     return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 

@@ -397,3 +397,14 @@ def test_a_tsv_saved_with_a_byte_order_mark_or_as_utf16_reads_as_the_utf8_one(en
     got = [(e.url, e.topic) for e in iter_tsv(io.BytesIO(data), counts)]
     assert got == [("http://a.example/caf\u00e9", "Top/A/B/C"), ("http://b.example/", "Top/A/B/D")]
     assert counts["tsv_lines"] == 2 and not counts["bad_tsv_line"]
+
+
+def test_a_directory_pages_file_is_read_with_its_byte_order_mark_and_refused_clearly_if_not_utf8(tmp_path):
+    from simweb.tasks.directory_file import read_lines
+
+    listed = tmp_path / "directory_pages.txt"
+    listed.write_bytes(codecs.BOM_UTF8 + b"# the directory's own pages\nhttp://dir.example/\n\nhttp://dir.example/a\n")
+    assert read_lines(str(listed)) == ["http://dir.example/", "http://dir.example/a"]
+    listed.write_bytes(b"http://caf\xe9.example/\n")
+    with pytest.raises(ValueError, match=r"directory_pages.txt is not UTF-8 text \(byte 0xe9 at offset 10\); save it"):
+        read_lines(str(listed))
