@@ -122,11 +122,16 @@ _REPAIRS = ((_NOT_UTF8, "\ufffd", "bytes_not_utf8_replaced"), (_FORBIDDEN, "", "
             (_BARE_AMPERSAND, "&amp;", "bare_ampersands_escaped"))
 
 
+def _peekable(stream: BinaryIO) -> BinaryIO:
+    """``stream`` itself if its first bytes can be looked at without reading them, else buffered."""
+    return stream if hasattr(stream, "peek") else io.BufferedReader(stream, 1 << 16)
+
+
 def repaired_xml(stream: BinaryIO, counts: Counter, chunk: int = _REPAIR_CHUNK) -> BinaryIO:
     """``stream``, a UTF-8 XML file, with what keeps real Open Directory dumps from being
     well-formed repaired (see the module docstring), the repairs counted in ``counts``. A file
     that declares another encoding is returned as it is."""
-    buffered = stream if hasattr(stream, "peek") else io.BufferedReader(stream, 1 << 16)
+    buffered = _peekable(stream)
     declared = _DECLARED_ENCODING.match(buffered.peek(256)[:256])
     if declared and codecs.lookup(declared.group(1).decode("ascii")).name != "utf-8":
         return buffered
@@ -350,7 +355,7 @@ def iter_tsv(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Listin
 def _utf8_lines(stream: BinaryIO) -> Iterator[bytes]:
     """The lines of ``stream`` as UTF-8 bytes: a file that starts with a UTF-16 byte order mark
     (a spreadsheet's "Unicode text" export) is decoded from UTF-16 first."""
-    buffered = stream if hasattr(stream, "peek") else io.BufferedReader(stream, 1 << 16)
+    buffered = _peekable(stream)
     if buffered.peek(2)[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
         for line in io.TextIOWrapper(buffered, encoding="utf-16", errors="replace", newline=""):
             yield line.encode("utf-8")

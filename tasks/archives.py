@@ -301,7 +301,7 @@ class ArchiveRecords:
         head = raw.read(_HEAD)
         self.size = raw.seek(0, 2)
         raw.seek(0)
-        self.compression = ("gzip" if head.startswith(b"\x1f\x8b")
+        self.compression = ("gzip" if head.startswith(GZIP_MAGIC[:2])
                             else "zstd" if head.startswith((ZSTD_MAGIC, ZSTD_DICT_FRAME)) else None)
         self._member = "zstd frame" if self.compression == "zstd" else "gzip member"
         # Where the first record may start: after a .warc.zst file's dictionary frame.

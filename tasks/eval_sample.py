@@ -83,8 +83,8 @@ def prepare_sample(
         depth = collapse_depth(params.depth, parsed.counts["deepest"],
                                parsed.counts.get("topics_not_slash_separated", 0))
         notes = []
-        if cut_note(parsed.counts):
-            notes.append(cut_note(parsed.counts))
+        if note := cut_note(parsed.counts):
+            notes.append(note)
             run_logger("simweb.evaluate").warning("eval-sample: %s", notes[-1])
         if depth != params.depth:
             notes.append(f"the directory is {depth} levels deep below Top, shallower than the collapse depth "
