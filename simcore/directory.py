@@ -127,11 +127,39 @@ def _peekable(stream: BinaryIO) -> BinaryIO:
     return stream if hasattr(stream, "peek") else io.BufferedReader(stream, 1 << 16)
 
 
+def _as_utf8(stream: BinaryIO, chunk: int = _REPAIR_CHUNK) -> BinaryIO:
+    """``stream`` (peekable) as UTF-8 bytes: a file that starts with a UTF-16 byte order mark (a
+    spreadsheet's "Unicode text" export, an XML file saved as UTF-16) is decoded from UTF-16 as
+    it is read, undecodable units replaced, and an XML declaration of its encoding made to
+    say UTF-8; any other file is returned as it is."""
+    buffered = _peekable(stream)
+    if buffered.peek(2)[:2] not in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        return buffered
+    return io.BufferedReader(_ChunkReader(_utf16_chunks(buffered, chunk)), 1 << 16)
+
+
+_DECLARED_TEXT_ENCODING = re.compile(r"""^(\s*<\?xml[^>]*\bencoding\s*=\s*["'])[A-Za-z0-9._-]+(["'])""")
+
+
+def _utf16_chunks(stream: BinaryIO, chunk: int) -> Iterator[bytes]:
+    decoder = codecs.getincrementaldecoder("utf-16")("replace")
+    head = ""  # the text before the end of a declaration (its first ">"), or its first 256 characters
+    while raw := stream.read(chunk):
+        text = decoder.decode(raw)
+        if head is not None:
+            head += text
+            if ">" not in head and len(head) < 256:
+                continue
+            text, head = _DECLARED_TEXT_ENCODING.sub(r"\1UTF-8\2", head, count=1), None
+        yield text.encode("utf-8")
+    yield ((head or "") + decoder.decode(b"", final=True)).encode("utf-8")
+
+
 def repaired_xml(stream: BinaryIO, counts: Counter, chunk: int = _REPAIR_CHUNK) -> BinaryIO:
-    """``stream``, a UTF-8 XML file, with what keeps real Open Directory dumps from being
+    """``stream``, a UTF-8 XML file (or UTF-16 with a byte order mark: :func:`_as_utf8`), with what keeps real Open Directory dumps from being
     well-formed repaired (see the module docstring), the repairs counted in ``counts``. A file
     that declares another encoding is returned as it is."""
-    buffered = _peekable(stream)
+    buffered = _as_utf8(stream, chunk)
     declared = _DECLARED_ENCODING.match(buffered.peek(256)[:256])
     if declared and codecs.lookup(declared.group(1).decode("ascii")).name != "utf-8":
         return buffered
@@ -353,14 +381,8 @@ def iter_tsv(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Listin
 
 
 def _utf8_lines(stream: BinaryIO) -> Iterator[bytes]:
-    """The lines of ``stream`` as UTF-8 bytes: a file that starts with a UTF-16 byte order mark
-    (a spreadsheet's "Unicode text" export) is decoded from UTF-16 first."""
-    buffered = _peekable(stream)
-    if buffered.peek(2)[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
-        for line in io.TextIOWrapper(buffered, encoding="utf-16", errors="replace", newline=""):
-            yield line.encode("utf-8")
-    else:
-        yield from buffered
+    """The lines of ``stream`` as UTF-8 bytes (:func:`_as_utf8`)."""
+    yield from _as_utf8(stream)
 
 
 def _host(url: str) -> str:
@@ -528,6 +550,10 @@ def read_directory(
 
 
 def sniff_format(head: bytes) -> str:
-    """"rdf" when the first bytes look like XML, else "tsv"."""
-    text = head.lstrip(b"\xef\xbb\xbf").lstrip()
+    """"rdf" when the first bytes look like XML (UTF-8, or UTF-16 after its byte order mark),
+    else "tsv"."""
+    if head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        text = head.decode("utf-16", errors="ignore").lstrip()
+        return "rdf" if text.startswith("<") else "tsv"
+    text = head.lstrip(codecs.BOM_UTF8).lstrip()
     return "rdf" if text.startswith(b"<") else "tsv"

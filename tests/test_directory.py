@@ -191,6 +191,8 @@ def test_tsv_that_is_not_utf8_is_refused_with_the_fix():
 def test_sniff_format():
     assert sniff_format(b'\xef\xbb\xbf<?xml version="1.0"?>') == "rdf"
     assert sniff_format(b"http://a.example/\tTop/A/B/C\n") == "tsv"
+    assert sniff_format('<?xml version="1.0" encoding="UTF-16"?>'.encode("utf-16")) == "rdf"
+    assert sniff_format("http://a.example/\tTop/A/B/C\n".encode("utf-16-le")[:9]) == "tsv"
 
 
 # --- hostile and broken files -----------------------------------------------------------------
@@ -397,6 +399,18 @@ def test_a_tsv_saved_with_a_byte_order_mark_or_as_utf16_reads_as_the_utf8_one(en
     got = [(e.url, e.topic) for e in iter_tsv(io.BytesIO(data), counts)]
     assert got == [("http://a.example/caf\u00e9", "Top/A/B/C"), ("http://b.example/", "Top/A/B/D")]
     assert counts["tsv_lines"] == 2 and not counts["bad_tsv_line"]
+
+
+@pytest.mark.parametrize("chunk", [1 << 18, 7])  # 7: code units and the declaration split across chunks
+def test_an_rdf_dump_saved_as_utf16_reads_as_the_utf8_one(odp_bytes, chunk):
+    text = odp_bytes.decode("utf-8")
+    assert text.lstrip().startswith("<?xml") and "UTF-8" in text[:100]  # an encoding to say again
+    utf16 = text.replace("UTF-8", "UTF-16", 1).encode("utf-16")
+    assert sniff_format(utf16[:4096]) == "rdf"
+    want, got = Counter(), Counter()
+    listings = list(iter_odp_rdf(io.BytesIO(odp_bytes), want))
+    assert listings and list(iter_odp_rdf(repaired_xml(io.BytesIO(utf16), Counter(), chunk), got)) == listings
+    assert got == want
 
 
 def test_a_directory_pages_file_is_read_with_its_byte_order_mark_and_refused_clearly_if_not_utf8(tmp_path):
