@@ -58,13 +58,15 @@ def link_heavy_warc(path: Path, pages: int = 6, links: int = 12_000, targets: in
 
 
 def watch(command: list[str], env: dict[str, str], cwd: str) -> dict:
-    """Run ``command``; the peak RSS of each process of its tree, sampled every 0.2 s."""
+    """Run ``command``; the peak RSS of each process of its tree, sampled every 0.2 s, as
+    ``peaks`` (rss, name), largest first, and ``peak_times`` (rss, name, the wall-clock time of
+    the peak, seconds since the epoch)."""
     import psutil
 
     t0 = time.perf_counter()
     proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     root = psutil.Process(proc.pid)
-    peaks: dict[int, tuple[int, str]] = {}
+    peaks: dict[int, tuple[int, str, float]] = {}
     tree_peak = 0
     output = io.BytesIO()
     os.set_blocking(proc.stdout.fileno(), False)
@@ -77,18 +79,19 @@ def watch(command: list[str], env: dict[str, str], cwd: str) -> dict:
         for member in members:
             try:
                 rss = member.memory_info().rss
-                name = peaks.get(member.pid, (0, ""))[1] or " ".join(member.cmdline()[:4])[-90:]
+                name = peaks.get(member.pid, (0, "", 0.0))[1] or " ".join(member.cmdline()[:4])[-90:]
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
             total += rss
-            if rss > peaks.get(member.pid, (0, ""))[0]:
-                peaks[member.pid] = (rss, name)
+            if rss > peaks.get(member.pid, (0, "", 0.0))[0]:
+                peaks[member.pid] = (rss, name, time.time())
         tree_peak = max(tree_peak, total)
         output.write(proc.stdout.read() or b"")
         time.sleep(0.2)
     output.write(proc.stdout.read() or b"")
     return {"seconds": time.perf_counter() - t0, "returncode": proc.returncode, "tree_peak": tree_peak,
-            "peaks": sorted(peaks.values(), reverse=True), "output": output.getvalue().decode(errors="replace")}
+            "peaks": sorted(((rss, name) for rss, name, _ in peaks.values()), reverse=True),
+            "peak_times": sorted(peaks.values(), reverse=True), "output": output.getvalue().decode(errors="replace")}
 
 
 def report(label: str, run: dict) -> None:

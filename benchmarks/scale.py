@@ -29,6 +29,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from datetime import datetime
 from pathlib import Path
 
 from benchmarks.memory import GIB, watch
@@ -49,21 +50,30 @@ def corpus(size: int, cache: Path) -> Path:
     return folder
 
 
-def stage_seconds(stages: Path) -> tuple[dict[str, float], int | None, dict[str, int]]:
+def stage_seconds(stages: Path) -> tuple[dict[str, float], int | None, dict[str, int], dict[str, tuple[float, float]]]:
     """Each stage's computing time, as its completion record (``_SUCCESS.json``) holds it, the
-    number of bags the bags stage wrote, and the rows the bags' sub-stages work through: the
-    fragment rows the fragments write and the merge reads, the merged entries the weighting reads."""
-    seconds, bags, rows = {}, None, {}
+    number of bags the bags stage wrote, the rows the bags' sub-stages work through (the
+    fragment rows the fragments write and the merge reads, the merged entries the weighting
+    reads), and when each stage ran (start and end, seconds since the epoch)."""
+    seconds, bags, rows, spans = {}, None, {}, {}
     for record in stages.glob("*/*/_SUCCESS.json"):
         done = json.loads(record.read_text())
         stage, stats = record.parent.parent.name, done.get("stats") or {}
         seconds[stage] = float(done.get("seconds", 0.0))
+        if done.get("finished"):
+            end = datetime.fromisoformat(done["finished"]).timestamp()
+            spans[stage] = (end - seconds[stage], end)
         if stage == "bag-fragments":
             rows["bag-fragments"] = rows["bag-merge"] = int(stats.get("fragment_rows", 0))
         if stage == "bags":
             bags = stats.get("bags", bags)
             rows["bags"] = int(stats.get("entries", 0))
-    return seconds, bags, rows
+    return seconds, bags, rows, spans
+
+
+def stage_at(when: float, spans: dict[str, tuple[float, float]], default: str) -> str:
+    """The stage that was running at ``when`` (a span of :func:`stage_seconds`), else ``default``."""
+    return next((stage for stage, (start, end) in spans.items() if start <= when <= end), default)
 
 
 def folder_bytes(path: Path, seen: set[tuple[int, int]] | None = None) -> int:
@@ -113,7 +123,7 @@ def measure(size: int, cache: Path, workers: int | None, part_mb: int | None) ->
             if run["returncode"] not in (0, 3):
                 print(run["output"][-3000:])
                 raise SystemExit(f"the {what} of the {size:,}-page crawl failed (exit {run['returncode']})")
-        seconds, bags, rows_of = stage_seconds(out / "stages")
+        seconds, bags, rows_of, spans = stage_seconds(out / "stages")
         seen: set[tuple[int, int]] = set()  # the invert stage links the signatures stage's files
         sizes = {"crawl (ingest output)": folder_bytes(out / "crawl", seen),
                  **{f"stages/{p.name}": folder_bytes(p, seen) for p in sorted((out / "stages").glob("*"))},
@@ -144,8 +154,11 @@ def measure(size: int, cache: Path, workers: int | None, part_mb: int | None) ->
     peak = max((rss for rss, _ in ingest["peaks"] + rest["peaks"]), default=0)
     print(f"  peak RSS of one process: {peak / GIB:.2f} GiB (target ≤ 2 GiB); of the whole tree: "
           f"{max(ingest['tree_peak'], rest['tree_peak']) / GIB:.2f} GiB")
-    for rss, name in sorted(ingest["peaks"] + rest["peaks"], reverse=True)[:6]:
-        print(f"      {rss / GIB:5.2f} GiB  {name}")
+    peaks = sorted([(rss, name, "ingest") for rss, name, _ in ingest["peak_times"]]
+                   + [(rss, name, stage_at(when, spans, "outside the stages")) for rss, name, when in rest["peak_times"]],
+                   reverse=True)
+    for rss, name, stage in peaks[:6]:
+        print(f"      {rss / GIB:5.2f} GiB  {name}  (during: {stage})")
     intermediate = sizes["crawl (ingest output)"] + sum(v for k, v in sizes.items() if k.startswith("stages/"))
     print(f"  intermediates {intermediate / 1e6:,.0f} MB = {intermediate / warc_bytes:.2f}× the gzipped WARC "
           f"(target ≤ 2×):", ", ".join(f"{k} {v / 1e6:,.0f} MB" for k, v in sizes.items()))

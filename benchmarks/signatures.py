@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def weighted_rows(args) -> None:
-    compare_weighted(f"weighted samplers on 100-term bags (distance × NMDF, normalised)",
+    compare_weighted("weighted samplers on 100-term bags (distance × NMDF, normalised)",
                      weighted_bags(args.weighted_bags, 100), args.repeat)
     if args.crawl:
         compare_weighted(f"weighted samplers on the real bags of {args.crawl} (default strategy)",
