@@ -60,7 +60,9 @@ def link_heavy_warc(path: Path, pages: int = 6, links: int = 12_000, targets: in
 def watch(command: list[str], env: dict[str, str], cwd: str) -> dict:
     """Run ``command``; the peak RSS of each process of its tree, sampled every 0.2 s, as
     ``peaks`` (rss, name), largest first, and ``peak_times`` (rss, name, the wall-clock time of
-    the peak, seconds since the epoch)."""
+    the peak, seconds since the epoch), and ``cpu`` the CPU seconds used so far at each sample
+    as (wall-clock time, the command's own process, all its processes — those that ended with
+    their last sample)."""
     import psutil
 
     t0 = time.perf_counter()
@@ -68,6 +70,8 @@ def watch(command: list[str], env: dict[str, str], cwd: str) -> dict:
     root = psutil.Process(proc.pid)
     peaks: dict[int, tuple[int, str, float]] = {}
     tree_peak = 0
+    used: dict[int, float] = {}
+    cpu: list[tuple[float, float, float]] = []
     output = io.BytesIO()
     os.set_blocking(proc.stdout.fileno(), False)
     while proc.poll() is None:
@@ -80,18 +84,21 @@ def watch(command: list[str], env: dict[str, str], cwd: str) -> dict:
             try:
                 rss = member.memory_info().rss
                 name = peaks.get(member.pid, (0, "", 0.0))[1] or " ".join(member.cmdline()[:4])[-90:]
+                times = member.cpu_times()
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
+            used[member.pid] = times.user + times.system
             total += rss
             if rss > peaks.get(member.pid, (0, "", 0.0))[0]:
                 peaks[member.pid] = (rss, name, time.time())
         tree_peak = max(tree_peak, total)
+        cpu.append((time.time(), used.get(root.pid, 0.0), sum(used.values())))
         output.write(proc.stdout.read() or b"")
         time.sleep(0.2)
     output.write(proc.stdout.read() or b"")
     return {"seconds": time.perf_counter() - t0, "returncode": proc.returncode, "tree_peak": tree_peak,
             "peaks": sorted(((rss, name) for rss, name, _ in peaks.values()), reverse=True),
-            "peak_times": sorted(peaks.values(), reverse=True), "output": output.getvalue().decode(errors="replace")}
+            "peak_times": sorted(peaks.values(), reverse=True), "cpu": cpu, "output": output.getvalue().decode(errors="replace")}
 
 
 def report(label: str, run: dict) -> None:

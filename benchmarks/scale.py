@@ -12,7 +12,9 @@ the Prefect server included) is sampled five times a second.
 Printed per size: for the ingest and for each stage (bag fragments, merge, weighting, signatures,
 invert, as their completion records time them), the wall time, pages/s, links/s and MB/s per core (MB of
 gzipped WARC input), and for the bags' sub-stages rows/s per core (fragment rows written, fragment
-rows merged, merged entries weighted: what their work grows with); the peak RSS of every process, largest first; the bytes of each
+rows merged, merged entries weighted: what their work grows with) and the cores its processes
+kept busy (CPU seconds over wall seconds; in brackets, the flow's process alone); the peak RSS of
+every process, largest first, with the stage it peaked in; the bytes of each
 intermediate beside the gzipped WARC bytes (a file two stages share by a hard link counted
 once, under the first in name order); and, beside them, the paper's per-machine figures
 (Section 6: bag fragments 24 h on three machines for 45 million pages, 174 pages/s per machine;
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -69,6 +72,18 @@ def stage_seconds(stages: Path) -> tuple[dict[str, float], int | None, dict[str,
             bags = stats.get("bags", bags)
             rows["bags"] = int(stats.get("entries", 0))
     return seconds, bags, rows, spans
+
+
+def cpu_used(cpu: list[tuple[float, float, float]], start: float, end: float) -> tuple[float, float, float] | None:
+    """Between ``start`` and ``end`` (seconds since the epoch), from :func:`benchmarks.memory.watch`'s
+    samples: the wall seconds from the first sample to the last, the CPU seconds all the build's
+    processes used in them, and those the build command's own process (the flow's) used. None
+    when fewer than two samples fall there."""
+    inside = [sample for sample in cpu if start <= sample[0] <= end]
+    if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+        return None
+    (t0, own0, all0), (t1, own1, all1) = inside[0], inside[-1]
+    return t1 - t0, all1 - all0, own1 - own0
 
 
 def stage_at(when: float, spans: dict[str, tuple[float, float]], default: str) -> str:
@@ -131,7 +146,14 @@ def measure(size: int, cache: Path, workers: int | None, part_mb: int | None) ->
     print(f"\n{size:,} pages ({summary.get('copied_pages', 0):,} of them perturbed copies), {links:,} links, "
           f"{warc_bytes / 1e6:,.0f} MB of gzipped WARC; {cores} core(s)")
     print(f"  {'step':<14}{'seconds':>9}{'pages/s/core':>14}{'links/s/core':>14}{'MB/s/core':>11}{'rows/s/core':>13}"
-          "   paper, per machine")
+          f"{'cores busy':>13}   paper, per machine")
+    used = {stage: cpu_used(rest["cpu"], *span) for stage, span in spans.items()}
+    used["ingest"] = cpu_used(ingest["cpu"], -math.inf, math.inf)
+
+    def busy(stage: str) -> str:  # cores kept busy on average: all the processes (the flow's alone)
+        found = used.get(stage)
+        return f"{found[1] / found[0]:>6.2f} ({found[2] / found[0]:.2f})" if found else f"{'':>13}"
+
     rows = [("ingest", ingest["seconds"])] + [(s, seconds[s]) for s in STAGES if s in seconds]
     if bags and "signatures" in seconds:
         print(f"  ({bags:,} bags — crawled pages and the pages they link to — signed at "
@@ -141,14 +163,19 @@ def measure(size: int, cache: Path, workers: int | None, part_mb: int | None) ->
         mb = f"{warc_bytes / 1e6 / t / cores:>11.2f}" if stage == "ingest" and t > 0 else f"{'':>11}"
         rows = per_second(rows_of[stage], t, cores) if stage in rows_of else f"{'':>12}"
         print(f"  {stage:<14}{t:>9.1f}{per_second(pages, t, cores):>14}{per_second(links, t, cores):>14}{mb} {rows}"
-              + (f"   {paper[1]:,.0f} {paper[0]}" if paper else ""))
+              f"{busy(stage)}" + (f"   {paper[1]:,.0f} {paper[0]}" if paper else ""))
     if rows_of:
         print("  (rows: the fragment rows the fragments write and the merge reads, the merged entries the weighting "
               "reads: " + ", ".join(f"{s} {rows_of[s]:,}" for s in STAGES if s in rows_of) + ")")
     total = ingest["seconds"] + rest["seconds"]
     outside = rest["seconds"] - sum(seconds[s] for s in STAGES if s in seconds)
+    outside_busy = ""
+    whole_rest = cpu_used(rest["cpu"], -math.inf, math.inf)
+    if whole_rest and outside > 0:
+        staged = sum(used[s][1] for s in STAGES if used.get(s))
+        outside_busy = f"; {(whole_rest[1] - staged) / outside:.2f} cores busy"
     print(f"  {'outside stages':<14}{outside:>9.1f}   (the build command's start-up, checks of the ingest, "
-          f"steps between the stages and publishing; output kept in {log})")
+          f"steps between the stages and publishing{outside_busy}; output kept in {log})")
     print(f"  {'whole build':<14}{total:>9.1f}{per_second(pages, total, cores):>14}{per_second(links, total, cores):>14}"
           f"   (the two commands' wall time, start-up included)")
     peak = max((rss for rss, _ in ingest["peaks"] + rest["peaks"]), default=0)
