@@ -252,6 +252,28 @@ def cut_note(counts: dict) -> str | None:
     return f"the directory file ends early{where} ({why}): the listings before the cut are read, the rest is missing"
 
 
+# The children of a Topic in an Open Directory structure dump (structure.rdf.u8), which names
+# the categories and how they link to each other but lists no pages.
+_STRUCTURE_LINKS = frozenset({"narrow", "narrow1", "narrow2", "symbolic", "symbolic1", "symbolic2", "related",
+                              "letterbar", "altlang", "newsGroup"})
+
+
+def nothing_listed(counts: dict, fmt: str) -> str | None:
+    """Why a directory file whose read gave ``counts`` (of :func:`read_directory`) is of no use,
+    when it lists no page under any category; else None."""
+    if counts.get("listings", 0):
+        return None
+    if fmt == "rdf":
+        topics, structure = counts.get("topics", 0), counts.get("structure_links", 0)
+        if structure:
+            return (f"the directory file names {topics:,} categories and {structure:,} links between them but lists "
+                    "no page: it is an Open Directory structure dump (structure.rdf.u8); use the content dump "
+                    "(content.rdf.u8), which lists the pages of each category")
+        return (f"the directory file lists no page ({topics:,} <Topic> elements, none with a <link>, and no "
+                "<ExternalPage>); expected an Open Directory content dump (content.rdf.u8)")
+    return "the directory file has no url<TAB>category line; expected lines of url<TAB>Top/category/path"
+
+
 def iter_odp_rdf(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Listing]:
     """Stream the listings of an Open Directory ``content.rdf.u8`` dump (or an excerpt of one).
 
@@ -259,8 +281,9 @@ def iter_odp_rdf(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Li
     ``r:id``) and ``ExternalPage`` elements (``about`` with its ``<topic>``). Real quirks are
     handled: the root topic has an empty ``r:id``; ``link1`` marks an editor's pick and lists a
     URL like ``link``; ``priority``, titles and descriptions are ignored. ``counts`` (if given)
-    receives ``topics``, ``external_pages``, ``topic_links`` and the skipped cases
-    (``listing_without_url``, ``listing_without_topic``).
+    receives ``topics``, ``external_pages``, ``topic_links``, ``structure_links`` (the links
+    between categories of a structure dump: ``narrow``, ``symbolic``, ``related`` …) and the
+    skipped cases (``listing_without_url``, ``listing_without_topic``).
 
     A file that ends inside the document (a download cut short) gives the listings before the
     cut, and ``counts["file_cut_at_line"]`` says where it ends. Raises DirectoryFormatError for
@@ -280,6 +303,8 @@ def iter_odp_rdf(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Li
                 counts["topics"] += 1
                 topic = _attr(elem, "id") or ""
                 for child in elem:
+                    if _local(child.tag) in _STRUCTURE_LINKS:
+                        counts["structure_links"] += 1
                     if _local(child.tag) in ("link", "link1"):
                         url = (_attr(child, "resource") or "").strip()
                         counts["topic_links"] += 1

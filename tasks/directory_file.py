@@ -14,7 +14,8 @@ from collections.abc import Sequence
 import fsspec
 import pyarrow as pa
 
-from simweb.core.directory import CLASS_DEPTH, Directory, UntilCut, cut_note, read_directory, sniff_format
+from simweb.core.directory import (CLASS_DEPTH, Directory, DirectoryFormatError, UntilCut, cut_note, nothing_listed,
+                                   read_directory, sniff_format)
 from simweb.core.urls import url_id
 from simweb.tasks.logs import run_logger
 
@@ -52,7 +53,8 @@ def read_directory_file(
 ) -> Directory:
     """Parse a directory file (ODP RDF dump or ``url<TAB>category`` TSV, optionally .gz/.bz2),
     streaming; ``fmt="auto"`` sniffs the first bytes. ``directory_pages`` and ``keep`` are those
-    of :func:`simweb.core.directory.read_directory`."""
+    of :func:`simweb.core.directory.read_directory`. Raises DirectoryFormatError for a file that
+    lists no page (:func:`simweb.core.directory.nothing_listed`)."""
     with fsspec.open(url, "rb", compression="infer") as f:
         whole = UntilCut(f)
         stream = io.BufferedReader(whole, buffer_size=1 << 20)
@@ -61,6 +63,8 @@ def read_directory_file(
         found = read_directory(stream, fmt=fmt, directory_pages=directory_pages, keep=keep, depth=depth)
     if whole.cut:
         found.counts["compressed_file_cut"] = 1
+    if problem := nothing_listed(found.counts, fmt):
+        raise DirectoryFormatError(problem)
     return found
 
 

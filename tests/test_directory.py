@@ -422,3 +422,44 @@ def test_a_directory_pages_file_is_read_with_its_byte_order_mark_and_refused_cle
     listed.write_bytes(b"http://caf\xe9.example/\n")
     with pytest.raises(ValueError, match=r"directory_pages.txt is not UTF-8 text \(byte 0xe9 at offset 10\); save it"):
         read_lines(str(listed))
+
+
+STRUCTURE_DUMP = b"""<?xml version="1.0" encoding="UTF-8"?>
+<RDF xmlns:r="http://www.w3.org/TR/RDF/" xmlns:d="http://purl.org/dc/elements/1.0/" xmlns="http://dmoz.org/rdf/">
+  <Topic r:id="Top/Arts">
+    <catid>2</catid>
+    <d:Title>Arts</d:Title>
+    <narrow r:resource="Top/Arts/Music"/>
+    <symbolic r:resource="Top/Arts/Crafts:Top/Shopping/Crafts"/>
+  </Topic>
+  <Topic r:id="Top/Arts/Music">
+    <catid>3</catid>
+    <related r:resource="Top/Shopping/Music"/>
+  </Topic>
+</RDF>
+"""
+
+
+def test_a_file_that_lists_no_page_is_refused_naming_what_it_is(tmp_path):
+    from simweb.commands.inputs import directory_problem
+    from simweb.tasks.directory_file import read_directory_file
+
+    structure = tmp_path / "structure.rdf.u8"
+    structure.write_bytes(STRUCTURE_DUMP)
+    with pytest.raises(DirectoryFormatError, match=r"names 2 categories and 3 links between them but lists no page: "
+                                                    r"it is an Open Directory structure dump \(structure.rdf.u8\)"):
+        read_directory_file(str(structure))
+    assert "use the content dump (content.rdf.u8)" in directory_problem(str(structure))
+    topics_alone = tmp_path / "topics.rdf"
+    topics_alone.write_bytes(STRUCTURE_DUMP.replace(b"narrow", b"catid").replace(b"symbolic", b"catid")
+                             .replace(b"related", b"catid"))
+    with pytest.raises(DirectoryFormatError, match=r"lists no page \(2 <Topic> elements, none with a <link>"):
+        read_directory_file(str(topics_alone))
+    comments = tmp_path / "directory.tsv"
+    comments.write_bytes(b"# url<TAB>category\n\n")
+    with pytest.raises(DirectoryFormatError, match="has no url<TAB>category line"):
+        read_directory_file(str(comments))
+    # A content dump whose first topics list nothing is read as before.
+    listed = tmp_path / "content.rdf.u8"
+    listed.write_bytes(STRUCTURE_DUMP.replace(b"<catid>3</catid>", b'<link r:resource="http://a.example/"/>'))
+    assert directory_problem(str(listed)) is None and read_directory_file(str(listed)).counts["listings"] == 1

@@ -22,11 +22,12 @@ def directory_problem(path: str, option: str = "--directory") -> str | None:
         return (f"{option} {path} is a folder; expected a directory file — an Open Directory RDF dump "
                 "(content.rdf.u8) or a url<TAB>category file, optionally .gz or .bz2")
     import io
+    from collections import Counter
 
     import fsspec
 
     from simweb.core.directory import (DirectoryFormatError, DirectoryRefused, UntilCut, iter_odp_rdf, iter_tsv,
-                                       sniff_format)
+                                       nothing_listed, sniff_format)
 
     try:
         with fsspec.open(path, "rb", compression="infer") as f:
@@ -40,14 +41,16 @@ def directory_problem(path: str, option: str = "--directory") -> str | None:
     if not head.strip():
         return f"{option} {path} is empty; expected an Open Directory RDF dump or url<TAB>category lines"
     if sniff_format(head) == "rdf":
+        counts = Counter()
         try:
-            for _ in iter_odp_rdf(io.BytesIO(head)):
-                pass
+            counts["listings"] = sum(1 for _ in iter_odp_rdf(io.BytesIO(head), counts))
         except DirectoryRefused as err:
             return f"{option} {path}: {err}"
         except DirectoryFormatError:
-            pass  # the head of a larger file ends mid-element: the run reads it whole
-        return None
+            return None  # the head of a larger file ends mid-element: the run reads it whole
+        whole_file = len(head) < HEAD_BYTES and not whole.cut
+        problem = nothing_listed(counts, "rdf") if whole_file else None
+        return f"{option} {path}: {problem}" if problem else None
     lines = head.split(b"\n")[:-1] if len(head) == HEAD_BYTES else head.split(b"\n")
     try:
         listed = sum(1 for _ in iter_tsv(io.BytesIO(b"\n".join(lines))))
