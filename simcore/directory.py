@@ -464,6 +464,9 @@ def build_directory(
       into their depth-``depth`` ancestor (footnote 7).
     - ``bad_url``: a URL ``normalize`` rejects is skipped. URLs are normalised exactly as the
       ingest stage normalises link targets, so directory URLs and crawl URLs meet.
+    - ``url_without_scheme``: a URL written without its scheme (``www.example.org/page``, as
+      lists people keep by hand often are) names the page over http and https alike: the one
+      of the two in ``keep`` when given (http when both or neither are), else both.
     - ``directory_page``: the directory's own pages are never classified (footnote 8).
     - ``not_kept``: URLs outside ``keep`` (when given — e.g. the link targets of a crawl, to hold
       only what the evaluation can use while streaming a full dump) are not stored.
@@ -489,30 +492,52 @@ def build_directory(
         if len(parts) > depth:
             counts["collapsed"] += 1
         url = normalize(listing.url)
-        if url is None:
-            counts["bad_url"] += 1
-            continue
-        if probe.is_directory_page(url):
-            counts["directory_page"] += 1
-            continue
-        if keep is not None and url not in keep:
-            counts["not_kept"] += 1
-            continue
+        if url is not None:
+            urls = [url]
+        else:
+            urls = _either_scheme(listing.url, normalize)
+            if not urls:
+                counts["bad_url"] += 1
+                continue
+            counts["url_without_scheme"] += 1
+            if keep is not None:  # the form the crawl has, when it has one
+                urls = [u for u in urls if u in keep][:1] or urls[:1]
         cls = parts[:depth]
-        if url in conflicted:
-            continue
-        known = classes.get(url)
-        if known is None:
-            classes[url] = cls
-        elif known != cls:
-            conflicted.add(url)
-            del classes[url]
+        for url in urls:
+            if probe.is_directory_page(url):
+                counts["directory_page"] += 1
+                break
+            if keep is not None and url not in keep:
+                counts["not_kept"] += 1
+                continue
+            if url in conflicted:
+                continue
+            known = classes.get(url)
+            if known is None:
+                classes[url] = cls
+            elif known != cls:
+                conflicted.add(url)
+                del classes[url]
     counts["conflicting_class"] = len(conflicted)
     for key in ("soft_link", "above_depth", "collapsed", "bad_url", "directory_page", "not_kept", "deepest"):
         counts.setdefault(key, 0)
     counts["urls"] = len(classes)
     counts["classes"] = len(set(classes.values()))
     return Directory(classes, pages, hosts, depth, dict(counts))
+
+
+# A URL written without its scheme: a host name of two or more labels (or a protocol-relative
+# "//host"), then a port, path, query or nothing.
+_SCHEME_LESS = re.compile(r"^(?://)?((?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z][A-Za-z0-9-]*(?::\d+)?(?:[/?#].*)?)$")
+
+
+def _either_scheme(url: str, normalize: Callable[[str], str | None]) -> list[str]:
+    """The http and https forms of ``url`` when it is written without its scheme (normalised,
+    http first), else []."""
+    found = _SCHEME_LESS.match(url.strip())
+    if not found:
+        return []
+    return list(dict.fromkeys(u for u in (normalize(f"http://{found.group(1)}"), normalize(f"https://{found.group(1)}")) if u))
 
 
 #: The shallowest collapse that still has sibling classes under a common parent.

@@ -522,6 +522,8 @@ def _sample_lines(context: ReportContext) -> list[str]:
         f"{d.get('soft_link', 0):,} soft links, {d.get('directory_page', 0):,} directory pages, "
         f"{d.get('conflicting_class', 0):,} URLs in two classes, {d.get('bad_url', 0):,} bad URLs, "
         f"{d.get('not_kept', 0):,} not linked to by the crawl"
+        + (f"; {d['url_without_scheme']:,} URLs written without their scheme (www.example.org/page) matched "
+           "over http or https, as the crawl has them" if d.get("url_without_scheme") else "")
     )
     repairs = [f"{d[key]:,} {what}" for key, what in (
         ("bare_ampersands_escaped", "bare '&' escaped"), ("forbidden_characters_dropped", "control characters dropped"),

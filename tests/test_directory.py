@@ -463,3 +463,17 @@ def test_a_file_that_lists_no_page_is_refused_naming_what_it_is(tmp_path):
     listed = tmp_path / "content.rdf.u8"
     listed.write_bytes(STRUCTURE_DUMP.replace(b"<catid>3</catid>", b'<link r:resource="http://a.example/"/>'))
     assert directory_problem(str(listed)) is None and read_directory_file(str(listed)).counts["listings"] == 1
+
+
+def test_a_url_written_without_its_scheme_names_the_page_over_http_or_https():
+    data = (b"www.example.com/a\tTop/A/B/C\n//cdn.example/x?y=1\tTop/A/B/C\nexample.org\tTop/A/B/D\n"
+            b"http://x.example/\tTop/A/B/D\nmailto:a@b.example\tTop/A/B/C\nnot a url\tTop/A/B/C\nlocalhost/x\tTop/A/B/C\n")
+    crawl_has = {"https://www.example.com/a", "http://cdn.example/x?y=1", "http://x.example/"}
+    found = read_directory(io.BytesIO(data), fmt="tsv", depth=3, keep=crawl_has)
+    assert found.classes == {"https://www.example.com/a": ("A", "B", "C"), "http://cdn.example/x?y=1": ("A", "B", "C"),
+                             "http://x.example/": ("A", "B", "D")}
+    assert found.counts["url_without_scheme"] == 3 and found.counts["bad_url"] == 3
+    assert found.counts["not_kept"] == 1  # example.org: in the crawl under neither scheme
+    # Without a crawl to look in (the categories a build shows), the page is classified under both.
+    anywhere = read_directory(io.BytesIO(data), fmt="tsv", depth=3)
+    assert anywhere.classes["http://www.example.com/a"] == anywhere.classes["https://www.example.com/a"] == ("A", "B", "C")
