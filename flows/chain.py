@@ -35,11 +35,6 @@ STAGE_DEDUP = "dedup"
 STAGE_SIGNATURES = "signatures"
 STAGE_INVERT = "invert"
 
-#: Shards per worker slot in the ingest stage: few enough that the per-task cost (a few hundred
-#: ms on a Dask worker, much of it in the Prefect server, which shares the machine's cores with
-#: the workers) stays small next to the parsing; two, so that a slot that finishes early takes
-#: over part of the work (on DebDocs, 1→2 workers: 1.6× with one or four shards per slot, 1.8× with two).
-SHARDS_PER_SLOT = 2
 
 
 @dataclass(frozen=True)
@@ -102,8 +97,8 @@ def stages_sentence(stages: dict[str, dict[str, Any]]) -> str:
 
 
 def ingest_stage(runner, files: list[str], out: str, io_retries: int = 3) -> IngestStats:
-    """Ingest every WARC or ARC file into ``out``: the files in shards of about equal bytes
-    (``SHARDS_PER_SLOT`` per worker thread), one ``ingest_shard`` task per shard; summed stats.
+    """Ingest every WARC or ARC file into ``out``: one ``ingest_shard`` task per shard of files
+    (simweb.tasks.ingest.plan_shards), the largest first; summed stats.
 
     A file that cannot be read (after ``io_retries`` retries of transient I/O errors) is
     reported in the stats' ``file_errors`` and skipped; the other files are not affected.
@@ -112,7 +107,7 @@ def ingest_stage(runner, files: list[str], out: str, io_retries: int = 3) -> Ing
     if runner is None:
         return IngestStats.total(ingest_shard.fn([path], out, io_retries)
                                  for path in track(files, "ingest", "files"))
-    shards = plan_shards(files, SHARDS_PER_SLOT * worker_slots(runner))
+    shards = plan_shards(files, worker_slots(runner))
     futures = runner.map(ingest_shard, {"paths": shards, "out": unmapped(out), "io_retries": unmapped(io_retries)})
     show_progress(futures, "ingest", f"shards of {len(files)} WARC file(s)")
     results = []

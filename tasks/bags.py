@@ -113,6 +113,7 @@ __all__ = [
     "fragments",
     "fragments_of_links_part",
     "fragments_of_pages_part",
+    "largest_first",
     "merge_fragments",
     "merge_partitions",
     "merge_range",
@@ -252,7 +253,7 @@ def fragments(pages: pa.Table | None, links: pa.Table | None, strategy: Strategy
     rows, cols, weights = sum_pairs(rows, cols, weights, len(vocab))
     if rows.size == 0:
         return FRAGMENT_ROWS.empty_table(), corpus.stats
-    used, inverse = np.unique(cols, return_inverse=True)
+    used, inverse = _used_columns(cols, len(vocab))
     terms = pa.array(vocab.take(used), pa.string())
     table = pa.table({
         "url_id": pa.array(corpus.url_ids[rows], pa.uint64()),
@@ -262,6 +263,19 @@ def fragments(pages: pa.Table | None, links: pa.Table | None, strategy: Strategy
         "weight": pa.array(weights, pa.float64()),
     }, schema=FRAGMENT_ROWS)
     return table, corpus.stats
+
+
+def _used_columns(cols: np.ndarray, n_cols: int) -> tuple[np.ndarray, np.ndarray]:
+    """The columns ``cols`` uses, ascending, and each entry's place among them: ``np.unique(cols,
+    return_inverse=True)`` by a mark per column instead of a sort of the entries (a slice's
+    entries number in the millions, its columns in the hundred thousands; the sort was a
+    twentieth of a 1M-page crawl's links part)."""
+    marked = np.zeros(max(n_cols, 1), dtype=bool)
+    marked[cols] = True
+    used = np.flatnonzero(marked)
+    place = np.cumsum(marked, dtype=np.int64)
+    place -= 1
+    return used, place[cols]
 
 
 def sum_pairs(rows: np.ndarray, cols: np.ndarray, weights: np.ndarray, n_cols: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -363,6 +377,31 @@ def fragments_of_links_part(url: str, strategy: Strategy, skip_sources: np.ndarr
             stats["fragment_rows"] += table.num_rows
             stats["slices"] += 1
     return stats
+
+
+#: Seconds a fragments task takes per byte of its part, relative to a links part's, under a
+#: strategy with anchor windows: measured on parts of the 1M scale crawl (one core), a links
+#: part 0.48 s a MB, a pages part 0.11 s a MB (content) plus about a second.
+PAGE_PART_COST = 0.25
+
+
+def largest_first(tasks: Sequence[tuple[Callable, str, tuple]], strategy: Strategy) -> list[tuple[Callable, str, tuple]]:
+    """Fragments ``tasks`` (function, part, arguments) in the order their work is handed out:
+    the longest first by the bytes of their parts, so that the last to run are short and the
+    workers end together. (Without an order Dask runs independent tasks in the order of their
+    keys, hashes: on the 100k scale crawl a 181 MB file's links part could start last.)"""
+    def cost(item: tuple[Callable, str, tuple]) -> float:
+        function, part, _ = item
+        try:
+            fs, path = filesystem(part)
+            size = float(fs.size(path) or 0)
+        except (OSError, ValueError):
+            size = 0.0
+        pages = function is fragments_of_pages_part
+        return size * (PAGE_PART_COST if pages and strategy.uses_anchor else 1.0)
+
+    costs = [cost(t) for t in tasks]
+    return [tasks[i] for i in sorted(range(len(tasks)), key=lambda i: (-costs[i], i))]
 
 
 def write_fragments(writer: pq.ParquetWriter, table: pa.Table, level: int = 0) -> None:
@@ -804,6 +843,22 @@ def _compute(collections: list, scheduler: Any) -> list:
         return list(client.compute(list(collections), sync=True))
 
 
+def _shared(value: Any, scheduler: Any) -> Any:
+    """``value`` as an argument of many tasks: on a Dask cluster, sent to every worker once
+    ahead of them (a future) rather than written into the graph beside each task — a crawl's
+    alias map is megabytes (at a million pages 162,712 aliases with their target URLs: the
+    graph was 14 MiB, and Dask warned of it); else ``value`` itself."""
+    if value is None or scheduler is not None:
+        return value
+    try:
+        from distributed import get_client
+
+        client = get_client()
+    except (ImportError, ValueError):  # no cluster: the tasks run here and share the object
+        return value
+    return client.scatter([value], broadcast=True, hash=False)[0]  # in a list: a dict would be scattered by key
+
+
 @dataclass(frozen=True, slots=True)
 class LeftOut:
     """Pages to leave out of the bags with their out-links (the evaluation leaves out a
@@ -851,13 +906,16 @@ def merge_stages(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: i
         t0 = time.perf_counter()
         copies = duplicate_copies(crawl.pages, crawl.aliases)
         aliases = copies.aliases if len(copies.aliases) else None
+        shared_aliases = _shared(aliases, scheduler)
         level = fragment_level(estimated_fragment_rows(crawl, strategy), size)
-        work = [dask.delayed(fragments_of_pages_part)(u, strategy, copies.of(u), join(tmp, f"part-pages-{part_of(u)}"),
-                                                     size, exclude, level)
-                for u in crawl.pages]
-        work += [dask.delayed(fragments_of_links_part)(u, strategy, copies.of(u), join(tmp, f"part-links-{part_of(u)}"),
-                                                      size, exclude, aliases, level)
-                 for u in crawl.links]
+        tasks = [(fragments_of_pages_part, u, (strategy, copies.of(u), join(tmp, f"part-pages-{part_of(u)}"),
+                                               size, exclude, level)) for u in crawl.pages]
+        tasks += [(fragments_of_links_part, u, (strategy, copies.of(u), join(tmp, f"part-links-{part_of(u)}"),
+                                                size, exclude, shared_aliases, level)) for u in crawl.links]
+        work = []
+        for rank, (function, u, args) in enumerate(largest_first(tasks, strategy)):
+            with dask.annotate(priority=len(tasks) - rank):
+                work.append(dask.delayed(function)(u, *args))
         stats: dict[str, Any] = {"cells": 1 << level, "pages": 0, "duplicate_pages": 0, "excluded_pages": 0, "links": 0,
                                  "links_of_duplicate_pages": 0, "links_from_excluded_pages": 0, "self_links": 0,
                                  "fragment_rows": 0, "slices": 0}

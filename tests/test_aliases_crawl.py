@@ -185,6 +185,28 @@ def test_the_bags_stage_reports_aliases_and_links_redirected(crawl, tmp_path):
             stats["aliases_noslash"]) == (2, 1, 1, 6, 4)
 
 
+def test_on_a_dask_cluster_the_alias_map_goes_to_the_workers_once_and_the_bags_are_the_same(crawl, tmp_path):
+    """On a cluster the links parts' tasks get the alias map as a future sent to every worker
+    ahead of them, not a copy in the graph beside each task; the bags do not change."""
+    from distributed import Client, Future, LocalCluster
+
+    from simweb.tasks.bag_reader import read_bags
+    from simweb.tasks.bags import _shared, build_bags_stage
+
+    out, _ = crawl
+    strategy = Strategy.parse("anchor:0,nostem")
+    alone = build_bags_stage(out, strategy, str(tmp_path / "alone"), scheduler="sync")
+    assert _shared({"a": 1}, None) == {"a": 1}  # no cluster: the object itself
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster):
+        shared = _shared({"a": 1}, None)
+        assert isinstance(shared, Future) and shared.result() == {"a": 1}
+        assert _shared({"a": 1}, "sync") == {"a": 1}  # a scheduler of its own: not the cluster's
+        on_cluster = build_bags_stage(out, strategy, str(tmp_path / "cluster"))
+    assert on_cluster.stats["links_redirected_to_aliases"] == alone.stats["links_redirected_to_aliases"] == 6
+    assert read_bags(on_cluster.path).to_dicts() == read_bags(alone.path).to_dicts()
+
+
 def test_an_incremental_update_touches_the_urls_whose_document_new_aliases_change(tmp_path):
     """A new part holding the page /d/ makes the old links to /d count for it: both bags change."""
     from simweb.tasks.incremental import touched_urls

@@ -22,6 +22,9 @@ from simweb.tasks.bags import (
     STAGE_MERGE,
     bags_task,
     build_bags_stage,
+    fragments_of_links_part,
+    fragments_of_pages_part,
+    largest_first,
 )
 from simweb.tasks.crawl import load_corpus
 from simweb.tasks.stagecache import published
@@ -494,3 +497,19 @@ def test_sum_pairs_in_c_refuses_pairs_outside_the_columns(rows, cols, why):
         pytest.skip("simweb.core._gather is not built (no C compiler at install)")
     with pytest.raises(ValueError, match=why):
         bags_stage._c_sum_pairs(np.array(rows, np.int64), np.array(cols, np.int64), np.ones(2), 20)
+
+
+def test_fragments_tasks_are_handed_out_largest_first_a_pages_part_weighing_less_a_byte(tmp_path):
+    def part(name, size):
+        path = tmp_path / name
+        path.write_bytes(b"x" * size)
+        return str(path)
+
+    pages = [(fragments_of_pages_part, part("p1", 100), ()), (fragments_of_pages_part, part("p2", 30), ())]
+    links = [(fragments_of_links_part, part("l1", 20), ()), (fragments_of_links_part, part("l2", 40), ())]
+    missing = (fragments_of_links_part, str(tmp_path / "gone"), ())  # its error comes when it runs
+    order = largest_first(pages + links + [missing], STRATEGY)
+    # With anchor windows a links byte costs four pages bytes: 40, 25 (p1), 20, 7.5 (p2), 0.
+    assert [u.rsplit("/", 1)[1] for _, u, _ in order] == ["l2", "p1", "l1", "p2", "gone"]
+    content = largest_first(pages + links, Strategy(sources=["content"]))
+    assert [u.rsplit("/", 1)[1] for _, u, _ in content] == ["p1", "l2", "p2", "l1"]
