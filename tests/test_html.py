@@ -678,12 +678,12 @@ def test_real_pages_from_the_shared_warc_files(warc_dir):
     from simweb.core.urls import normalize_url
 
     n_pages = 0
-    for url, html in real_pages(warc_dir):
+    for url, markup in real_pages(warc_dir):
         skipped: Counter[str] = Counter()
-        page = parse_page(html, normalize_url(url), skipped)
+        page = parse_page(markup, normalize_url(url), skipped)
         n_pages += 1
         # every <a href> / <area href> is either kept or counted as skipped
-        tree = LexborHTMLParser(html)
+        tree = LexborHTMLParser(markup)
         for node in tree.css("script, style, noscript, template, title, iframe, noembed, noframes"):
             node.decompose()
         assert len(contexts(page)) + sum(skipped.values()) == len(tree.body.css("a[href], area[href]"))

@@ -28,7 +28,7 @@ import simweb.tasks.ingest as ingest
 import simweb.tasks.ingest_parts as ingest_parts
 from simweb.core.urls import normalize_url, url_id
 from simweb.cli import main as simweb_main
-from simweb.tasks import payloads, schemas
+from simweb.tasks import schemas
 from simweb.tasks.contexts import pages_part_of, with_context_words
 from simweb.tasks.ingest import FileError, IngestStats, ingest_files, ingest_warc
 from simweb.tasks.sources import list_archive_files
