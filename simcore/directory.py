@@ -374,7 +374,7 @@ def iter_tsv(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Listin
     """
     counts = counts if counts is not None else Counter()
     read = undecodable = 0
-    for number, raw in enumerate(_utf8_lines(stream)):
+    for number, raw in enumerate(_as_utf8(stream)):
         try:
             line = raw.decode("utf-8-sig" if number == 0 else "utf-8").rstrip("\r\n")  # a byte order mark first
         except UnicodeDecodeError:
@@ -403,11 +403,6 @@ def iter_tsv(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Listin
             f"the directory TSV is not UTF-8 text ({undecodable} line(s) could not be decoded, none could): "
             "expected lines of url<TAB>category; re-encode the file as UTF-8"
         )
-
-
-def _utf8_lines(stream: BinaryIO) -> Iterator[bytes]:
-    """The lines of ``stream`` as UTF-8 bytes (:func:`_as_utf8`)."""
-    yield from _as_utf8(stream)
 
 
 def _host(url: str) -> str:

@@ -699,12 +699,13 @@ def ingest_shard(paths: list[str], out: str, io_retries: int = 3, retry_delay: f
     log = run_logger("simweb.ingest")
     results = []
     for path in paths:
+        start = time.perf_counter()
         stats = ingest_with_retries(path, out, io_retries, retry_delay, log)
         if stats.files_unchanged:
             log.info("%s: unchanged since an earlier ingest; outputs kept", path)
         elif stats.files_read:
-            log.info("%s: %d records, %d pages, %d links, %d skipped", path, stats.records_read,
-                     stats.pages_written, stats.links_written, stats.records_skipped)
+            log.info("%s: %d records, %d pages, %d links, %d skipped in %.1f s", path, stats.records_read,
+                     stats.pages_written, stats.links_written, stats.records_skipped, time.perf_counter() - start)
         for error in stats.file_errors:
             log.warning("%s: %s", error.path, error.reason)
         results.append(stats)
@@ -726,12 +727,14 @@ def plan_shards(files: list[str], slots: int) -> list[list[str]]:
     A shard holds at most ``min(SHARD_BYTES, total / (SHARDS_PER_SLOT × slots))`` bytes unless
     it is a single file: every file that large is a shard of its own, and the smaller ones are
     packed, largest first, into the lightest shard that still has room. Handed out in this
-    order, each shard to the first slot that is free, the slots end close together. (Before,
-    the files were cut into exactly two shards a slot of equal bytes: the 100k scale crawl's
-    five files of 30–181 MB made four shards of 181, 118, 107 and 125 MB, and the slot that
-    took the 181 MB one went on to the 125 MB one — 306 MB against 266 MB for an even split.)
-    A file whose size cannot be read counts as the median size (its error is reported when it
-    is ingested)."""
+    order, each shard to the first slot that is free, the slots end close together as far as
+    bytes tell the work: a file's pages and links, not its bytes, set its time (the 100k scale
+    crawl's five files take 0.37–0.50 s a MB on one core), so a few files of uneven make
+    still end unevenly — only cutting a file at its records would even them out. Before, the
+    files were cut into exactly two shards a slot; a shard of several files now holds at most
+    64 MB (about half a minute of work), so the progress bar and its estimate move file by file on a crawl of many files,
+    and a lost worker takes less work with it. A file whose size cannot be read counts as the
+    median size (its error is reported when it is ingested)."""
     if not files:
         return []
     sizes = []
