@@ -367,7 +367,9 @@ def iter_tsv(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Listin
     The directories people export often carry more: further columns (a title, a description)
     are ignored and the lines counted as ``tsv_extra_columns``; a line whose first field is the
     category and second the URL (``category<TAB>url``: the first field names no scheme, the
-    second does) is read the other way round and counted as ``tsv_category_first``. A line
+    second does — or, neither naming one, the second is a host and path such as
+    ``www.example.org/page`` and the first is not) is read the other way round and counted as
+    ``tsv_category_first``. A line
     with fewer than two fields, an empty one, or one that is not UTF-8 is skipped and counted
     as ``bad_tsv_line``; ``counts["tsv_lines"]`` counts the listings read. A file none of whose
     lines is UTF-8 raises DirectoryFormatError.
@@ -390,7 +392,7 @@ def iter_tsv(stream: BinaryIO, counts: Counter | None = None) -> Iterator[Listin
         if len(fields) > 2:
             counts["tsv_extra_columns"] += 1
         url, topic = fields[0].strip(), fields[1].strip()
-        if "://" in topic and "://" not in url:
+        if "://" not in url and ("://" in topic or (_SCHEME_LESS.match(topic) and not _SCHEME_LESS.match(url))):
             url, topic = topic, url
             counts["tsv_category_first"] += 1
         counts["tsv_lines"] += 1

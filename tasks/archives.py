@@ -34,12 +34,14 @@ recompress`` rewrites it (:meth:`ArchiveRecords.damage`).
 
 A Zstandard-compressed WARC file (``.warc.zst``, as the IIPC's WARC-Zstandard specification
 defines it and Wget-AT writes it) is read as a gzipped one is, a zstd frame standing for a gzip
-member: each record is one frame, which may follow skippable frames; the file may start with a
-dictionary frame (skippable frame 0x184D2A5D holding a dictionary, plain or itself zstd-compressed),
-with which every frame decodes. A record's offset is that of its frame, or of the skippable
-frames before it (a reader that seeks there decodes it with the file's dictionary). The specification also allows one record in several frames;
-such a record is found cut at its first frame's end and reported, as a gzip member that splits a
-record is.
+member: a record is one frame, or — as the specification allows — several, with skippable
+frames before or between them; the file may start with a dictionary frame (skippable frame
+0x184D2A5D holding a dictionary, plain or itself zstd-compressed), with which every frame
+decodes. A record's offset is that of its first frame, or of the skippable frames before it (a
+reader that seeks there decodes it with the file's dictionary), and its length covers all its
+frames. A record's frames run on while its header's Content-Length says it is not yet whole,
+unless a frame starts a record of its own: then the record before it is found cut there and
+reported (:class:`_ZstdMember`).
 """
 from __future__ import annotations
 
@@ -104,13 +106,23 @@ class Gap:
 
 class _ZstdMember:
     """A zstd decompressor with the interface of zlib's that warcio's reader drives, for the
-    frames of a .warc.zst file: one member is the next frame that holds data, with the skippable
-    (and empty) frames before it; what follows it is ``unused_data``."""
+    frames of a .warc.zst file. One member is one record's frames: the next frame that holds
+    data, with the skippable (and empty) frames before it, and — since the specification lets a
+    record span several frames — the frames after it while the record's header says it is
+    longer than what they have given so far, unless a frame's first bytes start a record of
+    their own. What follows the member is ``unused_data``.
+
+    The bytes after a frame that may continue the record are held (``_held``) until the next
+    frame's first output tells whose they are: a record's start ends the member there, with the
+    held bytes its ``unused_data``, as if the frame had never been fed."""
 
     def __init__(self, dictionary: zstandard.ZstdCompressionDict | None):
         self._frames = zstandard.ZstdDecompressor(dict_data=dictionary)
         self._frame = self._frames.decompressobj()
-        self._decoded = False
+        self._decoded = 0  # bytes this member has given
+        self._head = b""  # its first bytes, until the end of the record's header (at most _RECORD_HEAD)
+        self._length: int | None = None  # the record's bytes by its header; -1: not known; None: not read yet
+        self._held: bytes | None = None
         self.unused_data = b""
         self.eof = False
 
@@ -118,23 +130,63 @@ class _ZstdMember:
         if self.eof:
             self.unused_data += data
             return b""
+        if self._held is not None:
+            self._held += data
         out = []
         while data:
             chunk = self._frame.decompress(data)
             if chunk:
+                if self._held is not None:
+                    if _starts_record(chunk):  # the frame is the next record's: the member ends before it
+                        self.unused_data, self.eof, self._held = self._held, True, None
+                        return b"".join(out)
+                    self._held = None
                 out.append(chunk)
-                self._decoded = True
+                self._read(chunk)
             if not self._frame.eof:
                 break
             data = self._frame.unused_data
-            if self._decoded:
-                self.unused_data, self.eof = data, True
-                break
             self._frame = self._frames.decompressobj()
+            if self._decoded and self._held is None:
+                if not self._continues():
+                    self.unused_data, self.eof = data, True
+                    break
+                self._held = data
         return b"".join(out)
+
+    def _read(self, chunk: bytes) -> None:
+        self._decoded += len(chunk)
+        if self._length is not None:
+            return
+        self._head += chunk[:_RECORD_HEAD - len(self._head)]
+        end = self._head.find(b"\r\n\r\n")
+        if not _WARC_VERSION.match(self._head[:12]) and len(self._head) >= 12:
+            self._length = -1  # not a WARC record: its frame is its member
+        elif end >= 0:
+            length = _CONTENT_LENGTH.search(self._head, 0, end + 2)
+            self._length = end + 4 + int(length.group(1)) + 4 if length else -1
+        elif len(self._head) >= _RECORD_HEAD:
+            self._length = -1
+
+    def _continues(self) -> bool:
+        """Whether the record goes on after the frame that just ended, by its header."""
+        if self._length is None:  # the frame ended inside the header (or its first line)
+            return self._head[:5] == b"WARC/"[:len(self._head)]
+        return self._length > self._decoded
 
     def flush(self) -> bytes:
         return b""
+
+
+#: The most bytes of a zstd-compressed record read to find the end of its header.
+_RECORD_HEAD = 1 << 16
+_CONTENT_LENGTH = re.compile(rb"(?im)^content-length[ \t]*:[ \t]*(\d{1,18})[ \t]*\r?$")
+
+
+def _starts_record(chunk: bytes) -> bool:
+    """Whether decoded bytes (a frame's first) start a WARC record, or could: a few bytes that
+    begin a version line count as one."""
+    return chunk.startswith(b"WARC/") or b"WARC/".startswith(chunk)
 
 
 def _inflate_dropped(decoder: Any, data: bytes) -> None:

@@ -663,19 +663,65 @@ def test_a_warc_zst_file_compressed_as_one_frame_says_how_to_read_it(cc_records,
     assert "warcio recompress" not in error.reason
 
 
-def test_a_record_split_over_two_zstd_frames_is_reported_and_the_rest_read(cc_records, tmp_path):
-    """The specification allows a record in several frames; such a record is found cut at its
-    first frame's end and reported, the frame after it skipped, and reading resumes at the next
-    record's frame."""
+def warc_zst_split(records: list[bytes], split: dict[int, list[int]], extension_frames: bool = False
+                   ) -> tuple[bytes, list[int]]:
+    """A .warc.zst file of ``records`` where record i is compressed as several frames, cut at
+    the byte positions ``split[i]`` (each frame its own, as an encoder that starts a new frame
+    every so many bytes writes them), with a skippable frame between two of its frames when
+    ``extension_frames``; and where each record's first frame starts."""
+    compressor = zstandard.ZstdCompressor(write_checksum=True)
+    out, starts, at = [], [], 0
+    for i, record in enumerate(records):
+        starts.append(at)
+        cuts = [0, *split.get(i, []), len(record)]
+        for k, (a, b) in enumerate(zip(cuts, cuts[1:])):
+            frame = compressor.compress(record[a:b])
+            if extension_frames and k == 1:
+                frame = skippable(b"seek table") + frame
+            out.append(frame)
+            at += len(frame)
+    return b"".join(out), starts
+
+
+@pytest.mark.parametrize("cuts, extension_frames", [
+    ([3000], False),  # two frames, the cut inside the payload
+    ([20, 700, 5000], True),  # four frames: the first inside the header's first lines, one after a skippable frame
+    ([-4], False),  # the record's last frame is its closing blank lines alone
+], ids=["two-frames", "four-frames-and-a-skippable-one", "closing-lines-alone"])
+def test_a_record_in_several_zstd_frames_is_read_whole(cuts, extension_frames, cc_records, cc_reference, tmp_path):
+    """The specification lets a record span several frames ("Each WARC record must correspond
+    to one or more Zstandard frames"): such a file reads like the gzipped one — every page,
+    link and skip — and a split record's offset and length cover all its frames."""
+    _, reference_out = cc_reference
+    split = {response_index(k): [c if c > 0 else len(cc_records[response_index(k)]) + c for c in cuts]
+             for k in (0, 1, 5)}
+    split[1] = [c if c > 0 else len(cc_records[1]) + c for c in cuts if abs(c) < len(cc_records[1])]  # a request
+    data, starts = warc_zst_split(cc_records, split, extension_frames)
+    stats = ingest_warc(write(tmp_path / "split.warc.zst", data), str(tmp_path / "out"))
+    assert counts(stats) == (50, 16, CC_SKIPPED, 0, 0, 0)
+    assert rows(tmp_path / "out", "links") == rows(reference_out, "links")
+    drop = ("record_offset", "record_length", "source_file")
+    assert rows(tmp_path / "out", "pages", drop=drop) == rows(reference_out, "pages", drop=drop)
+    for page in read_parquet(str(tmp_path / "out" / "pages")).to_pylist():
+        index = starts.index(page["record_offset"])
+        assert page["record_offset"] + page["record_length"] == (starts + [len(data)])[index + 1]
+
+
+def test_a_zstd_frame_that_starts_a_record_ends_the_one_before_it_even_when_its_length_says_more(
+        cc_records, tmp_path):
+    """A record whose Content-Length is larger than its frames hold is cut where the next
+    record's frame starts — found by that frame's first bytes, not read as part of it — and
+    reported; every record after it is read."""
     index = response_index(1)
     record = cc_records[index]
-    parts = [record[:3000], record[3000:]]
-    data, starts = warc_zst(cc_records[:index] + parts + cc_records[index + 1:])
-    stats = ingest_warc(write(tmp_path / "split.warc.zst", data), str(tmp_path / "out"))
+    length = re.search(rb"Content-Length: (\d+)", record)
+    longer = record.replace(length.group(0), b"Content-Length: %d" % (int(length.group(1)) + 5000), 1)
+    data, starts = warc_zst(cc_records[:index] + [longer] + cc_records[index + 1:])
+    stats = ingest_warc(write(tmp_path / "long.warc.zst", data), str(tmp_path / "out"))
     assert (stats.records_read, stats.pages_written) == (50, 15)
     (error,) = stats.file_errors
-    assert error.damage == ((starts[index], starts[index + 2] - starts[index]),)
-    assert "the zstd frame there continues the record" in error.reason
+    assert error.damage[0][0] == starts[index]
+    assert stats.records_recovered == 50 - index - 1
 
 
 @pytest.mark.parametrize("how, told", [

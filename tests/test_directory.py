@@ -359,6 +359,18 @@ def test_tsv_exports_with_more_columns_or_the_category_first_are_read_and_counte
         == (3, 2, 2, 1)
 
 
+def test_a_category_first_line_with_a_url_written_without_its_scheme_is_read_the_other_way_round():
+    text = ("Top/Arts/Movies/Genres\twww.a.example/films\n"  # category first, the URL without its scheme
+            "www.b.example/\tTop/Arts/Music/Bands\n"  # URL first, without its scheme: as it is
+            "Arts/Music\tJazz/Bebop\n"  # neither looks like a URL: read as written
+            "Top/Arts/Movies/Genres\t//c.example/x\n")
+    counts = Counter()
+    listings = [(e.url, e.topic) for e in iter_tsv(io.BytesIO(text.encode()), counts)]
+    assert listings == [("www.a.example/films", "Top/Arts/Movies/Genres"), ("www.b.example/", "Top/Arts/Music/Bands"),
+                        ("Arts/Music", "Jazz/Bebop"), ("//c.example/x", "Top/Arts/Movies/Genres")]
+    assert counts["tsv_category_first"] == 2
+
+
 def test_categories_of_a_dump_cut_short_are_those_before_the_cut_with_a_warning(odp_bytes, tmp_path, caplog):
     from simweb.tasks.directory_file import url_categories
 
