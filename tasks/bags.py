@@ -167,7 +167,12 @@ FRAGMENT_ROWS = pa.schema([
 #: strings. A links part of the 100k scale crawl's fragments (4.6 million rows, row groups of
 #: 8,192) written in 0.31–0.39 s against 0.45–0.54 s with every column's statistics and
 #: dictionary, read back in the same time, 13.8 MB against 14.3 MB.
-FRAGMENTS_WRITE = {"write_statistics": ["url_id"], "use_dictionary": ["url", "term"], "store_schema": False}
+FRAGMENTS_WRITE = {"write_statistics": ["url_id"], "use_dictionary": ["url", "term"], "store_schema": False,
+                   # A row group's URLs come in runs (its rows are sorted by URL id): their dictionary page is a
+                   # few hundred strings and their indices run-length encoded, which zstd shrinks by 3% of
+                   # the file for 7% of its write time (four 1M-page crawl slices into 256 cells: 1.79 s
+                   # against 1.92 s, 39.6 MB against 38.3 MB).
+                   "compression": {"url_id": "zstd", "url": "none", "term": "zstd", "weight": "zstd"}}
 MERGED = pa.schema([
     pa.field("url_id", pa.uint64(), nullable=False),
     pa.field("url", pa.string(), nullable=False),
