@@ -729,8 +729,9 @@ def plan_shards(files: list[str], slots: int) -> list[list[str]]:
     packed, largest first, into the lightest shard that still has room. Handed out in this
     order, each shard to the first slot that is free, the slots end close together as far as
     bytes tell the work: a file's pages and links, not its bytes, set its time (the 100k scale
-    crawl's five files take 0.37–0.50 s a MB on one core), so a few files of uneven make
-    still end unevenly — only cutting a file at its records would even them out. Before, the
+    crawl's five files take 0.34–0.50 s a MB on one core, and their HTML's bytes, sampled
+    from each file's start, tell it no better), so a few files of uneven make still end
+    unevenly; cutting a file at its records would even them out. Before, the
     files were cut into exactly two shards a slot; a shard of several files now holds at most
     64 MB (about half a minute of work), so the progress bar and its estimate move file by file on a crawl of many files,
     and a lost worker takes less work with it. A file whose size cannot be read counts as the
