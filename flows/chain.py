@@ -36,7 +36,6 @@ STAGE_SIGNATURES = "signatures"
 STAGE_INVERT = "invert"
 
 
-
 @dataclass(frozen=True)
 class BuildSummary:
     """What a build read, wrote, skipped and reused, stage by stage."""

@@ -731,11 +731,11 @@ def plan_shards(files: list[str], slots: int) -> list[list[str]]:
     bytes tell the work: a file's pages and links, not its bytes, set its time (the 100k scale
     crawl's five files take 0.34–0.50 s a MB on one core, and their HTML's bytes, sampled
     from each file's start, tell it no better), so a few files of uneven make still end
-    unevenly; cutting a file at its records would even them out. Before, the
-    files were cut into exactly two shards a slot; a shard of several files now holds at most
-    64 MB (about half a minute of work), so the progress bar and its estimate move file by file on a crawl of many files,
-    and a lost worker takes less work with it. A file whose size cannot be read counts as the
-    median size (its error is reported when it is ingested)."""
+    unevenly; cutting a file at its records would even them out. A shard of several files
+    holds at most 64 MB (about half a minute of work), so the progress bar and its estimate
+    move file by file on a crawl of many files, and a lost worker takes little work with it.
+    A file whose size cannot be read counts as the median size (its error is reported when
+    it is ingested)."""
     if not files:
         return []
     sizes = []
@@ -754,7 +754,7 @@ def plan_shards(files: list[str], slots: int) -> list[list[str]]:
     open_shards: list[tuple[int, int]] = []  # (load, shard) of the shards files are packed into
     for i in sorted(range(len(files)), key=lambda i: (-sizes[i], i)):
         if sizes[i] < cap and open_shards and open_shards[0][0] + sizes[i] <= cap:
-            load, b = heapq.heappop(open_shards)  # the lightest: if it has no room, none has
+            _, b = heapq.heappop(open_shards)  # the lightest: if it has no room, none has
             loads[b] += sizes[i]
             members[b].append(i)
         else:
