@@ -24,7 +24,7 @@ from simweb.tasks.bags import PART_MB, bags_task, build_bags_stage
 from simweb.tasks.crawl import crawl_identity
 from simweb.tasks.dedup import DedupParams, collapse_duplicates
 from simweb.tasks.incremental import epoch_started, start_epoch
-from simweb.tasks.ingest import IngestStats, ingest_shard, plan_shards, unreadable
+from simweb.tasks.ingest import IngestStats, finish_pieces, ingest_shard, plan_shards, unreadable
 from simweb.tasks.layout import stages_folder
 from simweb.tasks.progress import track
 from simweb.tasks.signatures import IndexParams, signatures, write_index_version
@@ -97,26 +97,54 @@ def stages_sentence(stages: dict[str, dict[str, Any]]) -> str:
 
 def ingest_stage(runner, files: list[str], out: str, io_retries: int = 3) -> IngestStats:
     """Ingest every WARC or ARC file into ``out``: one ``ingest_shard`` task per shard of files
-    (simweb.tasks.ingest.plan_shards), the largest first; summed stats.
+    or of pieces of a large file (simweb.tasks.ingest.plan_shards), the largest first; summed
+    stats. A file read in pieces is finished here, once all its pieces are in.
 
     A file that cannot be read (after ``io_retries`` retries of transient I/O errors) is
     reported in the stats' ``file_errors`` and skipped; the other files are not affected.
     Without a runner the files are ingested here, one after another.
     """
     if runner is None:
-        return IngestStats.total(ingest_shard.fn([path], out, io_retries)
-                                 for path in track(files, "ingest", "files"))
+        return IngestStats.total(stats for path in track(files, "ingest", "files")
+                                 for stats in ingest_shard.fn([path], out, io_retries))
     shards = plan_shards(files, worker_slots(runner))
-    futures = runner.map(ingest_shard, {"paths": shards, "out": unmapped(out), "io_retries": unmapped(io_retries)})
-    show_progress(futures, "ingest", f"shards of {len(files)} WARC file(s)")
-    results = []
+    futures = runner.map(ingest_shard, {"paths": [[item.path for item in shard] for shard in shards],
+                                        "pieces": [[[item.k, item.n] for item in shard] for shard in shards],
+                                        "out": unmapped(out), "io_retries": unmapped(io_retries)})
+    pieces = sum(1 for shard in shards for item in shard if item.n > 1)
+    show_progress(futures, "ingest", f"shards of {len(files)} WARC file(s)"
+                  + (f", {pieces} of them pieces of large files" if pieces else ""))
+    results: list[IngestStats] = []
+    cut: dict[str, list[IngestStats]] = {}
     for shard, future in zip(shards, futures):
         outcome = future.result(raise_on_failure=False)
-        if isinstance(outcome, IngestStats):
-            results.append(outcome)
-        else:  # the worker running the shard was lost: say so for each of its files
-            results.extend(unreadable(path, f"not ingested: its task failed: {_reason(outcome)}") for path in shard)
+        if not isinstance(outcome, list):  # the worker running the shard was lost: say so for each of its files
+            outcome = [unreadable(item.path, f"not ingested: its task failed: {_reason(outcome)}") for item in shard]
+        for item, stats in zip(shard, outcome):
+            if item.n == 1:
+                results.append(stats)
+            else:
+                cut.setdefault(item.path, []).append(stats)
+    for path, pieces_read in cut.items():
+        results.append(_finish_pieces(path, out, pieces_read))
     return IngestStats.total(results)
+
+
+def _finish_pieces(path: str, out: str, pieces: list[IngestStats]) -> IngestStats:
+    """The stats of a file read in pieces: the file's, once every piece is in; else the file
+    is unreadable, for the reasons its pieces gave."""
+    unchanged = [stats for stats in pieces if stats.files_unchanged]
+    if unchanged:  # ingested whole before: its first piece says so, the others read nothing
+        return unchanged[0]
+    failed = [error.reason for stats in pieces if not stats.parts for error in stats.file_errors]
+    part = next((name for stats in pieces for name in stats.parts), None)
+    try:
+        done = None if failed or part is None else finish_pieces(path, out, len(pieces), part)
+    except OSError as exc:
+        return unreadable(path, f"could not be read: {type(exc).__name__}: {exc}")
+    if done is None:
+        return unreadable(path, f"not ingested: a piece of it could not be read: {failed[0] if failed else 'missing'}")
+    return done
 
 
 def _reason(outcome: object) -> str:

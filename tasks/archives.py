@@ -346,9 +346,18 @@ class ArchiveRecords:
     after the iteration ``gaps`` lists the damage and ``recovered`` counts the records read
     after the first gap; after :meth:`finish`, ``length`` is the record's length in the file.
     ``raw`` must be seekable.
+
+    ``start`` and ``stop`` read a piece of the file: the records that start at an offset in
+    [``start``, ``stop``). The piece's first record is the first at or after ``start`` that
+    parses (found as after damage), and the iteration ends at the first record at or past
+    ``stop``, so the pieces of a file cut at any offsets hold every record once. Only a file
+    whose records are compressed one by one (gzip members, zstd frames) can be cut so — in an
+    uncompressed file a record's payload may hold lines that read as a record, and the records
+    of an ARC file are read by its version block — so in any other file (see :attr:`cuttable`)
+    the piece that starts at offset 0 reads the whole file and the others read nothing.
     """
 
-    def __init__(self, raw: BinaryIO):
+    def __init__(self, raw: BinaryIO, start: int = 0, stop: int | None = None):
         self._raw = raw
         head = raw.read(_HEAD)
         self.size = raw.seek(0, 2)
@@ -370,6 +379,8 @@ class ArchiveRecords:
         self.whole_gzip_at: int | None = None  # a gzip member (zstd frame) holding more than one record
         self.split_member_at: int | None = None  # a gzip member (zstd frame) that continues a record
         self._head = head
+        self._piece = (start, stop) if start > 0 or stop is not None else None
+        self._stop: int | None = None  # where the records of this piece end
         self._it: _Iterator | None = None
         self._records: Iterator[ArcWarcRecord] | None = None
         self._pending: ArcWarcRecord | None = None
@@ -382,7 +393,27 @@ class ArchiveRecords:
 
     # --- iteration -------------------------------------------------------------------------
 
+    @property
+    def cuttable(self) -> bool:
+        """Whether the file can be read in pieces (see the class docstring): a WARC file
+        compressed record by record."""
+        return self.compression is not None and self.format == "warc"
+
     def __iter__(self) -> Iterator[tuple[int, ArcWarcRecord]]:
+        if self._piece is None:
+            yield from self._records_from_start()
+            return
+        start, self._stop = self._piece
+        if not self.cuttable:  # read whole by the piece that starts the file
+            self._stop = None
+            if start <= self._start:
+                yield from self._records_from_start()
+        elif start <= self._start:
+            yield from self._records_from_start()
+        elif self._head.strip() and self._find(start) is not None:  # not damage: a record of the piece before
+            yield from self._records_on()
+
+    def _records_from_start(self) -> Iterator[tuple[int, ArcWarcRecord]]:
         if not self._head.strip():
             return  # an empty file (or only blank lines): no records, nothing damaged
         start = self._start
@@ -395,6 +426,10 @@ class ArchiveRecords:
         elif not self._open_at(start, self.format):
             if not self._resync(start, start + 1, f"cannot read the record at offset {start}: {self._open_failure}"):
                 return
+        yield from self._records_on()
+
+    def _records_on(self) -> Iterator[tuple[int, ArcWarcRecord]]:
+        """The records from where the iteration stands (a record opened by _open_at)."""
         while True:
             if self._pending is not None:
                 record, self._pending = self._pending, None
@@ -421,6 +456,8 @@ class ArchiveRecords:
                                                             f"Content-Length (found {length!r})"):
                         return
                     continue
+            if self._stop is not None and self._it.offset >= self._stop:
+                return  # the next piece's first record
             self._record, self._offset, self._end = record, self._it.offset, None
             if self.gaps:
                 self.recovered += 1

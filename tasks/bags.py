@@ -78,8 +78,8 @@ from simweb.tasks.crawl import (
     crawl_identity,
     crawl_parts,
     duplicate_copies,
+    file_stem,
     flat_lists,
-    part_of,
     redirect_links,
 )
 from simweb.tasks.part_slices import link_slices, page_slices
@@ -913,9 +913,9 @@ def merge_stages(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: i
         aliases = copies.aliases if len(copies.aliases) else None
         shared_aliases = _shared(aliases, scheduler)
         level = fragment_level(estimated_fragment_rows(crawl, strategy), size)
-        tasks = [(fragments_of_pages_part, u, (strategy, copies.of(u), join(tmp, f"part-pages-{part_of(u)}"),
+        tasks = [(fragments_of_pages_part, u, (strategy, copies.of(u), join(tmp, f"part-pages-{file_stem(u)}"),
                                                size, exclude, level)) for u in crawl.pages]
-        tasks += [(fragments_of_links_part, u, (strategy, copies.of(u), join(tmp, f"part-links-{part_of(u)}"),
+        tasks += [(fragments_of_links_part, u, (strategy, copies.of(u), join(tmp, f"part-links-{file_stem(u)}"),
                                                 size, exclude, shared_aliases, level)) for u in crawl.links]
         work = []
         for rank, (function, u, args) in enumerate(largest_first(tasks, strategy)):

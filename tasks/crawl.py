@@ -88,6 +88,7 @@ __all__ = [
     "crawl_of",
     "crawl_parts",
     "duplicate_copies",
+    "file_stem",
     "flat_lists",
     "in_degrees",
     "link_targets",
@@ -215,16 +216,18 @@ def crawl_parts(crawl_dir: str) -> CrawlParts:
     if selection is None:
         pages, links = parts(join(crawl_dir, "pages")), parts(join(crawl_dir, "links"))
     else:
-        aliases = [url for url in aliases if part_of(url) in selection]
-        pages = [join(crawl_dir, "pages", f"{name}.parquet") for name in selection]
-        links = [join(crawl_dir, "links", f"{name}.parquet") for name in selection]
-        for url in pages + links:
-            fs, path = filesystem(url)
-            if not fs.exists(path):
-                raise FileNotFoundError(
-                    f"{join(crawl_dir, SELECTION_FILE)} names {part_of(url)}, but {url} is missing; "
-                    "re-run the build (or `simweb ingest` of the crawl's WARC files) to write it again"
-                )
+        chosen = set(selection)
+        aliases = [url for url in aliases if part_of(url) in chosen]
+        pages = [url for url in parts(join(crawl_dir, "pages")) if part_of(url) in chosen]
+        links = [url for url in parts(join(crawl_dir, "links")) if part_of(url) in chosen]
+        for name in selection:
+            for data_set, found in (("pages", pages), ("links", links)):
+                if not any(part_of(url) == name for url in found):
+                    url = join(crawl_dir, data_set, f"{name}.parquet")
+                    raise FileNotFoundError(
+                        f"{join(crawl_dir, SELECTION_FILE)} names {name}, but {url} is missing; "
+                        "re-run the build (or `simweb ingest` of the crawl's WARC files) to write it again"
+                    )
     if not pages and not links:
         raise FileNotFoundError(
             f"no ingested crawl at {crawl_dir}: expected {join(crawl_dir, 'pages')}/part-*.parquet and "
@@ -235,7 +238,15 @@ def crawl_parts(crawl_dir: str) -> CrawlParts:
 
 
 def part_of(url: str) -> str:
-    """The name (``part-<h16>``) of the part a pages or links file belongs to."""
+    """The name (``part-<h16>``) of the part a pages, links or aliases file belongs to (the
+    file's, or that of the file it is a piece of: ``part-<h16>.<k>of<n>``)."""
+    return file_stem(url).split(".", 1)[0]
+
+
+def file_stem(url: str) -> str:
+    """The name of a pages, links or aliases file without its ``.parquet``: its part's name, or
+    for a piece of a file (simweb.tasks.ingest) ``part-<h16>.<k>of<n>``; the same in the three
+    data sets."""
     return url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".parquet")
 
 
@@ -329,7 +340,7 @@ class DamagedPart(ValueError):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class DuplicateCopies:
-    """Per part name, the URL ids whose kept copy lies in another part; the ids of the pages
+    """Per part file (:func:`file_stem`), the URL ids whose kept copy lies in another; the ids of the pages
     merged into another crawled page as its aliases (left out of every part); and the crawl's
     resolved aliases (see the module docstring)."""
 
@@ -339,7 +350,7 @@ class DuplicateCopies:
 
     def of(self, url: str) -> np.ndarray:
         """The URL ids a pages part, or the source ids a links part, loses to other parts or pages."""
-        own = self.by_part.get(part_of(url))
+        own = self.by_part.get(file_stem(url))
         if own is None:
             return self.merged
         return np.concatenate([own, self.merged]) if self.merged.size else own
@@ -388,7 +399,7 @@ def duplicate_copies(page_parts: Sequence[str], alias_parts: Sequence[str] = ())
     first = np.concatenate(([True], url[best][1:] != url[best][:-1]))
     losers = best[~first]
     loser_part, loser_url = row_part[losers], url[losers]
-    return DuplicateCopies({part_of(page_parts[int(i)]): np.unique(loser_url[loser_part == i])
+    return DuplicateCopies({file_stem(page_parts[int(i)]): np.unique(loser_url[loser_part == i])
                             for i in np.unique(loser_part).tolist()}, merged, aliases)
 
 

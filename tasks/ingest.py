@@ -15,6 +15,16 @@ first 16 hex digits are ``h16`` it writes::
     DIR/aliases/part-<h16>.parquet one row per piece of alias evidence (schema simweb.tasks.schemas.ALIASES)
     DIR/stats/part-<h16>.json      this file's IngestStats, written last
 
+A large file may be read in pieces by several workers at once (:func:`plan_shards` cuts a
+file whose records are compressed one by one when it would otherwise keep one worker busy
+long after the others): piece ``k`` of ``n`` reads the records that start in the ``k``-th of
+``n`` equal byte ranges (simweb.tasks.archives.ArchiveRecords) into ``DIR/{pages,links,aliases}/
+part-<h16>.<k>of<n>.parquet`` and records itself in ``DIR/pieces/part-<h16>.<k>of<n>.json``;
+when every piece is there, :func:`finish_pieces` writes the file's stats, which list the
+pieces' files. A URL recorded in two pieces of one file is then a duplicate across parts,
+which the crawl reader resolves as it does for two files (first record wins), so the pieces
+give the bags one whole reading gives.
+
 Each part is written under a temporary name and renamed, and the stats file is the mark of
 a finished part: ingesting a file whose content was already ingested into DIR is skipped and
 counted (``files_unchanged``), whatever the file is called now (a remote object: while its ETag
@@ -321,24 +331,40 @@ def _earlier_ingest(out_dir: str, part: str) -> IngestStats | None:
     """The stats of the finished ingest of ``part`` into ``out_dir``; None if there is none: its
     stats file (written last) is missing or of another format, or its pages and links parts
     do not have the sizes it records (a damaged part is ingested again)."""
-    fs, stats_path = filesystem(join(out_dir, "stats", f"{part}.json"))
-    try:
-        with fs.open(stats_path, "rb") as f:
-            saved = json.loads(f.read())
-    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+    saved = _read_json(join(out_dir, "stats", f"{part}.json"))
+    if not _whole(out_dir, saved):
         return None
-    if not isinstance(saved, dict) or saved.get("format") != INGEST_FORMAT or not isinstance(saved.get("files"), dict):
-        return None
-    for rel in (f"{data_set}/{part}.parquet" for data_set in DATA_SETS):
-        dfs, p = filesystem(join(out_dir, rel))
-        try:
-            if int(dfs.size(p)) != saved["files"].get(rel, {}).get("bytes"):
-                return None
-        except (FileNotFoundError, OSError):
-            return None
     try:
         return IngestStats.from_dict(saved["stats"])
     except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _whole(out_dir: str, saved: Any) -> bool:
+    """Whether a stats record (a file's or a piece's) is of this format and every file it lists
+    — a pages, links and aliases part each at least — has the size it records."""
+    if not isinstance(saved, dict) or saved.get("format") != INGEST_FORMAT or not isinstance(saved.get("files"), dict):
+        return False
+    files = saved["files"]
+    if {rel.split("/", 1)[0] for rel in files} != set(DATA_SETS):
+        return False
+    for rel, meta in files.items():
+        dfs, p = filesystem(join(out_dir, rel))
+        try:
+            if int(dfs.size(p)) != (meta or {}).get("bytes"):
+                return False
+        except (OSError, TypeError, AttributeError):
+            return False
+    return True
+
+
+def _read_json(url: str) -> Any:
+    """The JSON at ``url``; None when it is missing or not JSON."""
+    fs, path = filesystem(url)
+    try:
+        with fs.open(path, "rb") as f:
+            return json.loads(f.read())
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
         return None
 
 
@@ -351,28 +377,52 @@ def _part_files(out_dir: str, part: str) -> dict[str, dict[str, Any]]:
     return files
 
 
-def ingest_warc(path: str, out_dir: str) -> IngestStats:
-    """Ingest one archive file — WARC or ARC, plain or gzipped (or a .warc.zst), local path or fsspec URL — into
-    ``out_dir``; see the module docstring.
+def piece_name(part: str, k: int, n: int) -> str:
+    """The name of piece ``k`` (from 0) of ``n`` of a part: ``part-<h16>.<k+1>of<n>``."""
+    return f"{part}.{k + 1}of{n}"
 
-    Returns this file's :class:`IngestStats`. Raises ``OSError`` only when the file cannot be
-    read at all (missing, unreadable, I/O failure), which is worth retrying; a damaged file is
-    reported in ``file_errors`` instead.
+
+def piece_range(size: int, k: int, n: int) -> tuple[int, int | None]:
+    """The bytes [start, stop) of a file of ``size`` bytes in which piece ``k`` of ``n`` finds the
+    starts of its records (stop None: to the end)."""
+    return k * size // n, (None if k == n - 1 else (k + 1) * size // n)
+
+
+def ingest_warc(path: str, out_dir: str, piece: tuple[int, int] = (0, 1)) -> IngestStats:
+    """Ingest one archive file — WARC or ARC, plain or gzipped (or a .warc.zst), local path or fsspec URL — into
+    ``out_dir``; see the module docstring. ``piece`` = (k, n) reads only piece ``k`` of ``n``
+    of it (see :func:`finish_pieces`, which then gives the file's stats).
+
+    Returns this file's :class:`IngestStats` (a piece's: its counts and its part, no file
+    counted; the piece ``k`` = 0 of a file ingested earlier returns that file's stats, the
+    others nothing).
+    Raises ``OSError`` only when the file cannot be read at all (missing, unreadable, I/O
+    failure), which is worth retrying; a damaged file is reported in ``file_errors`` instead.
     """
+    k, n = piece
     source = local_path(path) or path
     identity = identify(path)
     digest = identity.digest
     part = part_name(digest)
     earlier = _earlier_ingest(out_dir, part)
     if earlier is not None:
+        if k:
+            return IngestStats()
         return IngestStats(
             files_unchanged=1, files_by_format=earlier.files_by_format, pages_unchanged=earlier.pages_written,
             file_errors=tuple(FileError(source, e.reason, e.damage) for e in earlier.file_errors), parts=(part,),
         )
-
-    parts = IngestParts(out_dir, part)
+    name = part if n == 1 else piece_name(part, k, n)
+    record_path = join(out_dir, "stats", f"{part}.json") if n == 1 else join(out_dir, "pieces", f"{name}.json")
+    if n > 1:
+        saved = _read_json(record_path)
+        if _whole(out_dir, saved) and saved.get("identity") == digest:
+            return _piece_stats(saved)
+    parts = IngestParts(out_dir, name)
     try:
-        counts = _read_archive(path, source, parts)
+        fs, fs_path = filesystem(path)
+        start, stop = piece_range(int(fs.size(fs_path)), k, n) if n > 1 else (0, None)
+        counts = _read_archive(path, source, parts, start, stop)
         parts.publish()
     except BaseException:
         parts.discard()
@@ -393,10 +443,71 @@ def ingest_warc(path: str, out_dir: str) -> IngestStats:
         parts=(part,),
     )
     record = {"format": INGEST_FORMAT, "source": source, **identity.basis, "identity": digest,
-              "stats": stats.to_dict(), "files": _part_files(out_dir, part)}
-    write_bytes_atomic(json.dumps(record, indent=1, sort_keys=True).encode(),
-                       join(out_dir, "stats", f"{part}.json"))
+              "stats": stats.to_dict(), "files": _part_files(out_dir, name)}
+    if n > 1:
+        record["piece"] = [k, n]
+    write_bytes_atomic(json.dumps(record, indent=1, sort_keys=True).encode(), record_path)
+    if n > 1:
+        return _piece_stats(record)
+    _remove_unlisted(out_dir, part, record["files"])
     return stats
+
+
+def _piece_stats(saved: Mapping[str, Any]) -> IngestStats:
+    """What a piece adds to the stage's counts: its records, pages and links, and the part it is
+    of, but no file read (its file is counted when it is finished)."""
+    return dataclasses.replace(IngestStats.from_dict(saved["stats"]), files_read=0, files_by_format={})
+
+
+def finish_pieces(path: str, out_dir: str, n: int, part: str) -> IngestStats | None:
+    """The stats of a file read in ``n`` pieces, once every piece is done: written as the file's
+    stats record (listing the pieces' files; the piece records are then removed) and returned
+    as one reading of the file would give them, except that a URL recorded in two pieces is
+    written by both (the crawl reader keeps the first). None when a piece is missing."""
+    pieces = [_read_json(join(out_dir, "pieces", f"{piece_name(part, k, n)}.json")) for k in range(n)]
+    if not all(_whole(out_dir, saved) and saved.get("piece") == [k, n] for k, saved in enumerate(pieces)):
+        return None
+    each = [IngestStats.from_dict(saved["stats"]) for saved in pieces]
+    total = dataclasses.replace(IngestStats.total(map(_piece_stats, pieces)), files_read=1,
+                                files_by_format=dict(each[0].files_by_format), parts=(part,))
+    errors = [e for stats in each for e in stats.file_errors]
+    if errors:
+        # The records after the first damage, in its piece and in every piece after it.
+        first = next(k for k, stats in enumerate(each) if stats.file_errors)
+        recovered = each[first].records_recovered + sum(stats.records_read for stats in each[first + 1:])
+        damage = tuple(d for e in errors for d in e.damage)[:MAX_DAMAGE_LISTED]
+        total = dataclasses.replace(total, records_recovered=recovered, file_errors=(
+            FileError(errors[0].path, "; ".join(e.reason for e in errors), damage),))
+    files = {rel: meta for saved in pieces for rel, meta in saved["files"].items()}
+    record = {**{key: value for key, value in pieces[0].items() if key != "piece"}, "pieces": n,
+              "stats": total.to_dict(), "files": dict(sorted(files.items()))}
+    write_bytes_atomic(json.dumps(record, indent=1, sort_keys=True).encode(), join(out_dir, "stats", f"{part}.json"))
+    _remove_unlisted(out_dir, part, files)
+    for k in range(n):
+        fs, p = filesystem(join(out_dir, "pieces", f"{piece_name(part, k, n)}.json"))
+        try:
+            fs.rm(p)
+        except FileNotFoundError:
+            pass
+    return total
+
+
+def _remove_unlisted(out_dir: str, part: str, listed: Mapping[str, Any]) -> None:
+    """Remove the files of ``part`` that its stats record does not list: those of an earlier
+    reading of the file in other pieces (or whole), which the crawl would otherwise read twice."""
+    for data_set in DATA_SETS:
+        fs, folder = filesystem(join(out_dir, data_set))
+        try:
+            pieces = fs.glob(f"{folder}/{part}.*of*.parquet")
+        except FileNotFoundError:
+            pieces = []
+        for found in [f"{folder}/{part}.parquet", *pieces]:
+            rel = f"{data_set}/{found.rstrip('/').rsplit('/', 1)[-1]}"
+            if rel not in listed:
+                try:
+                    fs.rm(found)
+                except FileNotFoundError:
+                    pass
 
 
 @dataclass
@@ -411,15 +522,16 @@ class _Counts:
     error: str | None = None
 
 
-def _read_archive(path: str, source: str, parts: IngestParts) -> _Counts:
-    """Stream the records of one WARC or ARC file into its parts, reading on past damage."""
+def _read_archive(path: str, source: str, parts: IngestParts, start: int = 0, stop: int | None = None) -> _Counts:
+    """Stream the records of one WARC or ARC file (of its records that start in [``start``,
+    ``stop``) when given) into its parts, reading on past damage."""
     counts = _Counts()
     skipped = counts.skipped
     seen: set[str] = set()
     redirected: set[str] = set()
     fs, fs_path = filesystem(path)
     with fs.open(fs_path, "rb") as raw:
-        records = ArchiveRecords(raw)
+        records = ArchiveRecords(raw, start, stop)
         for offset, record in records:
             counts.records += 1
             reason, found = _page_of(record, records)
@@ -655,7 +767,8 @@ def is_transient_io_error(exc: BaseException) -> bool:
 
 
 def ingest_with_retries(path: str, out_dir: str, io_retries: int = 3, retry_delay: float = RETRY_DELAY,
-                        log: logging.Logger | logging.LoggerAdapter | None = None) -> IngestStats:
+                        log: logging.Logger | logging.LoggerAdapter | None = None,
+                        piece: tuple[int, int] = (0, 1)) -> IngestStats:
     """:func:`ingest_warc` of one file, retried up to ``io_retries`` times on transient I/O errors
     with exponential back-off. A file that still cannot be read — or fails with any other
     error — is reported in ``file_errors`` with the reason and skipped: it never stops the
@@ -663,7 +776,7 @@ def ingest_with_retries(path: str, out_dir: str, io_retries: int = 3, retry_dela
     log = log or logger
     for attempt in range(io_retries + 1):
         try:
-            return ingest_warc(path, out_dir)
+            return ingest_warc(path, out_dir, piece)
         except Exception as exc:  # noqa: BLE001 — every failure is reported, per file
             if not is_transient_io_error(exc) or attempt == io_retries:
                 tries = f" after {attempt + 1} attempts" if attempt else ""
@@ -679,7 +792,10 @@ def _shard_run_name() -> str:
     from prefect.runtime import task_run
 
     paths = task_run.parameters.get("paths") or []
+    pieces = task_run.parameters.get("pieces") or []
     first = os.path.basename(str(paths[0]).rstrip("/")) if paths else "no files"
+    if pieces and pieces[0][1] > 1:
+        first += f" ({pieces[0][0] + 1}/{pieces[0][1]})"
     return f"ingest {first}" + (f" +{len(paths) - 1}" if len(paths) > 1 else "")
 
 
@@ -693,23 +809,26 @@ def _shard_run_name() -> str:
     cache_policy=NO_CACHE,
     persist_result=False,
 )
-def ingest_shard(paths: list[str], out: str, io_retries: int = 3, retry_delay: float = RETRY_DELAY) -> IngestStats:
-    """Ingest a shard of WARC files into ``out`` one after another (see :func:`ingest_warc`);
-    each file retried on transient I/O errors and reported on its own; the summed stats."""
+def ingest_shard(paths: list[str], out: str, io_retries: int = 3, retry_delay: float = RETRY_DELAY,
+                 pieces: list[list[int]] | None = None) -> list[IngestStats]:
+    """Ingest a shard of WARC files (or of pieces of them: ``pieces`` gives (k, n) per path, see
+    :func:`ingest_warc`) into ``out`` one after another, each retried on transient I/O errors
+    and reported on its own; the stats of each."""
     log = run_logger("simweb.ingest")
     results = []
-    for path in paths:
+    for path, (k, n) in zip(paths, pieces or [(0, 1)] * len(paths)):
         start = time.perf_counter()
-        stats = ingest_with_retries(path, out, io_retries, retry_delay, log)
+        stats = ingest_with_retries(path, out, io_retries, retry_delay, log, (k, n))
+        what = path if n == 1 else f"{path} (piece {k + 1} of {n})"
         if stats.files_unchanged:
-            log.info("%s: unchanged since an earlier ingest; outputs kept", path)
-        elif stats.files_read:
-            log.info("%s: %d records, %d pages, %d links, %d skipped in %.1f s", path, stats.records_read,
+            log.info("%s: unchanged since an earlier ingest; outputs kept", what)
+        elif stats.records_read:
+            log.info("%s: %d records, %d pages, %d links, %d skipped in %.1f s", what, stats.records_read,
                      stats.pages_written, stats.links_written, stats.records_skipped, time.perf_counter() - start)
         for error in stats.file_errors:
-            log.warning("%s: %s", error.path, error.reason)
+            log.warning("%s: %s", what if n > 1 else error.path, error.reason)
         results.append(stats)
-    return IngestStats.total(results)
+    return results
 
 
 #: Bytes of archive at or above which a file is a shard of its own: at the ingest's pace (~3 MB
@@ -719,23 +838,37 @@ SHARD_BYTES = 64 << 20
 #: Shards wanted per worker slot, at least, when the files allow: the last to finish are then
 #: small, so that no slot waits long for another at the end.
 SHARDS_PER_SLOT = 4
+#: The smallest piece a file is cut into (about five seconds of work).
+PIECE_BYTES = 16 << 20
 
 
-def plan_shards(files: list[str], slots: int) -> list[list[str]]:
+@dataclass(frozen=True, slots=True)
+class ShardItem:
+    """A file to ingest in a shard, or piece ``k`` of ``n`` of it."""
+
+    path: str
+    k: int = 0
+    n: int = 1
+
+
+def plan_shards(files: list[str], slots: int) -> list[list[ShardItem]]:
     """``files`` in shards to be ingested by ``slots`` worker slots, the largest shard first.
 
-    A shard holds at most ``min(SHARD_BYTES, total / (SHARDS_PER_SLOT × slots))`` bytes unless
-    it is a single file: every file that large is a shard of its own, and the smaller ones are
-    packed, largest first, into the lightest shard that still has room. Handed out in this
-    order, each shard to the first slot that is free, the slots end close together as far as
-    bytes tell the work: a file's pages and links, not its bytes, set its time (the 100k scale
-    crawl's five files take 0.34–0.50 s a MB on one core, and their HTML's bytes, sampled
-    from each file's start, tell it no better), so a few files of uneven make still end
-    unevenly; cutting a file at its records would even them out. A shard of several files
-    holds at most 64 MB (about half a minute of work), so the progress bar and its estimate
-    move file by file on a crawl of many files, and a lost worker takes little work with it.
-    A file whose size cannot be read counts as the median size (its error is reported when
-    it is ingested)."""
+    Work is shared out by bytes. A file of more than ``total / (SHARDS_PER_SLOT × slots)``
+    bytes (and at least 2 × PIECE_BYTES) whose records are compressed one by one is cut into
+    pieces no larger than that (:func:`ingest_warc`), read at once by several slots: a crawl of
+    a few large files would otherwise keep one slot busy with the last of them while the
+    others wait (the 100k scale crawl's five files of 30–181 MB on two slots), and one huge
+    file would use one slot only. A shard holds at most ``min(SHARD_BYTES, total /
+    (SHARDS_PER_SLOT × slots))`` bytes unless it is a single file or piece: every one that
+    large is a shard of its own, and the smaller ones are packed, largest first, into the
+    lightest shard that still has room. Handed out in this order, each shard to the first slot
+    that is free, the slots end close together as far as bytes tell the work (a file's pages
+    and links, not its bytes, set its time: the 100k scale crawl's files take 0.34–0.50 s a
+    MB on one core). A shard of several files holds at most 64 MB (about half a minute of
+    work), so the progress bar and its estimate move file by file on a crawl of many files,
+    and a lost worker takes little work with it. A file whose size cannot be read counts as
+    the median size (its error is reported when it is ingested); it is not cut."""
     if not files:
         return []
     sizes = []
@@ -747,21 +880,40 @@ def plan_shards(files: list[str], slots: int) -> list[list[str]]:
             sizes.append(-1)
     known = sorted(s for s in sizes if s >= 0)
     fill = known[len(known) // 2] if known else 1
-    sizes = [s if s >= 0 else fill for s in sizes]
-    cap = max(1, min(SHARD_BYTES, sum(sizes) // (SHARDS_PER_SLOT * max(1, slots))))
+    share = sum(s if s >= 0 else fill for s in sizes) // (SHARDS_PER_SLOT * max(1, slots))
+    cut_above = max(2 * PIECE_BYTES, share)
+    items: list[ShardItem] = []
     loads: list[int] = []
+    for path, size in zip(files, sizes):
+        n = -(-size // max(PIECE_BYTES, share)) if slots > 1 and size > cut_above and _cuttable(path) else 1
+        for k in range(n):
+            start, stop = piece_range(size, k, n)
+            items.append(ShardItem(path, k, n))
+            loads.append(fill if size < 0 else (size if stop is None else stop) - start)
+    cap = max(1, min(SHARD_BYTES, share))
+    shard_loads: list[int] = []
     members: list[list[int]] = []
     open_shards: list[tuple[int, int]] = []  # (load, shard) of the shards files are packed into
-    for i in sorted(range(len(files)), key=lambda i: (-sizes[i], i)):
-        if sizes[i] < cap and open_shards and open_shards[0][0] + sizes[i] <= cap:
+    for i in sorted(range(len(items)), key=lambda i: (-loads[i], i)):
+        if loads[i] < cap and open_shards and open_shards[0][0] + loads[i] <= cap:
             _, b = heapq.heappop(open_shards)  # the lightest: if it has no room, none has
-            loads[b] += sizes[i]
+            shard_loads[b] += loads[i]
             members[b].append(i)
         else:
-            b = len(loads)
-            loads.append(sizes[i])
+            b = len(shard_loads)
+            shard_loads.append(loads[i])
             members.append([i])
-        if loads[b] < cap:
-            heapq.heappush(open_shards, (loads[b], b))
-    order = sorted(range(len(loads)), key=lambda b: (-loads[b], b))
-    return [[files[i] for i in sorted(members[b])] for b in order]
+        if shard_loads[b] < cap:
+            heapq.heappush(open_shards, (shard_loads[b], b))
+    order = sorted(range(len(shard_loads)), key=lambda b: (-shard_loads[b], b))
+    return [[items[i] for i in sorted(members[b])] for b in order]
+
+
+def _cuttable(path: str) -> bool:
+    """Whether the archive file's records are compressed one by one (ArchiveRecords.cuttable)."""
+    try:
+        fs, p = filesystem(path)
+        with fs.open(p, "rb") as raw:
+            return ArchiveRecords(raw).cuttable
+    except Exception:  # noqa: BLE001 — read whole; its error is reported by the ingest itself
+        return False

@@ -96,7 +96,7 @@ def stages_folder(out: str) -> str:
 
 def sweep_debris(out: str, crawl: str | None = None) -> list[str]:
     """Remove what killed runs left in the index folder ``out``: temporary files of ingest parts
-    (``crawl/{pages,links,aliases,stats}/.tmp-*``), of a version being published (``versions/.tmp-*``),
+    (``crawl/{pages,links,aliases,stats,pieces}/.tmp-*``), of a version being published (``versions/.tmp-*``),
     of the CURRENT pointer and the live link (``.tmp-*-CURRENT``, ``.tmp-*-live``) and of stage
     outputs (``stages/*/.tmp-*``).
 
@@ -108,7 +108,7 @@ def sweep_debris(out: str, crawl: str | None = None) -> list[str]:
         return []
     crawl_root = local_path(crawl or crawl_folder(out))
     folders = [root, os.path.join(root, "versions")]
-    folders += [os.path.join(crawl_root, name) for name in ("pages", "links", "aliases", "stats")] if crawl_root else []
+    folders += [os.path.join(crawl_root, name) for name in ("pages", "links", "aliases", "stats", "pieces")] if crawl_root else []
     # Stages kept elsewhere (WORK) may be another index's too: stagecache.clean_stale's, by owner.
     stages = os.path.join(root, "stages") if work_folder(out) == out else None
     if stages and os.path.isdir(stages):

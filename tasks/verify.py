@@ -143,6 +143,13 @@ def _crawl_damage(crawl: str, digests: bool):
 
 
 def _part_files(part: str) -> list[str]:
+    """The stats file of a part and its pages, links and aliases files (of every piece, for a
+    file read in pieces)."""
     crawl, name = part.rstrip("/").rsplit("/", 1)
-    return [join(crawl, "stats", f"{name}.json"),
-            *(join(crawl, data_set, f"{name}.parquet") for data_set in ("pages", "links", "aliases"))]
+    files = [join(crawl, "stats", f"{name}.json")]
+    for data_set in ("pages", "links", "aliases"):
+        fs, folder = filesystem(join(crawl, data_set))
+        pieces = fs.glob(f"{folder}/{name}.*of*.parquet") if fs.exists(folder) else []
+        files += [join(crawl, data_set, f"{name}.parquet"),
+                  *(join(crawl, data_set, p.rstrip("/").rsplit("/", 1)[-1]) for p in sorted(pieces))]
+    return files

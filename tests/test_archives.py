@@ -782,3 +782,61 @@ def test_encoded_payload_ends():
     assert not encoded_payload_ends(page, "gzip", 1 << 20)
     assert not encoded_payload_ends(b"(\xb5/\xfd\x00", "zstd", 1 << 20)
     assert not encoded_payload_ends(gzip.compress(page), "gzip", len(page) - 1)  # ends past the limit
+
+
+# =============================================================================================
+# Files read in pieces (simweb.tasks.ingest: a large file on several workers at once)
+
+
+def _read_in(path: str, start: int = 0, stop: int | None = None, piece: bool = True):
+    with open(path, "rb") as raw:
+        records = ArchiveRecords(raw, start, stop) if piece else ArchiveRecords(raw)
+        offsets = [offset for offset, _ in records]
+        return offsets, [(g.offset, g.skipped, g.resumed) for g in records.gaps], records.recovered, records.cuttable
+
+
+def _damaged_variants(cc: bytes, cc_records: list[bytes]) -> dict[str, bytes]:
+    members = gzip_members(cc)
+    rng = random.Random(5)
+    corrupt = bytearray(members[8])
+    corrupt[2000:2064] = b"\xff" * 64
+    body = gzip.decompress(members[5])
+    goes_on = gzip.compress(gzip.decompress(members[15]) + b"leftover bytes\r\n")
+    zst, _ = warc_zst(cc_records, dictionary="compressed")
+    return {
+        "gzip": cc,
+        "bytes between members": b"".join(members[:10]) + rng.randbytes(1000) + b"".join(members[10:]),
+        "corrupt member": b"".join(members[:8]) + bytes(corrupt) + b"".join(members[9:]),
+        "member split in two": (b"".join(members[:5]) + gzip.compress(body[:3000]) + gzip.compress(body[3000:])
+                                + b"".join(members[6:])),
+        "member goes on": b"".join(members[:15]) + goes_on + b"".join(members[16:]),
+        "truncated": cc[: len(cc) * 2 // 3],
+        "zstd with a dictionary": zst,
+        "plain (read whole)": gzip.decompress(cc),
+    }
+
+
+@pytest.mark.parametrize("name", ["gzip", "bytes between members", "corrupt member", "member split in two",
+                                  "member goes on", "truncated", "zstd with a dictionary", "plain (read whole)"])
+def test_pieces_at_any_cuts_read_every_record_once_and_the_damage_once(name, cc, cc_records, tmp_path):
+    """The pieces of a file cut at any offsets read, one after another, exactly the records of
+    the whole file at the same offsets, and the same damage; a file that cannot be cut (plain)
+    is read whole by its first piece."""
+    data = _damaged_variants(cc, cc_records)[name]
+    path = write(tmp_path / ("f.warc.zst" if name.startswith("zstd") else "f.warc.gz"), data)
+    whole, gaps, recovered, cuttable = _read_in(path, piece=False)
+    assert cuttable == (name != "plain (read whole)") and len(whole) > 10
+    rng = random.Random(len(data))
+    for n in (2, 3, 7, 19):
+        cuts = [0, *sorted(rng.sample(range(1, len(data)), n - 1)), None]
+        offsets, damage, pieces_recovered, damaged = [], [], 0, False
+        for k in range(n):
+            got, got_gaps, got_recovered, _ = _read_in(path, cuts[k], cuts[k + 1])
+            # Recovered: read after the file's first damage — in its piece, and every record after that piece.
+            pieces_recovered += len(got) if damaged else got_recovered
+            damaged = damaged or bool(got_gaps)
+            offsets += got
+            damage += got_gaps
+        assert offsets == whole, n
+        assert damage == gaps, n
+        assert pieces_recovered == recovered, n

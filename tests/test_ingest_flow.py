@@ -74,7 +74,7 @@ def test_only_transient_io_errors_are_retried(exc, retry, warc_dir, tmp_path, mo
     calls = []
     real = ingest_module.ingest_warc
 
-    def flaky(path, out):  # fails the first time with exc, then reads the file
+    def flaky(path, out, piece=(0, 1)):  # fails the first time with exc, then reads the file
         calls.append(path)
         if len(calls) == 1:
             raise exc
@@ -91,7 +91,7 @@ def test_only_transient_io_errors_are_retried(exc, retry, warc_dir, tmp_path, mo
 
 
 def test_a_file_failing_every_retry_is_reported_with_the_attempts(tmp_path, monkeypatch):
-    def broken(path, out):
+    def broken(path, out, piece=(0, 1)):
         raise OSError(5, "Input/output error")
 
     monkeypatch.setattr(ingest_module, "ingest_warc", broken)
@@ -110,10 +110,15 @@ def _files_of_sizes(tmp_path, sizes, name="f"):
     return files
 
 
+def _paths(shards):
+    assert all(item.n == 1 for shard in shards for item in shard)  # no file cut
+    return [[item.path for item in shard] for shard in shards]
+
+
 def _makespan(shards, slots):
     """When the last slot ends, each shard handed in order to the first slot that is free."""
     ends = [0] * slots
-    for shard in shards:
+    for shard in _paths(shards):
         first = min(range(slots), key=lambda s: (ends[s], s))
         ends[first] += sum(os.path.getsize(f) if os.path.exists(f) else 0 for f in shard)
     return max(ends)
@@ -122,7 +127,7 @@ def _makespan(shards, slots):
 def test_shards_keep_every_file_once_largest_first_and_pack_only_small_files(tmp_path):
     files = _files_of_sizes(tmp_path, [900, 100, 500, 500, 400, 300, 200, 100, 50])
     files.append(str(tmp_path / "missing.warc.gz"))  # counted as the median size (300)
-    shards = plan_shards(files, 3)
+    shards = _paths(plan_shards(files, 3))
     assert sorted(f for shard in shards for f in shard) == sorted(files)
     loads = [sum(os.path.getsize(f) if os.path.exists(f) else 300 for f in shard) for shard in shards]
     assert loads == sorted(loads, reverse=True)
@@ -130,7 +135,7 @@ def test_shards_keep_every_file_once_largest_first_and_pack_only_small_files(tmp
     assert all(len(shard) == 1 or load <= 279 for shard, load in zip(shards, loads))
     assert sorted(loads, reverse=True) == [900, 500, 500, 400, 300, 300, 250, 200]
     assert all(shard == sorted(shard) for shard in shards)  # files keep their order within a shard
-    assert plan_shards(files[:2], 8) == [[files[0]], [files[1]]]
+    assert _paths(plan_shards(files[:2], 8)) == [[files[0]], [files[1]]]
     assert plan_shards([], 4) == []
 
 
@@ -139,14 +144,14 @@ def test_shards_of_a_few_uneven_files_let_two_slots_end_together(tmp_path):
     # slot done first takes the next — 276 at most, where two even shards a slot made 306.
     files = _files_of_sizes(tmp_path, [181, 107, 118, 95, 30])
     shards = plan_shards(files, 2)
-    assert shards == [[files[0]], [files[2]], [files[1]], [files[3]], [files[4]]]
+    assert _paths(shards) == [[files[0]], [files[2]], [files[1]], [files[3]], [files[4]]]
     assert _makespan(shards, 2) == 276
 
 
 def test_many_small_files_are_packed_into_few_shards(tmp_path):
     files = _files_of_sizes(tmp_path, [1000 + i for i in range(400)])
     shards = plan_shards(files, 2)
-    assert sorted(f for shard in shards for f in shard) == sorted(files)
+    assert sorted(f for shard in _paths(shards) for f in shard) == sorted(files)
     total = sum(os.path.getsize(f) for f in files)
     assert 8 <= len(shards) <= 10  # about four a slot, each near total / 8
     assert _makespan(shards, 2) <= total / 2 + max(os.path.getsize(f) for f in files) * 2
@@ -245,3 +250,74 @@ def test_local_cluster_servers_tick_and_sample_less_often_unless_the_user_said_o
     assert (dask.config.get(tick), dask.config.get(monitor)) == defaults
     with dask.config.set({tick: "50ms"}), _worker_process_environment():
         assert (dask.config.get(tick), dask.config.get(monitor)) == ("50ms", QUIET_DASK[monitor])
+
+
+def test_a_large_file_is_cut_into_pieces_that_share_the_slots(tmp_path, warc_dir, monkeypatch):
+    """A file well above its slot's share whose records are gzipped one by one is cut into
+    pieces of about that share; a plain WARC file (whose payloads may hold lines that read as
+    records), a small file, and any file on a single slot are not."""
+    big = str(warc_dir / "warcfile.warc.gz")  # 135,896 bytes, 50 records
+    plain = str(warc_dir / "example-iana.org-chunked.warc")
+    small = str(warc_dir / "example.warc.gz")
+    monkeypatch.setattr(ingest_module, "PIECE_BYTES", 10_000)
+    shards = plan_shards([big, plain, small], 2)
+    items = [item for shard in shards for item in shard]
+    cut = [item for item in items if item.path == big]
+    # 148,542 bytes in all: a share of 148,542 // 8 = 18,567 bytes a shard, so 8 pieces of the big file.
+    assert [(item.k, item.n) for item in sorted(cut, key=lambda i: i.k)] == [(k, 8) for k in range(8)]
+    assert [(item.k, item.n) for item in items if item.path != big] == [(0, 1), (0, 1)]
+    assert all(item.n == 1 for shard in plan_shards([big, plain, small], 1) for item in shard)
+    monkeypatch.setattr(ingest_module, "PIECE_BYTES", 1 << 20)
+    assert all(item.n == 1 for shard in plan_shards([big, plain, small], 2) for item in shard)
+
+
+def test_the_stage_reads_large_files_in_pieces_and_counts_each_file_once(prefect_harness, warc_dir, tmp_path,
+                                                                        monkeypatch):
+    files = [str(warc_dir / "warcfile.warc.gz"), str(warc_dir / "clueweb-quirk.warc.gz"),
+             str(warc_dir / "example.warc.gz")]
+    monkeypatch.setattr(ingest_module, "PIECE_BYTES", 10_000)
+    out = tmp_path / "out"
+
+    @flow
+    def stage() -> IngestStats:
+        with ThreadPoolTaskRunner(max_workers=2) as runner:
+            return ingest_stage(runner, files, str(out))
+
+    assert sum(item.n > 1 for shard in plan_shards(files, 2) for item in shard) > 4
+    stats = stage()
+    whole = ingest_files(files, str(tmp_path / "whole"))
+    assert (stats.files_read, stats.files_by_format, stats.records_read, stats.parts, stats.file_errors) == (
+        whole.files_read, whole.files_by_format, whole.records_read, whole.parts, whole.file_errors)
+    assert stats.links_written >= whole.links_written and stats.pages_written >= whole.pages_written
+    assert len(list((out / "pages").glob("*of*.parquet"))) > 4 and not list((out / "pieces").glob("*"))
+    # Run again: every file unchanged, counted once, its pieces not read again.
+    again = stage()
+    assert (again.files_read, again.files_unchanged, again.records_read, again.pages_unchanged) == (
+        0, 3, 0, stats.pages_written)
+    # Read whole into the same folder (as `simweb ingest` does): still unchanged, nothing rewritten.
+    assert ingest_files(files, str(out)).files_unchanged == 3
+
+
+def test_a_file_read_whole_after_its_pieces_replaces_them(warc_dir, tmp_path):
+    """Pieces of an unfinished reading of a file (a run stopped before all were in) are removed
+    when the file is then read whole, so that the crawl holds each page once; and pieces that
+    are all in replace a whole part that no stats record names."""
+    from simweb.tasks.ingest import finish_pieces, ingest_warc
+
+    path, out = str(warc_dir / "warcfile.warc.gz"), tmp_path / "out"
+    first = ingest_warc(path, str(out), (0, 3))
+    ingest_warc(path, str(out), (1, 3))  # the third piece never ran
+    assert finish_pieces(path, str(out), 3, first.parts[0]) is None
+    whole = ingest_warc(path, str(out))
+    assert whole.files_read == 1
+    assert sorted(p.name for p in (out / "pages").iterdir()) == [f"{first.parts[0]}.parquet"]
+
+    out2 = tmp_path / "out2"
+    ingest_warc(path, str(out2))
+    (out2 / "stats" / f"{first.parts[0]}.json").unlink()  # as if killed before its stats were written
+    for k in range(3):
+        ingest_warc(path, str(out2), (k, 3))
+    done = finish_pieces(path, str(out2), 3, first.parts[0])
+    assert (done.records_read, done.pages_written) == (whole.records_read, whole.pages_written)
+    assert sorted(p.name for p in (out2 / "pages").iterdir()) == [f"{first.parts[0]}.{k}of3.parquet"
+                                                                    for k in (1, 2, 3)]
