@@ -394,8 +394,8 @@ def ingest_warc(path: str, out_dir: str, piece: tuple[int, int] = (0, 1)) -> Ing
     of it (see :func:`finish_pieces`, which then gives the file's stats).
 
     Returns this file's :class:`IngestStats` (a piece's: its counts and its part, no file
-    counted; the piece ``k`` = 0 of a file ingested earlier returns that file's stats, the
-    others nothing).
+    counted — a piece read earlier only its part and pages, as unchanged; the piece ``k`` = 0
+    of a file ingested earlier returns that file's stats, the others nothing).
     Raises ``OSError`` only when the file cannot be read at all (missing, unreadable, I/O
     failure), which is worth retrying; a damaged file is reported in ``file_errors`` instead.
     """
@@ -416,8 +416,8 @@ def ingest_warc(path: str, out_dir: str, piece: tuple[int, int] = (0, 1)) -> Ing
     record_path = join(out_dir, "stats", f"{part}.json") if n == 1 else join(out_dir, "pieces", f"{name}.json")
     if n > 1:
         saved = _read_json(record_path)
-        if _whole(out_dir, saved) and saved.get("identity") == digest:
-            return _piece_stats(saved)
+        if _whole(out_dir, saved) and saved.get("identity") == digest:  # read by a run stopped before the file was finished
+            return IngestStats(pages_unchanged=int(saved["stats"].get("pages_written", 0)), parts=(part,))
     parts = IngestParts(out_dir, name)
     try:
         fs, fs_path = filesystem(path)
@@ -820,7 +820,7 @@ def ingest_shard(paths: list[str], out: str, io_retries: int = 3, retry_delay: f
         start = time.perf_counter()
         stats = ingest_with_retries(path, out, io_retries, retry_delay, log, (k, n))
         what = path if n == 1 else f"{path} (piece {k + 1} of {n})"
-        if stats.files_unchanged:
+        if stats.files_unchanged or (stats.pages_unchanged and not stats.records_read):
             log.info("%s: unchanged since an earlier ingest; outputs kept", what)
         elif stats.records_read:
             log.info("%s: %d records, %d pages, %d links, %d skipped in %.1f s", what, stats.records_read,

@@ -321,3 +321,35 @@ def test_a_file_read_whole_after_its_pieces_replaces_them(warc_dir, tmp_path):
     assert (done.records_read, done.pages_written) == (whole.records_read, whole.pages_written)
     assert sorted(p.name for p in (out2 / "pages").iterdir()) == [f"{first.parts[0]}.{k}of3.parquet"
                                                                     for k in (1, 2, 3)]
+
+
+def test_pieces_read_by_a_run_stopped_before_their_file_was_finished_are_not_read_again(
+        prefect_harness, warc_dir, tmp_path, monkeypatch):
+    from simweb.tasks.ingest import ingest_shard
+
+    files = [str(warc_dir / "warcfile.warc.gz")]
+    monkeypatch.setattr(ingest_module, "PIECE_BYTES", 10_000)
+    out = tmp_path / "out"
+    (shard, *rest) = plan_shards(files, 2)
+    assert rest  # eight pieces, a shard each
+    first = ingest_shard.fn([i.path for i in shard], str(out), pieces=[[i.k, i.n] for i in shard])
+    assert first[0].records_read and not (out / "stats").exists()  # stopped here: no file finished
+    calls = []
+    real = ingest_module._read_archive
+    monkeypatch.setattr(ingest_module, "_read_archive", lambda *a: calls.append(a[3]) or real(*a))
+
+    @flow
+    def stage() -> IngestStats:
+        with ThreadPoolTaskRunner(max_workers=2) as runner:
+            return ingest_stage(runner, files, str(out))
+
+    stats = stage()
+    assert sorted(calls) == sorted(piece_start(i) for s in rest for i in s)  # the other pieces only
+    whole = ingest_files(files, str(tmp_path / "whole"))
+    assert (stats.files_read, stats.records_read, stats.parts) == (1, whole.records_read, whole.parts)
+
+
+def piece_start(item):
+    from simweb.tasks.ingest import piece_range
+
+    return piece_range(os.path.getsize(item.path), item.k, item.n)[0]
