@@ -390,3 +390,23 @@ def test_a_build_failed_in_a_late_stage_on_the_store_resumes_there(s3, warc_dir,
     assert resumed["ingest"]["files_unchanged"] == 2
     assert {name: stage["reused"] for name, stage in resumed["stages"].items()} == {
         "bags": True, "signatures": True, "invert": False}
+
+
+def test_a_file_read_in_pieces_from_and_into_the_store(s3, tmp_path):
+    """A file on the store read in three pieces (as large files are, on several workers), its
+    parts written to the store and finished there: the pages of the file read whole, nothing
+    left of the pieces' records, and a later reading of the whole file finds it done."""
+    from simweb.tasks.ingest import finish_pieces, ingest_warc
+    from simweb.tasks.storage import filesystem
+
+    src, out = f"s3://{BUCKET}/cc/part0/warcfile.warc.gz", f"s3://{BUCKET}/in-pieces"
+    pieces = [ingest_warc(src, out, (k, 3)) for k in range(3)]
+    done = finish_pieces(src, out, 3, pieces[0].parts[0])
+    whole = ingest_files([src], str(tmp_path / "whole"))
+    assert (done.files_read, done.records_read, done.pages_written, done.parts) == (
+        1, whole.records_read, whole.pages_written, whole.parts)
+    urls = read_parquet(f"{out}/pages", ["url"]).column("url").to_pylist()
+    assert sorted(urls) == sorted(read_parquet(str(tmp_path / "whole" / "pages"), ["url"]).column("url").to_pylist())
+    fs, root = filesystem(out)
+    assert len(fs.ls(f"{root}/pages")) == 3 and not fs.exists(f"{root}/pieces/{pieces[0].parts[0]}.1of3.json")
+    assert ingest_files([src], out).files_unchanged == 1
