@@ -353,3 +353,25 @@ def piece_start(item):
     from simweb.tasks.ingest import piece_range
 
     return piece_range(os.path.getsize(item.path), item.k, item.n)[0]
+
+
+def test_verify_finds_a_damaged_piece_and_repair_removes_the_whole_file(warc_dir, tmp_path):
+    from simweb.tasks.ingest import finish_pieces, ingest_warc
+    from simweb.tasks.layout import crawl_folder
+    from simweb.tasks.verify import audit, repair
+
+    out = tmp_path / "index"
+    crawl = Path(crawl_folder(str(out)))
+    path = str(warc_dir / "warcfile.warc.gz")
+    pieces = [ingest_warc(path, str(crawl), (k, 3)) for k in range(3)]
+    part = pieces[0].parts[0]
+    assert finish_pieces(path, str(crawl), 3, part) is not None
+    assert audit(str(out)) == ([], 1)
+    damaged = crawl / "links" / f"{part}.2of3.parquet"
+    data = bytearray(damaged.read_bytes())
+    data[100] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    (found,), _ = audit(str(out))
+    assert found.problems == (f"links/{part}.2of3.parquet: its content differs from the SHA-256 in stats/{part}.json",)
+    repair(str(out), [found])
+    assert [p for folder in ("pages", "links", "aliases", "stats") for p in (crawl / folder).iterdir()] == []
