@@ -111,9 +111,9 @@ def ingest_stage(runner, files: list[str], out: str, io_retries: int = 3) -> Ing
     futures = runner.map(ingest_shard, {"paths": [[item.path for item in shard] for shard in shards],
                                         "pieces": [[[item.k, item.n] for item in shard] for shard in shards],
                                         "out": unmapped(out), "io_retries": unmapped(io_retries)})
-    pieces = sum(1 for shard in shards for item in shard if item.n > 1)
-    show_progress(futures, "ingest", f"shards of {len(files)} WARC file(s)"
-                  + (f", {pieces} of them pieces of large files" if pieces else ""))
+    pieces = [item for shard in shards for item in shard if item.n > 1]
+    show_progress(futures, "ingest", f"shards of {len(files)} WARC file(s)" + (
+        f" ({len(pieces)} pieces of {len({item.path for item in pieces})} large ones)" if pieces else ""))
     results: list[IngestStats] = []
     cut: dict[str, list[IngestStats]] = {}
     for shard, future in zip(shards, futures):
