@@ -113,7 +113,7 @@ def ingest_stage(runner, files: list[str], out: str, io_retries: int = 3) -> Ing
                                         "out": unmapped(out), "io_retries": unmapped(io_retries)})
     pieces = [item for shard in shards for item in shard if item.n > 1]
     show_progress(futures, "ingest", f"shards of {len(files)} WARC file(s)" + (
-        f" ({len(pieces)} pieces of {len({item.path for item in pieces})} large ones)" if pieces else ""))
+        f" ({len(pieces)} pieces of {_files(len({item.path for item in pieces}))})" if pieces else ""))
     results: list[IngestStats] = []
     cut: dict[str, list[IngestStats]] = {}
     for shard, future in zip(shards, futures):
@@ -128,6 +128,10 @@ def ingest_stage(runner, files: list[str], out: str, io_retries: int = 3) -> Ing
     for path, pieces_read in cut.items():
         results.append(_finish_pieces(path, out, pieces_read))
     return IngestStats.total(results)
+
+
+def _files(n: int) -> str:
+    return f"{n} large file{'s' if n != 1 else ''}"
 
 
 def _finish_pieces(path: str, out: str, pieces: list[IngestStats]) -> IngestStats:
