@@ -418,6 +418,8 @@ def ingest_warc(path: str, out_dir: str, piece: tuple[int, int] = (0, 1)) -> Ing
         saved = _read_json(record_path)
         if _whole(out_dir, saved) and saved.get("identity") == digest:  # read by a run stopped before the file was finished
             return IngestStats(pages_unchanged=int(saved["stats"].get("pages_written", 0)), parts=(part,))
+        fs, pieces = filesystem(join(out_dir, "pieces"))
+        fs.makedirs(pieces, exist_ok=True)  # the mark that pieces may be left to remove (_remove_unlisted)
     parts = IngestParts(out_dir, name)
     try:
         fs, fs_path = filesystem(path)
@@ -449,7 +451,9 @@ def ingest_warc(path: str, out_dir: str, piece: tuple[int, int] = (0, 1)) -> Ing
     write_bytes_atomic(json.dumps(record, indent=1, sort_keys=True).encode(), record_path)
     if n > 1:
         return _piece_stats(record)
-    _remove_unlisted(out_dir, part, record["files"])
+    fs, pieces = filesystem(join(out_dir, "pieces"))
+    if fs.exists(pieces):  # a folder into which no file was read in pieces has none to remove
+        _remove_unlisted(out_dir, part, record["files"])
     return stats
 
 
@@ -822,7 +826,7 @@ def ingest_shard(paths: list[str], out: str, io_retries: int = 3, retry_delay: f
         what = path if n == 1 else f"{path} (piece {k + 1} of {n})"
         if stats.files_unchanged or (stats.pages_unchanged and not stats.records_read):
             log.info("%s: unchanged since an earlier ingest; outputs kept", what)
-        elif stats.records_read:
+        elif stats.files_read or stats.records_read:
             log.info("%s: %d records, %d pages, %d links, %d skipped in %.1f s", what, stats.records_read,
                      stats.pages_written, stats.links_written, stats.records_skipped, time.perf_counter() - start)
         for error in stats.file_errors:
