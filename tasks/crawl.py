@@ -96,6 +96,7 @@ __all__ = [
     "load_link_graph",
     "page_titles",
     "pages_of",
+    "part_files",
     "part_of",
     "read_links",
     "read_pages",
@@ -241,6 +242,15 @@ def part_of(url: str) -> str:
     """The name (``part-<h16>``) of the part a pages, links or aliases file belongs to (the
     file's, or that of the file it is a piece of: ``part-<h16>.<k>of<n>``)."""
     return file_stem(url).split(".", 1)[0]
+
+
+def part_files(crawl_dir: str, part: str, data_set: str) -> list[str]:
+    """The files of ``part`` in a data set folder of ``crawl_dir``: the file's whole reading
+    (``<part>.parquet``, which may be missing) and every piece of it found there
+    (``<part>.<k>of<n>.parquet``, see simweb.tasks.ingest)."""
+    fs, folder = filesystem(join(crawl_dir, data_set))
+    pieces = fs.glob(f"{folder}/{part}.*of*.parquet") if fs.exists(folder) else []
+    return [join(crawl_dir, data_set, f"{name}.parquet") for name in [part, *sorted(map(file_stem, pieces))]]
 
 
 def file_stem(url: str) -> str:

@@ -95,6 +95,7 @@ from simweb.core.html import parse_page
 from simweb.core.replay import payload_digest, timestamp14
 from simweb.core.urls import normalize_url, url_id
 from simweb.tasks.archives import FORMATS, ArchiveRecords, RecordEnd
+from simweb.tasks.crawl import file_stem, part_files
 from simweb.tasks.ingest_parts import DATA_SETS, IngestParts, RecordPlace
 from simweb.tasks.logs import run_logger
 from simweb.tasks.payloads import (
@@ -105,7 +106,7 @@ from simweb.tasks.payloads import (
     decode_content_encoding,
     encoded_payload_ends,
 )
-from simweb.tasks.storage import file_digest, filesystem, identify, join, local_path, write_bytes_atomic
+from simweb.tasks.storage import file_digest, filesystem, identify, join, local_path, remove, write_bytes_atomic
 
 logger = logging.getLogger("simweb.ingest")
 
@@ -500,18 +501,9 @@ def _remove_unlisted(out_dir: str, part: str, listed: Mapping[str, Any]) -> None
     """Remove the files of ``part`` that its stats record does not list: those of an earlier
     reading of the file in other pieces (or whole), which the crawl would otherwise read twice."""
     for data_set in DATA_SETS:
-        fs, folder = filesystem(join(out_dir, data_set))
-        try:
-            pieces = fs.glob(f"{folder}/{part}.*of*.parquet")
-        except FileNotFoundError:
-            pieces = []
-        for found in [f"{folder}/{part}.parquet", *pieces]:
-            rel = f"{data_set}/{found.rstrip('/').rsplit('/', 1)[-1]}"
-            if rel not in listed:
-                try:
-                    fs.rm(found)
-                except FileNotFoundError:
-                    pass
+        for url in part_files(out_dir, part, data_set):
+            if f"{data_set}/{file_stem(url)}.parquet" not in listed:
+                remove(url)
 
 
 @dataclass

@@ -15,6 +15,7 @@ import shutil
 from dataclasses import dataclass
 
 from simweb.tasks import index_store, stagecache
+from simweb.tasks.crawl import part_files
 from simweb.tasks.layout import crawl_folder, stages_folder
 from simweb.tasks.storage import file_problems, filesystem, join, read_text, remove
 
@@ -146,10 +147,5 @@ def _part_files(part: str) -> list[str]:
     """The stats file of a part and its pages, links and aliases files (of every piece, for a
     file read in pieces)."""
     crawl, name = part.rstrip("/").rsplit("/", 1)
-    files = [join(crawl, "stats", f"{name}.json")]
-    for data_set in ("pages", "links", "aliases"):
-        fs, folder = filesystem(join(crawl, data_set))
-        pieces = fs.glob(f"{folder}/{name}.*of*.parquet") if fs.exists(folder) else []
-        files += [join(crawl, data_set, f"{name}.parquet"),
-                  *(join(crawl, data_set, p.rstrip("/").rsplit("/", 1)[-1]) for p in sorted(pieces))]
-    return files
+    return [join(crawl, "stats", f"{name}.json"),
+            *(url for data_set in ("pages", "links", "aliases") for url in part_files(crawl, name, data_set))]
