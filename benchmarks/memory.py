@@ -62,10 +62,10 @@ def watch(command: list[str], env: dict[str, str], cwd: str) -> dict:
     ``peaks`` (rss, name), largest first, and ``peak_times`` (rss, name, the wall-clock time of
     the peak, seconds since the epoch), and ``cpu`` the CPU seconds used so far at each sample
     as (wall-clock time, the command's own process, all its processes — those that ended with
-    their last sample)."""
+    their last sample); ``started`` is the wall-clock time the command was started at."""
     import psutil
 
-    t0 = time.perf_counter()
+    t0, started = time.perf_counter(), time.time()
     proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     root = psutil.Process(proc.pid)
     peaks: dict[int, tuple[int, str, float]] = {}
@@ -96,7 +96,7 @@ def watch(command: list[str], env: dict[str, str], cwd: str) -> dict:
         output.write(proc.stdout.read() or b"")
         time.sleep(0.2)
     output.write(proc.stdout.read() or b"")
-    return {"seconds": time.perf_counter() - t0, "returncode": proc.returncode, "tree_peak": tree_peak,
+    return {"seconds": time.perf_counter() - t0, "started": started, "returncode": proc.returncode, "tree_peak": tree_peak,
             "peaks": sorted(((rss, name) for rss, name, _ in peaks.values()), reverse=True),
             "peak_times": sorted(peaks.values(), reverse=True), "cpu": cpu, "output": output.getvalue().decode(errors="replace")}
 

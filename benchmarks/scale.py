@@ -4,10 +4,11 @@
 
 For each size N, the crawl is ``simweb corpus scale --pages N`` (real pages of Debian documentation
 packages, then perturbed copies under mirror host names once the real pages run out), built once
-into ``CACHE/scale-N`` and reused on later runs. Each build runs in a fresh process, as a user
-runs it, in two steps — the ingest alone (``--until ingest``), then the rest of the build on the
-ingested crawl — while the resident set of every process of the command's tree (Dask workers and
-the Prefect server included) is sampled five times a second.
+into ``CACHE/scale-N`` and reused on later runs. Each build is one ``simweb build`` command in a
+fresh process, as a user runs it, while the resident set of every process of the command's tree
+(Dask workers and the Prefect server included) is sampled five times a second. The ingest's time
+runs from the command's start (the Prefect server's and the cluster's start-up included) to the
+last file's record in the crawl (``crawl/stats``).
 
 Printed per size: for the ingest and for each stage (bag fragments, merge, weighting, signatures,
 invert, as their completion records time them), the wall time, pages/s, links/s and MB/s per core (MB of
@@ -105,14 +106,17 @@ def folder_bytes(path: Path, seen: set[tuple[int, int]] | None = None) -> int:
     return total
 
 
-def build(crawl: Path, out: Path, workers: int | None, part_mb: int | None, until: str | None) -> dict:
+def ingest_end(crawl_dir: Path) -> float:
+    """When the ingest ended (seconds since the epoch): the time of the last file's record."""
+    return max((f.stat().st_mtime for f in (crawl_dir / "stats").glob("*.json")), default=0.0)
+
+
+def build(crawl: Path, out: Path, workers: int | None, part_mb: int | None) -> dict:
     command = [sys.executable, "-m", "simweb", "build", str(crawl / "warc"), "--out", str(out), "--min-in-degree", "3"]
     if workers is not None:
         command += ["--workers", str(workers)]
     if part_mb is not None:
         command += ["--part-mb", str(part_mb)]
-    if until:
-        command += ["--until", until]
     env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "SIMWEB_PROGRESS": "log",
            "PREFECT_LOGGING_LEVEL": "INFO"}
     return watch(command, env, str(out.parent))
@@ -130,15 +134,15 @@ def measure(size: int, cache: Path, workers: int | None, part_mb: int | None) ->
     cores = workers or os.cpu_count() or 1
     with tempfile.TemporaryDirectory(prefix="simweb-bench-scale-", dir=cache) as tmp:
         out = Path(tmp, "index")
-        ingest = build(crawl, out, workers, part_mb, "ingest")
-        rest = build(crawl, out, workers, part_mb, None)
-        log = cache / f"scale-{size}-build.log"  # the two commands' output, kept for reading afterwards
-        log.write_text(ingest["output"] + rest["output"])
-        for run, what in ((ingest, "ingest"), (rest, "build")):
-            if run["returncode"] not in (0, 3):
-                print(run["output"][-3000:])
-                raise SystemExit(f"the {what} of the {size:,}-page crawl failed (exit {run['returncode']})")
+        run = build(crawl, out, workers, part_mb)
+        log = cache / f"scale-{size}-build.log"  # the command's output, kept for reading afterwards
+        log.write_text(run["output"])
+        if run["returncode"] not in (0, 3):
+            print(run["output"][-3000:])
+            raise SystemExit(f"the build of the {size:,}-page crawl failed (exit {run['returncode']})")
         seconds, bags, rows_of, spans = stage_seconds(out / "stages")
+        spans["ingest"] = (run["started"], ingest_end(out / "crawl"))
+        seconds["ingest"] = spans["ingest"][1] - spans["ingest"][0]
         seen: set[tuple[int, int]] = set()  # the invert stage links the signatures stage's files
         sizes = {"crawl (ingest output)": folder_bytes(out / "crawl", seen),
                  **{f"stages/{p.name}": folder_bytes(p, seen) for p in sorted((out / "stages").glob("*"))},
@@ -147,14 +151,13 @@ def measure(size: int, cache: Path, workers: int | None, part_mb: int | None) ->
           f"{warc_bytes / 1e6:,.0f} MB of gzipped WARC; {cores} core(s)")
     print(f"  {'step':<14}{'seconds':>9}{'pages/s/core':>14}{'links/s/core':>14}{'MB/s/core':>11}{'rows/s/core':>13}"
           f"{'cores busy':>13}   paper, per machine")
-    used = {stage: cpu_used(rest["cpu"], *span) for stage, span in spans.items()}
-    used["ingest"] = cpu_used(ingest["cpu"], -math.inf, math.inf)
+    used = {stage: cpu_used(run["cpu"], *span) for stage, span in spans.items()}
 
     def busy(stage: str) -> str:  # cores kept busy on average: all the processes (the flow's alone)
         found = used.get(stage)
         return f"{found[1] / found[0]:>6.2f} ({found[2] / found[0]:.2f})" if found else f"{'':>13}"
 
-    rows = [("ingest", ingest["seconds"])] + [(s, seconds[s]) for s in STAGES if s in seconds]
+    rows = [(s, seconds[s]) for s in ("ingest", *STAGES) if s in seconds]
     if bags and "signatures" in seconds:
         print(f"  ({bags:,} bags — crawled pages and the pages they link to — signed at "
               f"{bags / seconds['signatures'] / cores:,.0f} bags/s per core; the paper: ~950 bags/s per machine)")
@@ -167,22 +170,22 @@ def measure(size: int, cache: Path, workers: int | None, part_mb: int | None) ->
     if rows_of:
         print("  (rows: the fragment rows the fragments write and the merge reads, the merged entries the weighting "
               "reads: " + ", ".join(f"{s} {rows_of[s]:,}" for s in STAGES if s in rows_of) + ")")
-    total = ingest["seconds"] + rest["seconds"]
-    outside = rest["seconds"] - sum(seconds[s] for s in STAGES if s in seconds)
+    total = run["seconds"]
+    outside = total - sum(seconds[s] for s in ("ingest", *STAGES) if s in seconds)
     outside_busy = ""
-    whole_rest = cpu_used(rest["cpu"], -math.inf, math.inf)
-    if whole_rest and outside > 0:
-        staged = sum(used[s][1] for s in STAGES if used.get(s))
-        outside_busy = f"; {(whole_rest[1] - staged) / outside:.2f} cores busy"
-    print(f"  {'outside stages':<14}{outside:>9.1f}   (the build command's start-up, checks of the ingest, "
-          f"steps between the stages and publishing{outside_busy}; output kept in {log})")
+    whole = cpu_used(run["cpu"], -math.inf, math.inf)
+    if whole and outside > 0:
+        staged = sum(used[s][1] for s in ("ingest", *STAGES) if used.get(s))
+        outside_busy = f"; {(whole[1] - staged) / outside:.2f} cores busy"
+    print(f"  {'outside stages':<14}{outside:>9.1f}   (checks of the ingest, steps between the stages, publishing "
+          f"and the command's end{outside_busy}; output kept in {log})")
+    whole_busy = f"{whole[1] / whole[0]:>6.2f} ({whole[2] / whole[0]:.2f})" if whole else ""
     print(f"  {'whole build':<14}{total:>9.1f}{per_second(pages, total, cores):>14}{per_second(links, total, cores):>14}"
-          f"   (the two commands' wall time, start-up included)")
-    peak = max((rss for rss, _ in ingest["peaks"] + rest["peaks"]), default=0)
+          f"{'':>24}{whole_busy}   (the command's wall time, start-up included)")
+    peak = max((rss for rss, _ in run["peaks"]), default=0)
     print(f"  peak RSS of one process: {peak / GIB:.2f} GiB (target ≤ 2 GiB); of the whole tree: "
-          f"{max(ingest['tree_peak'], rest['tree_peak']) / GIB:.2f} GiB")
-    peaks = sorted([(rss, name, "ingest") for rss, name, _ in ingest["peak_times"]]
-                   + [(rss, name, stage_at(when, spans, "outside the stages")) for rss, name, when in rest["peak_times"]],
+          f"{run['tree_peak'] / GIB:.2f} GiB")
+    peaks = sorted([(rss, name, stage_at(when, spans, "outside the stages")) for rss, name, when in run["peak_times"]],
                    reverse=True)
     for rss, name, stage in peaks[:6]:
         print(f"      {rss / GIB:5.2f} GiB  {name}  (during: {stage})")

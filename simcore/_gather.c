@@ -22,15 +22,21 @@
  * The numpy code of simcore/bags.py (_gather_runs_numpy) is the reference the tests compare
  * this with; it writes the same entries in the same order.
  *
- * sum_pairs(rows, cols, weights, n_cols) -> (bytes, bytes)
+ * sum_pairs(rows, cols, weights, n_cols) -> (bytes, bytes, bytes)
  *
- * rows, cols  int64 entries, 0 <= col < n_cols, with row * n_cols + col below 2^62 (the caller
- *             checks); weights float64, one per entry.
- * Returns the distinct keys row * n_cols + col (int64) and the sum of each key's weights
- * (float64, added in input order: 0.0 + w1 + w2 + ...), in no particular order (the caller
- * sorts them).
- * An open-addressing hash table that doubles as it fills: its size follows the distinct
- * keys, not the entries (a slice of a links part sums ~5.6 million entries to ~140,000 keys).
+ * rows, cols  int64 entries, 0 <= row < 2^62 / n_cols and 0 <= col < n_cols <= 2^32; weights
+ *             float64, one per entry.
+ * Returns the distinct (row, col) pairs, in row then column order, as their rows (int64),
+ * their columns (int64) and the sum of each pair's weights (float64, added in input order:
+ * 0.0 + w1 + w2 + ...).
+ * First an open-addressing hash table of the keys row * n_cols + col, fast while it stays in a core's cache; a slice of a 100k-page
+ * crawl's links part sums ~4 million entries to ~70,000 pairs. Past HASHED_PAIRS pairs (a
+ * slice of a 1M-page crawl's links part: 5.6 million entries, 1 million pairs, 28–30 ns an
+ * entry in a table larger than the caches) the entries are instead bucketed by row (a stable
+ * counting sort: a slice's rows number in the thousands), then each row's summed into an
+ * array over the columns, the columns seen in the row marked in a bitmap (and the bitmap's
+ * words in use in a second one) that is read back in order. Either way the pairs come out
+ * ordered by the buckets. Memory: 12 bytes an entry and 8 a column, besides the pairs.
  *
  * first_links(sources, targets, first) -> int
  *
@@ -168,7 +174,7 @@ runs(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(at);
 }
 
-/* The hash table of sum_pairs: key -1 marks an empty slot. */
+/* The hash table sum_pairs begins with: key -1 marks an empty slot. */
 typedef struct {
     int64_t *keys;
     double *sums;
@@ -191,6 +197,8 @@ table_init(Table *t, uint64_t slots)
     if (t->keys == NULL || t->sums == NULL) {
         free(t->keys);
         free(t->sums);
+        t->keys = NULL;
+        t->sums = NULL;
         return -1;
     }
     memset(t->keys, 0xff, slots * sizeof(int64_t)); /* every key -1 */
@@ -222,13 +230,19 @@ table_grow(Table *t)
     return 0;
 }
 
-enum { SUMMED, BAD_PAIR, NO_MEMORY };
+enum { SUMMED, BAD_PAIR, NO_MEMORY, TOO_MANY };
 
+/* The most distinct pairs the hash table takes before sum_pairs turns to buckets: a table of
+ * 2^18 slots (4 MB) stays in a core's cache. */
+#define HASHED_PAIRS (1 << 17)
+
+/* Sum the entries into the table; TOO_MANY as soon as it holds more than HASHED_PAIRS keys. */
 static int
 sum_into(Table *t, const int64_t *rows, const int64_t *cols, const double *weights, Py_ssize_t n, int64_t n_cols)
 {
+    const int64_t row_limit = (INT64_C(1) << 62) / n_cols; /* keys below 2^62 */
     for (Py_ssize_t e = 0; e < n; e++) {
-        if (rows[e] < 0 || cols[e] < 0 || cols[e] >= n_cols)
+        if (rows[e] < 0 || rows[e] >= row_limit || cols[e] < 0 || cols[e] >= n_cols)
             return BAD_PAIR;
         const int64_t key = rows[e] * n_cols + cols[e];
         uint64_t j = slot_of(key, t->mask);
@@ -240,10 +254,165 @@ sum_into(Table *t, const int64_t *rows, const int64_t *cols, const double *weigh
         }
         t->keys[j] = key;
         t->sums[j] = 0.0 + weights[e];
-        if (++t->used * 2 > (Py_ssize_t)(t->mask + 1) && table_grow(t) < 0)
+        if (++t->used > HASHED_PAIRS)
+            return TOO_MANY;
+        if (t->used * 2 > (Py_ssize_t)(t->mask + 1) && table_grow(t) < 0)
             return NO_MEMORY;
     }
     return SUMMED;
+}
+
+/* Then the entries bucketed by row (a counting sort, stable), each row's summed in a dense
+ * array over the columns. */
+
+/* A growing array of the distinct columns, then of the sums, of the rows done so far. */
+typedef struct {
+    int64_t *rows, *cols;
+    double *sums;
+    Py_ssize_t used, size;
+} Pairs;
+
+static int
+pairs_reserve(Pairs *p, Py_ssize_t more)
+{
+    if (p->used + more <= p->size)
+        return 0;
+    Py_ssize_t size = p->size ? p->size : 1 << 12;
+    while (size < p->used + more)
+        size *= 2;
+    int64_t *rows = realloc(p->rows, size * sizeof(int64_t));
+    if (rows != NULL)
+        p->rows = rows;
+    int64_t *cols = realloc(p->cols, size * sizeof(int64_t));
+    if (cols != NULL)
+        p->cols = cols;
+    double *sums = realloc(p->sums, size * sizeof(double));
+    if (sums != NULL)
+        p->sums = sums;
+    if (rows == NULL || cols == NULL || sums == NULL)
+        return -1;
+    p->size = size;
+    return 0;
+}
+
+static int
+sum_sorted(const int64_t *rows, const int64_t *cols, const double *weights, Py_ssize_t n, int64_t n_cols, Pairs *out)
+{
+    int64_t n_rows = 0;
+    for (Py_ssize_t e = 0; e < n; e++) {
+        if (rows[e] < 0 || cols[e] < 0 || cols[e] >= n_cols)
+            return BAD_PAIR;
+        if (rows[e] >= n_rows)
+            n_rows = rows[e] + 1;
+    }
+    int status = NO_MEMORY;
+    const size_t words = ((size_t)n_cols + 63) / 64, summary_words = (words + 63) / 64;
+    Py_ssize_t *start = calloc((size_t)n_rows + 1, sizeof(Py_ssize_t));
+    Py_ssize_t *fill = malloc(((size_t)n_rows + 1) * sizeof(Py_ssize_t));
+    uint32_t *bucket_cols = malloc((size_t)n * sizeof(uint32_t) + 1);
+    double *bucket_weights = malloc((size_t)n * sizeof(double) + 1);
+    uint64_t *seen = calloc(words, sizeof(uint64_t));       /* the columns of the row so far */
+    uint64_t *seen_words = calloc(summary_words, sizeof(uint64_t)); /* which words of seen are not 0 */
+    double *acc = malloc((size_t)n_cols * sizeof(double));
+    if (start == NULL || fill == NULL || bucket_cols == NULL || bucket_weights == NULL || seen == NULL
+        || seen_words == NULL || acc == NULL)
+        goto done;
+    for (Py_ssize_t e = 0; e < n; e++)
+        start[rows[e] + 1]++;
+    for (int64_t r = 0; r < n_rows; r++)
+        start[r + 1] += start[r];
+    memcpy(fill, start, ((size_t)n_rows + 1) * sizeof(Py_ssize_t));
+    for (Py_ssize_t e = 0; e < n; e++) { /* input order kept within a row */
+        Py_ssize_t at = fill[rows[e]]++;
+        bucket_cols[at] = (uint32_t)cols[e];
+        bucket_weights[at] = weights[e];
+    }
+    for (int64_t r = 0; r < n_rows; r++) {
+        Py_ssize_t first = start[r], end = start[r + 1];
+        if (first == end)
+            continue;
+        if (pairs_reserve(out, end - first) < 0)
+            goto done;
+        for (Py_ssize_t at = first; at < end; at++) {
+            const uint32_t c = bucket_cols[at];
+            const uint64_t bit = UINT64_C(1) << (c & 63);
+            if (seen[c >> 6] & bit) {
+                acc[c] += bucket_weights[at];
+            } else {
+                seen[c >> 6] |= bit;
+                seen_words[c >> 12] |= UINT64_C(1) << ((c >> 6) & 63);
+                acc[c] = 0.0 + bucket_weights[at];
+            }
+        }
+        /* The row's columns in order, from the bits (each cleared for the next row). */
+        for (size_t i = 0; i < summary_words; i++) {
+            for (uint64_t s = seen_words[i]; s != 0; s &= s - 1) {
+                const size_t w = i * 64 + (size_t)__builtin_ctzll(s);
+                for (uint64_t b = seen[w]; b != 0; b &= b - 1) {
+                    const int64_t c = (int64_t)(w * 64 + (size_t)__builtin_ctzll(b));
+                    out->rows[out->used] = r;
+                    out->cols[out->used] = c;
+                    out->sums[out->used++] = acc[c];
+                }
+                seen[w] = 0;
+            }
+            seen_words[i] = 0;
+        }
+    }
+    status = SUMMED;
+done:
+    free(start);
+    free(fill);
+    free(bucket_cols);
+    free(bucket_weights);
+    free(seen);
+    free(seen_words);
+    free(acc);
+    return status;
+}
+
+/* The hash table first; if the pairs outgrow it, the buckets over all the entries instead. The
+ * table's pairs are put in order by the buckets too (each its own entry: 0.0 + sum is the sum). */
+static int
+sum_both(const int64_t *rows, const int64_t *cols, const double *weights, Py_ssize_t n, int64_t n_cols, Pairs *out)
+{
+    Table t = {0};
+    if (table_init(&t, 1 << 12) < 0)
+        return NO_MEMORY;
+    int status = sum_into(&t, rows, cols, weights, n, n_cols);
+    if (status == TOO_MANY) {
+        free(t.keys);
+        free(t.sums);
+        return sum_sorted(rows, cols, weights, n, n_cols, out);
+    }
+    int64_t *pair_rows = NULL, *pair_cols = NULL;
+    if (status == SUMMED) {
+        pair_rows = malloc(t.used * sizeof(int64_t) + 1);
+        pair_cols = malloc(t.used * sizeof(int64_t) + 1);
+        if (pair_rows == NULL || pair_cols == NULL) {
+            status = NO_MEMORY;
+        } else {
+            Py_ssize_t k = 0;
+            for (uint64_t i = 0; i <= t.mask; i++)
+                if (t.keys[i] >= 0) {
+                    pair_rows[k] = t.keys[i] / n_cols;
+                    pair_cols[k] = t.keys[i] % n_cols;
+                    t.sums[k++] = t.sums[i]; /* k <= i: the sums packed in place */
+                }
+            status = sum_sorted(pair_rows, pair_cols, t.sums, k, n_cols, out);
+        }
+    }
+    free(pair_rows);
+    free(pair_cols);
+    free(t.keys);
+    free(t.sums);
+    return status;
+}
+
+static PyObject *
+bytes_of(const void *data, Py_ssize_t n)
+{
+    return PyBytes_FromStringAndSize(n ? data : NULL, n);
 }
 
 static PyObject *
@@ -256,44 +425,37 @@ sum_pairs(PyObject *self, PyObject *args)
     const Py_ssize_t n = rows.len / 8;
     const char *why = NULL;
     int status = SUMMED;
-    Table t = {0};
+    Pairs out = {0};
     if (rows.len % 8 || cols.len != rows.len || weights.len != rows.len)
         why = "rows, cols and weights must be 8-byte items of one length";
-    else if (n_cols < 1 || n_cols > (INT64_C(1) << 62))
-        why = "n_cols outside 1 .. 2^62";
+    else if (n_cols < 1 || n_cols > (INT64_C(1) << 32))
+        why = "n_cols outside 1 .. 2^32";
     if (why == NULL) {
         Py_BEGIN_ALLOW_THREADS
-        status = table_init(&t, 1 << 12) < 0 ? NO_MEMORY
-                                              : sum_into(&t, rows.buf, cols.buf, weights.buf, n, n_cols);
+        status = sum_both(rows.buf, cols.buf, weights.buf, n, n_cols, &out);
         Py_END_ALLOW_THREADS
     }
     PyBuffer_Release(&rows);
     PyBuffer_Release(&cols);
     PyBuffer_Release(&weights);
-    PyObject *keys = NULL, *sums = NULL, *result = NULL;
+    PyObject *result = NULL;
     if (why == NULL && status == SUMMED) {
-        keys = PyBytes_FromStringAndSize(NULL, t.used * (Py_ssize_t)sizeof(int64_t));
-        sums = PyBytes_FromStringAndSize(NULL, t.used * (Py_ssize_t)sizeof(double));
-        if (keys != NULL && sums != NULL) {
-            int64_t *out_keys = (int64_t *)PyBytes_AS_STRING(keys);
-            double *out_sums = (double *)PyBytes_AS_STRING(sums);
-            Py_ssize_t k = 0;
-            for (uint64_t i = 0; i <= t.mask; i++)
-                if (t.keys[i] >= 0) {
-                    out_keys[k] = t.keys[i];
-                    out_sums[k++] = t.sums[i];
-                }
-            result = PyTuple_Pack(2, keys, sums);
-        }
-        Py_XDECREF(keys);
-        Py_XDECREF(sums);
+        PyObject *r = bytes_of(out.rows, out.used * (Py_ssize_t)sizeof(int64_t));
+        PyObject *c = bytes_of(out.cols, out.used * (Py_ssize_t)sizeof(int64_t));
+        PyObject *s = bytes_of(out.sums, out.used * (Py_ssize_t)sizeof(double));
+        if (r != NULL && c != NULL && s != NULL)
+            result = PyTuple_Pack(3, r, c, s);
+        Py_XDECREF(r);
+        Py_XDECREF(c);
+        Py_XDECREF(s);
     }
-    free(t.keys);
-    free(t.sums);
+    free(out.rows);
+    free(out.cols);
+    free(out.sums);
     if (status == NO_MEMORY)
         return PyErr_NoMemory();
     if (status == BAD_PAIR)
-        why = "a row below 0 or a column outside 0 .. n_cols - 1";
+        why = "a row outside 0 .. 2^62 / n_cols - 1 or a column outside 0 .. n_cols - 1";
     if (why != NULL) {
         PyErr_Format(PyExc_ValueError, "sum pairs: %s", why);
         return NULL;

@@ -98,6 +98,8 @@ try:
     from simweb.core._gather import sum_pairs as _c_sum_pairs
 except ImportError:  # pragma: no cover - depends on the build
     _c_sum_pairs = None
+#: The most columns the C sum of pairs takes (it buckets their indices in 32 bits).
+C_SUM_MAX_COLS = 1 << 32
 
 __all__ = [
     "DF_FILE",
@@ -287,17 +289,22 @@ def sum_pairs(rows: np.ndarray, cols: np.ndarray, weights: np.ndarray, n_cols: i
     """The weights of equal (row, column) pairs summed, pairs with a sum of zero left out, in
     row then column order.
 
-    A hash aggregation, one pass in input order (a slice's entries sum to about a fiftieth as
-    many pairs, so only those are sorted): in C (simcore/_gather.c: sum_pairs) where it is
-    built, else Arrow's group-by, both adding each pair's weights in input order. On the 100k
-    scale crawl's link slices Arrow's was 3.4× faster than SciPy's CSR construction with its
-    per-row sort (which gave the same pairs and sums up to rounding), and the C table 3–4×
-    faster again."""
+    In C (simcore/_gather.c: sum_pairs) where it is built: a hash table of the pairs while it
+    stays in a core's cache, else the entries bucketed by row and each row summed over an
+    array of the columns; the pairs come out in order. Else Arrow's group-by and a sort of the
+    pairs. Both add each pair's weights in input order, so they give the same sums to the bit.
+    (On the 100k scale crawl's link slices Arrow's group-by was 3.4× faster than SciPy's CSR
+    construction with its per-row sort, and a C hash table 3–4× faster again; see
+    simcore/_gather.c for the slices of a 1M-page crawl.)"""
     if rows.size == 0:
         return rows, cols, weights
-    n_rows = int(rows.max()) + 1
     n_cols = max(n_cols, 1)
-    if n_rows * n_cols >= 1 << 62:  # too many rows and columns for one int64 key
+    one_key = (int(rows.max()) + 1) * n_cols < 1 << 62  # each (row, column) as one int64 key
+    if _c_sum_pairs is not None and one_key and n_cols <= C_SUM_MAX_COLS:
+        summed = _c_sum_pairs(np.ascontiguousarray(rows, np.int64), np.ascontiguousarray(cols, np.int64),
+                              np.ascontiguousarray(weights, np.float64), n_cols)
+        rows, cols, total = (np.frombuffer(b, dtype) for b, dtype in zip(summed, (np.int64, np.int64, np.float64)))
+    elif not one_key:
         summed = pa.table({"row": rows, "col": cols, "weight": weights}).group_by(
             ["row", "col"], use_threads=False).aggregate([("weight", "sum")])
         rows, cols = summed.column("row").to_numpy(), summed.column("col").to_numpy()
@@ -305,14 +312,9 @@ def sum_pairs(rows: np.ndarray, cols: np.ndarray, weights: np.ndarray, n_cols: i
         order = np.lexsort((cols, rows))
         rows, cols, total = rows[order], cols[order], total[order]
     else:
-        if _c_sum_pairs is not None:
-            keys, sums = _c_sum_pairs(np.ascontiguousarray(rows, np.int64), np.ascontiguousarray(cols, np.int64),
-                                      np.ascontiguousarray(weights, np.float64), n_cols)
-            pair, total = np.frombuffer(keys, np.int64), np.frombuffer(sums, np.float64)
-        else:
-            summed = pa.table({"pair": rows * n_cols + cols, "weight": weights}).group_by(
-                "pair", use_threads=False).aggregate([("weight", "sum")])
-            pair, total = summed.column("pair").to_numpy(), summed.column("weight_sum").to_numpy()
+        summed = pa.table({"pair": rows * n_cols + cols, "weight": weights}).group_by(
+            "pair", use_threads=False).aggregate([("weight", "sum")])
+        pair, total = summed.column("pair").to_numpy(), summed.column("weight_sum").to_numpy()
         order = np.argsort(pair)
         pair, total = pair[order], total[order]
         rows, cols = np.divmod(pair, n_cols)

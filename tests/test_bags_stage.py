@@ -468,7 +468,10 @@ def test_sum_pairs_sums_equal_pairs_in_row_then_column_order(n_cols):
     assert [a.size for a in sum_pairs(empty, empty, np.zeros(0), n_cols)] == [0, 0, 0]
 
 
-def test_sum_pairs_in_c_gives_arrows_sums_bit_for_bit(monkeypatch):
+# ~60,000 distinct pairs: the C hash table (grown many times); ~580,000: more than its 2^17, so
+# the C code sums by buckets of rows instead.
+@pytest.mark.parametrize("n, n_rows, n_cols", [(300_000, 3_000, 20), (600_000, 5_000, 2_000)])
+def test_sum_pairs_in_c_gives_arrows_sums_bit_for_bit(monkeypatch, n, n_rows, n_cols):
     import numpy as np
 
     from simweb.tasks import bags as bags_stage
@@ -476,18 +479,22 @@ def test_sum_pairs_in_c_gives_arrows_sums_bit_for_bit(monkeypatch):
     if bags_stage._c_sum_pairs is None:
         pytest.skip("simweb.core._gather is not built (no C compiler at install)")
     rng = np.random.default_rng(11)
-    n = 300_000  # enough distinct pairs (~60,000) for the C table to grow many times
-    rows = rng.integers(0, 3_000, n)
-    cols = rng.integers(0, 20, n)
+    rows = rng.integers(0, n_rows, n)
+    cols = rng.integers(0, n_cols, n)
     weights = rng.random(n) * rng.choice([1.0, 5.0, 0.37], n)  # sums whose rounding depends on the order
-    with_c = bags_stage.sum_pairs(rows, cols, weights, 20)
+    rows, cols, weights = (np.concatenate([a, b]) for a, b in  # a pair summing to zero, left out
+                           ((rows, [n_rows, n_rows]), (cols, [3, 3]), (weights, [2.5, -2.5])))
+    with_c = bags_stage.sum_pairs(rows, cols, weights, n_cols)
     monkeypatch.setattr(bags_stage, "_c_sum_pairs", None)
-    with_arrow = bags_stage.sum_pairs(rows, cols, weights, 20)
+    with_arrow = bags_stage.sum_pairs(rows, cols, weights, n_cols)
+    assert with_c[0].size > (50_000 if n_cols == 20 else 1 << 17)
     for a, b in zip(with_c, with_arrow):
         assert a.tobytes() == b.tobytes()
+    assert n_rows not in with_c[0]
 
 
-@pytest.mark.parametrize("rows, cols, why", [([0, -1], [0, 0], "row below 0"), ([0, 1], [0, 20], "column outside")])
+@pytest.mark.parametrize("rows, cols, why", [([0, -1], [0, 0], "row outside"), ([0, 1 << 58], [0, 0], "row outside"),
+                                             ([0, 1], [0, 20], "column outside")])
 def test_sum_pairs_in_c_refuses_pairs_outside_the_columns(rows, cols, why):
     import numpy as np
 
