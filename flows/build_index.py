@@ -18,7 +18,7 @@ from prefect import flow
 
 from simweb.core.strategy import Strategy
 from simweb.flows.chain import BuildSummary, index_chain, ingest_sentence, ingest_stage
-from simweb.flows.cluster import publish_markdown, stage_runner
+from simweb.flows.cluster import fresh_workers_after_ingest, publish_markdown, stage_runner
 from simweb.tasks.bags import PART_MB
 from simweb.tasks.crawl import left_out_of_selection, write_selection
 from simweb.tasks.ingest import nothing_ingested
@@ -111,7 +111,9 @@ def build_index(
         write_selection(crawl_dir, selection)
         if until == "ingest":
             return BuildSummary(ingest=ingested)
-        # 3. Bags, signatures, invert and publish (Sections 6.1–6.2, 7.1): simweb.flows.chain.
+        # 3. Bags, signatures, invert and publish (Sections 6.1–6.2, 7.1): simweb.flows.chain,
+        # on workers that hold no more than a fresh one would (what an ingest left is let go).
+        fresh_workers_after_ingest(runner, ingested.files_read, log)
         chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions, until, verify, part_mb)
     summary = BuildSummary(ingest=ingested, stages=chain.records(), index=chain.index)
     log.info("%s", summary.sentence())

@@ -25,7 +25,7 @@ from prefect import flow
 
 from simweb.core.strategy import Strategy
 from simweb.flows.chain import index_chain, ingest_sentence, ingest_stage
-from simweb.flows.cluster import publish_markdown, stage_runner
+from simweb.flows.cluster import fresh_workers_after_ingest, publish_markdown, stage_runner
 from simweb.tasks import incremental
 from simweb.tasks.bags import PART_MB
 from simweb.tasks.crawl import add_to_selection
@@ -123,6 +123,7 @@ def ingest_new_crawl(
             # 5. Update the index over the grown crawl and switch queries to it atomically:
             #    the touched URLs only within a df epoch, every bag when a new epoch begins.
             new_parts = [part_name(d) for d in not_indexed(crawl_dir)]
+            fresh_workers_after_ingest(runner, ingested.files_read, log)
             index, stages = refresh_index(runner, out, crawl_dir, strategy, params, directory, partitions,
                                           new_parts, max_growth, part_mb)
         # 6. Mark every ingested file as covered by the index.
