@@ -123,9 +123,8 @@ def ingest_new_crawl(
             # 5. Update the index over the grown crawl and switch queries to it atomically:
             #    the touched URLs only within a df epoch, every bag when a new epoch begins.
             new_parts = [part_name(d) for d in not_indexed(crawl_dir)]
-            fresh_workers_after_ingest(runner, ingested.files_read, log)
             index, stages = refresh_index(runner, out, crawl_dir, strategy, params, directory, partitions,
-                                          new_parts, max_growth, part_mb)
+                                          new_parts, max_growth, part_mb, files_read=ingested.files_read)
         # 6. Mark every ingested file as covered by the index.
         mark_indexed(crawl_dir, not_indexed(crawl_dir))
     report = IncrementalIngest(
@@ -149,7 +148,8 @@ def ingest_new_crawl(
 
 def refresh_index(runner, out: str, crawl_dir: str, strategy: Strategy, params: IndexParams,
                   directory: str | None, partitions: int | None, new_parts: list[str] | None = None,
-                  max_growth: float = DEFAULT_MAX_GROWTH, part_mb: int = PART_MB) -> tuple[str, dict[str, bool]]:
+                  max_growth: float = DEFAULT_MAX_GROWTH, part_mb: int = PART_MB,
+                  files_read: int = 0) -> tuple[str, dict[str, bool]]:
     """Bring the index in ``out`` up to date with the crawl folder; the live version and, per
     stage, whether it was reused.
 
@@ -158,7 +158,10 @@ def refresh_index(runner, out: str, crawl_dir: str, strategy: Strategy, params: 
     bags from the whole crawl with the epoch's frozen df, their signatures, and a new version
     with their rows replaced, the same bags and signatures a full build weighted with that df
     gives — or every bag is re-weighted over the whole grown collection by the stage chain,
-    exactly as a full build over the same files does, and a new epoch begins.
+    exactly as a full build over the same files does, and a new epoch begins. Before that
+    chain, the cluster's workers that an ingest of ``files_read`` files left holding too much
+    are restarted (simweb.flows.cluster.fresh_workers); the incremental update runs in this
+    process and needs no fresh workers.
     """
     log = run_logger("simweb.ingest_new_crawl")
     plan = incremental.plan_update(out, crawl_dir, strategy, params, new_parts, max_growth)
@@ -169,5 +172,6 @@ def refresh_index(runner, out: str, crawl_dir: str, strategy: Strategy, params: 
                  plan.epoch.id, stats["touched"], stats.get("updated_docs", 0), stats.get("new_docs", 0))
         return index, stages
     log.info("re-weighting every bag (a new df epoch): %s", plan.full_reason)
+    fresh_workers_after_ingest(runner, files_read, log)
     chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions, part_mb=part_mb)
     return chain.index, {name: output.reused for name, output in chain.stages.items()}

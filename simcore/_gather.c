@@ -29,8 +29,9 @@
  * Returns the distinct (row, col) pairs, in row then column order, as their rows (int64),
  * their columns (int64) and the sum of each pair's weights (float64, added in input order:
  * 0.0 + w1 + w2 + ...).
- * First an open-addressing hash table of the keys row * n_cols + col, fast while it stays in a core's cache; a slice of a 100k-page
- * crawl's links part sums ~4 million entries to ~70,000 pairs. Past HASHED_PAIRS pairs (a
+ * First an open-addressing hash table of the keys row * n_cols + col, fast while it stays in a
+ * core's cache: a slice of a 100k-page crawl's links part sums ~4 million entries to ~70,000
+ * pairs. Past HASHED_PAIRS pairs (a
  * slice of a 1M-page crawl's links part: 5.6 million entries, 1 million pairs, 28–30 ns an
  * entry in a table larger than the caches) the entries are instead bucketed by row (a stable
  * counting sort: a slice's rows number in the thousands), then each row's summed into an
@@ -267,7 +268,7 @@ sum_into(Table *t, const int64_t *rows, const int64_t *cols, const double *weigh
 /* Then the entries bucketed by row (a counting sort, stable), each row's summed in a dense
  * array over the columns. */
 
-/* A growing array of the distinct columns, then of the sums, of the rows done so far. */
+/* The pairs summed so far, in order: their rows, columns and sums, in arrays that grow. */
 typedef struct {
     int64_t *rows, *cols;
     double *sums;

@@ -208,8 +208,9 @@ class PartSize:
 
     The default, 768 MB, keeps every process of a build under 2 GiB: a Dask worker starts at
     about 0.3 GB (one that an ingest left holding more is restarted before this stage:
-    simweb.flows.cluster.fresh_workers), and the flow's own process, which runs the tasks itself on a cluster of one
-    worker thread, holds about 0.9 GB after the ingest — so four workers fit in 8 GB. A task
+    simweb.flows.cluster.fresh_workers), and the flow's own process, which runs the tasks
+    itself on a cluster of one worker thread, holds about 0.9 GB after the ingest — so four
+    workers fit in 8 GB. A task
     never holds a whole part (a WARC file's pages or links), a whole merge shuffle or the whole
     crawl.
     """
