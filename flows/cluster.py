@@ -13,7 +13,9 @@ import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
+from distributed import LocalCluster
 from prefect.context import FlowRunContext
 from prefect.futures import as_completed
 from prefect_dask import DaskTaskRunner
@@ -62,9 +64,10 @@ def dask_task_runner(dask_address: str | None = None, n_workers: int | None = No
     if workers == 1:
         # One worker thread in this process: the same parallelism as a worker process, without
         # starting one and importing Prefect and the stage modules into it. (Its scheduler and
-        # worker talk in memory: no socket to bind.)
+        # worker talk in memory: no socket to bind. The worker's own HTTP server, which would
+        # listen on every interface, listens on this machine only too.)
         return DaskTaskRunner(cluster_kwargs={"n_workers": 1, "threads_per_worker": 1, "processes": False,
-                                              **dashboard})
+                                              "worker_dashboard_address": "127.0.0.1:0", **dashboard})
     cluster_kwargs = {
         **dashboard,
         "host": "127.0.0.1",  # the scheduler and the workers listen on this machine only
@@ -281,11 +284,20 @@ def fresh_workers_after_ingest(runner, files_read: int, log: logging.Logger | lo
 
 
 def dashboard_link(runner) -> str | None:
-    """The Dask dashboard address of the runner's cluster, if it serves one."""
+    """The Dask dashboard address of the runner's cluster, if it serves one. A local cluster's
+    dashboard listens on 127.0.0.1 alone (:func:`dask_task_runner`); Dask names an in-process
+    cluster's by the machine's network address, where nothing answers, so its link is given
+    on 127.0.0.1."""
     try:
-        return runner.client.dashboard_link
+        link = runner.client.dashboard_link
+        cluster = getattr(runner.client, "cluster", None)
     except Exception:  # noqa: BLE001 — no client (not started) or no dashboard
         return None
+    if link and isinstance(cluster, LocalCluster):
+        parts = urlsplit(link)
+        if parts.hostname not in (None, "127.0.0.1", "localhost") and parts.port:
+            link = urlunsplit(parts._replace(netloc=f"127.0.0.1:{parts.port}"))
+    return link
 
 
 def fan_out(runner) -> Callable[[Any, Sequence[dict[str, Any]]], list[Any]]:
