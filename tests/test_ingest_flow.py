@@ -180,7 +180,7 @@ def test_dask_task_runner_options():
     assert local.cluster_kwargs["preload"] == ["simweb.tasks.worker_preload"] and local.cluster_kwargs["processes"]
     single = dask_task_runner(None, 1)  # one worker: a thread in the flow's own process
     assert single.cluster_kwargs == {"n_workers": 1, "threads_per_worker": 1, "processes": False,
-                                     "dashboard_address": "127.0.0.1:0"}
+                                     "dashboard_address": "127.0.0.1:0", "worker_dashboard_address": "127.0.0.1:0"}
     assert dask_task_runner().cluster_kwargs["n_workers"] >= 1
     with pytest.raises(ValueError, match="one or the other"):
         dask_task_runner("tcp://scheduler:8786", 2)
