@@ -43,6 +43,7 @@ from simweb.tasks.storage import (
     local_path,
     local_stand_in,
     read_parquet,
+    read_parquet_file,
     read_range,
     read_text,
     remove,
@@ -113,7 +114,11 @@ def sign_part(part: str, out: str, index: int, params: MinHashParams = MinHashPa
     A row whose terms and weights differ in length, or whose weights are negative or not
     finite, is skipped and counted.
     """
-    table = read_parquet(part, columns=["url_id", "url", "terms", "weights"])
+    # The terms as the part stores them, dictionary-encoded: a term's code is its place in the
+    # part's dictionary, whose strings alone are hashed (decoded and hashed again term by term
+    # they were a fifth of the signing: 0.145 s against 0.061 s a part of 10,000 bags).
+    table = read_parquet_file(part, columns=["url_id", "url", "terms", "weights"],
+                              read_dictionary=["terms.list.element"]).unify_dictionaries()
     terms = table.column("terms").combine_chunks()
     weights = table.column("weights").combine_chunks()
     t_len = pc.list_value_length(terms).to_numpy(zero_copy_only=False)
@@ -132,7 +137,9 @@ def sign_part(part: str, out: str, index: int, params: MinHashParams = MinHashPa
         weights = table.column("weights").combine_chunks()
         t_len = t_len[~bad]
         flat_w = pc.list_flatten(weights).to_numpy(zero_copy_only=False).astype(np.float64)
-    encoded = pc.dictionary_encode(pc.list_flatten(terms))
+    encoded = pc.list_flatten(terms)
+    if not pa.types.is_dictionary(encoded.type):  # not stored dictionary-encoded
+        encoded = pc.dictionary_encode(encoded)
     codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     vocabulary = encoded.dictionary.to_pylist()
     offsets = np.concatenate([[0], np.cumsum(t_len)]).astype(np.int64)

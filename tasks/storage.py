@@ -106,8 +106,11 @@ def read_parquet(url: str, columns: Iterable[str] | None = None) -> pa.Table:
     return read_parquet_file(url, columns)
 
 
-def read_parquet_file(url: str, columns: Iterable[str] | None = None) -> pa.Table:
-    """``columns`` (all when None) of the Parquet file ``url``, local or remote.
+def read_parquet_file(url: str, columns: Iterable[str] | None = None,
+                      read_dictionary: Iterable[str] | None = None) -> pa.Table:
+    """``columns`` (all when None) of the Parquet file ``url``, local or remote; the columns
+    ``read_dictionary`` names (Parquet paths: ``terms.list.element`` for a list's strings)
+    dictionary-encoded as the file stores them, one dictionary a row group, not decoded.
 
     A local file is read by Arrow itself. A remote one is read through its fsspec file object in
     this thread alone — no pre-buffering, no decoding on Arrow's thread pools: Arrow's threads
@@ -115,12 +118,13 @@ def read_parquet_file(url: str, columns: Iterable[str] | None = None) -> pa.Tabl
     and the process then aborted after its work was done ("terminate called without an active
     exception", exit 134: one run in two of a short command, whatever it had read)."""
     columns = list(columns) if columns is not None else None
+    dictionaries = list(read_dictionary) if read_dictionary is not None else None
     local = local_path(url)
     if local is not None:
-        return pq.read_table(local, columns=columns)
+        return pq.read_table(local, columns=columns, read_dictionary=dictionaries)
     fs, path = filesystem(url)
     with fs.open(path, "rb") as f:
-        return pq.read_table(f, columns=columns, pre_buffer=False, use_threads=False)
+        return pq.read_table(f, columns=columns, read_dictionary=dictionaries, pre_buffer=False, use_threads=False)
 
 
 def arrow_threads(url: str) -> bool:
