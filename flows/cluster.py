@@ -261,8 +261,6 @@ def fresh_workers(runner, limit: int = WORKER_RESTART_BYTES) -> list[int]:
     million pages, in one build, the largest worker then peaked at 2.30 GiB in the bag
     fragments against 1.85 GiB on fresh workers. A restart takes about 5 s. A cluster at
     ``dask_address`` (someone's own) and a worker thread in this process are left as they are."""
-    from distributed import LocalCluster
-
     client = getattr(runner, "_client", None)
     if client is None or not isinstance(getattr(client, "cluster", None), LocalCluster) \
             or not client.cluster.processes:

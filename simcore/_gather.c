@@ -31,12 +31,12 @@
  * 0.0 + w1 + w2 + ...).
  * First an open-addressing hash table of the keys row * n_cols + col, fast while it stays in a
  * core's cache: a slice of a 100k-page crawl's links part sums ~4 million entries to ~70,000
- * pairs. Past HASHED_PAIRS pairs (a
- * slice of a 1M-page crawl's links part: 5.6 million entries, 1 million pairs, 28–30 ns an
- * entry in a table larger than the caches) the entries are instead bucketed by row (a stable
- * counting sort: a slice's rows number in the thousands), then each row's summed into an
- * array over the columns, the columns seen in the row marked in a bitmap (and the bitmap's
- * words in use in a second one) that is read back in order. Either way the pairs come out
+ * pairs. Past HASHED_PAIRS pairs (a slice of a 1M-page crawl's links part: 5.6 million
+ * entries, 1 million pairs, 28–30 ns an entry in a table larger than the caches) the entries
+ * are instead bucketed by row (a stable counting sort: a slice's rows number in the
+ * thousands), then each row's summed into an array over the columns, the columns seen in the
+ * row marked in a bitmap (and the bitmap's words in use in a second one) that is read back in
+ * order. Either way the pairs come out
  * ordered by the buckets. Memory: 12 bytes an entry and 8 a column, besides the pairs.
  *
  * first_links(sources, targets, first) -> int
