@@ -36,8 +36,8 @@
  * are instead bucketed by row (a stable counting sort: a slice's rows number in the
  * thousands), then each row's summed into an array over the columns, the columns seen in the
  * row marked in a bitmap (and the bitmap's words in use in a second one) that is read back in
- * order. Either way the pairs come out
- * ordered by the buckets. Memory: 12 bytes an entry and 8 a column, besides the pairs.
+ * order. Either way the pairs come out ordered by the buckets. Memory: 12 bytes an entry and 8
+ * a column, besides the pairs.
  *
  * first_links(sources, targets, first) -> int
  *
