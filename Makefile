@@ -40,5 +40,10 @@ test-all: venv system-deps
 bench: venv
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
+# Everything the install, the tests and the demo write into the tree: the venv, the compiled
+# extensions, setuptools' build/ and egg-info, the Prefect home, pytest's and hypothesis' caches,
+# __pycache__ folders and the demo's out/demo (the downloaded packages in ~/.cache/simweb stay).
 clean:
-	rm -rf $(VENV) .prefect .pytest_cache build *.egg-info simcore/_scan*.so simcore/_dart*.so
+	rm -rf $(VENV) .prefect .pytest_cache .hypothesis build *.egg-info simcore/*.so out/demo
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+	rmdir out 2>/dev/null || true

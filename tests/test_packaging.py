@@ -57,3 +57,38 @@ def test_the_wheel_holds_only_simweb(tmp_path):
                    "simweb/deployments/definitions.py", "simweb/core/data/stoplist.txt",
                    "simweb/corpora/debdocs.py", "simweb/schemas/related-1.json"):
         assert module in names
+
+
+def _tracked_files() -> list[str]:
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    return subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+
+
+def test_no_tracked_file_is_over_one_megabyte():
+    # Corpora and tools are built or installed from the registries, never committed.
+    large = [(name, (REPO / name).stat().st_size) for name in _tracked_files()
+             if (REPO / name).is_file() and (REPO / name).stat().st_size > 1_000_000]
+    assert large == []
+
+
+def test_make_clean_removes_what_the_install_the_tests_and_the_demo_leave(tmp_path):
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    shutil.copy2(REPO / "Makefile", tmp_path / "Makefile")
+    kept = ["simcore/bags.py", "tests/test_x.py", "out/mine/index.txt"]
+    left = [".venv/bin/simweb", ".prefect/prefect.db", ".pytest_cache/v/cache/nodeids", ".hypothesis/examples/x",
+            "build/temp.linux-x86_64-cpython-311/simcore/_walk.o", "simweb.egg-info/PKG-INFO",
+            "simcore/__pycache__/bags.cpython-311.pyc", "tests/__pycache__/test_x.cpython-311.pyc",
+            "out/demo/report/report.html"]
+    # One compiled extension per C source, named as setuptools names them in place.
+    left += [f"simcore/{c.stem}.cpython-311-x86_64-linux-gnu.so" for c in sorted((REPO / "simcore").glob("_*.c"))]
+    assert len(left) >= 14
+    for name in kept + left:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x")
+    run = subprocess.run(["make", "clean"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert [name for name in left if (tmp_path / name).exists()] == []
+    assert [name for name in kept if not (tmp_path / name).exists()] == []
+    assert not (tmp_path / "simcore/__pycache__").exists() and not (tmp_path / "out/demo").exists()
