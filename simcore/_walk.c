@@ -9,14 +9,26 @@
  *     Looks up the Lexbor functions below in the selectolax module already loaded from
  *     ``path``. False when one is missing (another selectolax build): the caller keeps the
  *     Python path.
- * links(body, classes) -> hrefs
  *     The href of every link element (a, area) in document order outside dropped elements:
- *     its text, None for a bare attribute, False when it has none.
+ *     its text, None for a bare attribute, False when it has none; and how deep the elements
+ *     walked nest below ``body`` (1: children of the body only).
+ * head(head, title_tag, link_tag) -> (title, links)
  * text(body, classes, kept, text_tag) -> (text, markers)
  *     The body's text as the marked tree gives it — fragments (text nodes, markers, alt text)
  *     joined by one space — and how many marker characters were written. ``kept`` has one
  *     byte per link of links(): 1 when its target is kept.
- * head(head, title_tag, link_tag) -> (title, links)
+ * parse(html_element, html, depth, seconds, step) -> 0, TOO_DEEP or TOO_SLOW
+ *     Parses ``html`` (UTF-8 bytes) into the document the element at ``html_element`` (a
+ *     parser's root, of a document already parsed) belongs to, in place of what it holds: what
+ *     selectolax's parser does in one call, in pieces of ``step`` bytes (Lexbor's chunk parsing,
+ *     which gives the same tree), so that between two pieces the parse can stop. It stops — the
+ *     document closed on what was read — when an element lies deeper than ``depth`` elements
+ *     below the document on the tree's last branch (where the open elements of a page being
+ *     parsed are, but for content a table moves before it), TOO_DEEP; or when the parse has
+ *     taken more than ``seconds`` of this thread's CPU time, TOO_SLOW. Lexbor's tree builder
+ *     looks through the open elements for many tags, so a page of deeply nested elements costs
+ *     the square of its depth: 200,000 nested divs took minutes.
+ * links(body, classes) -> (hrefs, depth)
  *     What the head's CSS queries "title" (the first) and "link[rel][href]" find: the text of
  *     the head's first title element (None when it has none), and the (rel, href) values of
  *     its link elements with both attributes, in document order ("" for a bare attribute).
@@ -34,6 +46,7 @@
 #include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 enum { DROPPED = 1, LINK = 2, AREA = 4, IMAGE = 8, BEFORE_SHIFT = 4, AFTER_SHIFT = 6, MARKER_MASK = 3 };
 /* What an element leaves to write after its content: a link's end, an area's anchor. */
@@ -52,7 +65,16 @@ static attr_t *(*first_attribute)(node_t *);
 static attr_t *(*next_attribute)(attr_t *);
 static const unsigned char *(*qualified_name)(attr_t *, size_t *);
 static const unsigned char *(*attribute_value)(attr_t *, size_t *);
+static node_t *(*last_child)(node_t *);
+static unsigned (*node_type)(node_t *);
+static unsigned (*parse_begin)(void *);
+static unsigned (*parse_chunk)(void *, const unsigned char *, size_t);
+static unsigned (*parse_end)(void *);
 static int bound = 0;
+
+/* Lexbor's node types (lxb_dom_node_type_t) and what parse() returns when it stops early. */
+enum { ELEMENT_NODE = 1, DOCUMENT_NODE = 9 };
+enum { PARSED = 0, TOO_DEEP = 1, TOO_SLOW = 2 };
 
 /* The region markers by their two-bit code (0: none) and the link markers, in UTF-8. */
 static const char *const REGION[4] = {NULL, "\xef\xb7\x92", "\xef\xb7\x93", "\xef\xb7\x94"};
@@ -78,6 +100,11 @@ walk_bind(PyObject *self, PyObject *args)
         {(void **)&next_attribute, "lxb_dom_element_next_attribute_noi"},
         {(void **)&qualified_name, "lxb_dom_attr_qualified_name"},
         {(void **)&attribute_value, "lxb_dom_attr_value_noi"},
+        {(void **)&last_child, "lxb_dom_node_last_child_noi"},
+        {(void **)&node_type, "lxb_dom_node_type_noi"},
+        {(void **)&parse_begin, "lxb_html_document_parse_chunk_begin"},
+        {(void **)&parse_chunk, "lxb_html_document_parse_chunk"},
+        {(void **)&parse_end, "lxb_html_document_parse_chunk_end"},
     };
     for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++) {
         *wanted[i].into = dlsym(module, wanted[i].name);
@@ -226,6 +253,7 @@ typedef struct {
     const char *kept;
     Py_ssize_t n_kept, link;
     Text text;
+    Py_ssize_t depth;  /* how deep the elements walked nest below the root */
 } Walk;
 
 static PyObject *
@@ -309,6 +337,8 @@ walk(Walk *w, node_t *root)
         }
         else {
             unsigned char cls = tag < 256 ? w->classes[tag] : 0;
+            if (!(cls & DROPPED) && stack.depth >= w->depth && node_type(node) == ELEMENT_NODE)
+                w->depth = stack.depth + 1;
             if (!(cls & DROPPED)) {
                 int skip;
                 int post = enter(w, node, cls, &skip);
@@ -391,8 +421,7 @@ walk_links(PyObject *self, PyObject *args)
     w.hrefs = PyList_New(0);
     if (w.hrefs == NULL || walk(&w, root) < 0)
         goto done;
-    result = w.hrefs;
-    w.hrefs = NULL;
+    result = Py_BuildValue("(On)", w.hrefs, w.depth);
 done:
     Py_XDECREF(w.hrefs);
     PyBuffer_Release(&classes);
@@ -522,9 +551,88 @@ fail:
     return NULL;
 }
 
+/* Whether an element lies more than ``limit`` elements below ``document`` on its last branch. */
+static int
+deeper_than(node_t *document, Py_ssize_t limit)
+{
+    Py_ssize_t depth = 0;
+    for (node_t *node = last_child(document); node != NULL; node = last_child(node))
+        if (node_type(node) == ELEMENT_NODE && ++depth > limit)
+            return 1;
+    return 0;
+}
+
+static double
+cpu_seconds(void)
+{
+    struct timespec now;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0)
+        return 0.0;
+    return (double)now.tv_sec + now.tv_nsec * 1e-9;
+}
+
+static PyObject *
+walk_parse(PyObject *self, PyObject *args)
+{
+    PyObject *address;
+    Py_buffer html;
+    Py_ssize_t limit, step;
+    double seconds;
+    if (!PyArg_ParseTuple(args, "Oy*ndn", &address, &html, &limit, &seconds, &step))
+        return NULL;
+    PyObject *result = NULL;
+    if (!bound) {
+        PyErr_SetString(PyExc_RuntimeError, "not bound to Lexbor: call bind() first");
+        goto done;
+    }
+    if (step <= 0) {
+        PyErr_SetString(PyExc_ValueError, "step: expected a positive number of bytes");
+        goto done;
+    }
+    node_t *root = PyLong_AsVoidPtr(address);
+    if (root == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "html_element: a null address");
+        goto done;
+    }
+    node_t *document = parent_of(root);
+    if (document == NULL || node_type(document) != DOCUMENT_NODE) {
+        PyErr_SetString(PyExc_ValueError, "html_element: not the root element of a document");
+        goto done;
+    }
+    int stopped = PARSED;
+    unsigned status, end_status;
+    const unsigned char *data = html.buf;
+    Py_BEGIN_ALLOW_THREADS
+    double start = cpu_seconds();
+    status = parse_begin(document);
+    for (Py_ssize_t at = 0; status == 0 && at < html.len; at += step) {
+        status = parse_chunk(document, data + at, (size_t)(html.len - at < step ? html.len - at : step));
+        if (status != 0)
+            break;
+        if (deeper_than(document, limit))
+            stopped = TOO_DEEP;
+        else if (cpu_seconds() - start > seconds)
+            stopped = TOO_SLOW;
+        if (stopped != PARSED)
+            break;
+    }
+    end_status = parse_end(document);
+    Py_END_ALLOW_THREADS
+    if (status != 0 || end_status != 0) {
+        PyErr_Format(PyExc_RuntimeError, "Lexbor could not parse the page (status %u)", status ? status : end_status);
+        goto done;
+    }
+    result = PyLong_FromLong(stopped);
+done:
+    PyBuffer_Release(&html);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"bind", walk_bind, METH_VARARGS, "Look up the Lexbor functions in the selectolax module loaded from a path."},
-    {"links", walk_links, METH_VARARGS, "The hrefs of a body's link elements in document order."},
+    {"parse", walk_parse, METH_VARARGS, "Parse a page into a document in pieces, within a depth and a time."},
+    {"links", walk_links, METH_VARARGS, "The hrefs of a body's link elements in document order, and their depth."},
     {"text", walk_text, METH_VARARGS, "A body's text with the markers, and how many were written."},
     {"head", walk_head, METH_VARARGS, "The text of a head's first title and its link elements' (rel, href)."},
     {NULL, NULL, 0, NULL},

@@ -45,6 +45,16 @@ as columns (:class:`simweb.core.records.Anchors`).
 Links that are not kept (not http/https, or unparseable) are counted in the optional
 ``skipped`` counter of :func:`parse_page` under LINK_NOT_HTTP and LINK_UNPARSEABLE, so that
 the ingest stage can surface them in its summary.
+
+Every page has a budget (:class:`PageLimits`). The tree builder of HTML looks through the open
+elements for many tags, so a page of deeply nested elements costs Lexbor the square of its
+depth (200,000 nested ``<div>``, 1.2 MB, took four minutes). So the parse goes in pieces
+(simcore/_walk.c: parse, Lexbor's chunk parsing, the same tree) and stops when the tree's last
+branch, where the open elements are, is deeper than the budget, or when it has taken more
+than its seconds of CPU time; the walk then measures the depth of the whole tree. A page beyond
+its budget raises :class:`PageOverBudget`, with the skip reason PAGE_TOO_DEEP or
+PAGE_TOO_SLOW. (Where the extension was not built the parse is selectolax's, in one piece: its
+depth is measured after it, and its time is not bounded.)
 """
 from __future__ import annotations
 
@@ -52,6 +62,7 @@ import re
 import threading
 from array import array
 from collections import Counter, deque
+from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import and_, attrgetter, is_not, methodcaller, not_
 
@@ -82,6 +93,10 @@ __all__ = [
     "CONTEXT_NONSTOP",
     "LINK_NOT_HTTP",
     "LINK_UNPARSEABLE",
+    "PAGE_TOO_DEEP",
+    "PAGE_TOO_SLOW",
+    "PageLimits",
+    "PageOverBudget",
     "parse_page",
 ]
 
@@ -93,6 +108,42 @@ CONTEXT_NONSTOP = 32
 LINK_NOT_HTTP = "link target not http(s)"
 #: The target is not a usable URL (bad host or port, empty host, garbage).
 LINK_UNPARSEABLE = "link target unparseable"
+
+# Why a page is not parsed (PageOverBudget.reason): skip reasons of the ingest stage.
+#: Its elements nest deeper than PageLimits.depth.
+PAGE_TOO_DEEP = "page nested too deep"
+#: Its parse took more than PageLimits.seconds of CPU time.
+PAGE_TOO_SLOW = "page parse over its time"
+
+
+@dataclass(frozen=True, slots=True)
+class PageLimits:
+    """How much one page may cost (DESIGN: every input has a budget).
+
+    ``depth``: elements nested below the document (``<html>`` is 1, ``<body>`` 2). Browsers
+    stop nesting far sooner (Chromium's parser puts elements past 512 levels beside their parent
+    instead). ``seconds``: CPU seconds of parsing, a bound on how long a page can hold a worker
+    whatever the cause (CPU time, so that a busy machine does not turn pages away).
+    """
+
+    depth: int = 4096
+    seconds: float = 10.0
+
+
+class PageOverBudget(ValueError):
+    """A page beyond its :class:`PageLimits`; ``reason`` is the ingest's skip reason."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(detail)
+        self.reason = reason
+
+
+#: The budget of every page unless a caller names another.
+PAGE_LIMITS = PageLimits()
+# Bytes given to Lexbor at a time: between two pieces the parse checks its depth and time. A
+# piece of 16 KB holds at most ~3,000 start tags, so a page too deep is stopped soon after it
+# crosses the budget, and an ordinary page is parsed in a few pieces.
+_PARSE_STEP = 16 << 10
 
 # Markers are Unicode noncharacters, reserved for exactly this internal use: they are never
 # letters, and a page that does contain them is cleaned and parsed again (_NONCHARACTERS).
@@ -136,7 +187,8 @@ _WITHOUT_EVENTS = LexborDocumentOptions.WO_EVENTS
 _SCHEME = re.compile(r"\s*([A-Za-z][A-Za-z0-9+.\-]*):")
 
 
-def parse_page(html: str | bytes, url: str, skipped: Counter[str] | None = None) -> ParsedPage:
+def parse_page(html: str | bytes, url: str, skipped: Counter[str] | None = None,
+               limits: PageLimits = PAGE_LIMITS) -> ParsedPage:
     """Title, cleaned words, outgoing anchors and canonical links of one HTML page (paper Section 3.1).
 
     ``html`` is the page's text, or bytes that are its text in UTF-8 (as
@@ -146,21 +198,23 @@ def parse_page(html: str | bytes, url: str, skipped: Counter[str] | None = None)
     ``<base href>`` when the page has one. Link targets are normalised with
     :func:`simweb.core.urls.normalize_url`; self-links are kept. Links that are not kept are
     counted in ``skipped`` (when given) under LINK_NOT_HTTP or LINK_UNPARSEABLE. The title is
-    in ``title``/``title_words`` only, not in ``words``. Never raises on any text.
+    in ``title``/``title_words`` only, not in ``words``. Raises :class:`PageOverBudget` for a
+    page beyond ``limits``, and nothing else on any text.
     """
     counted: Counter[str] = Counter()
-    page = _parse(html, url, counted)
+    page = _parse(html, url, counted, limits)
     if page is None:  # the page's own text holds our marker characters: drop them, parse again
         counted.clear()
-        page = _parse(html, url, counted, drop_marker_characters=True)
+        page = _parse(html, url, counted, limits, drop_marker_characters=True)
     if skipped is not None and counted:
         skipped.update(counted)
     return page
 
 
-def _parse(html: str | bytes, url: str, skipped: Counter[str], drop_marker_characters: bool = False) -> ParsedPage | None:
+def _parse(html: str | bytes, url: str, skipped: Counter[str], limits: PageLimits,
+           drop_marker_characters: bool = False) -> ParsedPage | None:
     """The page, or None when the text does not hold exactly the markers that were inserted."""
-    tree = LexborHTMLParser(html, options=_WITHOUT_EVENTS)
+    tree = _tree(html, limits)
     head = tree.head
     title_in_head, head_links = _head(head) if head is not None else (None, ())
     title = _title(tree, title_in_head)
@@ -172,9 +226,9 @@ def _parse(html: str | bytes, url: str, skipped: Counter[str], drop_marker_chara
     if body is None:  # a frameset page has no body and no anchors
         return ParsedPage(url, title, title_words, (), _NO_ANCHORS, canonical, refresh)
     if drop_marker_characters:
-        targets, text, inserted = _marked_text_python(body, base, skipped, drop_marker_characters=True)
+        targets, text, inserted = _marked_text_python(body, base, skipped, limits.depth, drop_marker_characters=True)
     else:
-        targets, text, inserted = _marked_text(body, base, skipped)
+        targets, text, inserted = _marked_text(body, base, skipped, limits.depth)
     words, kinds, before, markers = _scan_text(clean_text(text))
     if markers != inserted:
         return None
@@ -182,6 +236,37 @@ def _parse(html: str | bytes, url: str, skipped: Counter[str], drop_marker_chara
         return ParsedPage(url, title, title_words, tuple(words), _NO_ANCHORS, canonical, refresh)
     return ParsedPage(url, title, title_words, tuple(words), _anchors_of(words, kinds, before, targets), canonical,
                       refresh)
+
+
+def _tree_python(html: str | bytes, limits: PageLimits) -> LexborHTMLParser:
+    """The page parsed by selectolax, in one piece (its depth is measured by the marking)."""
+    return LexborHTMLParser(html, options=_WITHOUT_EVENTS)
+
+
+def _tree_c(html: str | bytes, limits: PageLimits) -> LexborHTMLParser:
+    """The page parsed in pieces within ``limits`` (simcore/_walk.c: parse) into the document of
+    a parser made for it; raises PageOverBudget when the parse stopped."""
+    # A parser of a standards-mode page: a document parsed keeps its quirks mode in the next parse,
+    # and a page without a doctype would leave every page after it in quirks mode.
+    tree = LexborHTMLParser("<!doctype html>", options=_WITHOUT_EVENTS)
+    data = html if type(html) is bytes else html.encode("utf-8", "ignore")  # as selectolax feeds text
+    stopped = _walk.parse(tree.root.mem_id, data, limits.depth, limits.seconds, _PARSE_STEP)
+    if stopped == _STOPPED_DEEP:
+        raise PageOverBudget(PAGE_TOO_DEEP, f"elements nested deeper than {limits.depth:,}")
+    if stopped == _STOPPED_SLOW:
+        raise PageOverBudget(PAGE_TOO_SLOW, f"the parse took more than {limits.seconds:g} s of CPU time")
+    return tree
+
+
+# What simcore/_walk.c's parse returns when it stopped: too deep, too slow.
+_STOPPED_DEEP, _STOPPED_SLOW = 1, 2
+
+
+def _too_deep(depth: int, limit: int) -> None:
+    """Raise PageOverBudget when elements nest ``depth`` levels below the body: deeper than
+    ``limit`` below the document."""
+    if depth + 2 > limit:
+        raise PageOverBudget(PAGE_TOO_DEEP, f"elements nested deeper than {limit:,}")
 
 
 def _anchors_of(words: list[str], kinds: np.ndarray, before: np.ndarray, targets: list[str]) -> Anchors:
@@ -384,12 +469,14 @@ _HREFS = _attribute("href")
 _ALTS = _attribute("alt")
 
 
-def _marked_text_python(body, base: str, skipped: Counter[str],
+def _marked_text_python(body, base: str, skipped: Counter[str], depth: int = PAGE_LIMITS.depth,
                         drop_marker_characters: bool = False) -> tuple[list[str], str, int]:
     """The kept links' targets in document order, the body's text with the markers, and the
-    number of markers inserted: the tree is marked (:func:`_mark`), then its text read."""
+    number of markers inserted: the tree is marked (:func:`_mark`), then its text read. Raises
+    PageOverBudget when what is read nests deeper than ``depth`` below the document."""
     for node in body.css(_REMOVED):  # only the body's text is read
         node.decompose()
+    _too_deep(_depth_python(body), depth)
     if drop_marker_characters:
         dirty = [node for node in body.traverse(include_text=True)
                  if node.is_text_node and _NONCHARACTERS.search(node.text_content or "")]
@@ -400,6 +487,18 @@ def _marked_text_python(body, base: str, skipped: Counter[str],
                 node.attrs["alt"] = _NONCHARACTERS.sub(" ", node.attributes["alt"])
     targets, inserted = _mark(body, base, skipped)
     return targets, body.text(separator=" "), inserted
+
+
+def _depth_python(body) -> int:
+    """How deep the elements of ``body`` nest below it (1: its children only; 0: none)."""
+    levels = {body.mem_id: 0}
+    deepest = 0
+    for node in body.traverse():  # elements in document order, each after its parent
+        parent = node.parent
+        if parent is not None and parent.mem_id in levels and node.mem_id not in levels:
+            level = levels[node.mem_id] = levels[parent.mem_id] + 1
+            deepest = max(deepest, level)
+    return deepest
 
 
 def _kept_links(hrefs: list, base: str, skipped: Counter[str]) -> tuple[list[str], list[bool]]:
@@ -476,24 +575,31 @@ def _walk_classes() -> bytes | None:
     return bytes(classes)
 
 
-def _marked_text_c(body, base: str, skipped: Counter[str]) -> tuple[list[str], str, int]:
+def _marked_text_c(body, base: str, skipped: Counter[str], depth: int = PAGE_LIMITS.depth
+                   ) -> tuple[list[str], str, int]:
     """:func:`_marked_text_python` in two walks of C over the tree (simcore/_walk.c), which is
-    left as it is: one reads the links' hrefs, and once they are normalised, the other writes
-    the text the marked tree would give."""
+    left as it is: one reads the links' hrefs and measures the depth, and once they are
+    normalised, the other writes the text the marked tree would give."""
     address = body.mem_id
-    targets, kept = _kept_links(_walk.links(address, _WALK_CLASSES), base, skipped)
+    hrefs, levels = _walk.links(address, _WALK_CLASSES)
+    _too_deep(levels, depth)
+    targets, kept = _kept_links(hrefs, base, skipped)
     text, inserted = _walk.text(address, _WALK_CLASSES, bytes(kept), _TEXT_TAG)
     return targets, text, inserted
 
 
-# A page with every kind of element the walk treats, for the check that binding it works.
+# A page with every kind of element the walk treats, for the check that binding it works (and a
+# <selectedcontent>, which the parse would fill were the document's options lost, and a table in
+# a paragraph, which ends it in a standards-mode page only: given with a doctype and without).
 _PROBE = (
     "<html><head><title>t <b>i</title><link rel='Canonical x' href=c.html><link rel=stylesheet><link href rel>"
     "</head><body><p>One. <a href=a.html>two <b>three</b></a><br>"
     "<img alt='four'><img src=x><script>no</script><ul><li>five<li><a href='mailto:x'>six</a>"
     "<li><a name=n>seven</a></ul><map><area href=b.html alt=eight><area href=c.html></map>"
     "<table><tr><td>nine<td><h2>ten</h2></table><svg><title>no</title><a href=d.html>x</a></svg>"
-    "<noscript>no</noscript><dl><dt>eleven<dd>twelve</dl></body></html>"
+    "<noscript>no</noscript><dl><dt>eleven<dd>twelve</dl>"
+    "<select><selectedcontent></selectedcontent><option>thirteen</select><p>fourteen<table><td>fifteen</table>"
+    "</body></html>"
 )
 
 
@@ -502,13 +608,18 @@ def _bind_walk() -> bool:
     its head, as the Python path does (when not, the Python path is used)."""
     if _walk is None or _WALK_CLASSES is None or not _walk.bind(selectolax_lexbor.__file__):
         return False
+    # Each way of parsing and each way of marking (the Python path marks the tree it is given).
+    ways = ((_tree_python, _marked_text_python, _head_python), (_tree_python, _marked_text_c, _head_c),
+            (_tree_c, _marked_text_c, _head_c))
     try:
-        made = [_marked_text(LexborHTMLParser(_PROBE, options=_WITHOUT_EVENTS).body, "http://x.test/", Counter())
-                for _marked_text in (_marked_text_python, _marked_text_c)]  # the Python path marks the tree
-        heads = [_head(LexborHTMLParser(_PROBE, options=_WITHOUT_EVENTS).head) for _head in (_head_python, _head_c)]
+        for probe in (_PROBE, "<!doctype html>" + _PROBE, "<!DOCTYPE html PUBLIC '-//W3C//DTD HTML 4.01//EN'>" + _PROBE):
+            made = [marked(tree(probe, PAGE_LIMITS).body, "http://x.test/", Counter()) for tree, marked, _ in ways]
+            heads = [head(tree(probe, PAGE_LIMITS).head) for tree, _, head in ways]
+            if not made[0] == made[1] == made[2] or not heads[0] == heads[1] == heads[2]:
+                return False
     except (ValueError, RuntimeError, AttributeError, TypeError):
         return False
-    return made[0] == made[1] and heads[0] == heads[1]
+    return True
 
 
 def _count_skipped(href: str | None, skipped: Counter[str]) -> None:
@@ -603,4 +714,5 @@ def _right_lengths(cuts: np.ndarray, ends: np.ndarray, edges: np.ndarray) -> tup
 _WALK_CLASSES = _walk_classes()
 _TEXT_TAG = LexborHTMLParser("<p>x</p>").css_first("p").child.tag_id
 _TITLE_TAG, _LINK_TAG = _tag_ids(("title", "link")).values()
-_marked_text, _head = (_marked_text_c, _head_c) if _bind_walk() else (_marked_text_python, _head_python)
+_marked_text, _head, _tree = ((_marked_text_c, _head_c, _tree_c) if _bind_walk()
+                              else (_marked_text_python, _head_python, _tree_python))

@@ -91,7 +91,7 @@ from warcio.statusandheaders import StatusAndHeadersParser
 
 from simweb.core.aliases import REDIRECT, REDIRECT_STATUSES, redirect_target
 from simweb.core.charset import charset_from_content_type, html_for_parser, looks_binary, looks_like_html
-from simweb.core.html import parse_page
+from simweb.core.html import PAGE_TOO_DEEP, PAGE_TOO_SLOW, PageOverBudget, parse_page
 from simweb.core.replay import payload_digest, timestamp14
 from simweb.core.urls import normalize_url, url_id
 from simweb.tasks.archives import FORMATS, ArchiveRecords, RecordEnd
@@ -144,7 +144,8 @@ DUPLICATE = "duplicate URL"
 PARSE_ERROR = "parse error"
 SKIP_REASONS = (
     "<type> record", NO_URI, NOT_WEB_URI, INVALID_URI, "HTTP 1xx/3xx/4xx/5xx", BAD_STATUS, NOT_HTML,
-    TRUNCATED, TOO_LARGE, UNSUPPORTED_ENCODING, ENCODING_ERROR, EMPTY, DUPLICATE, PARSE_ERROR,
+    TRUNCATED, TOO_LARGE, UNSUPPORTED_ENCODING, ENCODING_ERROR, EMPTY, DUPLICATE, PAGE_TOO_DEEP, PAGE_TOO_SLOW,
+    PARSE_ERROR,
 )
 
 # ---------------------------------------------------------------------------------------
@@ -664,6 +665,9 @@ def _add_page(page, record: RecordPlace, source: str, parts: IngestParts, counts
     try:
         html, charset = html_for_parser(body, http_charset)
         parts.add(parse_page(html, url, link_skips), status, charset, source, record, alias_skips)
+    except PageOverBudget as exc:  # a page beyond its depth or time (simweb.core.html.PageLimits)
+        logger.info("%s: page %s at offset %d skipped: %s", source, url, record.offset, exc)
+        return exc.reason
     except Exception as exc:  # a page the parser cannot handle must not stop the file
         logger.warning("%s: page %s at offset %d skipped: %s: %s", source, url, record.offset,
                        type(exc).__name__, exc, exc_info=True)

@@ -36,20 +36,38 @@ def supported_content_encodings() -> frozenset[str]:
     return SUPPORTED_CONTENT_ENCODINGS
 
 
+# Bytes of compressed input given to zlib at a time. When a gzip member ends, zlib copies what
+# was given after it into ``unused_data``: given the whole rest of the payload, a payload of many
+# small members (a few bytes each can hold nothing) would cost the square of its length. The step
+# starts small at each member and doubles while the member goes on, so a member costs at most
+# about twice its own bytes, and a large one is read in steps of up to a megabyte.
+_FIRST_STEP = 1 << 9
+_LARGEST_STEP = 1 << 20
+
+
 def _inflate(data: bytes, wbits: int, limit: int) -> bytes:
-    """zlib/gzip decompression, capped at ``limit`` bytes, across concatenated gzip members."""
+    """zlib/gzip decompression, capped at ``limit`` bytes, across concatenated gzip members;
+    linear in the length of ``data`` whatever its members (see _FIRST_STEP)."""
     out: list[bytes] = []
     size = 0
-    while data:
+    view = memoryview(data)
+    pos, end = 0, len(data)
+    while pos < end:
         d = zlib.decompressobj(wbits)
-        chunk = d.decompress(data, limit + 1 - size)
-        out.append(chunk)
-        size += len(chunk)
-        if d.unconsumed_tail or size > limit:
-            raise EncodingError(TOO_LARGE, f"decodes to more than {limit:,} bytes")
-        if not d.eof:
-            break  # a truncated stream: keep what it held (crawlers cut long payloads)
-        data = d.unused_data
+        step = _FIRST_STEP
+        while True:
+            given = view[pos:pos + step]
+            chunk = d.decompress(given, limit + 1 - size)
+            out.append(chunk)
+            size += len(chunk)
+            if d.unconsumed_tail or size > limit:
+                raise EncodingError(TOO_LARGE, f"decodes to more than {limit:,} bytes")
+            pos += len(given) - len(d.unused_data)
+            if d.eof:
+                break
+            if pos >= end:
+                return b"".join(out)  # a truncated stream: keep what it held (crawlers cut long payloads)
+            step = min(2 * step, _LARGEST_STEP)
     return b"".join(out)
 
 

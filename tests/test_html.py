@@ -774,13 +774,12 @@ walk_soup = st.lists(
 
 
 def both_walks(source: str, url: str = PAGE):
-    """What the C walk and the Python path make of one page (each on a tree of its own: the
-    Python path changes the tree it marks)."""
-    from selectolax.lexbor import LexborHTMLParser
-
+    """What the C parse and walk and the Python path make of one page (each on a tree of its
+    own: the Python path changes the tree it marks)."""
     made = []
-    for walk, head in ((html._marked_text_c, html._head_c), (html._marked_text_python, html._head_python)):
-        tree = LexborHTMLParser(source, options=html._WITHOUT_EVENTS)
+    for parse, walk, head in ((html._tree_c, html._marked_text_c, html._head_c),
+                              (html._tree_python, html._marked_text_python, html._head_python)):
+        tree = parse(source, html.PAGE_LIMITS)
         read_head = head(tree.head) if tree.head is not None else None
         skipped: Counter[str] = Counter()
         made.append((*walk(tree.body, url, skipped), skipped, read_head) if tree.body is not None else read_head)
@@ -791,6 +790,7 @@ def both_walks(source: str, url: str = PAGE):
 def test_the_c_walk_is_bound_to_the_installed_selectolax():
     assert html._marked_text is html._marked_text_c
     assert html._head is html._head_c
+    assert html._tree is html._tree_c
 
 
 @needs_c_walk
@@ -826,7 +826,7 @@ def test_the_c_walk_refuses_a_kept_mask_of_the_wrong_length():
     from selectolax.lexbor import LexborHTMLParser
 
     body = LexborHTMLParser("<p><a href=/a>a</a> <a href=/b>b</a></p>").body
-    assert html._walk.links(body.mem_id, html._WALK_CLASSES) == ["/a", "/b"]
+    assert html._walk.links(body.mem_id, html._WALK_CLASSES) == (["/a", "/b"], 2)
     for kept in (b"\x01", b"\x01\x01\x01"):
         with pytest.raises(ValueError, match="kept"):
             html._walk.text(body.mem_id, html._WALK_CLASSES, kept, html._TEXT_TAG)
@@ -840,5 +840,5 @@ def test_without_the_c_walk_pages_parse_the_same(warc_dir):
     pages_read = [(normalize_url(url), source) for url, source in real_pages(warc_dir)]
     expected = [parse_page(source, url) for url, source in pages_read]
     with mock.patch.object(html, "_marked_text", html._marked_text_python), \
-            mock.patch.object(html, "_head", html._head_python):
+            mock.patch.object(html, "_head", html._head_python), mock.patch.object(html, "_tree", html._tree_python):
         assert [parse_page(source, url) for url, source in pages_read] == expected
