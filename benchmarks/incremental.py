@@ -32,7 +32,31 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CRAWLS = (REPO / "out" / "demo" / "debdocs" / "warc", REPO.parent / "shared" / "fixtures" / "warc")
 
 
-def _new_warc(path: str, targets: list[str]) -> None:
+def update_arguments(doc: str, argv: list[str] | None):
+    """The options of a benchmark of one new page added to a crawl: --crawl, --links, --work."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--crawl", default=None, help="a folder of WARC files (e.g. a DebDocs corpus's warc/)")
+    ap.add_argument("--links", type=int, default=5, help="links of the new page into the crawl")
+    ap.add_argument("--work", default=None, help="scratch folder (default: the system's temporary folder)")
+    return ap.parse_args(argv)
+
+
+def crawl_files(crawl: str | None) -> list[str]:
+    """The WARC files of ``crawl`` (a folder), else of the first of :data:`DEFAULT_CRAWLS` there is
+    (of the fixtures, the two that hold HTML pages)."""
+    crawl_dir = crawl or next((str(p) for p in DEFAULT_CRAWLS if p.is_dir()), None)
+    if crawl_dir is None:
+        raise SystemExit("no crawl: give --crawl WARC_DIR (e.g. `make demo` writes out/demo/debdocs/warc)")
+    files = sorted(glob.glob(os.path.join(crawl_dir, "*.warc*")))
+    if crawl_dir == str(DEFAULT_CRAWLS[1]):
+        files = [f for f in files if os.path.basename(f) in ("warcfile.warc.gz", "example.warc.gz")]
+    if not files:
+        raise SystemExit(f"no WARC files in {crawl_dir}")
+    return files
+
+
+def new_page_warc(path: str, targets: list[str]) -> None:
+    """A gzipped WARC file of one new page (``http://reading-list.example/``) linking to ``targets``."""
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
@@ -46,11 +70,7 @@ def _new_warc(path: str, targets: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--crawl", default=None, help="a folder of WARC files (e.g. a DebDocs corpus's warc/)")
-    ap.add_argument("--links", type=int, default=5, help="links of the new page into the crawl")
-    ap.add_argument("--work", default=None, help="scratch folder (default: the system's temporary folder)")
-    args = ap.parse_args(argv)
+    args = update_arguments(__doc__, argv)
 
     import pyarrow.parquet as pq
 
@@ -63,14 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     from simweb.tasks.layout import crawl_folder
     from simweb.tasks.signatures import IndexParams
 
-    crawl_dir = args.crawl or next((str(p) for p in DEFAULT_CRAWLS if p.is_dir()), None)
-    if crawl_dir is None:
-        raise SystemExit("no crawl: give --crawl WARC_DIR (e.g. `make demo` writes out/demo/debdocs/warc)")
-    files = sorted(glob.glob(os.path.join(crawl_dir, "*.warc*")))
-    if crawl_dir == str(DEFAULT_CRAWLS[1]):
-        files = [f for f in files if os.path.basename(f) in ("warcfile.warc.gz", "example.warc.gz")]
-    if not files:
-        raise SystemExit(f"no WARC files in {crawl_dir}")
+    files = crawl_files(args.crawl)
     work = tempfile.mkdtemp(dir=args.work, prefix="simweb-incremental-")
     strategy, params = Strategy(), IndexParams()
     try:
@@ -91,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
 
         urls = pq.read_table(os.path.join(crawl, "pages"), columns=["url"]).column("url").to_pylist()
         new = os.path.join(work, "new.warc.gz")
-        _new_warc(new, urls[:: max(1, len(urls) // args.links)][: args.links])
+        new_page_warc(new, urls[:: max(1, len(urls) // args.links)][: args.links])
         t = time.perf_counter()
         new_parts = list(ingest_files([new], crawl).parts)
         ingest_s = time.perf_counter() - t

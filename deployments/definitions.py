@@ -223,12 +223,14 @@ def build_deployments(
     *,
     names: Iterable[str] | None = None,
     ingest_cron: str | None = INGEST_CRON,
+    ingest_every: float | None = None,
     overrides: dict[str, dict[str, Any]] | None = None,
 ) -> list:
     """The ``RunnerDeployment`` objects to serve (deployments whose flow is missing are left out).
 
     ``overrides`` replaces default parameters per deployment (``{"build-index": {"m": 16}}``);
-    ``ingest_cron`` None serves the ingestion without a schedule.
+    ``ingest_cron`` None serves the ingestion without a schedule; ``ingest_every`` (seconds)
+    schedules it at that interval instead of the cron.
     """
     from prefect.deployments.runner import EntrypointType
 
@@ -244,12 +246,14 @@ def build_deployments(
         parameters = {**s.parameters(workspace), **(overrides or {}).get(s.name, {})}
         check_parameters(s, flow_obj, parameters)
         cron = ingest_cron if s.name == "ingest-new-crawl" else s.cron
+        interval = ingest_every if s.name == "ingest-new-crawl" else None
         deployments.append(
             flow_obj.to_deployment(
                 name=s.name,
                 description=s.description,
                 parameters=parameters,
-                cron=cron,
+                cron=None if interval else cron,
+                interval=interval or None,
                 concurrency_limit=s.concurrency_limit,
                 tags=list(s.tags),
                 # Served runs import the flow by module path, so they work from any folder.

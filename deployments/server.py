@@ -27,6 +27,10 @@ QUIET_ENV = {
 }
 
 
+#: The settings that tell the Prefect UI where its API is (the second is the older name).
+UI_API_URL_SETTINGS = ("PREFECT_SERVER_UI_API_URL", "PREFECT_UI_API_URL")
+
+
 def free_port(host: str = LOOPBACK) -> int:
     """A TCP port nobody listens on right now (the OS picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -103,6 +107,13 @@ class LocalPrefectServer:
         env = dict(os.environ)
         env.update(QUIET_ENV)
         env.pop("PREFECT_API_URL", None)  # the server must not talk to another server
+        # `prefect server start --port N` serves the UI an api_url made of PREFECT_SERVER_API_HOST
+        # and _PORT (default 4200), not of --port, and a profile's PREFECT_API_URL wins over both:
+        # the UI would then ask another port's API ("Can't connect to Server API"). Name ours,
+        # unless the user set the UI's API address (a server behind a proxy).
+        env["PREFECT_SERVER_API_HOST"], env["PREFECT_SERVER_API_PORT"] = LOOPBACK, str(self.port)
+        if not any(env.get(name) for name in UI_API_URL_SETTINGS):
+            env["PREFECT_UI_API_URL"] = self.api_url
         if self.prefect_home is not None:
             self.prefect_home.mkdir(parents=True, exist_ok=True)
             env["PREFECT_HOME"] = str(self.prefect_home)

@@ -19,6 +19,7 @@ from prefect import flow
 from simweb.core.strategy import Strategy
 from simweb.flows.chain import BuildSummary, index_chain, ingest_sentence, ingest_stage
 from simweb.flows.cluster import fresh_workers_after_ingest, publish_markdown, stage_runner
+from simweb.flows.parameters import StrategyParameter
 from simweb.tasks.bags import PART_MB
 from simweb.tasks.crawl import left_out_of_selection, write_selection
 from simweb.tasks.ingest import nothing_ingested
@@ -33,7 +34,7 @@ from simweb.tasks.signatures import IndexParams
 def build_index(
     crawl: str | list[str],
     out: str,
-    strategy: Strategy = Strategy(),
+    strategy: StrategyParameter = Strategy(),
     m: int = 80,
     seed: int = 1,
     min_in_degree: int | None = None,
@@ -62,7 +63,7 @@ def build_index(
     Args:
         crawl: The crawl: a WARC or ARC file (plain or gzipped, or a .warc.zst), a folder of them (searched recursively), a glob, an s3:// prefix or glob, an https:// file URL, or a list of those.
         out: The index folder: the published index (versions/, CURRENT, current), its stage cache and its crawl.
-        strategy: How pages are described (paper Sections 3–4): sources, window, stemming, weighting; the default is the paper's Section 7 choice.
+        strategy: How pages are described (paper Sections 3–4): sources, window, stemming, weighting, as fields or in the text form of simweb build --strategy (anchor:32+content,stem,dist,nmdf); the default is the paper's Section 7 choice.
         m: Min-hash signatures per page (Section 6.2); more is more accurate and slower.
         seed: Seed of the min-hash functions; two indexes compare only with the same seed and m.
         min_in_degree: Pages with at most this many inlinks stay queryable but are not returned as results (Section 7.1); empty, the default, keeps every page.

@@ -17,7 +17,7 @@ begins (see :func:`refresh_index`). A file the ledger records as ingested but no
 """
 from __future__ import annotations
 
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,9 @@ from prefect import flow
 
 from simweb.core.strategy import Strategy
 from simweb.flows.chain import index_chain, ingest_sentence, ingest_stage
-from simweb.flows.cluster import fresh_workers_after_ingest, publish_markdown, stage_runner
+from simweb.flows.cluster import fresh_workers_after_ingest, in_flow_run, publish_markdown, stage_runner
+from simweb.flows.parameters import StrategyParameter
+from simweb.flows.runsize import SMALL_INPUT_BYTES, folder_size, human_size, in_process
 from simweb.tasks import incremental
 from simweb.tasks.bags import PART_MB
 from simweb.tasks.crawl import add_to_selection
@@ -50,13 +52,25 @@ class IncrementalIngest:
     stages: dict[str, bool] = field(default_factory=dict)  # stage -> reused
     skipped: str | None = None  # why this run did nothing (another run held the index folder)
 
+    def markdown(self, table: str) -> str:
+        """The run's artifact: where the index is, the files this run ingested (and those it
+        could not), then the ingest's table."""
+        lines = ["# ingest-new-crawl", "",
+                 f"The index is published at `{self.index}`." if self.index else "No index was published.", "",
+                 f"Files ingested by this run ({len(self.ingested)}):", ""]
+        lines += [f"- `{name}`" for name in self.ingested] or ["- none"]
+        if self.failed:
+            lines += ["", f"Files not ingested ({len(self.failed)}):", ""]
+            lines += [f"- `{name}`: {reason}" for name, reason in self.failed.items()]
+        return "\n".join(lines) + f"\n\n```\n{table}\n```\n"
+
 
 @flow(name="ingest-new-crawl")
 def ingest_new_crawl(
     inbox: str,
     out: str,
     follow_index: bool = True,
-    strategy: Strategy = Strategy(),
+    strategy: StrategyParameter = Strategy(),
     m: int = 80,
     seed: int = 1,
     min_in_degree: int | None = None,
@@ -80,7 +94,7 @@ def ingest_new_crawl(
         inbox: The folder new WARC files are dropped into; each file's content is ingested once, whatever its name.
         out: A build-index output folder (its index and crawl are brought up to date).
         follow_index: Keep the strategy, m, seed and min_in_degree the live index was built with, whatever the parameters below say.
-        strategy: How pages are described, when there is no index yet or follow_index is off.
+        strategy: How pages are described, as fields or in the text form of simweb build --strategy (anchor:32+content,stem,dist,nmdf), when there is no index yet or follow_index is off.
         m: Min-hash signatures per page, when there is no index yet or follow_index is off.
         seed: Min-hash seed, when there is no index yet or follow_index is off.
         min_in_degree: In-degree filter of I (Section 7.1), when there is no index yet or follow_index is off; empty keeps every page.
@@ -113,7 +127,12 @@ def ingest_new_crawl(
         # 2. Keep the live index's strategy and min-hash parameters (unless told otherwise).
         strategy, params = incremental.index_parameters(
             out, follow_index, strategy, IndexParams(m=m, seed=seed, min_in_degree=min_in_degree), log)
-        with stage_runner(dask_address, n_workers) as runner:
+        # A few small files are ingested in this process, as small builds are; more on a Dask cluster.
+        small = in_process(sum(f.size for f in scan.new), dask_address, n_workers)
+        if small and scan.new:
+            log.info("ingest-new-crawl: %d new file(s) of %s in all, ingested in this process (no Dask cluster "
+                     "for under %d MB)", len(scan.new), human_size(sum(f.size for f in scan.new)), SMALL_INPUT_BYTES >> 20)
+        with nullcontext(None) if small else stage_runner(dask_address, n_workers) as runner:
             # 3. Ingest the new files into the crawl folder (shards of files, each file retried on I/O errors).
             ingested = ingest_stage(runner, [f.url for f in scan.new], crawl_dir, io_retries) if scan.new else IngestStats()
             # 4. Record each file in the ledger, ingested or failed (rewritten atomically).
@@ -124,7 +143,8 @@ def ingest_new_crawl(
             #    the touched URLs only within a df epoch, every bag when a new epoch begins.
             new_parts = [part_name(d) for d in not_indexed(crawl_dir)]
             index, stages = refresh_index(runner, out, crawl_dir, strategy, params, directory, partitions,
-                                          new_parts, max_growth, part_mb, files_read=ingested.files_read)
+                                          new_parts, max_growth, part_mb, files_read=ingested.files_read,
+                                          cluster=(dask_address, n_workers))
         # 6. Mark every ingested file as covered by the index.
         mark_indexed(crawl_dir, not_indexed(crawl_dir))
     report = IncrementalIngest(
@@ -140,16 +160,16 @@ def ingest_new_crawl(
              ", ".join(f"{s} {'reused' if r else 'computed'}" for s, r in stages.items()), index)
     for name, reason in report.failed.items():
         log.warning("%s not ingested: %s", name, reason)
-    publish_markdown("ingest-new-crawl-summary", "# ingest-new-crawl\n\n" + (
-        f"The index is published at `{index}`." if index else "No index was published.")
-        + f"\n\n```\n{ingested.summary()}\n```\n", f"ingest-new-crawl from {inbox} into {out}")
+    publish_markdown("ingest-new-crawl-summary", report.markdown(ingested.summary()),
+                     f"ingest-new-crawl from {inbox} into {out}")
     return report
 
 
 def refresh_index(runner, out: str, crawl_dir: str, strategy: Strategy, params: IndexParams,
                   directory: str | None, partitions: int | None, new_parts: list[str] | None = None,
                   max_growth: float = DEFAULT_MAX_GROWTH, part_mb: int = PART_MB,
-                  files_read: int = 0) -> tuple[str, dict[str, bool]]:
+                  files_read: int = 0, cluster: tuple[str | None, int | None] = (None, None)
+                  ) -> tuple[str, dict[str, bool]]:
     """Bring the index in ``out`` up to date with the crawl folder; the live version and, per
     stage, whether it was reused.
 
@@ -161,7 +181,9 @@ def refresh_index(runner, out: str, crawl_dir: str, strategy: Strategy, params: 
     exactly as a full build over the same files does, and a new epoch begins. Before that
     chain, the cluster's workers that an ingest of ``files_read`` files left holding too much
     are restarted (simweb.flows.cluster.fresh_workers); the incremental update runs in this
-    process and needs no fresh workers.
+    process and needs no fresh workers. Without a runner (the new files were few and small), a
+    re-weighting of a crawl folder of :data:`~simweb.flows.runsize.SMALL_INPUT_BYTES` or more
+    starts the Dask cluster ``cluster`` (its address, its workers) for the chain.
     """
     log = run_logger("simweb.ingest_new_crawl")
     plan = incremental.plan_update(out, crawl_dir, strategy, params, new_parts, max_growth)
@@ -172,6 +194,9 @@ def refresh_index(runner, out: str, crawl_dir: str, strategy: Strategy, params: 
                  plan.epoch.id, stats["touched"], stats.get("updated_docs", 0), stats.get("new_docs", 0))
         return index, stages
     log.info("re-weighting every bag (a new df epoch): %s", plan.full_reason)
-    fresh_workers_after_ingest(runner, files_read, log)
-    chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions, part_mb=part_mb)
+    large = runner is None and in_flow_run() and not in_process(folder_size(crawl_dir), *cluster)
+    with stage_runner(*cluster) if large else nullcontext(runner) as runner:
+        fresh_workers_after_ingest(runner, files_read, log)
+        chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions, part_mb=part_mb)
     return chain.index, {name: output.reused for name, output in chain.stages.items()}
+

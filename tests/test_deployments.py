@@ -66,6 +66,51 @@ def test_every_available_flow_is_deployed_with_defaults_it_accepts(tmp_path):
     assert [d.name for d in unscheduled] == ["ingest-new-crawl"] and unscheduled[0].schedules in (None, [])
 
 
+def test_the_strategy_parameter_takes_the_text_form_as_well_as_its_fields(tmp_path):
+    """What the server validates a run's parameters against (the deployment's schema) and what
+    the flow then receives: the text form of `simweb build --strategy`, or the fields."""
+    import jsonschema
+
+    from prefect.exceptions import ParameterTypeError
+
+    from simweb.core.strategy import Strategy
+    from simweb.flows.build_index import build_index
+
+    ws = definitions.Workspace.at(tmp_path)
+    for deployment in definitions.build_deployments(ws, names=["build-index", "ingest-new-crawl"]):
+        schema = deployment._parameter_openapi_schema.model_dump_for_openapi()
+        strategy = schema["properties"]["strategy"]
+        assert {"$ref": "#/definitions/Strategy"} in strategy["anyOf"]  # the form's typed fields
+        assert {"type": "string", "title": "text form"}.items() <= strategy["anyOf"][1].items()
+        for value in ("anchor:32+content+links,stem,dist,nmdf", {"window_size": 8, "stemming": "nostem"}):
+            jsonschema.validate({**deployment.parameters, "strategy": value}, schema)
+    text = "anchor:32+content+links,nostem,dist,nmdf"
+    given = build_index.validate_parameters({"crawl": "c", "out": "o", "strategy": text})["strategy"]
+    assert given == Strategy.parse(text) and isinstance(given, Strategy)
+    fields = build_index.validate_parameters({"crawl": "c", "out": "o", "strategy": {"window_size": 8}})["strategy"]
+    assert fields == Strategy(window_size=8)
+    with pytest.raises(ParameterTypeError, match="strategy: Value error, window_size: expected 0…32 words"):
+        build_index.validate_parameters({"crawl": "c", "out": "o", "strategy": "anchor:99+content"})
+
+
+def test_a_few_small_new_files_are_ingested_in_the_flows_process():
+    from simweb.flows.runsize import SMALL_INPUT_BYTES, in_process
+
+    assert in_process(597)
+    assert not in_process(SMALL_INPUT_BYTES)  # a large update starts a cluster
+    assert not in_process(597, dask_address="tcp://10.0.0.5:8786") and not in_process(597, n_workers=2)
+    assert not in_process(None)  # sizes not known (remote files)
+
+
+def test_up_refuses_two_schedules_at_once(capsys):
+    from simweb.cli import main
+
+    assert main(["orchestrate", "up", "--ingest-every", "60", "--no-schedule"]) == 2
+    assert "give one of them" in capsys.readouterr().err
+    assert main(["orchestrate", "up", "--ingest-every", "0"]) == 2
+    assert "expected a positive number of seconds" in capsys.readouterr().err
+
+
 def test_a_default_the_flow_does_not_take_is_refused(tmp_path):
     ws = definitions.Workspace.at(tmp_path)
     with pytest.raises(TypeError, match="defaults name shingle_size, which simweb.flows.build_index.build_index does not take"):
@@ -207,6 +252,24 @@ def test_a_rebuild_with_a_changed_strategy_from_the_cli_reruns_from_the_bags_sta
     windows = [m["stats"]["strategy"]["window_size"] for m in stagecache.published(str(data / "index" / "stages"), "bags")]
     assert sorted(windows) == [8, 32]  # the default build's bags, and the new ones
     assert marks() == ingested and ingested, "the ingest ran again for a strategy change"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_run_created_through_the_api_with_the_strategy_text_form_completes(orchestrated):
+    """The README's strategy form, given to the API as the UI's form sends it: the run validates,
+    completes, and builds the bags of that strategy (after the two runs above)."""
+    from simweb.tasks import stagecache
+
+    api, data = orchestrated["api"], orchestrated["data"]
+    build = {d["name"]: d for d in _api_post(api, "/deployments/filter", {})}["build-index"]
+    run = _api_post(api, f"/deployments/{build['id']}/create_flow_run", {"parameters": {
+        **build["parameters"], "strategy": "anchor:16+content,stem,dist,nmdf", "until": "bags", "n_workers": 1}})
+    state = _wait_for(lambda: (lambda r: r["state_type"] in ("COMPLETED", "FAILED", "CRASHED") and r)(
+        _api_get(api, f"/flow_runs/{run['id']}")), 400, "the run", orchestrated["proc"], orchestrated["log"])
+    assert state["state_type"] == "COMPLETED", state["state"]
+    windows = [m["stats"]["strategy"]["window_size"] for m in stagecache.published(str(data / "index" / "stages"), "bags")]
+    assert 16 in windows
 
 
 def _interruptible() -> None:

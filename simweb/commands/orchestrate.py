@@ -17,6 +17,7 @@ import json
 import os
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
 
 def register(subparsers) -> None:
@@ -29,7 +30,13 @@ def register(subparsers) -> None:
     sub = parser.add_subparsers(dest="orchestrate_command", metavar="ACTION", required=True)
 
     up = sub.add_parser("up", help="start the Prefect server and serve the deployments until Ctrl-C")
-    up.add_argument("--port", type=int, default=None, help="port of the Prefect server on 127.0.0.1 (default 4200)")
+    up.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help="port of the Prefect server on 127.0.0.1 (default 4200; with PREFECT_API_URL set and no --port, "
+        "the server it names is used)",
+    )
     up.add_argument(
         "--data",
         default=None,
@@ -40,6 +47,13 @@ def register(subparsers) -> None:
         "--ingest-cron",
         default=None,
         help='schedule of ingest-new-crawl as a cron expression (default "0 * * * *", every hour)',
+    )
+    up.add_argument(
+        "--ingest-every",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="schedule ingest-new-crawl every SECONDS seconds instead of on a cron",
     )
     up.add_argument("--no-schedule", action="store_true", help="serve ingest-new-crawl without a schedule")
     up.add_argument(
@@ -79,21 +93,37 @@ def _up(args) -> int:
         os.environ["PREFECT_HOME"] = os.path.abspath(os.path.join(data, PREFECT_HOME_IN_DATA))
     from simweb.deployments.server import DEFAULT_PORT, LocalPrefectServer, ServerFailed, api_url, is_healthy
 
+    own_api = None if args.port else os.environ.get("PREFECT_API_URL")
     port = args.port or DEFAULT_PORT
+    api = own_api.rstrip("/") if own_api else api_url(port)
     workspace = definitions.Workspace.at(data)
     unknown = sorted(set(args.only or ()) - {s.name for s in definitions.SPECS})
     if unknown:
         print(f"unknown deployment {', '.join(unknown)}; expected some of "
               f"{', '.join(s.name for s in definitions.SPECS)}", file=sys.stderr)
         return 2
-    cron = None if args.no_schedule else (args.ingest_cron or definitions.INGEST_CRON)
+    if sum((args.no_schedule, args.ingest_cron is not None, args.ingest_every is not None)) > 1:
+        print("--no-schedule, --ingest-cron and --ingest-every each set the ingestion's schedule; give one of them",
+              file=sys.stderr)
+        return 2
+    if args.ingest_every is not None and not args.ingest_every > 0:
+        print(f"--ingest-every: expected a positive number of seconds, got {args.ingest_every:g}", file=sys.stderr)
+        return 2
+    every = args.ingest_every
+    cron = None if args.no_schedule or every else (args.ingest_cron or definitions.INGEST_CRON)
     if cron is not None:
         _check_cron(cron)
 
     os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
     os.environ["DO_NOT_TRACK"] = "1"
     server = None
-    if is_healthy(api_url(port)):
+    if own_api:
+        if not is_healthy(api):
+            print(f"no Prefect server answers at PREFECT_API_URL={own_api}; start it, or unset PREFECT_API_URL "
+                  "(or pass --port) to start one on this machine", file=sys.stderr)
+            return 1
+        print(f"Using the Prefect server at PREFECT_API_URL={api}")
+    elif is_healthy(api):
         print(f"Using the Prefect server already running at http://127.0.0.1:{port}")
     else:
         server = LocalPrefectServer(port)
@@ -104,20 +134,22 @@ def _up(args) -> int:
             print(str(err), file=sys.stderr)
             return 1
     try:
-        os.environ["PREFECT_API_URL"] = api_url(port)  # for the flow-run processes serve starts
+        os.environ["PREFECT_API_URL"] = api  # for the flow-run processes serve starts
         from prefect import serve
         from prefect.settings import PREFECT_API_URL, temporary_settings
 
-        with temporary_settings({PREFECT_API_URL: api_url(port)}):
+        with temporary_settings({PREFECT_API_URL: api}):
             workspace.create()
             missing = definitions.missing_flows(args.only)
             for name, reason in missing.items():
                 print(f"not serving {name}: {reason}", file=sys.stderr)
-            deployments = definitions.build_deployments(workspace, names=args.only, ingest_cron=cron)
+            deployments = definitions.build_deployments(workspace, names=args.only, ingest_cron=cron,
+                                                        ingest_every=every)
             if not deployments:
                 print("no deployment to serve: none of their flows is installed", file=sys.stderr)
                 return 1
-            _print_welcome(port, workspace, deployments, cron)
+            when = f"every {every:g} s" if every else (f'on cron "{cron}"' if cron else "on demand only (no schedule)")
+            _print_welcome(api, workspace, deployments, when, named_by_env=bool(own_api))
             try:
                 # Poll for runs every 2 s (Prefect's default is 10 s): the UI's Run starts promptly.
                 serve(*deployments, print_starting_message=False, query_seconds=2)
@@ -182,8 +214,8 @@ def _check_cron(cron: str) -> None:
         raise SystemExit(f'--ingest-cron {cron!r}: expected a cron expression such as "0 * * * *" ({err})') from None
 
 
-def _print_welcome(port: int, workspace, deployments, cron: str | None) -> None:
-    ui = f"http://127.0.0.1:{port}"
+def _print_welcome(api: str, workspace, deployments, when: str, named_by_env: bool = False) -> None:
+    ui = api.removesuffix("/api")
     names = [d.name for d in deployments]
     print()
     print(f"Prefect UI:        {ui}   (deployments: {ui}/deployments)")
@@ -191,13 +223,14 @@ def _print_welcome(port: int, workspace, deployments, cron: str | None) -> None:
     print(f"Prefect database:  {os.environ.get('PREFECT_HOME', '~/.prefect')} (PREFECT_HOME)")
     print(f"  full builds read {workspace.warc}/*.warc.gz")
     if "ingest-new-crawl" in names:
-        when = f'on cron "{cron}"' if cron else "on demand only (no schedule)"
         print(f"  new crawl files: drop them into {workspace.inbox} — ingested {when}")
     print(f"Serving:           {', '.join(names)}")
     print()
     print("Start a run: open a deployment in the UI and press Run (Custom run to change parameters), or")
     example = "build-index" if "build-index" in names else names[0]
-    port_arg = "" if port == 4200 else f" --port {port}"
+    # `orchestrate run` finds the server by PREFECT_API_URL as `up` did, or by the local port.
+    port = urlsplit(api).port
+    port_arg = "" if named_by_env or port == 4200 else f" --port {port}"
     print(f"  simweb orchestrate run {example}{port_arg} --param key=value")
     print("Press Ctrl-C to stop the server and the deployments.")
     print(flush=True)

@@ -12,13 +12,8 @@ from __future__ import annotations
 import argparse
 import os
 
-#: Input smaller than this (the WARC files' bytes; an ingested crawl folder's bytes for an
-#: evaluation) runs in this process by default. Measured on 2 shared cores
-#: (``python -m benchmarks.first_build``): 47 pages (0.4 MB) build in 6–10 s in one process
-#: against 42–50 s through Prefect; DebDocs (16 MB) in 29–40 s against 35–65 s. In one process a
-#: build costs about 2 s per MB; through Prefect 30–40 s of start-up plus, with two workers, about
-#: two thirds of that per MB: the two meet between 50 and 100 MB.
-SMALL_INPUT_BYTES = 64 * 2**20
+# The size under which work runs in this process (measured there) is the flows' rule too.
+from simweb.flows.runsize import SMALL_INPUT_BYTES, folder_size, human_size  # noqa: F401 (for the commands)
 
 
 def add_mode_options(parser: argparse.ArgumentParser, flow: str) -> None:
@@ -87,15 +82,8 @@ def crawl_size(files: list[str]) -> int | None:
     return total
 
 
-def folder_size(path: str) -> int | None:
-    """The bytes of the files under a local folder, else None."""
-    if "://" in path or not os.path.isdir(path):
-        return None
-    return sum(os.path.getsize(os.path.join(base, name)) for base, _, names in os.walk(path) for name in names)
 
 
-def human_size(n: int) -> str:
-    return f"{n / 2**20:.1f} MB" if n >= 2**20 else f"{n / 2**10:.0f} kB"
 
 
 def run_flow(flow, in_process: bool, *args, **params):
