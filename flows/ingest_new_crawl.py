@@ -128,10 +128,11 @@ def ingest_new_crawl(
         strategy, params = incremental.index_parameters(
             out, follow_index, strategy, IndexParams(m=m, seed=seed, min_in_degree=min_in_degree), log)
         # A few small files are ingested in this process, as small builds are; more on a Dask cluster.
-        small = in_process(sum(f.size for f in scan.new), dask_address, n_workers)
+        new_bytes = sum(f.size for f in scan.new)
+        small = in_process(new_bytes, dask_address, n_workers)
         if small and scan.new:
             log.info("ingest-new-crawl: %d new file(s) of %s in all, ingested in this process (no Dask cluster "
-                     "for under %d MB)", len(scan.new), human_size(sum(f.size for f in scan.new)), SMALL_INPUT_BYTES >> 20)
+                     "for under %d MB)", len(scan.new), human_size(new_bytes), SMALL_INPUT_BYTES >> 20)
         with nullcontext(None) if small else stage_runner(dask_address, n_workers) as runner:
             # 3. Ingest the new files into the crawl folder (shards of files, each file retried on I/O errors).
             ingested = ingest_stage(runner, [f.url for f in scan.new], crawl_dir, io_retries) if scan.new else IngestStats()
