@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> None:
         directory = os.path.join(args.debdocs, "directory.rdf")
         pages = os.path.join(args.debdocs, "directory_pages.txt")
         if not os.path.isdir(os.path.join(crawl, "pages")):
-            from simweb.tasks.ingest import ingest_files
+            from simweb.tasks.ingest.files import ingest_files
             from simweb.tasks.sources import list_archive_files
 
             t0 = time.perf_counter()

@@ -77,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     from simweb.flows.ingest_new_crawl import refresh_index
     from simweb.core.strategy import Strategy
     from simweb.tasks import incremental
-    from simweb.tasks.crawl import count_page_rows
-    from simweb.tasks.ingest import ingest_files
+    from simweb.tasks.crawl.parts import count_page_rows
+    from simweb.tasks.ingest.files import ingest_files
     from simweb.flows.chain import bags_stage, invert_stage, publish_index, signatures_stage
     from simweb.tasks.layout import crawl_folder
     from simweb.tasks.signatures import IndexParams

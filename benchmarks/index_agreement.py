@@ -34,10 +34,10 @@ def load_bags(crawl: str | None, directory: str | None):
     the rows of the URLs the directory lists (all rows without one)."""
     from simweb.core.strategy import Strategy
     from simweb.core.urls import url_id
-    from simweb.tasks.crawl import load_corpus
+    from simweb.tasks.crawl.corpus import load_corpus
 
     if crawl is None:
-        from simweb.tasks.ingest import ingest_files
+        from simweb.tasks.ingest.files import ingest_files
 
         warcs = sorted((Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "warc").glob("*.warc*"))
         crawl = tempfile.mkdtemp(prefix="agreement-crawl-")

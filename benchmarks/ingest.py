@@ -4,7 +4,7 @@
 
 Measured in one process pinned to one core, over the same HTML records:
 
-* simweb: ``simweb.tasks.ingest.ingest_warc`` — the whole stage for one WARC file: read and
+* simweb: ``simweb.tasks.ingest.files.ingest_warc`` — the whole stage for one WARC file: read and
   decompress the WARC, decode the payload and its charset, parse the page (title, cleaned
   words, anchors as word offsets of their text and context, region lengths), write the pages
   and links Parquet parts;
@@ -59,7 +59,8 @@ from warcio.archiveiterator import ArchiveIterator  # noqa: E402
 from warcio.statusandheaders import StatusAndHeaders  # noqa: E402
 from warcio.warcwriter import WARCWriter  # noqa: E402
 
-from simweb.tasks.ingest import HTML_TYPES, ingest_warc  # noqa: E402
+from simweb.tasks.ingest.files import ingest_warc
+from simweb.tasks.ingest.records import HTML_TYPES
 
 DEFAULT_FIXTURES = ("warcfile.warc.gz", "clueweb-quirk.warc.gz")
 TARGET_BASELINE_RATIO = 10.0

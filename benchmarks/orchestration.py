@@ -113,7 +113,7 @@ def direct_build(files: list[str], out: str) -> int:
 
 def _direct_stages(files: list[str], out: str, params) -> int:
     from simweb.core.strategy import Strategy
-    from simweb.tasks.ingest import ingest_files
+    from simweb.tasks.ingest.files import ingest_files
     from simweb.flows.chain import bags_stage, invert_stage, publish_index, signatures_stage
     from simweb.tasks.layout import crawl_folder
 
@@ -156,7 +156,7 @@ def timed_ingest_on_cluster(files: list[str], out: str, n_workers: int) -> tuple
 
 def per_file_cpu_seconds(files: list[str], scratch: Path) -> list[float]:
     """CPU seconds of ingesting each file in this process (CPU time: other load does not count)."""
-    from simweb.tasks.ingest import ingest_warc
+    from simweb.tasks.ingest.files import ingest_warc
 
     seconds = []
     for i, path in enumerate(files):

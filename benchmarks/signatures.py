@@ -102,7 +102,7 @@ def crawl_bags(crawl: str):
     """The default strategy's bags of an ingested crawl (simweb ingest … --out DIR), as sign() takes them."""
     from simweb.core.minhash import term_hashes
     from simweb.core.strategy import Strategy
-    from simweb.tasks.crawl import load_corpus
+    from simweb.tasks.crawl.corpus import load_corpus
 
     matrix = load_corpus(crawl).bags(Strategy())
     csr = matrix.csr.tocsr()

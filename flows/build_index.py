@@ -21,8 +21,8 @@ from simweb.flows.chain import BuildSummary, index_chain, ingest_sentence, inges
 from simweb.flows.cluster import fresh_workers_after_ingest, publish_markdown, stage_runner
 from simweb.flows.parameters import StrategyParameter
 from simweb.tasks.bags import PART_MB
-from simweb.tasks.crawl import left_out_of_selection, write_selection
-from simweb.tasks.ingest import nothing_ingested
+from simweb.tasks.crawl.selection import left_out_of_selection, write_selection
+from simweb.tasks.ingest.stats import nothing_ingested
 from simweb.tasks.sources import crawl_files
 from simweb.tasks.layout import IndexLock, check_writable, crawl_folder, set_work_folder, sweep_debris, work_folder
 from simweb.tasks.ledger import crawl_selection

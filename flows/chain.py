@@ -21,10 +21,13 @@ from simweb.core.strategy import Metric, Strategy
 from simweb.flows.cluster import fan_out, show_progress, worker_slots
 from simweb.tasks import index_store
 from simweb.tasks.bags import PART_MB, bags_task, build_bags_stage
-from simweb.tasks.crawl import crawl_identity
+from simweb.tasks.crawl.parts import crawl_identity
 from simweb.tasks.dedup import DedupParams, collapse_duplicates
 from simweb.tasks.incremental import epoch_started, start_epoch
-from simweb.tasks.ingest import IngestStats, finish_pieces, ingest_shard, plan_shards, unreadable
+from simweb.tasks.ingest.files import finish_pieces
+from simweb.tasks.ingest.shards import plan_shards
+from simweb.tasks.ingest.stats import IngestStats, unreadable
+from simweb.tasks.ingest.task import ingest_shard
 from simweb.tasks.layout import stages_folder
 from simweb.tasks.progress import track
 from simweb.tasks.signatures import IndexParams, signatures, write_index_version
@@ -97,7 +100,7 @@ def stages_sentence(stages: dict[str, dict[str, Any]]) -> str:
 
 def ingest_stage(runner, files: list[str], out: str, io_retries: int = 3) -> IngestStats:
     """Ingest every WARC or ARC file into ``out``: one ``ingest_shard`` task per shard of files
-    or of pieces of a large file (simweb.tasks.ingest.plan_shards), the largest first; summed
+    or of pieces of a large file (simweb.tasks.ingest.shards.plan_shards), the largest first; summed
     stats. A file read in pieces is finished here, once all its pieces are in.
 
     A file that cannot be read (after ``io_retries`` retries of transient I/O errors) is

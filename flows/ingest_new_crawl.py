@@ -30,9 +30,10 @@ from simweb.flows.parameters import StrategyParameter
 from simweb.flows.runsize import SMALL_INPUT_BYTES, folder_size, human_size, in_process
 from simweb.tasks import incremental
 from simweb.tasks.bags import PART_MB
-from simweb.tasks.crawl import add_to_selection
+from simweb.tasks.crawl.selection import add_to_selection
 from simweb.tasks.incremental import DEFAULT_MAX_GROWTH
-from simweb.tasks.ingest import IngestStats, part_name
+from simweb.tasks.ingest.files import part_name
+from simweb.tasks.ingest.stats import IngestStats
 from simweb.tasks.layout import IndexLock, IndexLocked, crawl_folder, sweep_debris
 from simweb.tasks.ledger import file_outcomes, mark_indexed, not_indexed, record_ingestion, scan_inbox
 from simweb.tasks.logs import run_logger

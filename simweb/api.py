@@ -213,7 +213,8 @@ class Index:
         """The id of the document an alias URL names in the index's crawl (a redirect, a canonical
         link, a slash or index variant: simweb.core.aliases), None when it names none or there is
         no crawl. The crawl's aliases are read once per content of its parts."""
-        from simweb.tasks.crawl import crawl_identity, crawl_parts, duplicate_copies
+        from simweb.tasks.crawl.copies import duplicate_copies
+        from simweb.tasks.crawl.parts import crawl_identity, crawl_parts
 
         if not os.path.isdir(os.path.join(self.crawl, "pages")):
             return None
@@ -296,7 +297,7 @@ class Index:
         """The capture timestamp (14 digits, UTC) of each of ``urls`` (documents' URLs) that the
         index's crawl holds as a page, read from the crawl (:attr:`crawl`)."""
         from simweb.core.urls import url_id
-        from simweb.tasks.crawl import pages_of
+        from simweb.tasks.crawl.tables import pages_of
 
         if not os.path.isdir(os.path.join(self.crawl, "pages")):
             raise FileNotFoundError(
@@ -392,7 +393,7 @@ class Index:
         if not os.path.isdir(os.path.join(self.crawl, "pages")):
             return []
         from simweb.core.urls import normalize_url, url_id
-        from simweb.tasks.crawl import page_words
+        from simweb.tasks.crawl.tables import page_words
 
         normal = normalize_url(url.strip())
         try:

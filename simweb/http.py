@@ -96,7 +96,7 @@ class _LinkGraph:
         self._graph = None
 
     def __call__(self):
-        from simweb.tasks.crawl import load_link_graph
+        from simweb.tasks.crawl.graph import load_link_graph
 
         if not os.path.isdir(os.path.join(self.crawl, "links")):
             raise FileNotFoundError(f"a link measure needs the crawl the index was built from, expected its links "

@@ -56,7 +56,7 @@ from simweb.tasks.bags import (
     sample_bags,
     url_ranges,
 )
-from simweb.tasks.crawl import flat_lists
+from simweb.tasks.crawl.corpus import flat_lists
 from simweb.tasks.stagecache import StageOutput, run_stage
 from simweb.tasks.storage import filesystem, join, parts, write_parquet_atomic
 

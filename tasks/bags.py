@@ -7,7 +7,7 @@ whole with a manifest), so a second strategy reuses what it shares with the firs
         key: the content digests of the crawl's parts (those CRAWL.json selects, if it exists;
         simweb.tasks.crawl) + Strategy.fragment_params()
         One Dask task per pages part and per links part, each reading its part slice by slice
-        (simweb.tasks.part_slices.page_slices / link_slices; a links slice comes with the words of
+        (simweb.tasks.crawl.slices.page_slices / link_slices; a links slice comes with the words of
         its source pages, into which its anchors are word offsets, simweb.tasks.contexts):
         simweb.core.bags.Corpus builds the slice's fragments (content + title per page; anchor
         window + link id per inlink; out-link id per outlink) and adds up equal (URL, term)
@@ -72,17 +72,11 @@ from simweb.core.bags import BagMatrix, CorpusStats, merge_entries
 from simweb.core.strategy import Strategy
 from simweb.core.weighting import Weighting, normalise_rows
 from simweb.tasks import schemas
-from simweb.tasks.crawl import (
-    corpus_from_tables,
-    count_part_rows,
-    crawl_identity,
-    crawl_parts,
-    duplicate_copies,
-    file_stem,
-    flat_lists,
-    redirect_links,
-)
-from simweb.tasks.part_slices import link_slices, page_slices
+from simweb.tasks.crawl.aliases import redirect_links
+from simweb.tasks.crawl.copies import duplicate_copies
+from simweb.tasks.crawl.corpus import corpus_from_tables, flat_lists
+from simweb.tasks.crawl.parts import count_part_rows, crawl_identity, crawl_parts, file_stem
+from simweb.tasks.crawl.slices import link_slices, page_slices
 from simweb.tasks.stagecache import (
     StageOutput,
     consume,
@@ -368,7 +362,7 @@ def fragments_of_links_part(url: str, strategy: Strategy, skip_sources: np.ndarr
     pre-merged per (URL, term) within a slice, to the files ``out``.c<cell>.parquet of its
     cells of 2^``level`` (:class:`CellFiles`); the out-links of the pages
     ``exclude`` names are left out; links to an alias count for its document
-    (simweb.tasks.crawl.redirect_links)."""
+    (simweb.tasks.crawl.aliases.redirect_links)."""
     stats = {"links": 0, "links_of_duplicate_pages": 0, "links_from_excluded_pages": 0, "self_links": 0,
              "fragment_rows": 0, "slices": 0, **({"links_redirected_to_aliases": 0} if aliases else {})}
     with CellFiles(out, level, size.buffer_rows) as writer:

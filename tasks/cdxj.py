@@ -28,7 +28,8 @@ from contextlib import ExitStack
 
 from simweb.core.replay import cdxj_line
 from simweb.tasks import schemas
-from simweb.tasks.crawl import crawl_parts, read_part
+from simweb.tasks.crawl.parts import crawl_parts
+from simweb.tasks.crawl.read import read_part
 
 __all__ = ["write_cdxj"]
 

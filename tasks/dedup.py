@@ -34,7 +34,11 @@ from simweb.core.shingles import (
 )
 from simweb.core.urls import normalize_url, url_id
 from simweb.tasks import schemas
-from simweb.tasks.crawl import crawl_parts, duplicate_copies, pages_of, read_part, redirect_links, unique_pages
+from simweb.tasks.crawl.aliases import redirect_links
+from simweb.tasks.crawl.copies import duplicate_copies
+from simweb.tasks.crawl.parts import crawl_parts
+from simweb.tasks.crawl.read import read_part
+from simweb.tasks.crawl.tables import pages_of, unique_pages
 from simweb.tasks.storage import join, write_parquet_atomic
 
 CLUSTERS_TABLE = "duplicates.parquet"

@@ -4,7 +4,7 @@ For the strategies an index is built with — the paper's Section 7 choice, and 
 recommendation (tasks/eval_recommend.py) — the sample's bags are signed as a build signs them
 (the index's m, seed and sampler), put in an inverted index filtered by in-degree as a build
 filters I (Section 7.1, in-degrees counted over the whole crawl as the signatures stage
-counts them, simweb.tasks.crawl.in_degrees), and queried by both of the index's paths
+counts them, simweb.tasks.crawl.degrees.in_degrees), and queried by both of the index's paths
 (simweb.core.index_agreement): the paper's PROCESSQUERY at α and the default exact re-rank.
 Cached by simweb.tasks.stagecache under ``work`` per crawl, sample, strategy and index parameters;
 writes ``index_counts.npz`` (the Γ pair counts of the estimates) and keeps the record in the
@@ -27,7 +27,8 @@ from simweb.core.gamma import GAMMA_MEASURES, gammas, pair_counts
 from simweb.core.index_agreement import AgreementParams, index_agreement
 from simweb.core.similarity import EmbeddedSimilarity, ExactRows
 from simweb.core.strategy import Metric, Strategy
-from simweb.tasks.crawl import crawl_parts, in_degrees
+from simweb.tasks.crawl.degrees import in_degrees
+from simweb.tasks.crawl.parts import crawl_parts
 from simweb.tasks.eval_sample import load_sample
 from simweb.tasks.eval_strategies import EvaluationInputs, save_arrays
 from simweb.tasks.logs import run_logger

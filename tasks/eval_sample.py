@@ -25,7 +25,8 @@ from simweb.core.directory import CLASS_DEPTH, ODP_HOSTS, Directory, build_direc
 from simweb.core.gamma import class_codes
 from simweb.core.sampling import PAPER_PAIRS, Sample, describe, sample_class_pairs
 from simweb.core.urls import url_id
-from simweb.tasks.crawl import crawl_parts, link_targets
+from simweb.tasks.crawl.parts import crawl_parts
+from simweb.tasks.crawl.tables import link_targets
 from simweb.tasks.directory_file import directory_format, read_directory_file, read_lines
 from simweb.tasks.logs import run_logger
 from simweb.tasks.stagecache import StageOutput, file_identities, run_stage

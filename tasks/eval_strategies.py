@@ -61,10 +61,11 @@ from simweb.core.simrank import simrank_plan
 from simweb.core.strategy import Strategy
 from simweb.tasks.bag_shares import shared_sample_bags
 from simweb.tasks.bags import LeftOut, sample_bags
-from simweb.tasks.crawl import CrawlGraph, crawl_parts, load_link_graph
+from simweb.tasks.crawl.graph import CrawlGraph, load_link_graph
+from simweb.tasks.crawl.parts import crawl_parts
+from simweb.tasks.crawl.tfidf import content_tfidf
 from simweb.tasks.eval_sample import LoadedSample, load_sample
 from simweb.tasks.logs import run_logger
-from simweb.tasks.part_slices import content_tfidf
 from simweb.tasks.progress import reporter, track
 from simweb.tasks.stagecache import StageOutput, file_identities, run_stage
 from simweb.tasks.storage import filesystem, join, write_bytes_atomic
@@ -130,7 +131,7 @@ class EvaluationInputs:
         return self._graph
 
     def vectors(self) -> tuple[sp.csr_matrix, np.ndarray]:
-        """TF-IDF rows of the crawl's contents and the row of each sampled URL (simweb.tasks.part_slices.content_tfidf)."""
+        """TF-IDF rows of the crawl's contents and the row of each sampled URL (simweb.tasks.crawl.tfidf.content_tfidf)."""
         if self._vectors is None:
             self._vectors = content_tfidf(self.crawl, self._url_ids, self._exclude)
         return self._vectors

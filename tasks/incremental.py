@@ -50,20 +50,16 @@ from simweb.core.weighting import Weighting
 from simweb.tasks import bags as bag_stage
 from simweb.tasks import index_store as store
 from simweb.tasks import schemas
-from simweb.tasks.crawl import (
-    count_page_rows,
-    crawl_parts,
-    duplicate_copies,
-    in_degrees,
-    page_titles,
-    part_of,
-    redirect_links,
-    read_part,
-)
+from simweb.tasks.crawl.aliases import redirect_links
+from simweb.tasks.crawl.copies import duplicate_copies
+from simweb.tasks.crawl.degrees import in_degrees
+from simweb.tasks.crawl.parts import count_page_rows, crawl_parts, part_of
+from simweb.tasks.crawl.read import read_part
+from simweb.tasks.crawl.tables import page_titles
 from simweb.tasks.directory_file import url_categories
 from simweb.tasks.layout import stages_folder
 from simweb.tasks.logs import run_logger
-from simweb.tasks.part_slices import link_slices, page_slices
+from simweb.tasks.crawl.slices import link_slices, page_slices
 from simweb.tasks.signatures import SIG_DIR, IndexParams, sign_part, signed_bags, write_index_version
 from simweb.tasks.stagecache import StageOutput, file_identities, lineage, output_path, published, run_stage
 from simweb.tasks.storage import download, exists, join, local_stand_in, write_bytes_atomic, write_parquet_atomic
@@ -302,7 +298,7 @@ def touched_bags(crawl_dir: str, strategy: Strategy, touched: np.ndarray, snapsh
 
 def _touched_metadata(crawl_dir: str, ids: np.ndarray, directory: str | None) -> pa.Table:
     """(url_id, title, in_degree, category) of ``ids``, as the signatures stage derives them for
-    the whole crawl (simweb.tasks.crawl.page_titles and in_degrees; the directory's class)."""
+    the whole crawl (simweb.tasks.crawl.tables.page_titles and .degrees.in_degrees; the directory's class)."""
     wanted = pa.array(ids, pa.uint64())
     base = pa.table({"url_id": wanted, "row": pa.array(np.arange(len(ids)))})
     joined = base.join(page_titles(crawl_dir, ids), "url_id", join_type="left outer")

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from simweb.core.formats import ARCHIVE_SUFFIXES, WACZ_SUFFIX
-from simweb.tasks.crawl import read_selection
-from simweb.tasks.ingest import part_name
+from simweb.tasks.crawl.selection import read_selection
+from simweb.tasks.ingest.files import part_name
 from simweb.tasks.sources import wacz_members
 from simweb.tasks.storage import filesystem, identify, join, write_bytes_atomic
 

@@ -3,7 +3,7 @@
 Where the index answers with its min-hash estimate of bag similarity, this answers with one of
 the link-based measures (``simweb.core.linkgraph``, ENS Sections 3.2–3.4, Table 1 parameters):
 co-citation, bibliographic coupling, ECBC, SimRank, extended SimRank, PageSim or extended
-PageSim, over the crawl's link graph (simweb.tasks.crawl.load_link_graph: every link of the
+PageSim, over the crawl's link graph (simweb.tasks.crawl.graph.load_link_graph: every link of the
 crawl, the links of a page crawled twice read from one copy; an index keeps its crawl in
 ``INDEX/crawl``). Candidates are every page of the graph; the query page itself and pages
 scoring 0 are never listed (ENS Section 4.2, top_{A,N}(v)).
@@ -17,7 +17,7 @@ import numpy as np
 from simweb.core.linkgraph import measure_params
 from simweb.core.linkmeasures import related_pages
 from simweb.core.urls import normalize_url, url_id
-from simweb.tasks.crawl import CrawlGraph, load_link_graph
+from simweb.tasks.crawl.graph import CrawlGraph, load_link_graph
 
 # PageRank is no similarity (it ranks pages whatever the query), so it is not offered here.
 RELATED_MEASURES = ("cocitation", "coupling", "ecbc", "simrank", "extended_simrank", "pagesim", "extended_pagesim")

@@ -8,7 +8,7 @@ other crawl sketched and searched by banding (:func:`simweb.core.shingles.near_d
 The fractions found, their intervals and the size ratio they imply are
 :mod:`simweb.core.overlap`.
 
-Both crawls are read by :func:`simweb.tasks.crawl.unique_pages`: a URL crawled twice counts
+Both crawls are read by :func:`simweb.tasks.crawl.tables.unique_pages`: a URL crawled twice counts
 once. Pages without words are neither sampled nor matched (they are counted): the fractions are
 of each crawl's pages with text.
 """
@@ -22,7 +22,7 @@ import numpy as np
 
 from simweb.core.overlap import OverlapEstimate, estimate_overlap, sample_rows
 from simweb.core.shingles import Sketches, near_duplicates_in, sketch
-from simweb.tasks.crawl import unique_pages
+from simweb.tasks.crawl.tables import unique_pages
 from simweb.tasks.dedup import DedupParams, page_fingerprints
 
 

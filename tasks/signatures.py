@@ -34,7 +34,10 @@ from prefect import task
 from simweb.core.minhash import EMPTY, INDEX_ALGORITHM, MinHashParams, sign, term_hashes
 from simweb.core.query import buckets_from_pairs
 from simweb.tasks import index_store as store
-from simweb.tasks.crawl import crawl_of, crawl_parts, duplicate_copies, in_degrees, page_titles
+from simweb.tasks.crawl.copies import duplicate_copies
+from simweb.tasks.crawl.degrees import in_degrees
+from simweb.tasks.crawl.parts import crawl_of, crawl_parts
+from simweb.tasks.crawl.tables import page_titles
 from simweb.tasks.directory_file import url_categories
 from simweb.tasks.storage import (
     download,

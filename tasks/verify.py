@@ -15,7 +15,7 @@ import shutil
 from dataclasses import dataclass
 
 from simweb.tasks import index_store, stagecache
-from simweb.tasks.crawl import part_files
+from simweb.tasks.crawl.parts import part_files
 from simweb.tasks.layout import crawl_folder, stages_folder
 from simweb.tasks.storage import file_problems, filesystem, join, read_text, remove
 

@@ -14,7 +14,7 @@ import prefect.task_engine  # noqa: F401 — runs every Prefect task on the work
 
 import simweb.tasks.bags  # noqa: F401
 import simweb.tasks.dedup  # noqa: F401
-import simweb.tasks.ingest  # noqa: F401
+import simweb.tasks.ingest.task  # noqa: F401
 import simweb.tasks.signatures  # noqa: F401
 from simweb.core.text import stemmed_stopwords
 

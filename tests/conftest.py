@@ -148,7 +148,7 @@ def build_in_process():
               directory: str | None = None) -> str:
         from simweb.core.strategy import Strategy
         from simweb.flows.chain import bags_stage, invert_stage, publish_index, signatures_stage
-        from simweb.tasks.ingest import ingest_files
+        from simweb.tasks.ingest.files import ingest_files
         from simweb.tasks.sources import list_archive_files
         from simweb.tasks.layout import crawl_folder
         from simweb.tasks.signatures import IndexParams

@@ -28,7 +28,8 @@ def _die() -> None:
 
 def arm(point: str) -> None:
     """Make the build kill this process at ``point``."""
-    from simweb.tasks import index_store, ingest_parts, stagecache
+    from simweb.tasks import index_store, stagecache
+    from simweb.tasks.ingest import parts as ingest_parts
 
     if point == "ingest":
         def publish_then_die(self):
@@ -75,7 +76,7 @@ def arm(point: str) -> None:
 def build(out: str) -> str:
     from simweb.core.strategy import Strategy
     from simweb.flows.chain import index_chain
-    from simweb.tasks.ingest import ingest_files
+    from simweb.tasks.ingest.files import ingest_files
     from simweb.tasks.layout import IndexLock, crawl_folder, sweep_debris
     from simweb.tasks.signatures import IndexParams
 

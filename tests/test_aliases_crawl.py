@@ -10,8 +10,11 @@ from warcio.warcwriter import WARCWriter
 from simweb.cli import main as simweb_main
 from simweb.core.strategy import Strategy
 from simweb.core.urls import url_id
-from simweb.tasks.crawl import alias_report, in_degrees, load_corpus, load_link_graph, unique_pages
-from simweb.tasks.ingest import ingest_files
+from simweb.tasks.crawl.corpus import load_corpus
+from simweb.tasks.crawl.degrees import in_degrees
+from simweb.tasks.crawl.graph import load_link_graph
+from simweb.tasks.crawl.tables import alias_report, unique_pages
+from simweb.tasks.ingest.files import ingest_files
 from simweb.tasks.storage import read_parquet
 
 H = "http://h.example"

@@ -26,7 +26,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
 
 from simweb.tasks.archives import ArchiveRecords, RecordEnd
-from simweb.tasks.ingest import ingest_files, ingest_warc
+from simweb.tasks.ingest.files import ingest_files, ingest_warc
 from simweb.tasks.sources import list_archive_files
 from simweb.tasks.payloads import encoded_payload_ends
 from simweb.tasks.storage import read_parquet

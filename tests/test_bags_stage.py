@@ -26,7 +26,7 @@ from simweb.tasks.bags import (
     fragments_of_pages_part,
     largest_first,
 )
-from simweb.tasks.crawl import load_corpus
+from simweb.tasks.crawl.corpus import load_corpus
 from simweb.tasks.stagecache import published
 from simweb.tasks.storage import write_parquet_atomic
 
@@ -246,7 +246,7 @@ def test_simweb_bags_and_similarity(crawl, tmp_path, capsys):
 
 def test_figure_14_top_terms_of_bags_for_a_real_warc(warc_dir, tmp_path):
     """Paper Figure 14 for our data: the top terms of sample bags built from a Common Crawl excerpt."""
-    from simweb.tasks.ingest import ingest_files
+    from simweb.tasks.ingest.files import ingest_files
 
     crawl = str(tmp_path / "crawl")
     ingested = ingest_files([str(warc_dir / "warcfile.warc.gz")], crawl)

@@ -28,27 +28,19 @@ from simweb.core.weighting import Weighting
 from simweb.tasks import schemas
 from simweb.tasks.bag_reader import read_bags
 from simweb.tasks.bags import DF_FILE, DfSnapshot, build_bags_stage
-from simweb.tasks.crawl import (
-    SELECTION_FILE,
-    count_page_rows,
-    crawl_identity,
-    crawl_parts,
-    duplicate_copies,
-    in_degrees,
-    link_targets,
-    load_corpus,
-    load_link_graph,
-    page_titles,
-    read_selection,
-    unique_pages,
-    write_selection,
-)
+from simweb.tasks.crawl.copies import duplicate_copies
+from simweb.tasks.crawl.corpus import load_corpus
+from simweb.tasks.crawl.degrees import in_degrees
+from simweb.tasks.crawl.graph import load_link_graph
+from simweb.tasks.crawl.parts import count_page_rows, crawl_identity, crawl_parts
+from simweb.tasks.crawl.selection import SELECTION_FILE, read_selection, write_selection
+from simweb.tasks.crawl.tables import link_targets, page_titles, unique_pages
 from simweb.tasks.dedup import find_duplicates
 from simweb.tasks.overlap import estimate_crawl_overlap
 from simweb.tasks.eval_strategies import EvaluationInputs
 from simweb.tasks.incremental import touched_bags
-from simweb.tasks.ingest import ingest_files, part_name
-from simweb.tasks.part_slices import content_tfidf
+from simweb.tasks.ingest.files import ingest_files, part_name
+from simweb.tasks.crawl.tfidf import content_tfidf
 from simweb.tasks.storage import file_digest, join, write_parquet_atomic
 
 STRATEGIES = ("anchor:8+content+links,nostem,dist", "links", "content,stem")
@@ -355,7 +347,7 @@ _ids = st.integers(0, 40) | st.integers(2**64 - 3, 2**64 - 1)  # few ids (repeat
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(_ids, st.lists(_ids, max_size=60)), max_size=40, unique_by=lambda run: run[0]))
 def test_link_counts_in_c_are_arrows_counts(runs):
-    from simweb.tasks import crawl as crawl_module
+    from simweb.tasks.crawl import degrees as crawl_module
 
     if crawl_module._c_first_links is None:
         pytest.skip("simweb.core._gather is not built (no C compiler at install)")
@@ -370,7 +362,7 @@ def test_link_counts_in_c_are_arrows_counts(runs):
 
 
 def test_link_counts_in_c_grow_their_tables_and_mark_each_first_link():
-    from simweb.tasks import crawl as crawl_module
+    from simweb.tasks.crawl import degrees as crawl_module
 
     if crawl_module._c_first_links is None:
         pytest.skip("simweb.core._gather is not built (no C compiler at install)")
@@ -392,7 +384,7 @@ def test_link_counts_in_c_grow_their_tables_and_mark_each_first_link():
 
 
 def test_link_counts_of_a_part_not_written_page_by_page_are_counted_by_arrow():
-    from simweb.tasks import crawl as crawl_module
+    from simweb.tasks.crawl import degrees as crawl_module
 
     if crawl_module._c_first_links is None:
         pytest.skip("simweb.core._gather is not built (no C compiler at install)")

@@ -13,7 +13,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from simweb.tasks.dedup import DedupParams, clusters_table, find_duplicates, write_clusters
-from simweb.tasks.ingest import ingest_files
+from simweb.tasks.ingest.files import ingest_files
 
 
 def _write_warc(path, records) -> None:

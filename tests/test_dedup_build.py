@@ -16,7 +16,7 @@ from warcio.warcwriter import WARCWriter
 from simweb.core.strategy import Strategy, StrategyError
 from simweb.core.urls import url_id
 from simweb.tasks.dedup import collapse_duplicates
-from simweb.tasks.ingest import ingest_files
+from simweb.tasks.ingest.files import ingest_files
 from simweb.flows.chain import bags_stage, dedup_stage, invert_stage, publish_index, signatures_stage
 from simweb.tasks.layout import crawl_folder
 from simweb.tasks.signatures import IndexParams

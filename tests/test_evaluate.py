@@ -23,11 +23,11 @@ from warcio.warcwriter import WARCWriter
 from simweb.core.gamma import class_codes, gammas, pair_counts
 from simweb.core.grids import figure_label, strategy_grid
 from simweb.core.strategy import Source, Strategy, Window
-from simweb.tasks.crawl import load_corpus
+from simweb.tasks.crawl.corpus import load_corpus
 from simweb.tasks.eval_sample import EmptySample, SampleParams, load_sample, prepare_sample
 from simweb.tasks.eval_strategies import evaluate_group
 from simweb.tasks.evaluate import run_evaluation, strategy_groups
-from simweb.tasks.ingest import ingest_files
+from simweb.tasks.ingest.files import ingest_files
 
 TOPS = ("science", "arts", "sports")
 SUBS = 2

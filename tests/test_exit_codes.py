@@ -56,7 +56,7 @@ def test_ingest_without_prefect(crawls, tmp_path, capsys):
 def test_an_all_bad_ingest_leaves_the_crawl_as_it_was(crawls, tmp_path, capsys):
     """Into a folder that holds a crawl: all-bad files change nothing (4, the selection kept);
     with --add the crawl keeps its pages and takes the new files' parts (3: they are damaged)."""
-    from simweb.tasks.crawl import read_selection
+    from simweb.tasks.crawl.selection import read_selection
 
     out = str(tmp_path / "out")
     assert simweb_main(["ingest", *crawls["clean"], "--out", out, "--no-prefect"]) == 0
@@ -131,7 +131,7 @@ def test_reading_a_crawl_part_does_not_abort_the_process_at_exit(tmp_path):
     part = tmp_path / "part.parquet"
     pq.write_table(pa.table({"url_id": pa.array(range(1000), pa.uint64()), "n": list(range(1000))}), part)
     script = ("import sys\nfrom simweb.tasks.storage import read_parquet\n"
-              "from simweb.tasks.crawl import read_part\nfrom simweb.tasks import schemas\n"
+              "from simweb.tasks.crawl.read import read_part\nfrom simweb.tasks import schemas\n"
               f"read_parquet({str(part)!r}, ['url_id'])\n"
               f"read_part({str(part)!r}, schemas.PAGES, ['url_id'])\n")
     codes = [subprocess.run([sys.executable, "-c", script], capture_output=True).returncode for _ in range(8)]

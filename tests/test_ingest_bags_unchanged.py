@@ -24,8 +24,9 @@ import pytest
 from simweb.core.strategy import Strategy
 from simweb.tasks.bag_reader import read_bags
 from simweb.tasks.bags import build_bags_stage
-from simweb.tasks.crawl import alias_report, load_corpus
-from simweb.tasks.ingest import ingest_files
+from simweb.tasks.crawl.corpus import load_corpus
+from simweb.tasks.crawl.tables import alias_report
+from simweb.tasks.ingest.files import ingest_files
 
 # The same crawl read without its aliases data set: the bags as they were before aliases.
 BEFORE_ALIASES = {
@@ -135,7 +136,8 @@ def test_links_parts_of_the_copied_context_format_are_refused(crawl, tmp_path):
 
 def ingest_in_pieces(paths: list[str], out: str, n: int):
     """Each file read in ``n`` pieces (as plan_shards has the flow do for large files), then finished."""
-    from simweb.tasks.ingest import IngestStats, finish_pieces, ingest_warc
+    from simweb.tasks.ingest.files import finish_pieces, ingest_warc
+    from simweb.tasks.ingest.stats import IngestStats
 
     total = IngestStats()
     for path in paths:
@@ -151,7 +153,8 @@ def test_files_read_in_pieces_give_the_same_bags(warc_dir, crawl, tmp_path, n):
     """The fixtures read in pieces, as the flow reads large files on several workers: every
     strategy's bags equal those of the files read whole, in memory and by the bags stage, with
     the crawl named by a selection of its parts as a build names it."""
-    from simweb.tasks.crawl import crawl_parts, write_selection
+    from simweb.tasks.crawl.parts import crawl_parts
+    from simweb.tasks.crawl.selection import write_selection
 
     warcs = sorted(warc_dir.glob("*.warc.gz")) + sorted(warc_dir.glob("*.warc"))
     out = tmp_path / "pieces"

@@ -15,8 +15,13 @@ from simweb.flows.build_index import build_index
 from simweb.flows.chain import ingest_stage
 
 from simweb.flows.cluster import dask_task_runner, worker_slots
-from simweb.tasks import ingest as ingest_module
-from simweb.tasks.ingest import IngestStats, ingest_files, ingest_with_retries, is_transient_io_error, plan_shards
+from simweb.tasks.ingest import files as ingest_files_module
+from simweb.tasks.ingest import retries as ingest_retries
+from simweb.tasks.ingest import shards as ingest_shards
+from simweb.tasks.ingest.files import ingest_files
+from simweb.tasks.ingest.retries import ingest_with_retries, is_transient_io_error
+from simweb.tasks.ingest.shards import plan_shards
+from simweb.tasks.ingest.stats import IngestStats
 from simweb.tasks.storage import read_parquet
 
 
@@ -72,7 +77,7 @@ def test_a_file_that_cannot_be_read_is_reported_and_the_others_are_ingested(pref
 def test_only_transient_io_errors_are_retried(exc, retry, warc_dir, tmp_path, monkeypatch):
     assert is_transient_io_error(exc) is retry
     calls = []
-    real = ingest_module.ingest_warc
+    real = ingest_retries.ingest_warc
 
     def flaky(path, out, piece=(0, 1)):  # fails the first time with exc, then reads the file
         calls.append(path)
@@ -80,7 +85,7 @@ def test_only_transient_io_errors_are_retried(exc, retry, warc_dir, tmp_path, mo
             raise exc
         return real(path, out)
 
-    monkeypatch.setattr(ingest_module, "ingest_warc", flaky)
+    monkeypatch.setattr(ingest_retries, "ingest_warc", flaky)
     stats = ingest_with_retries(str(warc_dir / "example.warc.gz"), str(tmp_path), io_retries=2, retry_delay=0.0)
     if retry:
         assert len(calls) == 2 and stats.pages_written == 1 and stats.file_errors == ()
@@ -94,7 +99,7 @@ def test_a_file_failing_every_retry_is_reported_with_the_attempts(tmp_path, monk
     def broken(path, out, piece=(0, 1)):
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(ingest_module, "ingest_warc", broken)
+    monkeypatch.setattr(ingest_retries, "ingest_warc", broken)
     stats = ingest_with_retries(str(tmp_path / "x.warc.gz"), str(tmp_path), io_retries=2, retry_delay=0.0)
     (error,) = stats.file_errors
     assert "after 3 attempts" in error.reason and "Input/output error" in error.reason
@@ -193,7 +198,7 @@ def test_the_worker_preload_imports_the_stage_modules():
     # A fresh interpreter, as a worker process is: the preload module imports cleanly and
     # leaves Prefect's task engine and every stage module imported.
     code = ("import sys, simweb.tasks.worker_preload; "
-            "missing = [m for m in ('prefect.task_engine', 'simweb.tasks.ingest', 'simweb.tasks.bags', "
+            "missing = [m for m in ('prefect.task_engine', 'simweb.tasks.ingest.task', 'simweb.tasks.bags', "
             "'simweb.tasks.signatures', 'simweb.tasks.dedup') if m not in sys.modules]; print(missing)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          cwd=str(Path(__file__).resolve().parents[1]))
@@ -259,7 +264,7 @@ def test_a_large_file_is_cut_into_pieces_that_share_the_slots(tmp_path, warc_dir
     big = str(warc_dir / "warcfile.warc.gz")  # 135,896 bytes, 50 records
     plain = str(warc_dir / "example-iana.org-chunked.warc")
     small = str(warc_dir / "example.warc.gz")
-    monkeypatch.setattr(ingest_module, "PIECE_BYTES", 10_000)
+    monkeypatch.setattr(ingest_shards, "PIECE_BYTES", 10_000)
     shards = plan_shards([big, plain, small], 2)
     items = [item for shard in shards for item in shard]
     cut = [item for item in items if item.path == big]
@@ -267,7 +272,7 @@ def test_a_large_file_is_cut_into_pieces_that_share_the_slots(tmp_path, warc_dir
     assert [(item.k, item.n) for item in sorted(cut, key=lambda i: i.k)] == [(k, 8) for k in range(8)]
     assert [(item.k, item.n) for item in items if item.path != big] == [(0, 1), (0, 1)]
     assert all(item.n == 1 for shard in plan_shards([big, plain, small], 1) for item in shard)
-    monkeypatch.setattr(ingest_module, "PIECE_BYTES", 1 << 20)
+    monkeypatch.setattr(ingest_shards, "PIECE_BYTES", 1 << 20)
     assert all(item.n == 1 for shard in plan_shards([big, plain, small], 2) for item in shard)
 
 
@@ -275,7 +280,7 @@ def test_the_stage_reads_large_files_in_pieces_and_counts_each_file_once(prefect
                                                                         monkeypatch):
     files = [str(warc_dir / "warcfile.warc.gz"), str(warc_dir / "clueweb-quirk.warc.gz"),
              str(warc_dir / "example.warc.gz")]
-    monkeypatch.setattr(ingest_module, "PIECE_BYTES", 10_000)
+    monkeypatch.setattr(ingest_shards, "PIECE_BYTES", 10_000)
     out = tmp_path / "out"
 
     @flow
@@ -302,7 +307,7 @@ def test_a_file_read_whole_after_its_pieces_replaces_them(warc_dir, tmp_path):
     """Pieces of an unfinished reading of a file (a run stopped before all were in) are removed
     when the file is then read whole, so that the crawl holds each page once; and pieces that
     are all in replace a whole part that no stats record names."""
-    from simweb.tasks.ingest import finish_pieces, ingest_warc
+    from simweb.tasks.ingest.files import finish_pieces, ingest_warc
 
     path, out = str(warc_dir / "warcfile.warc.gz"), tmp_path / "out"
     first = ingest_warc(path, str(out), (0, 3))
@@ -325,18 +330,18 @@ def test_a_file_read_whole_after_its_pieces_replaces_them(warc_dir, tmp_path):
 
 def test_pieces_read_by_a_run_stopped_before_their_file_was_finished_are_not_read_again(
         prefect_harness, warc_dir, tmp_path, monkeypatch):
-    from simweb.tasks.ingest import ingest_shard
+    from simweb.tasks.ingest.task import ingest_shard
 
     files = [str(warc_dir / "warcfile.warc.gz")]
-    monkeypatch.setattr(ingest_module, "PIECE_BYTES", 10_000)
+    monkeypatch.setattr(ingest_shards, "PIECE_BYTES", 10_000)
     out = tmp_path / "out"
     (shard, *rest) = plan_shards(files, 2)
     assert rest  # eight pieces, a shard each
     first = ingest_shard.fn([i.path for i in shard], str(out), pieces=[[i.k, i.n] for i in shard])
     assert first[0].records_read and not (out / "stats").exists()  # stopped here: no file finished
     calls = []
-    real = ingest_module._read_archive
-    monkeypatch.setattr(ingest_module, "_read_archive", lambda *a: calls.append(a[3]) or real(*a))
+    real = ingest_files_module.read_archive
+    monkeypatch.setattr(ingest_files_module, "read_archive", lambda *a: calls.append(a[3]) or real(*a))
 
     @flow
     def stage() -> IngestStats:
@@ -350,13 +355,13 @@ def test_pieces_read_by_a_run_stopped_before_their_file_was_finished_are_not_rea
 
 
 def piece_start(item):
-    from simweb.tasks.ingest import piece_range
+    from simweb.tasks.ingest.files import piece_range
 
     return piece_range(os.path.getsize(item.path), item.k, item.n)[0]
 
 
 def test_verify_finds_a_damaged_piece_and_repair_removes_the_whole_file(warc_dir, tmp_path):
-    from simweb.tasks.ingest import finish_pieces, ingest_warc
+    from simweb.tasks.ingest.files import finish_pieces, ingest_warc
     from simweb.tasks.layout import crawl_folder
     from simweb.tasks.verify import audit, repair
 

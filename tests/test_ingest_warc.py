@@ -24,13 +24,15 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-import simweb.tasks.ingest as ingest
-import simweb.tasks.ingest_parts as ingest_parts
+import simweb.tasks.ingest.files as ingest_files_module
+import simweb.tasks.ingest.parts as ingest_parts
+import simweb.tasks.ingest.records as ingest_records
 from simweb.core.urls import normalize_url, url_id
 from simweb.cli import main as simweb_main
 from simweb.tasks import schemas
 from simweb.tasks.contexts import pages_part_of, with_context_words
-from simweb.tasks.ingest import FileError, IngestStats, ingest_files, ingest_warc
+from simweb.tasks.ingest.files import ingest_files, ingest_warc
+from simweb.tasks.ingest.stats import FileError, IngestStats
 from simweb.tasks.sources import list_archive_files
 from simweb.tasks.storage import file_digest, read_parquet
 
@@ -246,7 +248,7 @@ def test_output_layout_schemas_and_stats_file(warc_dir, tmp_path):
     assert pq.read_schema(tmp_path / "pages" / f"{part}.parquet").equals(schemas.PAGES)
     assert pq.read_schema(tmp_path / "links" / f"{part}.parquet").equals(schemas.LINKS)
     saved = json.loads((tmp_path / "stats" / f"{part}.json").read_text())
-    assert saved["sha256"] == file_digest(str(path)) and saved["format"] == ingest.INGEST_FORMAT
+    assert saved["sha256"] == file_digest(str(path)) and saved["format"] == ingest_files_module.INGEST_FORMAT
     assert IngestStats.from_dict(saved["stats"]) == stats
     leftovers = [p for p in tmp_path.rglob("*") if p.name.startswith(".tmp-")]
     assert leftovers == []
@@ -434,7 +436,7 @@ def test_binary_payloads_labelled_html_are_not_pages(tmp_path):
 
 
 def test_payloads_over_the_limit_are_skipped(tmp_path, monkeypatch):
-    monkeypatch.setattr(ingest, "MAX_PAYLOAD_BYTES", 1000)
+    monkeypatch.setattr(ingest_records, "MAX_PAYLOAD_BYTES", 1000)
     big = html("Big", "<p>" + "word " * 400 + "</p>").encode()
     path = write_warc(tmp_path / "big.warc.gz", [
         http_response("http://big.example/plain", big),
@@ -448,14 +450,14 @@ def test_payloads_over_the_limit_are_skipped(tmp_path, monkeypatch):
 
 
 def test_a_page_the_parser_fails_on_is_skipped_and_the_file_goes_on(tmp_path, monkeypatch):
-    real = ingest.parse_page
+    real = ingest_records.parse_page
 
     def flaky(text, url, skipped=None):
         if "boom" in url:
             raise RuntimeError("parser bug")
         return real(text, url, skipped)
 
-    monkeypatch.setattr(ingest, "parse_page", flaky)
+    monkeypatch.setattr(ingest_records, "parse_page", flaky)
     path = write_warc(tmp_path / "p.warc.gz", [
         http_response("http://p.example/boom", PAGE), http_response("http://p.example/fine", PAGE),
     ])
@@ -567,7 +569,7 @@ def test_links_read_back_need_their_own_pages_part(tmp_path, monkeypatch):
             anchors += (Anchor("http://f.example/3", 2, 4, 0, 4, 0, 0, 0, 0),)
         return ParsedPage(url, "T", ("t",), words, anchors)
 
-    monkeypatch.setattr(ingest, "parse_page", fake_parse)
+    monkeypatch.setattr(ingest_records, "parse_page", fake_parse)
     good = write_warc(tmp_path / "good.warc.gz", [http_response(f"http://f.example/p{i}", PAGE) for i in range(2)])
     ingest_warc(str(good), str(tmp_path / "out"))
     rows = links_of(tmp_path / "out")
@@ -725,7 +727,7 @@ def test_wet_and_wat_files_are_left_out_of_a_folder_and_said(warc_dir, tmp_path,
 
 
 def test_a_wet_file_named_gives_no_page_and_the_message_says_why(tmp_path):
-    from simweb.tasks.ingest import NothingIngested, no_page_hint
+    from simweb.tasks.ingest.stats import NothingIngested, no_page_hint
 
     wet = write_warc(tmp_path / "text.warc.wet.gz", [wet_record(f"http://a.example/{i}", b"text") for i in range(3)])
     stats = ingest_files([str(wet)], str(tmp_path / "out"))

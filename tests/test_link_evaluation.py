@@ -25,7 +25,7 @@ from simweb.core.grids import (
 )
 from simweb.core.retrieval_metrics import RETRIEVAL_MEASURES, retrieval_estimates, retrieval_values
 from simweb.core.strategy import Strategy
-from simweb.tasks.crawl import load_link_graph
+from simweb.tasks.crawl.graph import load_link_graph
 from simweb.tasks.directory_file import read_lines
 from simweb.tasks.eval_sample import SampleParams, load_sample, prepare_sample
 from simweb.tasks.eval_strategies import evaluate_group, load_strategy_output
@@ -211,7 +211,7 @@ def small_crawl(tmp_path_factory) -> str:
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
-    from simweb.tasks.ingest import ingest_files
+    from simweb.tasks.ingest.files import ingest_files
 
     root = tmp_path_factory.mktemp("small-links")
     pages = {

@@ -35,9 +35,9 @@ from simweb.cli import main
 from simweb.corpora import CorpusError
 from simweb.corpora.debian import Package, default_cache, fetch_deb
 from simweb.corpora.perturb import Perturbation, Vocabulary, mirror_url, perturb_page
-from simweb.tasks.crawl import unique_pages
+from simweb.tasks.crawl.tables import unique_pages
 from simweb.tasks.dedup import DedupParams, page_fingerprints
-from simweb.tasks.ingest import ingest_files
+from simweb.tasks.ingest.files import ingest_files
 from simweb.tasks.overlap import OverlapParams, estimate_crawl_overlap
 
 PACKAGE = "postgresql-doc-15"

@@ -53,10 +53,16 @@ def test_the_wheel_holds_only_simweb(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/", 1)[0] for n in names}
     assert tops == {"simweb", next(t for t in tops if t.endswith(".dist-info"))}, sorted(tops)
-    for module in ("simweb/core/bags.py", "simweb/tasks/ingest.py", "simweb/flows/build_index.py",
+    for module in ("simweb/core/bags.py", "simweb/flows/build_index.py",
                    "simweb/deployments/definitions.py", "simweb/core/data/stoplist.txt",
                    "simweb/corpora/debdocs.py", "simweb/schemas/related-1.json"):
         assert module in names
+    # Every module of every layer, those of its sub-packages too (each one listed in pyproject.toml).
+    layers = {"simcore": "simweb/core", "tasks": "simweb/tasks", "flows": "simweb/flows",
+              "deployments": "simweb/deployments", "corpora": "simweb/corpora", "simweb": "simweb"}
+    missing = [name for name in tracked if name.endswith(".py") and name.split("/", 1)[0] in layers
+               and f"{layers[name.split('/', 1)[0]]}/{name.split('/', 1)[1]}" not in names]
+    assert not missing, f"not in the wheel: {missing}"
 
 
 def _tracked_files() -> list[str]:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from simweb.api import open_index
-from simweb.tasks.crawl import left_out_of_selection, read_selection
-from simweb.tasks.ingest import part_name
+from simweb.tasks.crawl.selection import left_out_of_selection, read_selection
+from simweb.tasks.ingest.files import part_name
 from simweb.tasks.storage import file_digest
 from simweb.tasks.layout import crawl_folder
 
@@ -61,7 +61,7 @@ def test_a_rebuild_with_fewer_files_drops_the_pages_of_the_others(prefect_harnes
 
 
 def test_a_file_the_build_named_is_already_ingested_when_dropped_into_the_inbox(warcs, tmp_path):
-    from simweb.tasks.crawl import write_selection
+    from simweb.tasks.crawl.selection import write_selection
     from simweb.tasks.ledger import scan_inbox
 
     crawl = tmp_path / "crawl"

@@ -19,7 +19,7 @@ import pytest
 from conftest import InjectedFailure, s3_store
 
 from simweb.cli import main
-from simweb.tasks.ingest import ingest_files
+from simweb.tasks.ingest.files import ingest_files
 from simweb.tasks.sources import list_archive_files, read_paths_list
 from simweb.tasks.storage import identify, read_parquet
 
@@ -178,7 +178,7 @@ def test_build_from_a_paths_list_with_a_web_prefix(web, local, tmp_path, capsys)
     built = json.loads(printed.out)
     assert built["index"] and built["ingest"]["pages_written"] == 17
     # The same build from the local files: the same pages and links.
-    from simweb.tasks.ingest import IngestStats
+    from simweb.tasks.ingest.stats import IngestStats
 
     _same_as_local(IngestStats.from_dict(built["ingest"]), out / "crawl", local)
     # Built again: no file is read again (its server is only asked for its ETag and size).
@@ -249,7 +249,7 @@ def test_remote_inputs_refused_in_one_line(case, argv, expected, s3, web, warc_d
 
 def test_a_web_servers_passing_failures_are_retried_and_its_refusals_are_not():
     aiohttp = pytest.importorskip("aiohttp")
-    from simweb.tasks.ingest import is_transient_io_error
+    from simweb.tasks.ingest.retries import is_transient_io_error
 
     def answer(status: int):
         return aiohttp.ClientResponseError(None, (), status=status)
@@ -396,7 +396,7 @@ def test_a_file_read_in_pieces_from_and_into_the_store(s3, tmp_path):
     """A file on the store read in three pieces (as large files are, on several workers), its
     parts written to the store and finished there: the pages of the file read whole, nothing
     left of the pieces' records, and a later reading of the whole file finds it done."""
-    from simweb.tasks.ingest import finish_pieces, ingest_warc
+    from simweb.tasks.ingest.files import finish_pieces, ingest_warc
     from simweb.tasks.storage import filesystem
 
     src, out = f"s3://{BUCKET}/cc/part0/warcfile.warc.gz", f"s3://{BUCKET}/in-pieces"

@@ -10,7 +10,7 @@ from warcio.indexer import Indexer
 from simweb.api import open_index
 from simweb.cli import main as simweb_main
 from simweb.tasks.cdxj import write_cdxj
-from simweb.tasks.ingest import ingest_files
+from simweb.tasks.ingest.files import ingest_files
 from test_aliases_crawl import a, page, redirect, write_warc
 
 H = "http://r.example"

@@ -20,7 +20,7 @@ from conftest import InjectedFailure
 from simweb.core.strategy import Frequency, Strategy
 from simweb.tasks import stagecache
 from simweb.tasks.bags import DF_FILE, build_bags_stage
-from simweb.tasks.ingest import ingest_files
+from simweb.tasks.ingest.files import ingest_files
 from simweb.tasks.storage import read_parquet
 
 WARCS = ("warcfile.warc.gz", "example.warc.gz", "example-iana.org-chunked.warc")

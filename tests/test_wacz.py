@@ -12,7 +12,7 @@ import pytest
 
 from simweb.cli import main as simweb_main
 from simweb.tasks.cdxj import write_cdxj
-from simweb.tasks.ingest import ingest_files
+from simweb.tasks.ingest.files import ingest_files
 from simweb.tasks.sources import list_archive_files
 
 MEMBERS = ("example.warc.gz", "example-iana.org-chunked.warc")

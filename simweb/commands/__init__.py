@@ -19,7 +19,7 @@ EXIT_STATUS_HELP = f"""exit status:
 
 
 def ingest_exit_status(stats, keep_earlier: bool = False) -> int:
-    """The exit status for what an ingest read (a ``simweb.tasks.ingest.IngestStats``); with
+    """The exit status for what an ingest read (a ``simweb.tasks.ingest.stats.IngestStats``); with
     ``keep_earlier`` (``--add``) the pages ingested before count too, so nothing is "nothing read"."""
     if not stats.usable and not keep_earlier:
         return EXIT_NOTHING_READ

@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     from simweb.commands.runmode import run_flow
     from simweb.flows.build_index import build_index
     from simweb.flows.chain import BuildSummary
-    from simweb.tasks.ingest import NothingIngested
+    from simweb.tasks.ingest.stats import NothingIngested
 
     try:
         built = run_flow(build_index, in_process, files, args.out, **params)

@@ -95,7 +95,7 @@ def run(args) -> int:
     from simweb.flows.build_index import build_index
 
     # The build-index flow's ingest stage alone, into DIR itself (no index folder around it).
-    from simweb.tasks.ingest import NothingIngested
+    from simweb.tasks.ingest.stats import NothingIngested
 
     try:
         stats = run_flow(build_index, in_process, files, args.out, until="ingest", crawl_out=args.out,
@@ -104,12 +104,12 @@ def run(args) -> int:
         stats = exc.stats
     print(stats.summary())
     if stats.usable:
-        from simweb.tasks.crawl import alias_report
+        from simweb.tasks.crawl.tables import alias_report
 
         print("\n".join(alias_lines(alias_report(args.out))))
     status = ingest_exit_status(stats, keep_earlier=args.add)
     if status == EXIT_NOTHING_READ:
-        from simweb.tasks.ingest import no_page_hint
+        from simweb.tasks.ingest.stats import no_page_hint
 
         print(f"simweb ingest: nothing usable was read: no file gave a page ({len(stats.file_errors)} "
               f"damaged or unreadable, listed above){no_page_hint(stats)}", file=sys.stderr)
@@ -117,7 +117,7 @@ def run(args) -> int:
 
 
 def alias_lines(report: dict[str, int]) -> list[str]:
-    """A few lines for people from simweb.tasks.crawl.alias_report: aliases found by rule, links
+    """A few lines for people from simweb.tasks.crawl.tables.alias_report: aliases found by rule, links
     redirected, pages merged, and the evidence left aside."""
     from simweb.core.aliases import KINDS
 

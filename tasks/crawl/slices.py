@@ -1,8 +1,8 @@
-"""A crawl's pages and links parts read slice by slice: the bags stage's tasks, the
-incremental update and the evaluation's TF-IDF of a sample's contents (:func:`content_tfidf`)
-hold a slice of a part (and the row groups of its source pages), never the whole part, so their
-memory does not grow with the part (simweb.tasks.bags.PartSize). The crawl's rules (which parts,
-which copy of a page) are simweb.tasks.crawl's."""
+"""A crawl's pages and links parts read slice by slice: the bags stage's tasks, the incremental
+update and the evaluation's TF-IDF of a sample's contents (simweb.tasks.crawl.tfidf) hold a
+slice of a part (and the row groups of its source pages), never the whole part, so their memory
+does not grow with the part (simweb.tasks.bags.PartSize). Which parts and which copy of a page
+count is decided by the callers, with simweb.tasks.crawl.parts and .copies."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
@@ -11,29 +11,13 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import scipy.sparse as sp
 
-from simweb.core.retrieval_metrics import tfidf_rows
 from simweb.tasks import schemas
 from simweb.tasks.contexts import pages_part_of
-from simweb.tasks.crawl import (
-    LINK_COLUMNS,
-    DamagedPart,
-    _add_counts,
-    _batches,
-    _empty,
-    _excluded,
-    _keep_all,
-    _parquet_file,
-    _wanted,
-    _without,
-    crawl_parts,
-    duplicate_copies,
-    flat_lists,
-    read_part,
-)
+from simweb.tasks.crawl.read import (LINK_COLUMNS, DamagedPart, empty_table, excluded, open_part, part_batches,
+                                     read_part, without)
 
-__all__ = ["LinkSlice", "PageSlice", "content_tfidf", "link_slices", "page_slices"]
+__all__ = ["LinkSlice", "PageSlice", "link_slices", "page_slices"]
 
 
 def _left_out(table: pa.Table, id_column: str, skip_ids: np.ndarray | None, url_column: str,
@@ -42,8 +26,8 @@ def _left_out(table: pa.Table, id_column: str, skip_ids: np.ndarray | None, url_
     those whose ``url_column`` ``exclude`` names; and how many of each were left out."""
     skipped = 0
     if skip_ids is not None and skip_ids.size:
-        table, skipped = _without(table, id_column, skip_ids)
-    dropped = _excluded(table.column(url_column), exclude) if exclude is not None else np.zeros(0, bool)
+        table, skipped = without(table, id_column, skip_ids)
+    dropped = excluded(table.column(url_column), exclude) if exclude is not None else np.zeros(0, bool)
     if dropped.any():
         table = table.filter(pa.array(~dropped))
     return table, skipped, int(dropped.sum())
@@ -65,7 +49,7 @@ def page_slices(url: str, columns: Sequence[str], skip_ids: np.ndarray | None, r
     those ``exclude`` names. The part is never read whole."""
     columns = list(dict.fromkeys(columns))
     read = list(dict.fromkeys([*columns, "url_id", *(["url"] if exclude is not None else [])]))
-    for table in _batches(_parquet_file(url, schemas.PAGES, read), url, read, rows):
+    for table in part_batches(open_part(url, schemas.PAGES, read), url, read, rows):
         table, skipped, excluded = _left_out(table, "url_id", skip_ids, "url", exclude)
         yield PageSlice(table.select(columns), skipped, excluded)
 
@@ -96,7 +80,7 @@ def link_slices(url: str, skip_sources: np.ndarray | None, rows: int, *,
     """
     columns = list(dict.fromkeys([*columns, "source_id", *(["source_url"] if exclude is not None else [])]))
     pages: _SourcePages | None = _SourcePages(pages_part_of(url), url) if sources else None
-    for table in _batches(_parquet_file(url, schemas.LINKS, columns), url, columns, rows):
+    for table in part_batches(open_part(url, schemas.LINKS, columns), url, columns, rows):
         table, skipped, excluded = _left_out(table, "source_id", skip_sources, "source_url", exclude)
         yield LinkSlice(table, pages.of(table.column("source_id")) if pages is not None else None, skipped, excluded)
 
@@ -107,7 +91,7 @@ class _SourcePages:
     def __init__(self, url: str, links_url: str) -> None:
         self._url = url
         self._links_url = links_url
-        self._file = _parquet_file(url, schemas.PAGES, ["url_id", "words"])
+        self._file = open_part(url, schemas.PAGES, ["url_id", "words"])
         self._ids = read_part(url, schemas.PAGES, ["url_id"]).column("url_id")
         meta = self._file.metadata
         self._starts = np.cumsum([0] + [meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
@@ -135,58 +119,4 @@ class _SourcePages:
                     raise DamagedPart(self._url, err) from None
             local = rows[group == g] - self._starts[g]
             tables.append(self._groups[g].take(pa.array(local)))
-        return pa.concat_tables(tables) if tables else _empty(schemas.PAGES, ["url_id", "words"])
-
-
-def content_tfidf(crawl_dir: str, url_ids: np.ndarray,
-                  exclude: Callable[[str], bool] = _keep_all) -> tuple[sp.csr_matrix, np.ndarray]:
-    """TF-IDF vectors of the contents of the pages of ``url_ids`` (ENS Section 4.2: the cosine of
-    TF-IDF vectors judges a top-N list, Δ(A, N)) and the row of each of ``url_ids``; a URL that
-    was not crawled gets the all-zero last row (cosine 0 with everything). Document frequencies
-    are those of every page but the ones ``exclude`` names.
-
-    One pass over the pages, slice by slice: each slice's words are dictionary-encoded by Arrow
-    and counted once per page into the collection's df, and only the wanted pages' words are
-    kept. Memory holds a slice, the vocabulary's df and the wanted pages, never the crawl's words
-    as Python strings (before: every page's words as a list of str)."""
-    found = crawl_parts(crawl_dir)
-    copies = duplicate_copies(found.pages)
-    wanted = _wanted(url_ids)
-    df = pa.table({"term": pa.array([], pa.string()), "df": pa.array([], pa.int64())})
-    kept, pending, documents = [], [], 0
-    seen = np.zeros(0, np.uint64)
-    for url in found.pages:
-        for piece in page_slices(url, ["url", "url_id", "words"], copies.of(url), 4096,
-                                 None if exclude is _keep_all else exclude):
-            pages = piece.pages
-            ids = pages.column("url_id").to_numpy()
-            first = ~np.isin(ids, seen)  # repeats within a part: the first row
-            first[np.setdiff1d(np.arange(ids.size), np.unique(ids, return_index=True)[1])] = False
-            pages, seen = pages.filter(pa.array(first)), np.concatenate([seen, ids[first]])
-            documents += pages.num_rows
-            values, offsets = flat_lists(pages.column("words"))
-            encoded = pc.dictionary_encode(values)
-            codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-            width = max(1, len(encoded.dictionary))
-            page_of = np.repeat(np.arange(pages.num_rows), np.diff(offsets))
-            in_pages = np.bincount(np.unique(page_of * width + codes) % width, minlength=len(encoded.dictionary))
-            pending.append(pa.table({"term": encoded.dictionary, "df": pa.array(in_pages, pa.int64())}))
-            if len(pending) >= 8:
-                df, pending = _add_counts([df, *pending], "term", "df"), []
-            kept.append(pages.filter(pc.is_in(pages.column("url_id"), value_set=wanted)).select(["url_id", "words"]))
-    df = _add_counts([df, *pending], "term", "df")
-    pages = pa.concat_tables(kept) if kept else _empty(schemas.PAGES, ["url_id", "words"])
-    ids = pages.column("url_id").to_numpy()
-    values, offsets = flat_lists(pages.column("words"))
-    encoded = pc.dictionary_encode(values)
-    at = pc.index_in(encoded.dictionary, value_set=df.column("term"))
-    vectors = tfidf_rows(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), offsets,
-                         pc.fill_null(df.column("df").take(at), 0).to_numpy(), documents)
-    vectors = sp.vstack([vectors, sp.csr_matrix((1, vectors.shape[1]))]).tocsr()
-    rows = np.full(url_ids.size, ids.size, dtype=np.int64)
-    if ids.size:
-        order = np.argsort(ids, kind="stable")
-        pos = np.minimum(np.searchsorted(ids[order], url_ids), ids.size - 1)
-        hit = ids[order][pos] == url_ids
-        rows[hit] = order[pos[hit]]
-    return vectors, rows
+        return pa.concat_tables(tables) if tables else empty_table(schemas.PAGES, ["url_id", "words"])

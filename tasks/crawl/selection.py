@@ -1,0 +1,79 @@
+"""Which parts belong to the crawl: ``CRAWL.json``, the selection a build writes (see
+simweb.tasks.crawl)."""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+
+from simweb.tasks.storage import filesystem, join, write_bytes_atomic
+
+__all__ = ["SELECTION_FILE", "add_to_selection", "left_out_of_selection", "read_selection", "write_selection"]
+
+
+SELECTION_FILE = "CRAWL.json"
+SELECTION_FORMAT = 1
+_PART_NAME = re.compile(r"part-[0-9a-f]{16}")
+
+
+def write_selection(crawl_dir: str, names: Iterable[str]) -> str:
+    """Name the parts (``part-<h16>``) that make up the crawl in ``crawl_dir``: ``CRAWL.json``,
+    written atomically. Every reader of the folder then reads those parts only."""
+    names = sorted(set(names))
+    bad = [n for n in names if not isinstance(n, str) or not _PART_NAME.fullmatch(n)]
+    if bad:
+        raise ValueError(f"expected part names of the form part-<16 hex digits> (as the ingest writes them), "
+                         f"got {', '.join(map(repr, bad[:3]))}")
+    data = {"format": SELECTION_FORMAT, "parts": names}
+    return write_bytes_atomic((json.dumps(data, indent=1) + "\n").encode(), join(crawl_dir, SELECTION_FILE))
+
+
+def left_out_of_selection(crawl_dir: str, names: Iterable[str]) -> list[tuple[str, int]]:
+    """The parts the crawl's selection names now and ``names`` does not — the files an earlier
+    build read and this one leaves out — as (the file they were read from, pages), from
+    their ingest stats (("part-<h16>", 0) where those are gone)."""
+    before = read_selection(crawl_dir) or ()
+    kept = set(names)
+    out = []
+    for part in before:
+        if part in kept:
+            continue
+        source, pages = part, 0
+        try:
+            fs, path = filesystem(join(crawl_dir, "stats", f"{part}.json"))
+            with fs.open(path, "rb") as f:
+                saved = json.loads(f.read())
+            source = str(saved.get("source") or part)
+            pages = int(saved.get("stats", {}).get("pages_written", 0))  # written when its file was read
+        except (OSError, ValueError, TypeError, AttributeError):
+            pass
+        out.append((source, pages))
+    return out
+
+
+def add_to_selection(crawl_dir: str, names: Iterable[str]) -> None:
+    """Add parts to the crawl's selection; a folder without one holds every part already."""
+    selection = read_selection(crawl_dir)
+    if selection is not None:
+        write_selection(crawl_dir, [*selection, *names])
+
+
+def read_selection(crawl_dir: str) -> tuple[str, ...] | None:
+    """The parts ``CRAWL.json`` names, sorted; None when the folder has no such file (then every
+    finished part belongs to the crawl). Raises ValueError when the file is not one we wrote."""
+    path = join(crawl_dir, SELECTION_FILE)
+    fs, p = filesystem(path)
+    try:
+        with fs.open(p, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return None
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        data = None
+    names = data.get("parts") if isinstance(data, dict) and data.get("format") == SELECTION_FORMAT else None
+    if not isinstance(names, list) or not all(isinstance(n, str) and _PART_NAME.fullmatch(n) for n in names):
+        raise ValueError(f"{path}: expected {{\"format\": {SELECTION_FORMAT}, \"parts\": [\"part-<h16>\", ...]}}, "
+                         "found something else; delete it to read every part of the folder, or re-run the build")
+    return tuple(sorted(set(names)))
