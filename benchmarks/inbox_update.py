@@ -52,7 +52,7 @@ def _run(files: list[str], work: Path, links: int) -> int:
     from simweb.deployments.server import LocalPrefectServer
     from simweb.flows.build_index import build_index
     from simweb.flows.ingest_new_crawl import ingest_new_crawl
-    from simweb.tasks.crawl import count_page_rows
+    from simweb.tasks.crawl.parts import count_page_rows
     from simweb.tasks.layout import crawl_folder
 
     out, inbox = work / "index", work / "inbox"

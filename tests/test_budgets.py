@@ -19,7 +19,7 @@ from warcio.warcwriter import WARCWriter
 from simweb.core import html
 from simweb.core.html import PAGE_TOO_DEEP, PAGE_TOO_SLOW, PageLimits, PageOverBudget, parse_page
 from simweb.tasks import payloads
-from simweb.tasks.ingest import ingest_warc
+from simweb.tasks.ingest.files import ingest_warc
 
 needs_c_walk = pytest.mark.skipif(html._tree is not html._tree_c, reason="the C walk (simcore/_walk.c) is not built")
 
