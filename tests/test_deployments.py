@@ -363,6 +363,7 @@ def test_ctrl_c_marks_the_running_build_crashed_and_the_database_lives_in_the_da
         finally:
             stop_process_group(proc, timeout=60)  # SIGINT to the group: Ctrl-C in its terminal
     output = log.read_text(errors="replace")
+    assert "Failed to create the Prefect home directory" not in output  # DATA/.prefect made before Prefect looks
     # Ctrl-C reaches the whole process group: either the run's own engine records the crash
     # first (Prefect's "aborted by an interrupt signal") or, when its process went before it
     # could, `orchestrate up` marks it on the way out. Which one comes first is a race; either

@@ -91,6 +91,8 @@ def _up(args) -> int:
         # The server's database beside the data it orchestrates, not in ~/.prefect, where every
         # temporary server of a `simweb build --prefect` keeps its own.
         os.environ["PREFECT_HOME"] = os.path.abspath(os.path.join(data, PREFECT_HOME_IN_DATA))
+        # Made before Prefect is imported: it makes only the last folder, and warns when it cannot.
+        os.makedirs(os.environ["PREFECT_HOME"], exist_ok=True)
     from simweb.deployments.server import DEFAULT_PORT, LocalPrefectServer, ServerFailed, api_url, is_healthy
 
     own_api = None if args.port else os.environ.get("PREFECT_API_URL")
