@@ -28,9 +28,16 @@ its gzip member ends); its ``skipped`` bytes do not count the blank lines before
 where reading resumed. Offsets are file offsets, of a record's first byte (in a gzipped
 file, of its gzip member's first byte): where a reader seeks to read the record again.
 
-A gzipped file whose gzip members do not hold one record each — the whole file one gzip
-stream, or members that split records — cannot be read record by record; ``warcio
-recompress`` rewrites it (:meth:`ArchiveRecords.damage`).
+A gzip member that holds more than one record — a file gzipped as a whole, one gzip stream
+(which warcio refuses after its first record) — is read on in order, record after record, to
+the member's end: every record it holds is kept, each with the member's offset (where a reader
+must start decompressing) and a length of 0, since no byte range of the file holds it alone, so
+that no player can replay it until the file is recompressed (``simweb cdxj`` leaves such records
+out and says so). Bytes after the member that do not start a record are damage, reported as
+such, and every record before them is kept. A file of members that split records cannot be read
+record by record. ``warcio recompress`` rewrites either, record by record, and the message says
+so where it would work: not when bytes after a member are not gzip data, which it cannot read
+(the message then says where to cut the file first) (:meth:`ArchiveRecords.damage`).
 
 A Zstandard-compressed WARC file (``.warc.zst``, as the IIPC's WARC-Zstandard specification
 defines it and Wget-AT writes it) is read as a gzipped one is, a zstd frame standing for a gzip
@@ -197,6 +204,26 @@ def _inflate_dropped(decoder: Any, data: bytes) -> None:
         data = decoder.unconsumed_tail
 
 
+class _Window:
+    """The bytes [``start``, ``stop``) of a seekable file, read from ``start`` (what the reader of
+    a gzip member is given: nothing past the member's end)."""
+
+    def __init__(self, raw: BinaryIO, start: int, stop: int):
+        self._raw, self._pos, self._stop = raw, start, stop
+
+    def read(self, n: int | None = -1) -> bytes:
+        n = self._stop - self._pos if n is None or n < 0 else min(n, self._stop - self._pos)
+        if n <= 0:
+            return b""
+        self._raw.seek(self._pos)
+        data = self._raw.read(n)
+        self._pos += len(data)
+        return data
+
+    def tell(self) -> int:
+        return self._pos
+
+
 class _QuietReader(DecompressingBufferedReader):
     """warcio's reader, without the message it prints to stderr when a gzip member (or zstd
     frame) does not decode: the record it holds ends there, is found cut, and the damage is
@@ -252,6 +279,14 @@ class _Iterator(ArchiveIterator):
         self.reader = _QuietReader(self.fh, zstd, dictionary)
         self.known_format = fmt  # with arc2warc, warcio never sets it: records are read as this format
         self.loader.arc_parser = _ArcHeaders()
+
+
+class _InOrder(_Iterator):
+    """:class:`_Iterator` reading on through a gzip member (zstd frame) that holds many records,
+    where warcio stops: the records one after another, as the member's stream gives them."""
+
+    def _raise_invalid_gzip_err(self) -> None:
+        pass
 
 
 def _format_at(text: bytes) -> str | None:
@@ -377,7 +412,11 @@ class ArchiveRecords:
         # gzip member), as warcio's indexer counts them: the CDX "length". None until then.
         self.length: int | None = None
         self.whole_gzip_at: int | None = None  # a gzip member (zstd frame) holding more than one record
+        self.in_whole_members = 0  # the records read from such members
         self.split_member_at: int | None = None  # a gzip member (zstd frame) that continues a record
+        # Where bytes that are not gzip data follow a gzip member, which warcio recompress cannot read.
+        self.not_gzip_at: int | None = None
+        self._in_member: int | None = None  # the member whose records are being read in order
         self._head = head
         self._piece = (start, stop) if start > 0 or stop is not None else None
         self._stop: int | None = None  # where the records of this piece end
@@ -433,6 +472,11 @@ class ArchiveRecords:
         while True:
             if self._pending is not None:
                 record, self._pending = self._pending, None
+            elif self._member_goes_on and _format_at(self._it.next_line or b""):
+                # The member of the record before holds the next record too: its records in order.
+                if not (yield from self._member_in_order(self._offset)):
+                    return
+                continue
             else:
                 offset = self._it.offset
                 try:
@@ -465,12 +509,75 @@ class ArchiveRecords:
             if self._end is None:
                 self.finish()
 
+    def _member_in_order(self, member: int):
+        """Yield the records of the gzip member (zstd frame) at ``member`` after its first, which
+        was read, in order (:class:`_InOrder`), each at the member's offset; then find where
+        reading goes on. Returns (as a generator's value) False when nothing follows."""
+        if self.whole_gzip_at is None:
+            self.whole_gzip_at = member
+        self.in_whole_members += 1
+        self._member_goes_on = False
+        end, why = self._member_end(member)
+        window = _Window(self._raw, member, self.size if end is None else end)
+        self._it = it = _InOrder(window, self.format, self.compression == "zstd", self._dictionary)
+        records, read, failure = iter(it), 0, None
+        self._in_member = member
+        try:
+            while True:
+                try:
+                    record = next(records)
+                except StopIteration:
+                    break
+                except OSError:
+                    raise
+                except Exception as exc:  # bytes inside the member that are not a record
+                    failure = exc
+                    break
+                read += 1
+                if read == 1:  # the member's first record, read before
+                    continue
+                self._record, self._offset, self._end = record, member, None
+                self.in_whole_members += 1
+                if self.gaps:
+                    self.recovered += 1
+                yield member, record
+                if self._end is None:
+                    self.finish()
+        finally:
+            self._in_member = None
+        what = f"the {self._member} at offset {member}, which holds {read} records"
+        found = None
+        if end is None:  # the member is cut, or stops decoding: its records up to there were read
+            found = self._find(member + 1)
+        elif end < self.size:
+            found = self._find(end)
+        if failure is not None:
+            self.gaps.append(Gap(member, 0, found, f"{what}, goes on after its last record with bytes that are not "
+                                                   f"a record ({_said(failure)}): the rest of it was skipped"))
+        elif end is None:
+            self.gaps.append(Gap(member, 0, found, f"{what}, {why}"))
+        if end is not None and end < self.size and found != end:
+            self._add_gap(end, found, f"{what}, ends at offset {end}, and the bytes after it are not a record "
+                                      "(bytes after the end of the compressed data)")
+        return found is not None
+
     def finish(self) -> RecordEnd:
         """Read the rest of the current record and tell how it ended; after damage, find the
         next record, where the iteration resumes."""
         if self._end is not None:
             return self._end
         it, record, offset = self._it, self._record, self._offset
+        if self._in_member is not None:  # a record of a member read in order: no byte range of its own
+            try:
+                it.read_to_end()
+                cut = getattr(record.raw_stream, "limit", 0) > 0
+            except OSError:
+                raise
+            except Exception:
+                cut = True
+            self.length = 0
+            self._end = RecordEnd.CUT if cut else RecordEnd.WHOLE
+            return self._end
         errors = it.err_count
         self.length = None
         try:
@@ -486,6 +593,8 @@ class ArchiveRecords:
             # In a gzipped file, a line after the record's blank lines is inside its member.
             self._member_goes_on = (self.compression is not None and it.next_line is not None
                                     and it.reader.decompressor is not None)
+            if self._member_goes_on and _format_at(it.next_line) is not None:
+                self.length = 0  # its member holds the next record too: no byte range holds it alone
             return self._end
         if cut:
             self._end = RecordEnd.CUT
@@ -519,21 +628,30 @@ class ArchiveRecords:
     # --- damage ----------------------------------------------------------------------------
 
     def damage(self, source: str) -> str | None:
-        """What was damaged, skipped and recovered, for people (None for an undamaged file)."""
-        if not self.gaps:
+        """What was damaged, skipped and recovered, for people (None for an undamaged file); a
+        file compressed as a whole is said to be, with how to make it replayable."""
+        if not self.gaps and self.whole_gzip_at is None:
             return None
 
         def told(gap: Gap) -> str:
             after = f"reading resumed at offset {gap.resumed}" if gap.resumed is not None else "no record follows"
             return f"{gap.reason}: {gap.skipped} bytes skipped, {after}"
 
+        said = []
+        if self.whole_gzip_at is not None:
+            how = "gzipped" if self.compression == "gzip" else "compressed"
+            said.append(f"the file is {how} as a whole instead of record by record (the {self._member} at offset "
+                        f"{self.whole_gzip_at} holds more than one record): its {self.in_whole_members} records were "
+                        "read in order, but a player cannot seek to one, so they are not replayable until the file is "
+                        "recompressed")
         if len(self.gaps) == 1:
-            text = told(self.gaps[0])
-        else:
+            said.append(told(self.gaps[0]))
+        elif self.gaps:
             listed = "; ".join(told(gap) for gap in self.gaps[:3])
             more = f"; and {len(self.gaps) - 3} more" if len(self.gaps) > 3 else ""
-            text = (f"damaged at {len(self.gaps)} places, {sum(g.skipped for g in self.gaps)} bytes "
-                    f"skipped in all: {listed}{more}")
+            said.append(f"damaged at {len(self.gaps)} places, {sum(g.skipped for g in self.gaps)} bytes "
+                        f"skipped in all: {listed}{more}")
+        text = "; ".join(said)
         if self.format is None:
             text = f"not a WARC or ARC file (no record was found in it): {text}"
         if self.recovered:
@@ -541,9 +659,15 @@ class ArchiveRecords:
         if self.compression == "zstd" and self.whole_gzip_at is not None:
             text += f"; 'zstd -d {source}' writes the uncompressed WARC file, which reads in full"
         if self.compression == "gzip" and (self.whole_gzip_at is not None or self.split_member_at is not None):
-            base = re.sub(r"\.w?arc\.gz$", "", source, flags=re.I)
-            text += ("; the file is likely still valid and can be fixed by running: "
-                     f"warcio recompress {source} {base}.recompressed.warc.gz")
+            base = re.sub(r"\.w?arc\.gz(\.open)?$", "", source, flags=re.I)
+            if self.not_gzip_at is None:
+                text += ("; the file is likely still valid and can be rewritten record by record by running: "
+                         f"warcio recompress {source} {base}.recompressed.warc.gz")
+            else:  # warcio recompress stops at bytes that are not gzip data
+                text += (f"; to rewrite it record by record, cut the bytes from offset {self.not_gzip_at} on, which "
+                         f"warcio recompress cannot read, and recompress what is before them: head -c "
+                         f"{self.not_gzip_at} {source} > {base}.trimmed.warc.gz && warcio recompress "
+                         f"{base}.trimmed.warc.gz {base}.recompressed.warc.gz")
         return text
 
     def _why_no_first_record(self) -> str:
@@ -594,13 +718,6 @@ class ArchiveRecords:
         if self._member_goes_on:
             # The last record's member goes on after it: the damage is that member, from its start.
             member = self._offset
-            if isinstance(exc, ArchiveLoadFailed) and "non-chunked gzip" in text:
-                self.whole_gzip_at = member
-                how = "gzipped" if self.compression == "gzip" else "compressed"
-                return self._resync(member, member + 1,
-                                    f"the {self._member} at offset {member} holds more than one record (the "
-                                    f"file is {how} as a whole instead of record by record), so only its "
-                                    "first record could be read")
             return self._resync(member, member + 1,
                                 f"the {self._member} at offset {member} goes on after its record with bytes "
                                 f"that are not a record ({text})")
@@ -612,6 +729,7 @@ class ArchiveRecords:
         # Never back to or before the last record read: every resync moves forward.
         if self._record is not None:
             start, scan_from = max(start, self._offset), max(scan_from, self._offset + 1)
+        start, scan_from = max(start, 0), max(scan_from, 0)
         self._member_goes_on = False
         found = self._find(scan_from)
         self._add_gap(start, found, reason)
@@ -620,6 +738,9 @@ class ArchiveRecords:
     def _add_gap(self, start: int, found: int | None, reason: str) -> None:
         end = self.size if found is None else found
         skipped = max(0, end - start)
+        if (self.compression == "gzip" and skipped and self.not_gzip_at is None
+                and self._read_at(start, len(GZIP_MAGIC)) != GZIP_MAGIC):
+            self.not_gzip_at = start  # bytes that are not gzip data, where warcio recompress stops
         if found is not None and skipped and not self.compression:
             # Blank lines before the record where reading resumed end the stretch: not skipped.
             before = self._read_at(max(start, found - 64), found - max(start, found - 64))

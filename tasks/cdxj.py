@@ -7,8 +7,10 @@ address a link used replays too), gives one line (simweb.core.replay.cdxj_line):
 
 read from the columns the ingest keeps for it (schemas.PAGES and schemas.ALIASES: surt,
 timestamp, record_offset, record_length, digest, source_file). A record whose WARC-Date is not
-a valid date has no timestamp and is left out, counted. Every capture is listed, copies of a URL
-in several files too: a player picks among captures by timestamp.
+a valid date has no timestamp and is left out, counted; so is a record with no byte range of its
+own (a record_length of 0: one of many records in the gzip member of a file gzipped as a whole,
+simweb.tasks.archives), which no player can seek to, its file named. Every other capture is
+listed, copies of a URL in several files too: a player picks among captures by timestamp.
 
 Lines are sorted as pywb expects (byte order of the whole line, as ``LC_ALL=C sort`` does: by
 SURT key, then timestamp). Memory is bounded by a part: each part's lines are sorted into a
@@ -25,6 +27,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack
+from typing import Any
 
 from simweb.core.replay import cdxj_line
 from simweb.tasks import schemas
@@ -45,7 +48,7 @@ def archive_name(source: str) -> str:
     return os.path.basename(source.split("::", 1)[0])
 
 
-def _lines(table, full_paths: bool, counts: dict[str, int], kind: str) -> list[str]:
+def _lines(table, full_paths: bool, counts: dict[str, Any], kind: str) -> list[str]:
     out = []
     columns = {name: table.column(name).to_pylist() for name in _PAGE_COLUMNS}
     for i in range(table.num_rows):
@@ -54,6 +57,10 @@ def _lines(table, full_paths: bool, counts: dict[str, int], kind: str) -> list[s
             counts["without_timestamp"] += 1
             continue
         source = columns["source_file"][i]
+        if columns["record_length"][i] == 0:  # no byte range holds it alone: nothing to replay it from
+            counts["not_replayable"] += 1
+            counts["not_replayable_files"].add(source if full_paths else archive_name(source))
+            continue
         out.append(cdxj_line(columns["surt"][i], stamp, columns["url"][i], columns["content_type"][i],
                              columns["status"][i], columns["digest"][i], columns["record_length"][i] or 0,
                              columns["record_offset"][i], source if full_paths else archive_name(source)))
@@ -62,7 +69,7 @@ def _lines(table, full_paths: bool, counts: dict[str, int], kind: str) -> list[s
     return out
 
 
-def _runs(crawl_dir: str, full_paths: bool, counts: dict[str, int], tmp: str) -> list[str]:
+def _runs(crawl_dir: str, full_paths: bool, counts: dict[str, Any], tmp: str) -> list[str]:
     found = crawl_parts(crawl_dir)
     runs = []
     for data_set, urls in (("pages", found.pages), ("redirects", found.aliases)):
@@ -86,13 +93,17 @@ def _merged(runs: list[str], stack: ExitStack) -> Iterator[str]:
     return heapq.merge(*files)
 
 
-def write_cdxj(crawl_dir: str, out: str | None = None, full_paths: bool = False) -> dict[str, int]:
+def write_cdxj(crawl_dir: str, out: str | None = None, full_paths: bool = False) -> dict[str, Any]:
     """Write the CDXJ index of the crawl in ``crawl_dir`` to ``out`` (a local file, written under a
     temporary name and renamed; None or ``-``: standard output). Returns the lines written by
-    kind (``pages``, ``redirects``) and the records left out (``without_timestamp``)."""
-    counts = {"pages": 0, "redirects": 0, "without_timestamp": 0}
+    kind (``pages``, ``redirects``), the records left out (``without_timestamp``,
+    ``not_replayable``) and the files of the records not replayable (``not_replayable_files``,
+    sorted)."""
+    counts: dict[str, Any] = {"pages": 0, "redirects": 0, "without_timestamp": 0, "not_replayable": 0,
+                              "not_replayable_files": set()}
     with tempfile.TemporaryDirectory(prefix="simweb-cdxj-") as tmp, ExitStack() as stack:
         lines = _merged(_runs(crawl_dir, full_paths, counts, tmp), stack)
+        counts["not_replayable_files"] = sorted(counts["not_replayable_files"])
         if out in (None, "-"):
             sys.stdout.writelines(lines)
             sys.stdout.flush()

@@ -652,13 +652,16 @@ def test_a_corrupt_zstd_frame_is_skipped_whole(cc_records, tmp_path):
 
 
 def test_a_warc_zst_file_compressed_as_one_frame_says_how_to_read_it(cc_records, tmp_path):
-    """What ``zstd crawl.warc`` makes: one frame for the whole file. Its first record is read;
-    the message says the file is compressed as a whole and how to get the .warc file."""
+    """What ``zstd crawl.warc`` makes: one frame for the whole file. Its records are read in
+    order, every page kept; the message says the file is compressed as a whole, that its records
+    are not replayable, and how to get the .warc file."""
     data = zstandard.ZstdCompressor().compress(b"".join(cc_records))
     stats = ingest_warc(write(tmp_path / "whole.warc.zst", data), str(tmp_path / "out"))
-    assert (stats.records_read, stats.pages_written) == (1, 0)
+    assert (stats.records_read, stats.pages_written, stats.bytes_skipped) == (50, 16, 0)
     (error,) = stats.file_errors
     assert "the file is compressed as a whole instead of record by record" in error.reason
+    assert "its 50 records were read in order" in error.reason and "not replayable" in error.reason
+    assert error.damage == ()
     assert f"'zstd -d {tmp_path / 'whole.warc.zst'}' writes the uncompressed WARC file" in error.reason
     assert "warcio recompress" not in error.reason
 

@@ -168,14 +168,17 @@ def test_clipped_gzip_member(warc_dir, tmp_path):
 
 def test_whole_file_gzip_gets_the_recompress_fix(warc_dir, tmp_path):
     """example-bad-non-chunked.warc.gz: one gzip stream for the whole file (``zcat`` shows 6
-    records). warcio reads the first record (warcinfo) and then refuses; no other gzip member
-    follows, so the member's 2113 bytes are skipped. The message names the fix."""
+    records: warcinfo, request, response, warcinfo, request, revisit). warcio reads the first
+    record and then refuses; here they are read in order, the page kept, each at the member's
+    offset with a length of 0 (no byte range holds one alone). The message names the fix."""
     path = warc_dir / "example-bad-non-chunked.warc.gz"
     stats = ingest_warc(str(path), str(tmp_path))
-    assert counts(stats) == (1, 0, {"warcinfo record": 1}, 1)
-    assert (stats.records_recovered, stats.bytes_skipped) == (0, 2113)
+    assert counts(stats) == (6, 1, {"warcinfo record": 2, "request record": 2, "revisit record": 1}, 1)
+    assert (stats.records_recovered, stats.bytes_skipped) == (0, 0)
+    (page,) = pages_of(tmp_path)
+    assert (page["url"], page["record_offset"], page["record_length"]) == ("http://example.com/", 0, 0)
     reason = stats.file_errors[0].reason
-    assert "gzipped as a whole" in reason
+    assert "gzipped as a whole" in reason and "its 6 records were read in order" in reason
     assert f"warcio recompress {path} {warc_dir / 'example-bad-non-chunked.recompressed.warc.gz'}" in reason
 
 
@@ -209,20 +212,20 @@ def test_all_fixtures_together_and_the_summary(warc_dir, tmp_path):
     stats = ingest_files(list_archive_files(str(warc_dir)), str(tmp_path))
     # The sums of the per-file expectations above.
     assert stats.files_read == 8 and stats.files_by_format == {"warc": 8}
-    assert stats.records_read == 50 + 30 + 6 + 3 + 4 + 1 + 1 + 2
-    assert stats.pages_written == 16 + 29 + 1 + 1 + 1
+    assert stats.records_read == 50 + 30 + 6 + 3 + 4 + 1 + 6 + 2
+    assert stats.pages_written == 16 + 29 + 1 + 1 + 1 + 1
     assert dict(stats.skipped) == {
-        "warcinfo record": 1 + 1 + 2 + 1 + 2 + 1, "request record": 17 + 2 + 1 + 1 + 1,
-        "metadata record": 16, "revisit record": 1, "truncated record": 1 + 1,
+        "warcinfo record": 1 + 1 + 2 + 1 + 2 + 2, "request record": 17 + 2 + 1 + 1 + 2 + 1,
+        "metadata record": 16, "revisit record": 1 + 1, "truncated record": 1 + 1,
     }
-    assert (stats.records_recovered, stats.bytes_skipped) == (1 + 1, 2 + 18184 + 2113 + 1130)
+    assert (stats.records_recovered, stats.bytes_skipped) == (1 + 1, 2 + 18184 + 1130)
     assert [Path(e.path).name for e in stats.file_errors] == [
         "clipped.warc.gz", "example-bad-non-chunked.warc.gz", "example-trunc.warc", "example-wrong-chunks.warc.gz",
     ]
     text = stats.summary()
     assert text.startswith("ingest: 8 files read; 8 WARC\n")
-    for label, n in (("records read", "97"), ("pages written", "48"), ("file errors", "4"),
-                     ("records recovered", "2"), ("bytes skipped", "21,429")):
+    for label, n in (("records read", "102"), ("pages written", "49"), ("file errors", "4"),
+                     ("records recovered", "2"), ("bytes skipped", "19,316")):
         assert re.search(rf"^ +{label} +{n}$", text, re.M), label
     for line in ("links written", "records skipped", "metadata record", "warcio recompress", "offset 1197"):
         assert line in text

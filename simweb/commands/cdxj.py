@@ -50,4 +50,12 @@ def run(args: argparse.Namespace) -> int:
         if counts["without_timestamp"] else ""
     print(f"simweb cdxj: {counts['pages']} page(s) and {counts['redirects']} redirect(s) indexed"
           + (f" in {args.out}" if args.out not in (None, "-") else "") + left_out, file=sys.stderr)
+    if counts["not_replayable"]:
+        files = counts["not_replayable_files"]
+        named = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+        print(f"simweb cdxj: {counts['not_replayable']} record(s) left out, not replayable: {named} "
+              f"{'is' if len(files) == 1 else 'are'} compressed as a whole, one gzip member (or zstd frame) holding "
+              "many records, which a player cannot seek into; rewrite each record by record (`warcio recompress "
+              "FILE NEW.warc.gz`, or `zstd -d` for a .warc.zst; the ingest's file errors say how for each) and ingest "
+              "it again to replay them", file=sys.stderr)
     return 0
