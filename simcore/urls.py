@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import mmh3
 
-__all__ = ["normal_url_id", "normalize_links", "normalize_url", "url_id"]
+__all__ = ["normal_url_id", "normalize_links", "normalize_url", "target_uri", "url_id"]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -53,7 +53,11 @@ def _normalise_escape(match: re.Match[str]) -> str:
         return char if char in _UNRESERVED else text.upper()
     if text == "%":
         return "%25"
-    return "".join(f"%{b:02X}" for b in text.encode("utf-8", "surrogatepass"))
+    if "\ud800" <= text <= "\udfff":
+        # A lone surrogate (from a JSON string, say) is no character: U+FFFD, as the WHATWG URL
+        # standard's parser reads scalar values, and as a page's invalid bytes are read.
+        return "%EF%BF%BD"
+    return "".join(f"%{b:02X}" for b in text.encode("utf-8"))
 
 
 def _normalise_percent(text: str) -> str:
@@ -203,6 +207,16 @@ def _normalise_in_full(url: str) -> str | None:
         path = "/" + path
     query = f"?{_normalise_percent(parts.query)}" if parts.query else ""
     return f"{scheme}://{host}{path}{query}"
+
+
+def target_uri(value: str) -> str:
+    """The URL a record's WARC-Target-URI names: white space and controls at its ends trimmed (as
+    the WHATWG URL parser trims them), and one pair of angle brackets around it removed (WARC 1.0
+    wrote the URI as ``<http://…>``) — only a matching pair: a URL ending in ``>`` keeps it."""
+    value = value.strip(_EDGE_JUNK)
+    if len(value) >= 2 and value[0] == "<" and value[-1] == ">":
+        value = value[1:-1].strip(_EDGE_JUNK)
+    return value
 
 
 def normalize_url(url: str, base: str | None = None) -> str | None:

@@ -253,6 +253,19 @@ def _is_arc_v2(fields: list[str]) -> bool:
             and fields[9].isdigit() and (fields[4].isdigit() or fields[4] == "-"))
 
 
+def _header_text(line: bytes | str) -> str:
+    """A header line as text: UTF-8, a byte that is not UTF-8 read as U+FFFD (warcio reads such a
+    line byte for byte as Latin-1), as the page's own text is read, so that the URLs of a record's
+    headers and the links to it in pages are spelt one way (simweb.core.urls)."""
+    return line if isinstance(line, str) else line.decode("utf-8", "replace")
+
+
+class HeaderParser(StatusAndHeadersParser):
+    """warcio's header reader, every line read as :func:`_header_text` reads it."""
+
+    decode_header = staticmethod(_header_text)
+
+
 class _ArcHeaders(ARC2WARCHeadersParser):
     """warcio's ARC header line reader, which knows version 1 lines only, reading version 2
     lines too (the ARC format's second version, as the Internet Archive describes it): their URL,
@@ -262,7 +275,8 @@ class _ArcHeaders(ARC2WARCHeadersParser):
     def parse(self, stream, headerline=None):
         if headerline is None:
             headerline = stream.readline()
-        fields = StatusAndHeadersParser.decode_header(headerline).rstrip("\r\n").rsplit(" ", 9)
+        headerline = _header_text(headerline)
+        fields = headerline.rstrip("\r\n").rsplit(" ", 9)
         if _is_arc_v2(fields):
             headerline = " ".join(fields[:4] + fields[9:]) + "\n"
         return super().parse(stream, headerline)
@@ -279,6 +293,10 @@ class _Iterator(ArchiveIterator):
         self.reader = _QuietReader(self.fh, zstd, dictionary)
         self.known_format = fmt  # with arc2warc, warcio never sets it: records are read as this format
         self.loader.arc_parser = _ArcHeaders()
+        loader = self.loader
+        loader.warc_parser = HeaderParser(loader.WARC_TYPES)
+        loader.http_parser = HeaderParser(loader.HTTP_TYPES, loader.http_parser.verify)
+        loader.http_req_parser = HeaderParser(loader.HTTP_VERBS, loader.http_req_parser.verify)
 
 
 class _InOrder(_Iterator):

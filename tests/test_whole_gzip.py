@@ -20,7 +20,7 @@ from warcio.warcwriter import WARCWriter
 
 from simweb.cli import main as simweb_main
 from simweb.tasks.archives import ArchiveRecords
-from simweb.tasks.ingest import ingest_warc
+from simweb.tasks.ingest.files import ingest_warc
 from simweb.tasks.storage import read_parquet
 
 PAGES = ("http://go.example/", "http://go.example/about")

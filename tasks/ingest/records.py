@@ -11,14 +11,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from warcio.bufferedreaders import ChunkedDataReader
-from warcio.statusandheaders import StatusAndHeadersParser
 
 from simweb.core.aliases import REDIRECT, REDIRECT_STATUSES, redirect_target
 from simweb.core.charset import charset_from_content_type, html_for_parser, looks_binary, looks_like_html
 from simweb.core.html import PAGE_TOO_DEEP, PAGE_TOO_SLOW, PageOverBudget, parse_page
 from simweb.core.replay import payload_digest, timestamp14
-from simweb.core.urls import normalize_url, url_id
-from simweb.tasks.archives import ArchiveRecords, RecordEnd
+from simweb.core.urls import normalize_url, target_uri, url_id
+from simweb.tasks.archives import ArchiveRecords, HeaderParser, RecordEnd
 from simweb.tasks.ingest.parts import IngestParts, RecordPlace
 from simweb.tasks.payloads import (
     ENCODING_ERROR,
@@ -77,7 +76,7 @@ def _status_reason(status: int) -> str:
     return f"HTTP {status // 100}xx" if 100 <= status <= 599 else BAD_STATUS
 
 
-_HTTP_PARSER = StatusAndHeadersParser(["HTTP/1.0", "HTTP/1.1"], verify=False)
+_HTTP_PARSER = HeaderParser(["HTTP/1.0", "HTTP/1.1"], verify=False)
 
 
 @dataclass
@@ -158,11 +157,11 @@ def _page_of(record, records: ArchiveRecords):
         records.finish()
         return f"{rec_type or 'untyped'} record", None
 
-    uri = record.rec_headers.get_header("WARC-Target-URI")
-    if not uri or not uri.strip("<> "):
+    uri = target_uri(record.rec_headers.get_header("WARC-Target-URI") or "")
+    if not uri:
         records.finish()
         return NO_URI, None
-    url = normalize_url(uri.strip().strip("<>"))
+    url = normalize_url(uri)
     if url is None:
         records.finish()
         return (INVALID_URI if _scheme(uri) in ("", "http", "https") else NOT_WEB_URI), None
