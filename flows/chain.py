@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from prefect import unmapped
 
+from simweb.core.markdown import md_block, md_code
 from simweb.core.strategy import Metric, Strategy
 from simweb.flows.cluster import fan_out, show_progress, worker_slots
 from simweb.tasks import index_store
@@ -62,9 +63,9 @@ class BuildSummary:
 
     def markdown(self, out: str) -> str:
         """The summary as a markdown page (a flow run's artifact): where the index is, then the table."""
-        where = (f"The index is published at `{self.index}`; queries open it through `{out}` "
-                 f"(`simweb related URL --index {out}`)." if self.index else "No index was published.")
-        return f"# build-index\n\n{where}\n\n```\n{self.summary()}\n```\n"
+        where = (f"The index is published at {md_code(self.index)}; queries open it through {md_code(out)} "
+                 f"({md_code(f'simweb related URL --index {out}')})." if self.index else "No index was published.")
+        return f"# build-index\n\n{where}\n\n{md_block(self.summary())}"
 
     def sentence(self) -> str:
         """The build in one sentence, for a run's log (the table is :meth:`summary`)."""

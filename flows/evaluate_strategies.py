@@ -22,6 +22,7 @@ from typing import Literal
 from prefect import flow
 
 from simweb.core.grids import grid_strategies, strategy_grid
+from simweb.core.markdown import md_code, md_text
 from simweb.flows.cluster import call_task, publish_markdown, run_task, stage_runner
 from simweb.tasks.eval_sample import SampleParams
 from simweb.tasks.evaluate import (
@@ -109,9 +110,10 @@ def evaluate_strategies(
     summary = call_task(report_task, out=out, sample=sample, grid=grid, outputs=outputs, groups=groups, seed=seed,
                         n_resamples=n_resamples, title=title, recommendation=recommendation, index=index)
     log.info("evaluate-strategies: report at %s", summary["report"])
-    best = "\n".join(f"| {r['strategy']} | {r['value']:.3f} |" for r in summary.get("sibling_gamma", [])[:10]
+    best = "\n".join(f"| {md_text(r['strategy'])} | {r['value']:.3f} |" for r in summary.get("sibling_gamma", [])[:10]
                      if isinstance(r.get("value"), float))
-    publish_markdown("evaluate-strategies-summary", f"# evaluate-strategies\n\nThe report is at `{summary['report']}`."
-                     "\n\n" + "\n".join(summary.get("sample", [])) + "\n\n| strategy | sibling-Γ |\n| --- | --- |\n"
+    publish_markdown("evaluate-strategies-summary", f"# evaluate-strategies\n\nThe report is at "
+                     f"{md_code(summary['report'])}.\n\n" + "\n".join(map(md_text, summary.get("sample", [])))
+                     + "\n\n| strategy | sibling-Γ |\n| --- | --- |\n"
                      + best + "\n", f"evaluate-strategies of {crawl}")
     return summary

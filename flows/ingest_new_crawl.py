@@ -23,6 +23,7 @@ from typing import Any
 
 from prefect import flow
 
+from simweb.core.markdown import md_block, md_code, md_text
 from simweb.core.strategy import Strategy
 from simweb.flows.chain import index_chain, ingest_sentence, ingest_stage
 from simweb.flows.cluster import fresh_workers_after_ingest, in_flow_run, publish_markdown, stage_runner
@@ -56,14 +57,15 @@ class IncrementalIngest:
     def markdown(self, table: str) -> str:
         """The run's artifact: where the index is, the files this run ingested (and those it
         could not), then the ingest's table."""
+        # File names and reasons are the inbox's and the crawl's: text, never markup (simweb.core.markdown).
         lines = ["# ingest-new-crawl", "",
-                 f"The index is published at `{self.index}`." if self.index else "No index was published.", "",
+                 f"The index is published at {md_code(self.index)}." if self.index else "No index was published.", "",
                  f"Files ingested by this run ({len(self.ingested)}):", ""]
-        lines += [f"- `{name}`" for name in self.ingested] or ["- none"]
+        lines += [f"- {md_code(name)}" for name in self.ingested] or ["- none"]
         if self.failed:
             lines += ["", f"Files not ingested ({len(self.failed)}):", ""]
-            lines += [f"- `{name}`: {reason}" for name, reason in self.failed.items()]
-        return "\n".join(lines) + f"\n\n```\n{table}\n```\n"
+            lines += [f"- {md_code(name)}: {md_text(reason)}" for name, reason in self.failed.items()]
+        return "\n".join(lines) + f"\n\n{md_block(table)}"
 
 
 @flow(name="ingest-new-crawl")

@@ -35,6 +35,8 @@ A replay prefix is either a template holding ``{url}`` (and ``{timestamp}``), su
 ``http://localhost:8080/my-coll/{timestamp}/{url}``, or a prefix to which
 ``<timestamp>/<url>`` is appended (a ``/`` added if it lacks one), such as pywb's
 ``http://localhost:8080/my-coll/`` or the Wayback Machine's ``https://web.archive.org/web/``.
+Either must be an http or https URL with a host (:func:`replay_prefix_problem`): a replay address
+becomes a link's ``href``, and a ``javascript:`` or ``data:`` one would run in the page that shows it.
 """
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ import re
 from datetime import datetime, timedelta, timezone
 from urllib.parse import quote, unquote, urlsplit
 
-__all__ = ["cdxj_line", "payload_digest", "replay_url", "surt", "timestamp14"]
+__all__ = ["cdxj_line", "payload_digest", "replay_prefix_problem", "replay_url", "surt", "timestamp14"]
 
 # Step 1: bytes kept as they are when escaping once (everything else outside 0x21-0x7E is escaped).
 _SAFE = "!\"$&'()*+,-./:;<=>?@[\\]^_`{|}~"
@@ -224,9 +226,35 @@ def cdxj_line(key: str, timestamp: str, url: str, mime: str, status: int, digest
     return f"{key} {timestamp} {json.dumps(fields)}"
 
 
+_CONTROLS_OR_SPACE = re.compile(r"[\x00-\x20\x7f]")
+
+
+def replay_prefix_problem(prefix: str | None) -> str | None:
+    """What is wrong with a replay prefix, in a sentence; None when it is an http(s) URL with a
+    host (or when there is none)."""
+    if not prefix:
+        return None
+    shown = prefix if len(prefix) <= 80 else prefix[:80] + "…"
+    expected = ("expected a web-archive player's http(s) address, such as http://localhost:8080/my-coll/ (pywb) "
+                f"or https://web.archive.org/web/, got {shown!r}")
+    if _CONTROLS_OR_SPACE.search(prefix):
+        return f"replay prefix: {expected}, which holds white space or control characters"
+    try:
+        parts = urlsplit(prefix)
+    except ValueError:
+        return f"replay prefix: {expected}, which is no URL"
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return f"replay prefix: {expected}"
+    return None
+
+
 def replay_url(prefix: str, timestamp: str | None, url: str) -> str | None:
     """The address at which a player shows the record of ``url`` captured at ``timestamp``
-    (see the module docstring for the two forms of ``prefix``); None without a timestamp."""
+    (see the module docstring for the two forms of ``prefix``); None without a timestamp.
+    Raises ValueError for a prefix that is not an http(s) URL (:func:`replay_prefix_problem`)."""
+    problem = replay_prefix_problem(prefix)
+    if problem:
+        raise ValueError(problem)
     if not timestamp:
         return None
     if "{url}" in prefix:

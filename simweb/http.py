@@ -31,7 +31,11 @@ Status codes, the same on every endpoint and whatever ``CURRENT`` says:
     409  dedup or a link measure asked for, but the crawl is not at INDEX/crawl (serve --crawl)
     413  a request body over MAX_BODY (64 KiB), refused before the rest of it is read
     414  a request target (path and query) over MAX_TARGET (8 KiB)
-    422  a bad parameter: out of range, not a number, a missing url, a malformed body
+    400  a Host header that is not one of the server's names (simweb.guard: DNS rebinding)
+    422  a bad parameter: out of range, not a number, a missing url, a malformed body, a replay
+         prefix that is not an http(s) URL
+
+HEAD is answered wherever GET is, and every HTML page carries a Content-Security-Policy (simweb.guard).
     503  never: the server starts only once it has opened a version, and keeps one from then on
 """
 from __future__ import annotations
@@ -48,11 +52,13 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi_offline import FastAPIOffline
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from simweb.answers import RelatedAnswer, index_answer, measure_answer
 from simweb.api import DEFAULT_ALPHA, DEFAULT_TOP, Index, Related, UnknownURL, open_index, shown
 from simweb.commands.related import RELATED_MEASURES
+from simweb.core.replay import replay_prefix_problem
+from simweb.guard import Guard, host_names
 
 MAX_TOP = 1000
 MAX_BATCH = 1000
@@ -69,6 +75,14 @@ class BatchRequest(BaseModel):
     rerank: bool = True
     dedup: bool = False
     replay_prefix: str | None = Field(None, max_length=2000)
+
+    @field_validator("replay_prefix")
+    @classmethod
+    def _http_prefix(cls, prefix: str | None) -> str | None:
+        problem = replay_prefix_problem(prefix)
+        if problem:
+            raise ValueError(problem)
+        return prefix
 
 
 class Term(BaseModel):
@@ -239,10 +253,14 @@ def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
     return errors
 
 
-def create_app(index: Index | str, replay_prefix: str | None = None) -> FastAPI:
+def create_app(index: Index | str, replay_prefix: str | None = None, hosts: frozenset[str] | None = None) -> FastAPI:
     """The FastAPI application serving ``index`` (an open Index or an index folder); with
     ``replay_prefix`` every answer gives each crawled result's replay address unless the
-    request names another prefix (simweb.api.Index.with_replay)."""
+    request names another prefix (simweb.api.Index.with_replay). It answers requests for the
+    Host names ``hosts`` only (simweb.guard; default: this machine's own, 127.0.0.1, localhost
+    and [::1]). Raises ValueError for a replay prefix that is not an http(s) URL."""
+    if replay_prefix_problem(replay_prefix):
+        raise ValueError(replay_prefix_problem(replay_prefix))
     idx = index if isinstance(index, Index) else open_index(index)
     # The documentation pages take Swagger UI and ReDoc from the fastapi-offline package, served
     # here, so that they work without a network; nor does Swagger UI send the spec to a validator.
@@ -257,6 +275,7 @@ def create_app(index: Index | str, replay_prefix: str | None = None) -> FastAPI:
     app.state.index = idx
     replay_prefix_default = replay_prefix or None
     app.add_middleware(_RequestLimits)
+    app.add_middleware(Guard, hosts=host_names() if hosts is None else hosts)  # outermost: added last
     current = _Live(idx)
     link_graph = _LinkGraph(idx.crawl)
 
@@ -276,6 +295,8 @@ def create_app(index: Index | str, replay_prefix: str | None = None) -> FastAPI:
             None, description="answer by this link measure of the crawl instead of the index (ENS paper Table 1)"),
         replay_prefix: str | None = Query(None, max_length=2000, description=_REPLAY_HELP),
     ) -> dict[str, Any]:
+        if replay_prefix_problem(replay_prefix):
+            raise HTTPException(status_code=422, detail=replay_prefix_problem(replay_prefix))
         index_now = current()
         try:
             if measure is not None:
@@ -344,6 +365,9 @@ def create_app(index: Index | str, replay_prefix: str | None = None) -> FastAPI:
         rerank = not estimate
         index_now = current()
         body, status = "", 200
+        if replay_prefix_problem(replay_prefix):  # never carried into a link
+            body, status = f'<p class="error" id="error">{html.escape(replay_prefix_problem(replay_prefix))}</p>', 422
+            url, replay_prefix = None, None
         if url and not _is_address(url):
             body = _found_html(url, index_now.find(url, FOUND_LIMIT), top, alpha, rerank, dedup, replay_prefix)
         elif url:

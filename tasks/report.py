@@ -50,6 +50,7 @@ from simweb.core.gamma import (
 )
 from simweb.core.grids import FIGURE_MEASURE, AnyStrategy, LinkStrategy, figure_label
 from simweb.core.index_agreement import INDEX_STRATEGY
+from simweb.core.markdown import md_text
 from simweb.core.retrieval_metrics import RETRIEVAL_MEASURES, RETRIEVAL_N, retrieval_estimates
 from simweb.core.strategy import Metric, Strategy
 from simweb.tasks.eval_sample import LoadedSample, load_sample
@@ -577,7 +578,8 @@ def report_blocks(context: ReportContext) -> list[Block]:
 
 
 def _md_row(cells: list[str]) -> str:
-    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+    # Cells hold crawled text (URLs, categories): text, never markup (simweb.core.markdown).
+    return "| " + " | ".join(md_text(c) for c in cells) + " |"
 
 
 def _markdown(block: Block) -> str:
@@ -592,9 +594,9 @@ def _markdown(block: Block) -> str:
         case Figure(files):
             return f"![{files.title}]({files.png})\n"
         case SourceHeading(url, category):
-            return f"Source {url} ({category})\n"
+            return f"Source {md_text(url)} ({md_text(category)})\n"
         case Paragraph(text):
-            return f"{text}\n"
+            return f"{md_text(text)}\n"
     raise TypeError(f"no Markdown for {type(block).__name__}")
 
 

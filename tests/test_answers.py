@@ -14,6 +14,9 @@ from simweb.cli import main as cli
 from simweb.http import create_app
 from simweb.tasks.link_related import related_by_link
 
+# The server answers its own host names only (simweb.guard); TestClient's default Host is 'testserver'.
+LOCAL = "http://127.0.0.1"
+
 JAVA1 = "http://java1.example.com/"
 SCHEMA_FILE = os.path.join(os.path.dirname(simweb.__file__), "schemas", "related-1.json")
 
@@ -32,7 +35,7 @@ def crawl(small_index) -> str:
 
 @pytest.fixture(scope="module")
 def client(small_index, crawl) -> TestClient:
-    return TestClient(create_app(simweb.open_index(small_index, crawl=crawl)))
+    return TestClient(create_app(simweb.open_index(small_index, crawl=crawl)), base_url=LOCAL)
 
 
 def test_the_shipped_json_schema_is_the_one_the_models_give():
@@ -93,7 +96,7 @@ def test_http_link_measures_say_what_is_wrong(client, small_index):
     r = client.get("/api/related", params={"url": "http://nowhere.example.com/", "measure": "coupling"})
     assert r.status_code == 404 and "no link of the crawl touches it" in r.json()["detail"]
     assert client.get("/api/related", params={"url": "mailto:x@y", "measure": "coupling"}).status_code == 404
-    no_crawl = TestClient(create_app(small_index))  # INDEX/crawl does not exist for this index
+    no_crawl = TestClient(create_app(small_index), base_url=LOCAL)  # INDEX/crawl does not exist for this index
     r = no_crawl.get("/api/related", params={"url": JAVA1, "measure": "cocitation"})
     assert r.status_code == 409 and "serve with --crawl DIR" in r.json()["detail"]
 
@@ -108,7 +111,7 @@ def test_the_server_reads_the_link_graph_again_when_the_crawl_changes(small_inde
     from simweb.tasks.storage import write_parquet_atomic
 
     copy = shutil.copytree(crawl, tmp_path / "crawl")
-    client = TestClient(create_app(simweb.open_index(small_index, crawl=str(copy))))
+    client = TestClient(create_app(simweb.open_index(small_index, crawl=str(copy))), base_url=LOCAL)
 
     def cocited() -> set[str]:
         r = client.get("/api/related", params={"url": JAVA1, "measure": "cocitation", "top": 100})

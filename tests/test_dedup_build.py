@@ -22,6 +22,9 @@ from simweb.tasks.layout import crawl_folder
 from simweb.tasks.signatures import IndexParams
 from simweb.tasks.storage import join, read_parquet
 
+# The server answers its own host names only (simweb.guard); TestClient's default Host is 'testserver'.
+LOCAL = "http://127.0.0.1"
+
 COPY_A, COPY_B = "http://a.example/guide.html", "http://b.example/mirror/guide.html"
 OTHER = "http://c.example/other.html"
 HUBS = [f"http://hub{i}.example/" for i in range(6)]
@@ -191,7 +194,7 @@ def test_http_api_and_page_leave_out_copies(crawl, tmp_path):
 
     out = str(tmp_path / "index")
     _build(crawl, out, Strategy.parse("content,nostem,none"))
-    client = TestClient(create_app(simweb.open_index(out, crawl=crawl)))
+    client = TestClient(create_app(simweb.open_index(out, crawl=crawl)), base_url=LOCAL)
     plain = client.get("/api/related", params={"url": COPY_A, "alpha": 0}).json()
     deduped = client.get("/api/related", params={"url": COPY_A, "alpha": 0, "dedup": "true"}).json()
     assert plain["results"][0]["url"] == COPY_B and plain["dedup"] is False
@@ -202,7 +205,7 @@ def test_http_api_and_page_leave_out_copies(crawl, tmp_path):
     assert page.status_code == 200 and COPY_B not in page.text and "hide near-duplicates" in page.text
     assert 'name="dedup" type="checkbox" value="true" checked' in page.text
     # An index whose crawl is not at hand says so instead of answering without the filter.
-    lost = TestClient(create_app(simweb.open_index(out, crawl=str(tmp_path / "gone"))))
+    lost = TestClient(create_app(simweb.open_index(out, crawl=str(tmp_path / "gone"))), base_url=LOCAL)
     answer = lost.get("/api/related", params={"url": COPY_A, "alpha": 0, "dedup": "true"})
     assert answer.status_code == 409 and "crawl" in answer.json()["detail"]
 

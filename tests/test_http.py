@@ -16,12 +16,15 @@ from fastapi.testclient import TestClient
 import simweb
 from simweb.http import create_app
 
+# The server answers its own host names only (simweb.guard); TestClient's default Host is 'testserver'.
+LOCAL = "http://127.0.0.1"
+
 JAVA1 = "http://java1.example.com/"
 
 
 @pytest.fixture(scope="module")
 def client(small_index) -> TestClient:
-    return TestClient(create_app(small_index))
+    return TestClient(create_app(small_index), base_url=LOCAL)
 
 
 def test_json_related_equals_the_python_api(client, small_index):
@@ -290,7 +293,7 @@ def test_requests_answer_from_the_open_version_while_another_request_opens_a_new
         return open_version(self, path)
 
     monkeypatch.setattr(Index, "_open", slow_open)
-    with TestClient(create_app(root)) as client:
+    with TestClient(create_app(root), base_url=LOCAL) as client:
         index_store.publish(str(copy), root, name="v-2")
         first = threading.Thread(target=client.get, args=("/api/info",))
         first.start()
@@ -340,6 +343,6 @@ def test_top_terms_show_the_pages_own_words(build_in_process, warc_dir, tmp_path
     assert all(porter_stem(word) == term for term, word, _ in readable)
     changed = [(t, w) for t, w, _ in readable if t != w]
     assert changed, readable  # some stem reads differently as a word
-    page = TestClient(create_app(str(tmp_path / "index"))).get("/", params={"url": url}).text
+    page = TestClient(create_app(str(tmp_path / "index")), base_url=LOCAL).get("/", params={"url": url}).text
     term, word = changed[0]
     assert f"<li>{word} " in page and f"(term {term})" in page

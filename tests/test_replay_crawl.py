@@ -13,6 +13,9 @@ from simweb.tasks.cdxj import write_cdxj
 from simweb.tasks.ingest.files import ingest_files
 from test_aliases_crawl import a, page, redirect, write_warc
 
+# The server answers its own host names only (simweb.guard); TestClient's default Host is 'testserver'.
+LOCAL = "http://127.0.0.1"
+
 H = "http://r.example"
 PREFIX = "http://localhost:8080/my-coll/"
 
@@ -106,7 +109,7 @@ def test_replay_links_in_python_cli_and_http(replay_index, capsys):
     results = json.loads(capsys.readouterr().out)["results"]
     assert [r.get("replay") for r in results] == [f"{PREFIX}20240102000000/{H}/t2", None]
 
-    client = TestClient(create_app(index, replay_prefix=PREFIX))
+    client = TestClient(create_app(index, replay_prefix=PREFIX), base_url=LOCAL)
     answer = client.get("/api/related", params={"url": f"{H}/t1", "alpha": 0.1}).json()
     assert answer["results"][0]["replay"] == f"{PREFIX}20240102000000/{H}/t2"
     other = client.get("/api/related", params={"url": f"{H}/t1", "alpha": 0.1, "replay_prefix": "http://p/{timestamp}/{url}"})

@@ -3,6 +3,11 @@
 Binds 127.0.0.1 by default (this machine only); pass --host 0.0.0.0 to serve a network. The
 page is at http://HOST:PORT/, the OpenAPI documentation at /docs.
 
+It answers only requests addressed to its own names — 127.0.0.1, localhost, [::1] and the
+--host address — and refuses any other Host with 400, so that a page of another site cannot
+read it through DNS rebinding. Name the others it is reached by with --allow-host (a reverse
+proxy's name, the machine's network name when bound to 0.0.0.0), once each.
+
 Before serving, the version's files are checked against the sizes its index.json records;
 with --verify, against their SHA-256s too (reads the whole index once, and each version
 published while serving before switching to it). A damaged index is refused with a one-line
@@ -31,6 +36,9 @@ def register(subparsers) -> None:
     p.add_argument("--replay-prefix", metavar="PREFIX",
                    help="a web-archive player's address (pywb http://localhost:8080/COLL/ or a Wayback Machine's): "
                         "results link to PREFIX + 14-digit timestamp + / + URL")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="a Host name to answer besides 127.0.0.1, localhost, [::1] and --host (a reverse proxy's, "
+                        "the machine's network name); repeat for several")
     p.add_argument("--verify", action="store_true",
                    help="check every file of the index against its SHA-256 before serving it")
     p.set_defaults(func=run)
@@ -40,13 +48,20 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from simweb.api import open_index
+    from simweb.core.replay import replay_prefix_problem
+    from simweb.guard import host_names
     from simweb.http import create_app
 
     if not 0 < args.port < 65536:
         print(f"simweb serve: --port: expected 1..65535, got {args.port}", file=sys.stderr)
         return 2
+    if replay_prefix_problem(args.replay_prefix):
+        print(f"simweb serve: --{replay_prefix_problem(args.replay_prefix)}", file=sys.stderr)
+        return 2
+    hosts = host_names(args.host, args.allow_host)
     try:
-        app = create_app(open_index(args.index, verify=args.verify, crawl=args.crawl), replay_prefix=args.replay_prefix)
+        app = create_app(open_index(args.index, verify=args.verify, crawl=args.crawl), replay_prefix=args.replay_prefix,
+                         hosts=hosts)
     except (ValueError, OSError) as e:
         print(f"simweb serve: {e}", file=sys.stderr)
         return 2
