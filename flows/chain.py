@@ -24,6 +24,7 @@ from simweb.tasks import index_store
 from simweb.tasks.bags import PART_MB, bags_task, build_bags_stage
 from simweb.tasks.crawl.parts import crawl_identity
 from simweb.tasks.dedup import DedupParams, collapse_duplicates
+from simweb.tasks.full_disk import full_disk_error
 from simweb.tasks.incremental import epoch_started, start_epoch
 from simweb.tasks.ingest.files import finish_pieces
 from simweb.tasks.ingest.shards import plan_shards
@@ -122,6 +123,8 @@ def ingest_stage(runner, files: list[str], out: str, io_retries: int = 3) -> Ing
     cut: dict[str, list[IngestStats]] = {}
     for shard, future in zip(shards, futures):
         outcome = future.result(raise_on_failure=False)
+        if full_disk_error(outcome) is not None:  # the output's disk, not the files: the stage stops
+            raise full_disk_error(outcome)
         if not isinstance(outcome, list):  # the worker running the shard was lost: say so for each of its files
             outcome = [unreadable(item.path, f"not ingested: its task failed: {_reason(outcome)}") for item in shard]
         for item, stats in zip(shard, outcome):
@@ -149,6 +152,8 @@ def _finish_pieces(path: str, out: str, pieces: list[IngestStats]) -> IngestStat
     try:
         done = None if failed or part is None else finish_pieces(path, out, len(pieces), part)
     except OSError as exc:
+        if full_disk_error(exc) is not None:
+            raise
         return unreadable(path, f"could not be read: {type(exc).__name__}: {exc}")
     if done is None:
         return unreadable(path, f"not ingested: a piece of it could not be read: {failed[0] if failed else 'missing'}")

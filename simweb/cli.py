@@ -108,6 +108,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BaseException as exc:  # a full disk where the output goes, in any stage: one line, exit 1
+        from simweb.tasks.full_disk import full_disk_error
+
+        full = full_disk_error(exc)
+        if full is None:
+            raise
+        from simweb.commands.errors import full_disk_line
+
+        print(f"simweb {args.command}: {full_disk_line(args, full)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

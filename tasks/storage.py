@@ -77,9 +77,16 @@ def write_bytes_atomic(data: bytes, url: str) -> str:
     parent = path.rsplit("/", 1)[0]
     fs.makedirs(parent, exist_ok=True)
     tmp = f"{parent}/{TMP_PREFIX}{uuid.uuid4().hex}-{path.rsplit('/', 1)[1]}"
-    with fs.open(tmp, "wb") as out:
-        out.write(data)
-    fs.mv(tmp, path)
+    try:
+        with fs.open(tmp, "wb") as out:
+            out.write(data)
+        fs.mv(tmp, path)
+    except BaseException:  # a full disk, say: no half-written file left to take the room
+        try:
+            fs.rm(tmp)
+        except (OSError, FileNotFoundError):
+            pass
+        raise
     return url
 
 

@@ -133,7 +133,7 @@ def test_a_small_build_runs_in_process_says_so_and_prints_each_thing_once(warc_d
     # one sentence per stage that was computed, one for the ingest and one for the build
     for stage in ("bag-fragments", "bag-merge", "bags", "signatures", "invert"):
         assert len(re.findall(rf"stage {stage}: computed \w+ in [\d.]+ s: \d", done.stderr)) == 1, stage
-    assert len(re.findall(r"^\S+ ingest: 8 files read, 48 pages", done.stderr, re.M)) == 1
+    assert len(re.findall(r"^\S+ ingest: 8 files read, 49 pages", done.stderr, re.M)) == 1
     assert index_store.resolve(str(tmp_path / "index"))
 
 

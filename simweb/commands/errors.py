@@ -15,7 +15,8 @@ from collections.abc import Iterator
 
 from simweb.tasks.logs import OneLineUserErrors, install_one_line_user_errors, user_input_errors
 
-__all__ = ["OneLineUserErrors", "install_one_line_user_errors", "show_simweb_logs", "user_input_errors"]
+__all__ = ["OneLineUserErrors", "full_disk_line", "install_one_line_user_errors", "show_simweb_logs",
+           "user_input_errors"]
 
 
 @contextlib.contextmanager
@@ -36,3 +37,29 @@ def show_simweb_logs(level: int = logging.INFO) -> Iterator[None]:
         logger.removeHandler(handler)
         logger.setLevel(old_level)
         logger.propagate = old_propagate
+
+
+def _unpublished(args) -> str:
+    """What a run stopped by a full disk left unpublished, by command."""
+    out = getattr(args, "out", None)
+    if args.command == "build" and out:
+        from simweb.tasks.index_store import current_name
+
+        try:
+            return f"no index was published: {out} still serves version {current_name(out)}"
+        except (OSError, ValueError):
+            return f"no index was published into {out}"
+    if args.command == "ingest" and out:
+        return f"the files ingested whole before it stay in {out}, the one being written and those after it were not added"
+    return f"nothing of this run was published into {out}" if out else "nothing of this run was published"
+
+
+def full_disk_line(args, exc: BaseException) -> str:
+    """The one line a command prints when its run met a full disk (simweb.tasks.full_disk)."""
+    from simweb.tasks.full_disk import full_disk_message
+
+    out = getattr(args, "out", None)
+    folders = [f for f in (getattr(args, "work", None), out, getattr(args, "index", None)) if isinstance(f, str)]
+    if isinstance(out, str) and args.command == "build" and not getattr(args, "work", None):
+        folders.insert(0, out)
+    return full_disk_message(exc, folders, _unpublished(args))
