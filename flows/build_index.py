@@ -20,6 +20,7 @@ from simweb.core.strategy import Strategy
 from simweb.flows.chain import BuildSummary, index_chain, ingest_sentence, ingest_stage
 from simweb.flows.cluster import fresh_workers_after_ingest, publish_markdown, stage_runner
 from simweb.flows.parameters import StrategyParameter
+from simweb.flows.stage_runs import stage_task_runs
 from simweb.tasks.bags import PART_MB
 from simweb.tasks.crawl.selection import left_out_of_selection, write_selection
 from simweb.tasks.ingest.stats import nothing_ingested
@@ -88,8 +89,9 @@ def build_index(
         check_writable(folder)
     params = IndexParams(m=m, seed=seed, min_in_degree=min_in_degree)
     log.info("build-index: %d archive file(s) into %s, strategy %s", len(files), out, strategy.label)
+    # Each stage a task run of its own: the run page shows which one failed, how long each took.
     with IndexLock(out, "build-index", wait=lock_wait_seconds, on_wait=log.info), \
-            stage_runner(dask_address, n_workers) as runner:
+            stage_runner(dask_address, n_workers) as runner, stage_task_runs():
         if work is not None:
             set_work_folder(out, work)
         crawl_dir = crawl_out or crawl_folder(out)

@@ -19,9 +19,10 @@ from prefect import unmapped
 
 from simweb.core.markdown import md_block, md_code
 from simweb.core.strategy import Metric, Strategy
-from simweb.flows.cluster import fan_out, show_progress, worker_slots
+from simweb.flows.cluster import call_task, cluster_as_default, fan_out, show_progress, worker_slots
+from simweb.flows.stage_runs import as_task_run
 from simweb.tasks import index_store
-from simweb.tasks.bags import PART_MB, bags_task, build_bags_stage
+from simweb.tasks.bags import PART_MB, build_bags_stage
 from simweb.tasks.crawl.parts import crawl_identity
 from simweb.tasks.dedup import DedupParams, collapse_duplicates
 from simweb.tasks.full_disk import full_disk_error
@@ -39,6 +40,7 @@ from simweb.tasks.storage import join
 STAGE_DEDUP = "dedup"
 STAGE_SIGNATURES = "signatures"
 STAGE_INVERT = "invert"
+STAGE_PUBLISH = "publish"
 
 
 @dataclass(frozen=True)
@@ -107,11 +109,12 @@ def ingest_stage(runner, files: list[str], out: str, io_retries: int = 3) -> Ing
 
     A file that cannot be read (after ``io_retries`` retries of transient I/O errors) is
     reported in the stats' ``file_errors`` and skipped; the other files are not affected.
-    Without a runner the files are ingested here, one after another.
+    Without a runner the files are ingested here, one after another (in a flow run, each file a
+    task run of its own).
     """
-    if runner is None:
+    if runner is None:  # inside a flow run, each file a task run
         return IngestStats.total(stats for path in track(files, "ingest", "files")
-                                 for stats in ingest_shard.fn([path], out, io_retries))
+                                 for stats in call_task(ingest_shard, paths=[path], out=out, io_retries=io_retries))
     shards = plan_shards(files, worker_slots(runner))
     futures = runner.map(ingest_shard, {"paths": [[item.path for item in shard] for shard in shards],
                                         "pieces": [[[item.k, item.n] for item in shard] for shard in shards],
@@ -180,22 +183,21 @@ def dedup_stage(crawl: str, out: str, params: DedupParams = DedupParams(), verif
 
 def bags_stage(runner, crawl: str, strategy: Strategy, out: str, partitions: int | None = None,
                verify: bool = False, part_mb: int = PART_MB, reuse_consumed: bool = False) -> StageOutput:
-    """The bags stage (Section 6.1) as one task on the flow's cluster, or in-process without a runner.
+    """The bags stage (Section 6.1): its sub-stages (fragments, merge, weighting) run from this
+    process, each a task run of its own in a flow run (simweb.flows.stage_runs), their parts on
+    the flow's cluster — or, without a runner, on Dask's local scheduler.
 
-    On a cluster of more than one worker thread the task hands its parts to the cluster; on a
-    cluster of one it computes them itself, one after another, as the scheduler would have
-    it do anyway, without a round trip through the scheduler for each part. ``part_mb`` bounds
-    each of its tasks' working memory (simweb.tasks.bags.PartSize). ``reuse_consumed``: see
-    simweb.tasks.bags.build_bags_stage.
+    On a cluster of one worker thread the parts are computed here, one after another, as the
+    scheduler would have it do anyway, without a round trip through the scheduler for each
+    part. ``part_mb`` bounds each of its tasks' working memory (simweb.tasks.bags.PartSize).
+    ``reuse_consumed``: see simweb.tasks.bags.build_bags_stage.
     """
-    if runner is None:
+    if runner is not None and worker_slots(runner) == 1:
+        return build_bags_stage(crawl, strategy, stages_folder(out), partitions, scheduler="sync", verify=verify,
+                                part_mb=part_mb, reuse_consumed=reuse_consumed)
+    with cluster_as_default(runner):  # the parts go to the flow's workers
         return build_bags_stage(crawl, strategy, stages_folder(out), partitions, verify=verify, part_mb=part_mb,
                                 reuse_consumed=reuse_consumed)
-    in_task = worker_slots(runner) == 1
-    return runner.submit(bags_task, parameters={"crawl_dir": crawl, "strategy": strategy,
-                                                "out_dir": stages_folder(out), "partitions": partitions,
-                                                "in_task": in_task, "verify": verify, "part_mb": part_mb,
-                                                "reuse_consumed": reuse_consumed}).result()
 
 
 def _signatures_key(bags: StageOutput, crawl: str, params: IndexParams, directory: str | None,
@@ -238,6 +240,24 @@ def invert_stage(runner, signed: StageOutput, params: IndexParams, out: str, ver
                      {"min_in_degree": params.min_in_degree}, compute, verify=verify)
 
 
+def publish_stage(version: StageOutput, out: str, verify: bool = False) -> str:
+    """:func:`publish_index` as the stage ``publish`` (a task run of its own in a flow run,
+    *Reused* when the version was live already); the live version folder."""
+    before = _live(out)
+
+    def describe(live: str) -> tuple[bool, dict[str, Any]]:
+        return live == before, {"version": live, "index": out}
+
+    return as_task_run(STAGE_PUBLISH, lambda: publish_index(version, out, verify), describe=describe)
+
+
+def _live(out: str) -> str | None:
+    try:
+        return index_store.resolve(out)
+    except (FileNotFoundError, index_store.IndexFormatError):
+        return None
+
+
 def publish_index(version: StageOutput, out: str, verify: bool = False) -> str:
     """Switch the index at ``out`` to ``version`` atomically; returns the live version folder.
 
@@ -245,10 +265,7 @@ def publish_index(version: StageOutput, out: str, verify: bool = False) -> str:
     finished build changes nothing — unless the live copy is damaged (its files' sizes, and
     with ``verify`` their SHA-256, against its manifest): then it is published anew.
     """
-    try:
-        current = index_store.resolve(out)
-    except (FileNotFoundError, index_store.IndexFormatError):
-        current = None
+    current = _live(out)
     if current is not None and index_store.read_manifest(current) == index_store.read_manifest(version.path) \
             and not index_store.damage(current, digests=verify):
         return current
@@ -307,7 +324,7 @@ def index_chain(runner, crawl: str, out: str, strategy: Strategy, params: IndexP
     inverted = stages["invert"] = invert_stage(runner, signed, params, out, verify)
     # Publish: queries switch to the new index atomically; its df starts an epoch for
     # incremental updates (simweb.tasks.incremental).
-    live = publish_index(inverted, out, verify)
+    live = publish_stage(inverted, out, verify)
     if strategy.shares is None:  # shared bags have one df per source: they are rebuilt in full
         if was_consumed(bags) and not epoch_started(out, bags):  # the epoch's df comes from the bags
             bags = stages["bags"] = bags_stage(runner, bag_crawl, strategy, out, partitions, verify, part_mb)

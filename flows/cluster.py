@@ -281,6 +281,21 @@ def fresh_workers_after_ingest(runner, files_read: int, log: logging.Logger | lo
                  len(restarted), ", ".join(f"{rss / (1 << 30):.2f} GiB" for rss in restarted))
 
 
+@contextlib.contextmanager
+def cluster_as_default(runner) -> Iterator[None]:
+    """Within it, ``dask.compute`` in this thread runs on the runner's Dask cluster (its client
+    as the current one; prefect-dask does not make it the default). Without a runner, or one
+    whose client is not started, nothing changes: Dask's local scheduler runs the work here."""
+    from distributed import Client
+
+    client = getattr(runner, "_client", None)
+    if client is None:
+        yield
+        return
+    with Client.as_current(client):
+        yield
+
+
 def dashboard_link(runner) -> str | None:
     """The Dask dashboard address of the runner's cluster, if it serves one. A local cluster's
     dashboard listens on 127.0.0.1 alone (:func:`dask_task_runner`); Dask names an in-process

@@ -28,6 +28,7 @@ from simweb.core.strategy import Strategy
 from simweb.flows.chain import index_chain, ingest_sentence, ingest_stage
 from simweb.flows.cluster import fresh_workers_after_ingest, in_flow_run, publish_markdown, stage_runner
 from simweb.flows.parameters import StrategyParameter
+from simweb.flows.stage_runs import stage_task_runs
 from simweb.flows.runsize import SMALL_INPUT_BYTES, folder_size, human_size, in_process
 from simweb.tasks import incremental
 from simweb.tasks.bags import PART_MB
@@ -136,7 +137,7 @@ def ingest_new_crawl(
         if small and scan.new:
             log.info("ingest-new-crawl: %d new file(s) of %s in all, ingested in this process (no Dask cluster "
                      "for under %d MB)", len(scan.new), human_size(new_bytes), SMALL_INPUT_BYTES >> 20)
-        with nullcontext(None) if small else stage_runner(dask_address, n_workers) as runner:
+        with nullcontext(None) if small else stage_runner(dask_address, n_workers) as runner, stage_task_runs():
             # 3. Ingest the new files into the crawl folder (shards of files, each file retried on I/O errors).
             ingested = ingest_stage(runner, [f.url for f in scan.new], crawl_dir, io_retries) if scan.new else IngestStats()
             # 4. Record each file in the ledger, ingested or failed (rewritten atomically).

@@ -79,6 +79,7 @@ from simweb.tasks.crawl.parts import count_part_rows, crawl_identity, crawl_part
 from simweb.tasks.crawl.slices import link_slices, page_slices
 from simweb.tasks.stagecache import (
     StageOutput,
+    announce_reused,
     consume,
     file_identities,
     find,
@@ -945,7 +946,7 @@ def merge_stages(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: i
         merged = find(out_dir, STAGE_MERGE, {"fragments": frag}, merge_params, verify=verify)
         if merged is not None:
             consume(frag)
-            return Merged(frag, merged)
+            return Merged(announce_reused(STAGE_FRAGMENTS, frag), announce_reused(STAGE_MERGE, merged))
     frag = run_stage(out_dir, STAGE_FRAGMENTS, inputs, params, fragments, verify=verify)
     p = partitions or merge_partitions(int(frag.stats.get("fragment_rows", 0)), size)
 
@@ -1046,7 +1047,7 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
     if reuse_consumed:
         known = recorded(out_dir, STAGE_BAGS, {"merged": merged_out}, params)
         if known is not None and was_consumed(known):
-            return known
+            return announce_reused(STAGE_BAGS, known)
     return run_stage(out_dir, STAGE_BAGS, {"merged": merged_out}, params, weigh, verify=verify)
 
 

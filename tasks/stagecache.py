@@ -37,6 +37,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from pathlib import PurePath
 from typing import Any, NamedTuple
 
@@ -172,6 +173,20 @@ def lookup(root: str, stage: str, key: str) -> str | None:
     return path
 
 
+#: How a stage's run is wrapped, when something wraps it: simweb.flows.stage_runs makes each a
+#: Prefect task run of its own inside a flow run, ``wrap(stage, label, run) -> run()``. Unset,
+#: a stage runs as a plain call.
+STAGE_RUN: ContextVar[Callable[[str, str | None, Callable[[], StageOutput]], StageOutput] | None] = \
+    ContextVar("simweb_stage_run", default=None)
+
+
+def announce_reused(stage: str, output: StageOutput) -> StageOutput:
+    """Report ``output`` of ``stage``, found whole without :func:`run_stage` (a caller that needs
+    only its record), as a reused run of the stage wherever stage runs are shown."""
+    wrap = STAGE_RUN.get()
+    return output if wrap is None else wrap(stage, None, lambda: output._replace(reused=True))
+
+
 def run_stage(
     root: str,
     stage: str,
@@ -196,6 +211,10 @@ def run_stage(
     removed and computed again. ``label`` names what this run of the stage is about in its
     log lines (an evaluated strategy, say).
     """
+    wrap = STAGE_RUN.get()
+    if wrap is not None:
+        return wrap(stage, label, lambda: run_stage(root, stage, inputs, params, compute, verify=verify, log=log,
+                                                     label=label))
     log = log or run_logger("simweb.stagecache")
     named = f"{stage} ({label})" if label else stage
     key = stage_key(stage, inputs, params)

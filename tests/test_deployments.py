@@ -164,6 +164,16 @@ def _wait_for(predicate, timeout: float, what: str, proc: subprocess.Popen, log:
     pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}:\n{log.read_text(errors='replace')[-4000:]}")
 
 
+def up_environment(prefect_home: Path) -> dict[str, str]:
+    """The environment `simweb orchestrate up` runs with in these tests: its own PREFECT_HOME, no
+    server of anybody else's (PREFECT_API_URL and the UI's API address unset), analytics off."""
+    env = dict(os.environ, PREFECT_HOME=str(prefect_home), PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               DO_NOT_TRACK="1", PREFECT_LOGGING_LEVEL="INFO")
+    for name in ("PREFECT_API_URL", "PREFECT_UI_API_URL", "PREFECT_SERVER_UI_API_URL"):
+        env.pop(name, None)
+    return env
+
+
 @pytest.fixture(scope="module")
 def orchestrated(tmp_path_factory, warc_dir):
     """`simweb orchestrate up` on a free loopback port, with a data folder holding two WARC files."""
@@ -174,9 +184,7 @@ def orchestrated(tmp_path_factory, warc_dir):
         shutil.copy(warc_dir / name, data / "warc" / name)
     port = free_port()
     api = f"http://127.0.0.1:{port}/api"
-    env = dict(os.environ, PREFECT_HOME=str(base / "prefect-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
-               DO_NOT_TRACK="1", PREFECT_LOGGING_LEVEL="INFO")
-    env.pop("PREFECT_API_URL", None)
+    env = up_environment(base / "prefect-home")
     log = base / "orchestrate-up.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(

@@ -8,7 +8,6 @@ server's scheduler service made, which the serving process then ran. The server'
 """
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -17,7 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from test_deployments import _api_get, _api_post, _interruptible, _wait_for
+from test_deployments import _api_get, _api_post, _interruptible, _wait_for, up_environment
 
 from simweb.deployments.server import DEFAULT_PORT, free_port, is_healthy, stop_process_group
 
@@ -44,10 +43,7 @@ def scheduled(tmp_path_factory):
     while port == DEFAULT_PORT:  # the point is a port other than the default
         port = free_port()
     api = f"http://127.0.0.1:{port}/api"
-    env = dict(os.environ, PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1",
-               PREFECT_LOGGING_LEVEL="INFO")
-    for name in ("PREFECT_API_URL", "PREFECT_UI_API_URL", "PREFECT_SERVER_UI_API_URL"):
-        env.pop(name, None)
+    env = up_environment(home)
     log = base / "orchestrate-up.log"
     proc = _start(["--port", str(port), "--data", str(data), "--only", "ingest-new-crawl",
                    "--ingest-every", str(EVERY_SECONDS)], env, base, log)
