@@ -62,6 +62,31 @@ def prefect_harness(tmp_path_factory):
         yield
 
 
+def drain_prefect_queues(timeout: float = 60.0) -> None:
+    """Send what this process still holds for the Prefect API (run logs, events) before the
+    server goes: at exit the client would otherwise keep trying a stopped server with hundreds
+    of items (a task run per stage makes many), and the test process lingers."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    for worker in (APILogWorker, EventsWorker):
+        worker.drain_all(timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def prefect_api(tmp_path_factory):
+    """A real `prefect server start` on 127.0.0.1 (its own database) that this process's flows
+    report to; its API URL."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from simweb.deployments.server import LocalPrefectServer
+
+    with LocalPrefectServer(prefect_home=tmp_path_factory.mktemp("prefect-home")) as server:
+        with temporary_settings({PREFECT_API_URL: server.api_url}):
+            yield server.api_url
+            drain_prefect_queues()
+
+
 # --- A small related-pages index (signatures + invert stages over synthetic BAGS) -----------
 
 INDEX_TOPICS = {

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import s3_store
+from conftest import drain_prefect_queues, s3_store
 
 from simweb.deployments.server import LocalPrefectServer, free_port, stop_process_group
 
@@ -37,6 +37,7 @@ def _rows(folder: str) -> list[str]:
 def prefect_server(tmp_path_factory):
     with LocalPrefectServer(prefect_home=tmp_path_factory.mktemp("prefect-home")) as server:
         yield server
+        drain_prefect_queues()
 
 
 @pytest.fixture(scope="module")

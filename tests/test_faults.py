@@ -194,17 +194,6 @@ def test_killing_the_command_stops_prefects_temporary_server(warc_dir, tmp_path)
 # A build and an ingestion of new crawl files on one index folder at once
 
 
-@pytest.fixture(scope="module")
-def prefect_api(tmp_path_factory):
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    from simweb.deployments.server import LocalPrefectServer
-
-    with LocalPrefectServer(prefect_home=tmp_path_factory.mktemp("prefect-home")) as server:
-        with temporary_settings({PREFECT_API_URL: server.api_url}):
-            yield server.api_url
-
-
 def _held_by(out: Path, what: str, process: subprocess.Popen | None = None, timeout: float = 300,
              poll: float = 0.1) -> None:
     import time

@@ -122,17 +122,6 @@ def test_changing_only_the_strategy_reruns_from_the_bags_stage_not_the_ingest(wa
 # Through the flows, on a real Prefect server
 
 
-@pytest.fixture(scope="module")
-def prefect_api(tmp_path_factory):
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    from simweb.deployments.server import LocalPrefectServer
-
-    with LocalPrefectServer(prefect_home=tmp_path_factory.mktemp("prefect-home")) as server:
-        with temporary_settings({PREFECT_API_URL: server.api_url}):
-            yield server.api_url
-
-
 def flow_marks(out: Path) -> dict[str, int | str]:
     """Finished units of a build-index output folder: ingest parts and stage manifests."""
     return finished(out)
