@@ -21,6 +21,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, State
 
+from simweb.core.markdown import md_text
 from simweb.flows.cluster import in_flow_run
 from simweb.tasks.stagecache import STAGE_RUN, StageOutput, brief_stats
 
@@ -82,6 +83,7 @@ def _publish_figures(stage: str, reused: bool, figures: dict[str, Any]) -> None:
             value = ", ".join(map(str, value))
         rows.append((name.replace("_", " "), f"{value:,}" if isinstance(value, int) and not isinstance(value, bool)
                      else str(value)))
-    table = "\n".join(f"| {name} | {str(value).replace('|', '/')} |" for name, value in rows)
-    create_markdown_artifact(markdown=f"# {stage}\n\n| figure | value |\n|---|---|\n{table}\n",
+    # Values are the crawl's and the run's (paths, labels): text, never markup.
+    table = "\n".join(f"| {md_text(name)} | {md_text(value)} |" for name, value in rows)
+    create_markdown_artifact(markdown=f"# {md_text(stage)}\n\n| figure | value |\n|---|---|\n{table}\n",
                              key=f"stage-{stage}", description=f"the {stage} stage's figures")
