@@ -38,8 +38,10 @@ def test_the_exit_codes_are_documented(capsys):
                 "the rest was read and the output written") in text
         assert (f"{EXIT_NOTHING_READ} nothing usable was read (no file gave a page; with --add, pages ingested "
                 "before count); nothing is published and the crawl is left as it was") in text
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    assert "| 3 |" in readme and "| 4 |" in readme
+    repo = Path(__file__).resolve().parents[1]
+    archives = (repo / "docs" / "ARCHIVES.md").read_text()
+    assert "| 3 |" in archives and "| 4 |" in archives
+    assert "[docs/ARCHIVES.md](docs/ARCHIVES.md)" in (repo / "README.md").read_text()  # the front door links to it
 
 
 def test_ingest_without_prefect(crawls, tmp_path, capsys):
