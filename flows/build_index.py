@@ -15,9 +15,10 @@ from __future__ import annotations
 from typing import Literal
 
 from prefect import flow
+from prefect.states import Failed
 
 from simweb.core.strategy import Strategy
-from simweb.flows.chain import BuildSummary, index_chain, ingest_sentence, ingest_stage
+from simweb.flows.chain import BuildSummary, NothingToIndex, index_chain, ingest_sentence, ingest_stage
 from simweb.flows.cluster import fresh_workers_after_ingest, publish_markdown, stage_runner
 from simweb.flows.parameters import StrategyParameter
 from simweb.flows.stage_runs import stage_task_runs
@@ -117,7 +118,11 @@ def build_index(
         # 3. Bags, signatures, invert and publish (Sections 6.1–6.2, 7.1): simweb.flows.chain,
         # on workers that hold no more than a fresh one would (what an ingest left is let go).
         fresh_workers_after_ingest(runner, ingested.files_read, log)
-        chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions, until, verify, part_mb)
+        try:
+            chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions, until, verify,
+                                part_mb)
+        except NothingToIndex as exc:  # every bag empty: stop, publish nothing, say why (one line, no traceback)
+            return Failed(message=str(exc), data=exc)
     summary = BuildSummary(ingest=ingested, stages=chain.records(), index=chain.index)
     log.info("%s", summary.sentence())
     # The run page's Artifacts tab: the summary, and where the index was published.

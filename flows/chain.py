@@ -276,6 +276,31 @@ def publish_index(version: StageOutput, out: str, verify: bool = False) -> str:
 # The chain
 
 
+class NothingToIndex(Exception):
+    """Every page's bag is empty under the build's strategy: there is nothing to sign, and an
+    index of no document would answer nothing. Nothing is published (exit 4)."""
+
+    def __init__(self, strategy: Strategy, stats: dict[str, Any]):
+        self.strategy, self.stats = strategy, stats
+        pages, links = int(stats.get("pages") or 0), int(stats.get("links") or 0)
+        sources = {source.value for source in strategy.sources}
+        why = []
+        if sources & {"content", "anchor"}:
+            why.append(f"every word of the pages{' and of their anchors' if 'anchor' in sources and links else ''} "
+                       "is in the stoplist (simweb.core.text), which every strategy leaves out")
+        if sources & {"anchor", "links", "outlinks"} and not links:
+            why.append("no page links to another")
+        if links and not sources & {"links", "outlinks"}:
+            fix = "a strategy of the pages' links would index them (--strategy links)"
+        elif not sources & {"content", "anchor"}:
+            fix = "a strategy of the pages' words would index them (--strategy content)"
+        else:
+            fix = "no strategy can index these pages: check that the crawl holds the pages meant"
+        super().__init__(
+            f"nothing to index: under the strategy {strategy.spec()!r} the bag of every one of the {pages:,} pages "
+            f"is empty ({'; '.join(why) or 'no term is left'}); no index was published; {fix}")
+
+
 @dataclass(frozen=True)
 class ChainResult:
     """The stage outputs of one run of the chain, and the live index version it published."""
@@ -313,6 +338,8 @@ def index_chain(runner, crawl: str, out: str, strategy: Strategy, params: IndexP
                                        reuse_consumed=consumable)
     if until == "bags":
         return ChainResult(stages, None)
+    if not bags.stats.get("entries"):  # every bag empty: an index of nothing is not published
+        raise NothingToIndex(strategy, bags.stats)
     if was_consumed(bags) and find(stages_folder(out), STAGE_SIGNATURES,
                                    *_signatures_key(bags, bag_crawl, params, directory, strategy.metric),
                                    verify=verify) is None:

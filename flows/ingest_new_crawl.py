@@ -126,6 +126,8 @@ def ingest_new_crawl(
         # 1. Scan the inbox: WARC files whose content the crawl folder's ledger does not hold.
         scan = scan_inbox(inbox, crawl_dir, settle_seconds=settle_seconds)
         log.info("inbox %s: %s", inbox, scan.summary())
+        if scan.not_taken:
+            log.warning("inbox %s: %s", inbox, scan.not_taken_text())
         if not scan.new and not not_indexed(crawl_dir):
             return IncrementalIngest(inbox=scan.summary(), index=incremental.live_index(out))
         # 2. Keep the live index's strategy and min-hash parameters (unless told otherwise).

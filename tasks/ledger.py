@@ -57,9 +57,13 @@ class InboxScan:
     given_up: tuple[InboxFile, ...]  # failed MAX_ATTEMPTS times; retried once the bytes change
     unsettled: tuple[str, ...]  # modified too recently: probably still being copied in
     ignored: tuple[str, ...] = ()  # not named *.warc(.gz) / *.arc(.gz) (hidden files are not listed)
+    # Entries that are not files, not taken: symbolic links (never followed: a link can point
+    # outside the inbox, at /etc/passwd, at itself), folders (not read into), special files
+    # (FIFOs, sockets, devices): each (its kind, its URL).
+    not_taken: tuple[tuple[str, str], ...] = ()
 
     def summary(self) -> dict[str, int]:
-        return {
+        counts = {
             "new": len(self.new),
             "already_ingested": len(self.already),
             "duplicate_in_inbox": len(self.duplicates),
@@ -67,6 +71,29 @@ class InboxScan:
             "still_being_written": len(self.unsettled),
             "not_warc": len(self.ignored),
         }
+        for kind in NOT_TAKEN:
+            counts[kind.replace(" ", "_") + "s"] = sum(1 for k, _ in self.not_taken if k == kind)
+        return counts
+
+    def not_taken_text(self) -> str | None:
+        """What the inbox holds that was not taken, by kind, with names, in a sentence; None when nothing."""
+        if not self.not_taken:
+            return None
+        said = []
+        for kind, why in NOT_TAKEN.items():
+            names = [url.rstrip("/").rsplit("/", 1)[-1] for k, url in self.not_taken if k == kind]
+            if names:
+                shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+                said.append(f"{len(names)} {kind}{'s' if len(names) != 1 else ''} ({why}): {shown}")
+        return "not taken: " + "; ".join(said)
+
+
+#: Kinds of inbox entries that are not taken, and why.
+NOT_TAKEN = {
+    "symbolic link": "never followed: copy or move the file itself into the inbox",
+    "folder": "the inbox is not read into folders: move their files up",
+    "special file": "not a regular file",
+}
 
 
 def read_ledger(crawl: str) -> dict[str, dict[str, Any]]:
@@ -111,9 +138,15 @@ def scan_inbox(inbox: str, crawl: str, *, settle_seconds: float = 60.0) -> Inbox
     now = time.time()
     new, already, duplicates, given_up, unsettled, ignored = [], [], [], [], [], []
     seen: set[str] = set()
+    not_taken: list[tuple[str, str]] = []
     for info in sorted(fs.ls(inbox_p, detail=True), key=lambda e: e["name"]):
         name = info["name"].rstrip("/").rsplit("/", 1)[-1]
-        if info.get("type") != "file" or name.startswith("."):
+        if name.startswith("."):
+            continue
+        if info.get("islink") or info.get("type") != "file":
+            kind = ("symbolic link" if info.get("islink") else "folder" if info.get("type") == "directory"
+                    else "special file")
+            not_taken.append((kind, join(inbox, name)))
             continue
         url = join(inbox, name)
         if not name.lower().endswith(ARCHIVE_SUFFIXES + (WACZ_SUFFIX,)):
@@ -141,7 +174,8 @@ def scan_inbox(inbox: str, crawl: str, *, settle_seconds: float = 60.0) -> Inbox
             else:
                 new.append(item)
             seen.add(item.digest)
-    return InboxScan(tuple(new), tuple(already), tuple(duplicates), tuple(given_up), tuple(unsettled), tuple(ignored))
+    return InboxScan(tuple(new), tuple(already), tuple(duplicates), tuple(given_up), tuple(unsettled), tuple(ignored),
+                     tuple(not_taken))
 
 
 def record_ingestion(crawl: str, outcomes: list[tuple[InboxFile, Mapping[str, Any] | None, str | None]]) -> str:

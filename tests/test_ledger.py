@@ -31,8 +31,9 @@ def test_the_inbox_scan_sorts_files_against_the_ledger(tmp_path):
     assert [f.name for f in scan.new] == ["a.warc.gz", "b.warc"]
     assert [f.name for f in scan.duplicates] == ["copy-of-a.warc.gz"]
     assert scan.unsettled == (f"{inbox}/arriving.warc.gz",)
-    assert scan.summary() == {"new": 2, "already_ingested": 0, "duplicate_in_inbox": 1,
-                              "given_up": 0, "still_being_written": 1, "not_warc": 1}
+    assert scan.summary() == {"new": 2, "already_ingested": 0, "duplicate_in_inbox": 1, "given_up": 0,
+                              "still_being_written": 1, "not_warc": 1, "symbolic_links": 0, "folders": 0,
+                              "special_files": 0}
     assert scan.ignored == (f"{inbox}/notes.txt",)
 
     a, b = scan.new

@@ -6,7 +6,8 @@ from __future__ import annotations
 #: output (the index) was written.
 EXIT_FILE_ERRORS = 3
 #: Exit status of `simweb ingest` and `simweb build` when nothing usable was read: no file of
-#: the crawl gave a page. Then no index is published.
+#: the crawl gave a page; of `simweb build` too when every page's bag is empty under the
+#: strategy (nothing to index). Then no index is published.
 EXIT_NOTHING_READ = 4
 
 EXIT_STATUS_HELP = f"""exit status:
@@ -15,7 +16,8 @@ EXIT_STATUS_HELP = f"""exit status:
   {EXIT_FILE_ERRORS}  some files were damaged or unreadable (listed under "file errors"); the rest was
      read and the output written
   {EXIT_NOTHING_READ}  nothing usable was read (no file gave a page; with --add, pages ingested before
-     count); nothing is published and the crawl is left as it was"""
+     count); nothing is published and the crawl is left as it was; or (build) every page's bag
+     is empty under the strategy: nothing to index, and no index is published"""
 
 
 def ingest_exit_status(stats, keep_earlier: bool = False) -> int:

@@ -131,7 +131,8 @@ def run(args: argparse.Namespace) -> int:
     from simweb.commands.errors import user_input_errors
     from simweb.commands.runmode import run_flow
     from simweb.flows.build_index import build_index
-    from simweb.flows.chain import BuildSummary
+    from simweb.commands import EXIT_NOTHING_READ
+    from simweb.flows.chain import BuildSummary, NothingToIndex
     from simweb.tasks.ingest.stats import NothingIngested
 
     try:
@@ -144,6 +145,9 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(nothing.to_dict(), indent=1) if args.json else nothing.summary())
         print(f"simweb build: {e}", file=sys.stderr)
         return ingest_exit_status(e.stats, keep_earlier=args.add)
+    except NothingToIndex as e:
+        print(f"simweb build: {e}", file=sys.stderr)
+        return EXIT_NOTHING_READ
     if args.json:
         print(json.dumps(built.to_dict(), indent=1, default=str))
     else:
