@@ -163,6 +163,28 @@ def wacz_members(package: str) -> list[str]:
     return [f"{_MEMBER_PROTOCOL}://{n}::{package}" for n in names]
 
 
+def wacz_problem(package: str) -> str:
+    """What is wrong with a WACZ package that gave no WARC file to read (:func:`wacz_members`
+    listed it as itself), for the ingest to report instead of reading it as an archive file."""
+    import zipfile
+
+    fs, path = filesystem(package)
+    try:
+        with fs.open(path, "rb") as f, zipfile.ZipFile(f) as z:
+            names = z.namelist()
+    except zipfile.BadZipFile as exc:
+        return (f"a WACZ package that is not a readable ZIP file ({exc}): it is cut short or damaged, or no WACZ "
+                "at all; copy or download it again")
+    except (OSError, EOFError) as exc:
+        return f"a WACZ package that cannot be read: {type(exc).__name__}: {exc}"
+    held = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "") if names else "nothing"
+    in_archive = [n for n in names if n.startswith("archive/")]
+    found = (f"its archive/ folder holds no WARC or ARC file ({', '.join(in_archive[:3])})" if in_archive
+             else "it has no archive/ folder")
+    return (f"a WACZ package without a WARC file to read: {found}, and it holds {held}; a WACZ keeps its crawl as "
+            "WARC files under archive/ (e.g. archive/data.warc.gz) — make the package again with its WARC files")
+
+
 def _is_hidden(path: str, searched: str) -> bool:
     """Whether a part of ``path`` below the folder ``searched`` starts with "."."""
     below = path[len(searched):] if path.startswith(searched) else path.rsplit("/", 1)[-1]

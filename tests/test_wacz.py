@@ -83,3 +83,18 @@ def test_a_wacz_without_warc_files_is_reported_not_skipped(tmp_path, content):
     with zipfile.ZipFile(empty, "w") as z:
         z.writestr("datapackage.json", content)
     assert list_archive_files(str(empty)) == [str(empty)]  # the ingest then says it holds no record
+
+
+@pytest.mark.parametrize("make, expected", [
+    (lambda p: p.write_bytes(b"PK\x03\x04 cut short"), "not a readable ZIP file"),
+    (lambda p: zipfile.ZipFile(p, "w").writestr("datapackage.json", "{}"), "it has no archive/ folder"),
+    (lambda p: zipfile.ZipFile(p, "w").writestr("archive/notes.txt", "x"),
+     "its archive/ folder holds no WARC or ARC file (archive/notes.txt)"),
+])
+def test_what_is_wrong_with_a_package_is_said(tmp_path, capsys, make, expected):
+    """Not "not a WARC or ARC file … b'PK\\x03\\x04'": what is wrong with the package."""
+    package = tmp_path / "site.wacz"
+    make(package)
+    assert simweb_main(["ingest", str(package), "--out", str(tmp_path / "out"), "--no-prefect"]) == 4
+    out = capsys.readouterr().out
+    assert expected in out and "WACZ package" in out and "PK" not in out.split("site.wacz:", 1)[1][:40]
