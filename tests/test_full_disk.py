@@ -53,14 +53,20 @@ def test_the_message_names_the_folder_and_what_was_not_published(tmp_path):
     assert "read-only" in full_disk_message(OSError(errno.EROFS, "Read-only file system"), [str(tmp_path)], "x")
 
 
-def test_the_ingest_neither_retries_nor_blames_the_file(monkeypatch, tmp_path):
-    calls = []
+def failing_ingest(monkeypatch, code: int) -> list[str]:
+    """The ingest of every file fails with ``code``; the paths it was asked for, in order."""
+    calls: list[str] = []
 
     def failing(path, out, piece=(0, 1)):
         calls.append(path)
-        raise OSError(errno.ENOSPC, "No space left on device")
+        raise OSError(code, os.strerror(code))
 
     monkeypatch.setattr(retries, "ingest_warc", failing)
+    return calls
+
+
+def test_the_ingest_neither_retries_nor_blames_the_file(monkeypatch, tmp_path):
+    calls = failing_ingest(monkeypatch, errno.ENOSPC)
     with pytest.raises(OSError) as raised:
         retries.ingest_with_retries("crawl.warc.gz", str(tmp_path), io_retries=3, retry_delay=0)
     assert raised.value.errno == errno.ENOSPC and calls == ["crawl.warc.gz"]
@@ -68,13 +74,7 @@ def test_the_ingest_neither_retries_nor_blames_the_file(monkeypatch, tmp_path):
 
 def test_a_bad_argument_is_not_retried(monkeypatch, tmp_path):
     """EINVAL (a seek to a negative offset) comes again from the same bytes: one attempt, reported."""
-    calls = []
-
-    def failing(path, out, piece=(0, 1)):
-        calls.append(path)
-        raise OSError(errno.EINVAL, "Invalid argument")
-
-    monkeypatch.setattr(retries, "ingest_warc", failing)
+    calls = failing_ingest(monkeypatch, errno.EINVAL)
     stats = retries.ingest_with_retries("crawl.warc.gz", str(tmp_path), io_retries=3, retry_delay=0)
     assert calls == ["crawl.warc.gz"] and "after" not in stats.file_errors[0].reason
     assert not retries.is_transient_io_error(OSError(errno.EINVAL, "Invalid argument"))
