@@ -81,6 +81,15 @@ class CrossValidation:
         values, counts = np.unique(self.fold_chosen, return_counts=True)
         return {int(v): int(c) for v, c in zip(values, counts)}
 
+    def loses_to(self, reference: int) -> bool:
+        """Whether choosing by sibling-Γ scores below the reference candidate ``reference`` on the
+        same held-out halves (the choice then gains nothing over keeping the reference); False
+        when either value is undefined or ``reference`` was not passed as a reference."""
+        ref = self.references.get(int(reference))
+        if ref is None or np.isnan(ref) or np.isnan(self.held_out.value):
+            return False
+        return self.held_out.value < ref
+
 
 def class_families(codes: np.ndarray) -> dict[int, int]:
     """The family (second-level class) of each class, from ``simweb.core.gamma.class_codes``

@@ -14,6 +14,10 @@ measures included, taken as if it had been known in advance). The same is done w
 families of classes (second-level classes) held out: how the choice carries over to other
 parts of the directory, a stricter question.
 
+When the choice scores below the Section 7 strategy (the index's default) on the same held-out
+halves, choosing gained nothing on this crawl: the recommendation is then to keep the default,
+with both figures (``kept_default``: the strategy the choice picked and its held-out Γ).
+
 Also: the fraction of same-class/sibling-class pairs each of them orders (Γ leaves ties out,
 paper footnote 4, so a coarse measure that ties many pairs is judged on the pairs it does order).
 """
@@ -115,7 +119,14 @@ def recommend(sample: StageOutput, results: Mapping[AnyStrategy, StageOutput], *
             "fewer than 2 pairs of sibling classes in the sample: nothing to hold out")})
         return out
     cv = cross_validate(numerators, denominators, units(by_pairs), params, references=references, eligible=eligible)
-    out = described(cv.chosen, _estimate(cv.held_out))
+    if section7 is not None and cv.chosen != section7 and cv.loses_to(section7):
+        # The choice loses to the default on the held-out halves: keep the default.
+        value = cv.references[section7]
+        out = described(section7, {"value": value, "low": None, "high": None, "se": None})
+        out["kept_default"] = {**described(cv.chosen, _estimate(cv.held_out)), "default_held_out": value}
+    else:
+        out = described(cv.chosen, _estimate(cv.held_out))
+        out["kept_default"] = None
     choices = sorted(cv.choice_counts().items(), key=lambda kv: -kv[1])
     out["cross_validation"] = {
         "units": cv.n_units, "splits": params.splits, "folds": int(cv.fold_chosen.size), "seed": params.seed,

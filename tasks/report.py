@@ -443,7 +443,15 @@ def _recommendation_lines(context: ReportContext) -> list[str]:
              "--strategy-from REPORT`, REPORT being this report's folder."]
     cv = rec.get("cross_validation") or {}
     held = rec.get("held_out")
-    if held is None:
+    kept = rec.get("kept_default")
+    if kept:
+        lines.append(
+            f"Keep the default: the strategy of best sibling-Γ chosen on half of the classes and scored on the other "
+            f"half scores {_fmt(kept['held_out']['value'])} [{_fmt(kept['held_out']['low'])}, "
+            f"{_fmt(kept['held_out']['high'])}] ({kept['strategy']} on the whole sample, {cv['folds']} folds), below "
+            f"the Section 7 strategy's {_fmt(kept['default_held_out'])} on the same held-out halves: choosing by "
+            "sibling-Γ gains nothing on this crawl, so the recommendation is the Section 7 strategy.")
+    elif held is None:
         lines.append(f"Not cross-validated: {cv.get('reason', 'no classes to hold out')}. Whole-sample sibling-Γ "
                      f"{_fmt(rec['sibling_gamma']['value'])} (inflated by the choice).")
     else:

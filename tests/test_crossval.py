@@ -120,3 +120,24 @@ def test_a_fold_that_cannot_choose_is_left_out():
     assert alone_on_2.any() and np.isnan(cv.fold_value[alone_on_2]).all()
     assert np.nanmin(cv.fold_value) > 0  # candidate 1's Γ on units 0 and 1; never the barred one's −1
     assert cv.held_out.value == pytest.approx(np.nanmean(cv.fold_value)) and cv.held_out.value > 0
+
+
+def test_a_choice_that_scores_below_the_default_on_the_held_out_halves_loses_to_it():
+    # Candidate 0, the default, has Γ 0.5 on every unit; twenty others are noise around 0.4 whose
+    # best on the whole sample beats 0.5 by luck. Chosen on half of the units, the luckiest scores
+    # about 0.4 on the other half: below the default on the same halves, so the choice loses to it.
+    # A candidate truly better everywhere (0.8) does not lose.
+    rng = np.random.default_rng(4)
+    n_units = 12
+    units = np.repeat(np.arange(n_units), 3)[:, None].repeat(2, axis=1)
+    noise = np.repeat(rng.uniform(-0.2, 1.0, size=(20, n_units)), 3, axis=1)
+    gamma = np.vstack([np.full((1, units.shape[0]), 0.5), noise])
+    num, den = _rows(gamma, units)
+    cv = cross_validate(num, den, units, CrossValidationParams(splits=10, n_resamples=20), references=(0,))
+    assert cv.chosen != 0 and (num[cv.chosen].sum() / den[cv.chosen].sum()) > 0.5
+    assert cv.held_out.value < cv.references[0] == pytest.approx(0.5)
+    assert cv.loses_to(0) and not cv.loses_to(5)  # 5 was not passed as a reference
+    better = np.vstack([gamma, np.full((1, units.shape[0]), 0.8)])
+    num, den = _rows(better, units)
+    cv = cross_validate(num, den, units, CrossValidationParams(splits=10, n_resamples=20), references=(0,))
+    assert cv.chosen == 21 and not cv.loses_to(0)

@@ -153,11 +153,19 @@ def print_summary(summary: dict, out: TextIO | None = None) -> None:
     if recommended:
         held = recommended.get("held_out") or {}
         section7 = recommended.get("section7") or {}
-        print(f"\nrecommended: {recommended['strategy']}  ({recommended['spec']})", file=out)
-        print(f"  sibling-Γ held out (cross-validated over directory classes): {_number(held.get('value'))} "
-              f"[{_number(held.get('low'))}, {_number(held.get('high'))}]; whole sample "
-              f"{_number(recommended['sibling_gamma']['value'])}", file=out)
-        if section7:
+        kept = recommended.get("kept_default")
+        if kept:
+            print(f"\nrecommended: keep the default, {recommended['strategy']}  ({recommended['spec']})", file=out)
+            print(f"  sibling-Γ on the held-out halves: {_number(kept['default_held_out'])} for the default; "
+                  f"{_number(kept['held_out']['value'])} [{_number(kept['held_out']['low'])}, "
+                  f"{_number(kept['held_out']['high'])}] for the best the cross-validation chooses, "
+                  f"{kept['strategy']} ({kept['spec']}), which does not beat it", file=out)
+        else:
+            print(f"\nrecommended: {recommended['strategy']}  ({recommended['spec']})", file=out)
+            print(f"  sibling-Γ held out (cross-validated over directory classes): {_number(held.get('value'))} "
+                  f"[{_number(held.get('low'))}, {_number(held.get('high'))}]; whole sample "
+                  f"{_number(recommended['sibling_gamma']['value'])}", file=out)
+        if section7 and not kept:
             print(f"  the paper's Section 7 strategy on the same held-out halves: {_number(section7.get('held_out'))}",
                   file=out)
         index = recommended.get("index") or {}
