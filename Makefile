@@ -8,7 +8,7 @@ export DO_NOT_TRACK := 1
 
 .PHONY: venv system-deps demo test test-slow test-all bench clean
 
-$(BIN)/simweb: pyproject.toml constraints.txt setup.py simcore/_scan.c simcore/_dart.c simcore/_walk.c simcore/_gather.c simcore/_porter.c
+$(BIN)/simweb: pyproject.toml constraints.txt setup.py simcore/_scan.c simcore/_dart.c simcore/_walk.c simcore/_gather.c simcore/_porter.c simcore/_rerank.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"

@@ -3,7 +3,7 @@
     import simweb
     index = simweb.open_index("index")
     for r in index.related("https://example.org/page", top=5):
-        print(r.rank, r.similarity, r.url)
+        print(r.rank, r.score, r.url)
 
 The layers install inside this package: ``simweb.core`` (the algorithms), ``simweb.tasks``
 (Prefect tasks and all I/O), ``simweb.flows`` and ``simweb.deployments``.

@@ -11,9 +11,10 @@ answer of ``POST /api/related`` print this one shape::
      "version": "v-20260101T000000-ab12cd34",  the index version that answered (null: none)
      "top": 10, "alpha": 0.15,              at most top results; alpha: the least similarity
      "rerank": false, "dedup": false,       (alpha null, rerank and dedup false for a link measure)
-     "results": [{"rank": 1, "url": "…", "title": "…", "category": "…",
+     "results": [{"rank": 1,
                   "score": 0.42,            what the ranking is by: the exact weighted Jaccard
                                             when re-ranked, else the estimate; a link measure's score
+                  "url": "…", "title": "…", "category": "…",
                   "similarity": 0.4,        the estimated bag Jaccard (null for a link measure)
                   "exact": 0.42,            the exact weighted Jaccard when re-ranked, else null
                                             (an index of metric overlap: the exact overlap Σmin)
@@ -51,11 +52,11 @@ class RelatedPage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     rank: int = Field(ge=1, description="1 for the best")
+    score: float = Field(description="what the ranking is by: exact when re-ranked, else similarity; "
+                                     "a link measure's score")
     url: str
     title: str | None = Field(description="the page's title, from the index's document map")
     category: str | None = Field(description="the page's directory category, when the index was built with one")
-    score: float = Field(description="what the ranking is by: exact when re-ranked, else similarity; "
-                                     "a link measure's score")
     similarity: float | None = Field(description="estimated bag Jaccard: the fraction of the m min-hash "
                                                  "positions shared (null for a link measure)")
     exact: float | None = Field(description="exact weighted Jaccard Σmin/Σmax, when re-ranked (for an index "
@@ -84,9 +85,8 @@ class RelatedAnswer(BaseModel):
 def index_answer(query: str, results: Sequence[Related], *, version: str, top: int, alpha: float,
                  rerank: bool, dedup: bool) -> dict[str, Any]:
     """The document of an answer by the index (``Index.related``)."""
-    pages = [{"rank": r.rank, "url": r.url, "title": r.title, "category": r.category,
-              "score": r.exact if r.exact is not None else r.similarity, "similarity": r.similarity,
-              "exact": r.exact, "replay": r.replay} for r in results]
+    pages = [{"rank": r.rank, "score": r.score, "url": r.url, "title": r.title, "category": r.category,
+              "similarity": r.similarity, "exact": r.exact, "replay": r.replay} for r in results]
     return _document(query, INDEX_MEASURE, version, top, alpha, rerank, dedup, pages)
 
 
@@ -97,8 +97,8 @@ def measure_answer(query: str, results: Sequence[Any], *, measure: str, top: int
     pages = []
     for r in results:
         row = _document_row(index, r.url)
-        pages.append({"rank": r.rank, "url": r.url, "title": row.get("title"), "category": row.get("category"),
-                      "score": r.score, "similarity": None, "exact": None, "replay": None})
+        pages.append({"rank": r.rank, "score": r.score, "url": r.url, "title": row.get("title"),
+                      "category": row.get("category"), "similarity": None, "exact": None, "replay": None})
     return _document(query, measure, index.version if index is not None else None, top, None, False, False, pages)
 
 

@@ -3,13 +3,16 @@
     >>> import simweb
     >>> index = simweb.open_index("INDEX")
     >>> for r in index.related("http://java.sun.com/", top=10):
-    ...     print(r.rank, f"{r.similarity:.3f}", r.url, r.title)
+    ...     print(r.rank, f"{r.score:.3f}", r.url, r.title)
 
 ``related`` answers from the index's estimate of the bag Jaccard (the fraction of the m
 min-hash positions two pages share, Section 6.2) and, by default, re-ranks by the exact one:
 the candidates are the documents estimated at least α − 2σ (σ the estimate's spread at α,
 simweb.core.query.candidate_alpha), and those whose exact weighted Jaccard (Σmin/Σmax of the
-stored bags, Section 4) is at least α are returned, best first, ties by document id.
+stored bags, Section 4; simweb.core.rerank, over the bags the index stores as memory-mapped
+arrays) is at least α are returned, best first, ties by document id. Each result's ``score``
+is what it is ranked by: the exact similarity when re-ranked, else the estimate
+(``similarity`` is always the estimate, ``exact`` the exact one or None).
 ``rerank=False`` is the paper's PROCESSQUERY (Figure 11) alone: the documents estimated at
 least α, by estimate. (On DebDocs, the estimate alone finds about 95 % of the pairs whose exact
 Jaccard is ≥ α at a precision of about 0.75; re-ranked, over 99 % at precision 1 — the
@@ -28,10 +31,9 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
-import pyarrow.compute as pc
 
 from simweb.core.query import Matches, all_pairs, candidate_alpha, exact_order, process_queries
-from simweb.core.similarity import jaccard_to_many
+from simweb.core.rerank import exact_scores
 from simweb.tasks import index_store as store
 
 __all__ = ["Index", "Related", "UnknownURL", "open_index"]
@@ -60,15 +62,18 @@ class UnknownURL(LookupError):
 
 @dataclass(frozen=True, slots=True)
 class Related:
-    """One related page: its rank, estimated similarity (and exact one when re-ranked), metadata."""
+    """One related page: its rank and the score it is ranked by (the exact similarity when
+    re-ranked, else the estimate), its URL and metadata, the estimated similarity and the
+    exact one (None unless re-ranked)."""
 
     rank: int
+    score: float
     url: str
-    similarity: float
     title: str | None
     category: str | None
     doc_id: int
-    exact: float | None = None
+    similarity: float  # the min-hash estimate of the bag Jaccard (Section 6.2)
+    exact: float | None = None  # the exact weighted Jaccard (an index of metric overlap: Σmin)
     replay: str | None = None  # where a web-archive player shows the crawled page (Index.with_replay)
 
     def to_dict(self) -> dict[str, Any]:
@@ -88,17 +93,18 @@ class Index:
     An instance answers from the version it opened; :meth:`refresh` switches to the version
     published since, atomically for the queries that follow. ``verify`` checks every file of a
     version against the SHA-256 its manifest records before answering from it (without it, only
-    their sizes are checked).
+    their sizes are checked); ``verify_refresh`` (default: as ``verify``) does so for the versions
+    :meth:`refresh` switches to (a server's worker processes open a version their parent checked).
     """
 
     def __init__(self, path: str | os.PathLike[str], *, verify: bool = False,
-                 crawl: str | os.PathLike[str] | None = None) -> None:
+                 crawl: str | os.PathLike[str] | None = None, verify_refresh: bool | None = None) -> None:
         self.path = os.fspath(path)
         self._verify = verify
         self._v = self._open(self.path)
+        self._verify = verify if verify_refresh is None else verify_refresh
         self._refreshing = threading.Lock()
         self._failed: tuple[tuple[str, Any], Exception] | None = None
-        self._aliases: tuple[dict[str, Any], Any] | None = None  # (crawl identity, its AliasMap)
         self.crawl = os.fspath(crawl) if crawl is not None else os.path.join(self.path, "crawl")
         """The ingested crawl the index was built from (default ``INDEX/crawl``, where ``simweb
         build`` keeps it); ``dedup`` reads its pages' words."""
@@ -159,6 +165,13 @@ class Index:
     def __len__(self) -> int:
         return self._v.n_docs
 
+    def prepare(self) -> int:
+        """Build the in-memory key directory of single queries now (else the first query builds
+        it: one pass over I's keys, simweb.core.query.prepare); returns the bytes it holds."""
+        from simweb.core.query import prepare
+
+        return prepare(self._v.inverted)
+
     def __contains__(self, url: object) -> bool:
         try:
             self._doc(self._v, str(url))
@@ -167,7 +180,8 @@ class Index:
         return True
 
     def info(self) -> dict[str, Any]:
-        """What the index holds: sizes, min-hash parameters, the filter, bytes per document."""
+        """What the index holds: its documents (the crawled pages and the pages only linked to),
+        sizes, min-hash parameters, the filter, bytes per document."""
         v = self._v
         man = v.manifest
         n = max(v.n_docs, 1)
@@ -179,6 +193,8 @@ class Index:
             "version": os.path.basename(v.path),
             "created": man.get("created"),
             "documents": v.n_docs,
+            "crawled_documents": v.n_crawled,
+            "linked_only_documents": None if v.n_crawled is None else v.n_docs - v.n_crawled,
             "indexed_documents": man["n_indexed"],
             "buckets": man["n_buckets"],
             "postings": man["n_postings"],
@@ -197,37 +213,20 @@ class Index:
         norm = normalize_url(url.strip())
         if norm is None:
             raise UnknownURL(url, "not an absolute http or https URL")
-        doc = v.doc_of(url_id(norm))
+        # The URL, or an alias of a document as the build resolved the crawl's aliases: two
+        # look-ups in memory-mapped sorted arrays, as cheap for an unknown URL as for a known one.
+        uid = url_id(norm)
+        doc = v.doc_of(uid)
         if doc is None:
-            target = self._alias_target(url_id(norm))
-            doc = v.doc_of(target) if target is not None else None
+            doc = v.alias_of(uid)
         if doc is None:
             other = _other_scheme(norm)
             if other is not None and v.doc_of(url_id(other)) is not None:
                 raise UnknownURL(url, f"not in this index, but {other} is: the crawl has the page under "
                                       f"{other.split(':', 1)[0]}; ask for {other}")
-            raise UnknownURL(url, f"not among the {v.n_docs} pages of this index; check the address or rebuild the index with a crawl that links to it")
+            raise UnknownURL(url, f"not among the {_pages(v)} of this index; check the address or rebuild the "
+                                  "index with a crawl that links to it")
         return doc
-
-    def _alias_target(self, alias_id: int) -> int | None:
-        """The id of the document an alias URL names in the index's crawl (a redirect, a canonical
-        link, a slash or index variant: simweb.core.aliases), None when it names none or there is
-        no crawl. The crawl's aliases are read once per content of its parts."""
-        from simweb.tasks.crawl.copies import duplicate_copies
-        from simweb.tasks.crawl.parts import crawl_identity, crawl_parts
-
-        if not os.path.isdir(os.path.join(self.crawl, "pages")):
-            return None
-        try:
-            identity = crawl_identity(self.crawl)
-            cached = self._aliases
-            if cached is None or cached[0] != identity:
-                found = crawl_parts(self.crawl)
-                cached = self._aliases = (identity, duplicate_copies(found.pages, found.aliases).aliases)
-        except (OSError, ValueError):
-            return None
-        at = cached[1].positions(np.array([alias_id], np.uint64))[0]
-        return int(cached[1].targets[at]) if at >= 0 else None
 
     def doc_id(self, url: str) -> int:
         """The document id of ``url`` (raises :class:`UnknownURL`)."""
@@ -325,23 +324,24 @@ class Index:
 
     def _rows(self, v: store.IndexVersion, match: Matches, exact: np.ndarray | None = None) -> list[Related]:
         rows = v.doc_rows(match.docs) if len(match) else []
-        sims = match.similarities
+        sims = match.similarities.tolist()
+        scores = sims if exact is None else exact.tolist()
         return [
-            Related(rank=i + 1, url=row["url"], similarity=float(sims[i]), title=row["title"],
-                    category=row["category"], doc_id=int(match.docs[i]),
-                    exact=None if exact is None else float(exact[i]))
+            Related(rank=i + 1, score=scores[i], url=row["url"], title=row["title"], category=row["category"],
+                    doc_id=int(match.docs[i]), similarity=sims[i], exact=None if exact is None else scores[i])
             for i, row in enumerate(rows)
         ]
 
     def _exact(self, v: store.IndexVersion, match: Matches, alpha: float, top: int | None) -> list[Related]:
         """The candidates ``match`` whose exact weighted Jaccard with the query is ≥ α, re-ranked by
         it (by their exact overlap, for an index of a strategy compared by overlap)."""
+        jaccard, overlap = exact_scores(v.bag_arrays, match.query, match.docs)
         if v.metric == "overlap":
-            jaccard, exact = _exact_jaccard(v, match.query, match.docs, with_overlap=True)
+            exact = overlap
             order = exact_order(match.docs, exact, -np.inf)
             order = order[jaccard[order] >= alpha - 1e-12][:top]
         else:
-            exact = _exact_jaccard(v, match.query, match.docs)
+            exact = jaccard
             order = exact_order(match.docs, exact, alpha, top)
         picked = Matches(match.query, match.docs[order], match.counts[order], match.m)
         return self._rows(v, picked, exact[order])
@@ -359,9 +359,11 @@ class Index:
         sims = c / m
         if rerank:
             sims = np.zeros(a.size)
-            for doc in np.unique(a).tolist():
-                at = np.flatnonzero(a == doc)
-                sims[at] = _exact_jaccard(v, doc, b[at])
+            order = np.argsort(a, kind="stable")
+            starts = np.flatnonzero(np.concatenate([[True], a[order][1:] != a[order][:-1]]))
+            for lo, hi in zip(starts.tolist(), [*starts[1:].tolist(), a.size]):
+                at = order[lo:hi]
+                sims[at] = exact_scores(v.bag_arrays, int(a[at[0]]), b[at])[0]
             keep = np.lexsort((b, a, -sims))
             keep = keep[sims[keep] >= alpha - 1e-12]
             a, b, sims = a[keep], b[keep], sims[keep]
@@ -403,7 +405,9 @@ class Index:
 
     def find(self, text: str, limit: int = 20) -> list[dict[str, Any]]:
         """Pages whose title or URL holds every word of ``text`` (case-insensitive): url, title,
-        category, indexed, at most ``limit``; those matched by their title first, then shorter URLs."""
+        category, indexed, at most ``limit``; those matched by their title first, then shorter URLs.
+
+        The doc map's columns are searched where they are mapped (nothing is copied)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -411,17 +415,11 @@ class Index:
         if not words or limit < 1:
             return []
         v = self._v
-        haystack = v._cache.get("find_text")
-        if haystack is None:
-            docs = v.docs
-            titles = pc.utf8_lower(pc.fill_null(docs.column("title"), ""))
-            urls = pc.utf8_lower(docs.column("url"))
-            haystack = v._cache["find_text"] = (titles, urls)
-        titles, urls = haystack
+        titles, urls = v.docs.column("title"), v.docs.column("url")
         in_title = in_any = None
         for word in words:
-            t = pc.match_substring(titles, word)
-            either = pc.or_(t, pc.match_substring(urls, word))
+            t = pc.fill_null(pc.match_substring(titles, word, ignore_case=True), False)
+            either = pc.or_(t, pc.match_substring(urls, word, ignore_case=True))
             in_title = t if in_title is None else pc.and_(in_title, t)
             in_any = either if in_any is None else pc.and_(in_any, either)
         hits = np.flatnonzero(np.asarray(in_any.to_numpy(zero_copy_only=False), dtype=bool))
@@ -457,26 +455,19 @@ def _stamp(path: str) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _exact_jaccard(v: store.IndexVersion, query: int, docs: np.ndarray, *,
-                   with_overlap: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
-    """The exact weighted Jaccard (Section 4) of document ``query``'s stored bag with each of
-    ``docs``'; with ``with_overlap``, (Jaccard, overlap Σ min)."""
-    docs = np.asarray(docs, dtype=np.int64)
-    if docs.size == 0:
-        return (np.zeros(0), np.zeros(0)) if with_overlap else np.zeros(0)
-    q_terms, _, q_weights = v.bag_columns(np.array([query]))
-    order = np.argsort(docs, kind="stable")
-    terms, offsets, weights = v.bag_columns(docs[order])
-    codes = pc.index_in(terms, value_set=q_terms).fill_null(-1).to_numpy(zero_copy_only=False)
-    exact, inter = np.empty(docs.size), np.empty(docs.size)
-    exact[order], inter[order] = jaccard_to_many(q_weights, codes, offsets, weights, with_overlap=True)
-    return (exact, inter) if with_overlap else exact
+def _pages(v: store.IndexVersion) -> str:
+    """The documents of a version as a user reads them: its crawled pages, and the pages only linked to."""
+    if v.n_crawled is None:
+        return f"{v.n_docs:,} pages"
+    linked = v.n_docs - v.n_crawled
+    return f"{v.n_crawled:,} crawled pages" + (f" (and {linked:,} pages only linked to)" if linked else "")
 
 
 def open_index(path: str | os.PathLike[str], *, verify: bool = False,
-               crawl: str | os.PathLike[str] | None = None) -> Index:
+               crawl: str | os.PathLike[str] | None = None, verify_refresh: bool | None = None) -> Index:
     """Open a published index folder (or one version folder) for queries; ``verify`` checks
     every file against the SHA-256 its manifest records (raises IndexFormatError naming the
-    file, the digest expected and the one found); ``crawl`` is the ingested crawl it was built
-    from when not ``INDEX/crawl``."""
-    return Index(path, verify=verify, crawl=crawl)
+    file, the digest expected and the one found), ``verify_refresh`` those of the versions
+    published later that it switches to (default: as ``verify``); ``crawl`` is the ingested
+    crawl it was built from when not ``INDEX/crawl``."""
+    return Index(path, verify=verify, crawl=crawl, verify_refresh=verify_refresh)

@@ -16,11 +16,17 @@
 
 Results come from :class:`simweb.api.Index`, the same code the Python API and the CLI use.
 
+``simweb serve`` answers from one worker process per core (``--workers``), each built by
+:func:`app_from_environment`: every process maps the same index files, so their pages are in
+memory once, shared, whatever the number of workers; a process's own memory is the Python
+runtime and its key directory (simweb.core.query.prepare), independent of the load.
+
 Before each request the app checks whether a newer index version was published and switches to
 it when that version is complete and opens (and verifies, under ``serve --verify``); a request
 is answered from one version only. When ``CURRENT`` is missing, dangling, unreadable or names an
 incomplete or damaged version, the server goes on answering from the version it has, as before,
-logs the cause once (not at every request) and says so in ``/api/info`` under ``current``.
+logs the cause once (not at every request; once in each worker process, which names itself) and
+says so in ``/api/info`` under ``current``.
 
 Status codes, the same on every endpoint and whatever ``CURRENT`` says:
 
@@ -41,6 +47,7 @@ HEAD is answered wherever GET is, and every HTML page carries a Content-Security
 from __future__ import annotations
 
 import html
+import json
 import logging
 import os
 import threading
@@ -253,6 +260,31 @@ def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
     return errors
 
 
+#: The environment variable through which `simweb serve` hands its worker processes their options.
+SERVE_ENVIRONMENT = "SIMWEB_SERVE"
+
+
+def worker_environment(index: str, crawl: str | None, verify: bool, replay_prefix: str | None,
+                       hosts: frozenset[str]) -> str:
+    """The value of SERVE_ENVIRONMENT for :func:`app_from_environment`: the index folder, its
+    crawl, whether versions are verified, and :func:`create_app`'s replay prefix and Host names."""
+    return json.dumps({"index": os.path.abspath(index), "crawl": crawl, "verify": verify,
+                       "replay_prefix": replay_prefix, "hosts": sorted(hosts)})
+
+
+def app_from_environment() -> FastAPI:
+    """The app of one worker process of `simweb serve` (uvicorn's factory): the index its parent
+    opened (and verified, under --verify: versions published later are verified here), with the
+    key directory of single queries built before the first request, so none waits for it."""
+    from simweb.commands.serve import log_to_stderr
+
+    log_to_stderr(worker=True)
+    options = json.loads(os.environ[SERVE_ENVIRONMENT])
+    index = open_index(options["index"], crawl=options["crawl"], verify_refresh=options["verify"])
+    index.prepare()
+    return create_app(index, replay_prefix=options["replay_prefix"], hosts=frozenset(options["hosts"]))
+
+
 def create_app(index: Index | str, replay_prefix: str | None = None, hosts: frozenset[str] | None = None) -> FastAPI:
     """The FastAPI application serving ``index`` (an open Index or an index folder); with
     ``replay_prefix`` every answer gives each crawled result's replay address unless the
@@ -463,12 +495,21 @@ def _page_html(url: str, top: int, alpha: float, rerank: bool, body: str, info: 
 <label><input name="dedup" type="checkbox" value="true"{dedup_checked}> hide near-duplicates</label>
 {kept}<button type="submit">Find</button></form>
 {body}
-<p class="meta" id="about">{info['documents']:,} pages, {info['indexed_documents']:,} indexed:
+<p class="meta" id="about">{_page_counts(info)}:
 every page of the crawl and every page it links to has a bag and can be asked about; the
 {info['indexed_documents']:,} {_indexed_rule(info.get('min_in_degree'))} can be returned as related pages
 (paper Section 7.1). Signatures: m = {info['minhash']['m']} ({info['minhash']['algorithm']}).
 JSON API: <a href="/docs">/docs</a>.</p>
 </body></html>"""
+
+
+def _page_counts(info: dict[str, Any]) -> str:
+    """The index's pages as the page shows them: crawled pages, pages only linked to, indexed."""
+    crawled, linked = info.get("crawled_documents"), info.get("linked_only_documents")
+    if crawled is None:
+        return f"{info['documents']:,} pages, {info['indexed_documents']:,} indexed"
+    return (f"{crawled:,} crawled pages" + (f" and {linked:,} pages only linked to" if linked else "")
+            + f", {info['indexed_documents']:,} indexed")
 
 
 def _indexed_rule(min_in_degree: int | None) -> str:
@@ -481,17 +522,17 @@ def _results_html(url: str, doc: dict[str, Any], results: list[Related], terms: 
                   top: int, alpha: float, rerank: bool, dedup: bool = False, replay_prefix: str | None = None) -> str:
     title = html.escape(doc.get("title") or "")
     rows = []
-    for r in results:
-        exact = f'<td class="num">{r.exact:.3f}</td>' if rerank else ""
+    for r in results:  # the score each is ranked by first: exact when re-ranked, else the estimate
+        exact = f'<td class="num">{r.score:.3f}</td>' if rerank else ""
         rows.append(
-            f'<tr class="result"><td class="num">{r.rank}</td><td class="num">{r.similarity:.3f}</td>{exact}'
+            f'<tr class="result"><td class="num">{r.rank}</td>{exact}<td class="num">{r.similarity:.3f}</td>'
             f'<td><a href="{html.escape(_link(r.url, top, alpha, rerank, dedup, replay_prefix))}">{html.escape(r.title or r.url)}</a>'
             f'<br><span class="meta">{html.escape(r.url)}</span>{_replay_html(r.replay)}</td>'
             f'<td>{html.escape(r.category or "")}</td></tr>'
         )
     exact_head = "<th>exact</th>" if rerank else ""
     table = (
-        f'<table id="related"><thead><tr><th>#</th><th>similarity</th>{exact_head}<th>page</th><th>category</th></tr></thead>'
+        f'<table id="related"><thead><tr><th>#</th>{exact_head}<th>estimate</th><th>page</th><th>category</th></tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table>"
         if rows else f'<p id="related">No page is {alpha}-similar to this one in the index.</p>'
     )

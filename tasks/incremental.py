@@ -211,6 +211,10 @@ def full_rebuild_reason(epoch: Epoch | None, live: str | None, strategy: Strateg
         return "no epoch yet (first update after a build of an earlier version)"
     if live is None:
         return "no live index"
+    try:
+        store.read_manifest(live)
+    except store.IndexFormatError:
+        return "the live index is of a format this simweb does not update (written by an earlier version)"
     if strategy.dedup:
         return "dedup strategies are rebuilt in full"
     if strategy.shares is not None:
@@ -297,11 +301,14 @@ def touched_bags(crawl_dir: str, strategy: Strategy, touched: np.ndarray, snapsh
 
 
 def _touched_metadata(crawl_dir: str, ids: np.ndarray, directory: str | None) -> pa.Table:
-    """(url_id, title, in_degree, category) of ``ids``, as the signatures stage derives them for
-    the whole crawl (simweb.tasks.crawl.tables.page_titles and .degrees.in_degrees; the directory's class)."""
+    """(url_id, title, in_degree, category, crawled) of ``ids``, as the signatures stage derives
+    them for the whole crawl (simweb.tasks.crawl.tables.page_titles and .degrees.in_degrees; the
+    directory's class)."""
     wanted = pa.array(ids, pa.uint64())
     base = pa.table({"url_id": wanted, "row": pa.array(np.arange(len(ids)))})
-    joined = base.join(page_titles(crawl_dir, ids), "url_id", join_type="left outer")
+    titles = page_titles(crawl_dir, ids)
+    titles = titles.append_column("crawled", pa.array(np.ones(titles.num_rows, dtype=bool)))
+    joined = base.join(titles, "url_id", join_type="left outer")
     joined = joined.join(in_degrees(crawl_dir, ids), "url_id", join_type="left outer")
     if directory:
         joined = joined.join(url_categories(directory), "url_id", join_type="left outer")
@@ -313,6 +320,7 @@ def _touched_metadata(crawl_dir: str, ids: np.ndarray, directory: str | None) ->
         "in_degree": pc.cast(pc.fill_null(joined.column("in_degree"), 0), pa.int32()),
         "category": (pc.cast(joined.column("category"), pa.string()) if directory
                      else pa.nulls(n, pa.string())),
+        "crawled": pc.fill_null(joined.column("crawled"), False) if n else pa.array([], pa.bool_()),
     })
 
 
@@ -353,7 +361,7 @@ def updated_version(live: str, delta_bags: str, crawl_dir: str, params, director
         "doc_id": doc.tolist(), "url_id": new_ids.tolist(), "url": meta.column("url").to_pylist(),
         "title": info.column("title").to_pylist(), "in_degree": info.column("in_degree").to_pylist(),
         "category": info.column("category").to_pylist(), "n_terms": meta.column("n_terms").to_pylist(),
-        "indexed": [True] * len(doc),
+        "indexed": [True] * len(doc), "crawled": info.column("crawled").to_pylist(),
     }
     for name, values in touched_rows.items():
         column = columns[name]
@@ -364,6 +372,8 @@ def updated_version(live: str, delta_bags: str, crawl_dir: str, params, director
     order = np.argsort(ids, kind="stable")
     store.write_array_atomic(ids[order], os.path.join(signed, store.URLS_FILE))
     store.write_array_atomic(order.astype(np.uint32), os.path.join(signed, store.URL_DOCS_FILE))
+    found = crawl_parts(crawl_dir)
+    store.write_aliases(signed, duplicate_copies(found.pages, found.aliases).aliases, ids[order], order)
     bag_files = _write_bags(v, bags, doc, signed)
     with open(os.path.join(signed, "signatures.json"), "w") as f:
         json.dump({"n_docs": n, "minhash": minhash.to_dict(), "metric": v.metric,
@@ -389,7 +399,6 @@ def _write_bags(v: store.IndexVersion, bags: pa.Table, doc: np.ndarray, folder: 
     columns = pa.schema([store.INDEX_BAGS.field("terms"), store.INDEX_BAGS.field("weights")])
     order = np.argsort(doc, kind="stable")
     touched, new = doc[order], bags.take(pa.array(order)).select(columns.names).cast(columns)
-    one_file = v.manifest.get("format_version") == 1  # its bags.parquet is written again as files
     appended = int(np.searchsorted(touched, v.n_docs))  # new[appended:] are the new documents
     old = v.bag_files
     files: list[dict[str, Any]] = []
@@ -397,13 +406,13 @@ def _write_bags(v: store.IndexVersion, bags: pa.Table, doc: np.ndarray, folder: 
     for k, f in enumerate(old):
         lo, hi = np.searchsorted(touched, [f.first_doc, f.first_doc + f.docs])
         # The new documents come after the last file's, in it while it has room.
-        fills = k == len(old) - 1 and appended < touched.size and (one_file or f.docs < store.BAG_FILE_DOCS)
-        if lo == hi and not one_file and not fills:
+        fills = k == len(old) - 1 and appended < touched.size and f.docs < store.BAG_FILE_DOCS
+        if lo == hi and not fills:
             store.copy_file(os.path.join(v.path, f.file), os.path.join(folder, f.file),
                             v.manifest["files"][f.file]["sha256"])
             files.append(f.to_dict())
             continue
-        writer = store.BagsWriter(folder, f.first_doc, store.BAG_FILE_DOCS if one_file or fills else f.docs)
+        writer = store.BagsWriter(folder, f.first_doc, store.BAG_FILE_DOCS if fills else f.docs)
         source = pq.ParquetFile(os.path.join(v.path, f.file))
         at = f.first_doc  # the first document of the row group
         for g in range(source.num_row_groups):

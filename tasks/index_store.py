@@ -5,6 +5,9 @@ so each is one ``np.memmap``):
 
     index.json        the manifest: format "simweb-index", format_version, the min-hash
                       parameters (m, seed, algorithm, hash_family), n_docs, n_indexed,
+                      n_crawled (documents that are crawled pages; the others are pages
+                      only linked to; null when unknown), n_terms (the vocabulary) and
+                      n_entries (the bags' terms, all documents together),
                       metric (how the re-ranking query orders what I finds: "jaccard",
                       or "overlap" for bags compared by overlap; absent: "jaccard"),
                       min_in_degree (the I filter; null when in-degrees were unknown),
@@ -21,16 +24,33 @@ so each is one ``np.memmap``):
                       filter, non-empty bag), rising within each bucket.
     urls.u64          n_docs uint64 url ids (simweb.core.urls.url_id), sorted;
     urls.docs.u32     n_docs uint32: the document id of each entry of urls.u64.
-    docs.parquet      doc_id, url_id, url, title, in_degree, category, n_terms, indexed — one
-                      row per document id, in id order.
+    aliases.u64       uint64 url ids, sorted: the URLs that name a document of the index
+                      without being its URL (a redirect, a canonical link, a slash or index
+                      variant: simweb.core.aliases), as the crawl resolved them at the build;
+    aliases.docs.u32  uint32: the document id each entry of aliases.u64 names.
+    bags.offsets.u64  n_docs + 1 rising uint64: document d's bag is entries offsets[d] …
+                      offsets[d + 1] − 1 of the two arrays below (simweb.core.rerank).
+    bags.terms.u32    uint32 term ids (places in terms.offsets.u64), rising within a document.
+    bags.weights.f32  float32, one per entry: the term's weight in the bag (Section 6.1).
+    terms.offsets.u64 n_terms + 1 rising uint64, and
+    terms.utf8        the vocabulary: term id t is the UTF-8 text terms.utf8[offsets[t]:
+                      offsets[t + 1]], in UTF-8 byte order (simweb.tasks.bag_arrays).
+    docs.parquet      doc_id, url_id, url, title, in_degree, category, n_terms, indexed, crawled —
+                      one row per document id, in id order.
+    docs.arrow        the same table as an Arrow IPC file, uncompressed: what queries read,
+                      memory-mapped (the server's processes share its pages, copying none).
     bags-<first>.parquet
                       doc_id, terms, weights (the BAGS rows, Section 6.1) of the documents
                       first, first + 1, … in id order, <first> written in ten digits; one file
                       for at most BAG_FILE_DOCS documents, the files together holding every
-                      document once; row groups of BAG_ROW_GROUP rows counted from the file's
-                      first document, read one group at a time for re-ranking and top terms.
+                      document once, in row groups of BAG_ROW_GROUP rows: the bags as tables,
+                      for pandas, DuckDB and the incremental update (queries read the arrays).
                       The manifest's "bags" lists the files in id order: file, first_doc, docs.
-                      (Format version 1, still read, held all the bags in one bags.parquet.)
+
+Format version 3 added the aliases, the bags as arrays, the vocabulary, docs.arrow and the
+doc map's ``crawled``; earlier versions are refused with the advice to rebuild (``simweb
+build`` reuses the ingested crawl and its bags, and redoes only the signatures and invert
+stages).
 
 An index folder published with :func:`publish` holds ``versions/<name>/`` folders, a
 ``CURRENT`` file naming the live one, and ``live``, a symbolic link to it (``OUT/live/docs.parquet``
@@ -56,16 +76,17 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
+import pyarrow.ipc
 
+from simweb.core.aliases import AliasMap
 from simweb.core.minhash import MinHashParams
 from simweb.core.query import InvertedIndex
+from simweb.core.rerank import BagArrays
 
 FORMAT = "simweb-index"
-FORMAT_VERSION = 2
-#: The format versions this code reads (1: the bags in one file, bags.parquet).
-READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+#: The format versions this code reads.
+READABLE_VERSIONS = (3,)
 MANIFEST = "index.json"
 CURRENT = "CURRENT"
 LIVE = "live"
@@ -76,15 +97,20 @@ DOCS_FILE = "I.docs.u32"
 URLS_FILE = "urls.u64"
 URL_DOCS_FILE = "urls.docs.u32"
 DOCMAP_FILE = "docs.parquet"
-BAGS_FILE = "bags.parquet"  # format version 1
+DOCMAP_ARROW_FILE = "docs.arrow"
+ALIASES_FILE = "aliases.u64"
+ALIAS_DOCS_FILE = "aliases.docs.u32"
+BAG_OFFSETS_FILE = "bags.offsets.u64"
+BAG_TERMS_FILE = "bags.terms.u32"
+BAG_WEIGHTS_FILE = "bags.weights.f32"
+VOCAB_OFFSETS_FILE = "terms.offsets.u64"
+VOCAB_FILE = "terms.utf8"
 BAG_ROW_GROUP = 1024
 #: Documents in one bags file: a build's files hold documents [k·BAG_FILE_DOCS, (k+1)·BAG_FILE_DOCS)
 #: (the last fewer), whatever the number of workers that wrote them in parallel; an incremental
 #: update rewrites only the files holding a touched document and copies the others. 64 row
 #: groups: 16 files at a million pages.
 BAG_FILE_DOCS = 64 * BAG_ROW_GROUP
-#: Row groups of the bags an opened version keeps in memory (the most recently read).
-BAG_GROUPS_KEPT = 64
 KEEP_VERSIONS = 2
 
 DOCMAP = pa.schema(
@@ -97,6 +123,7 @@ DOCMAP = pa.schema(
         pa.field("category", pa.string()),
         pa.field("n_terms", pa.int32(), nullable=False),
         pa.field("indexed", pa.bool_(), nullable=False),
+        pa.field("crawled", pa.bool_()),
     ]
 )
 INDEX_BAGS = pa.schema(
@@ -138,8 +165,6 @@ class BagFile:
 def bag_files(manifest: Mapping[str, Any]) -> list[BagFile]:
     """The bags files of a version, in id order, checked to hold documents 0 … n_docs − 1 once each."""
     n = int(manifest["n_docs"])
-    if manifest.get("format_version") == 1:
-        return [BagFile(BAGS_FILE, 0, n)]
     try:
         files = [BagFile(str(e["file"]), int(e["first_doc"]), int(e["docs"])) for e in manifest["bags"]]
     except (KeyError, TypeError, ValueError):
@@ -172,7 +197,7 @@ class BagsWriter:
         self.folder, self.file_docs = folder, file_docs
         self.next_doc = first_doc
         self.files: list[BagFile] = []
-        self._writer: pq.ParquetWriter | None = None
+        self._writer: Any = None  # a pyarrow.parquet.ParquetWriter while a file is open
         self._first = first_doc
         self._in_file = 0
         self._pending: list[pa.Table] = []
@@ -200,6 +225,8 @@ class BagsWriter:
         rows = merged.num_rows if everything else merged.num_rows - merged.num_rows % BAG_ROW_GROUP
         if rows:
             if self._writer is None:
+                import pyarrow.parquet as pq
+
                 self._writer = pq.ParquetWriter(self._tmp(), INDEX_BAGS, **INDEX_BAGS_WRITE)
             self._writer.write_table(merged.slice(0, rows), row_group_size=BAG_ROW_GROUP)
             self._in_file += rows
@@ -239,6 +266,8 @@ def offsets_file(dtype: np.dtype | str) -> str:
 
 def local_dir(url: str) -> str:
     """The local path of an index folder: memory-mapping needs a local file system."""
+    if "://" not in url and "::" not in url:  # a plain path (without loading fsspec: queries start fast)
+        return os.path.abspath(url)
     from simweb.tasks.storage import local_path
 
     path = local_path(url)
@@ -442,9 +471,16 @@ def _prune(versions: str, live: str, keep: int) -> None:
 
 def read_manifest(version: str) -> dict[str, Any]:
     """The manifest of the index version folder ``version`` (local, or on an object store)."""
-    from simweb.tasks.storage import join, read_text
+    if "://" in version or "::" in version:
+        from simweb.tasks.storage import join, read_text
 
-    path = join(version, MANIFEST)
+        path = join(version, MANIFEST)
+    else:  # a plain path, read without loading fsspec (queries start fast)
+        path = os.path.join(version, MANIFEST)
+
+        def read_text(name: str) -> str:
+            with open(name, encoding="utf-8") as f:
+                return f.read()
     try:
         manifest = json.loads(read_text(path))
     except FileNotFoundError:
@@ -454,7 +490,8 @@ def read_manifest(version: str) -> dict[str, Any]:
     if manifest.get("format") != FORMAT or manifest.get("format_version") not in READABLE_VERSIONS:
         raise IndexFormatError(
             f"{path}: expected format {FORMAT!r} version {FORMAT_VERSION}, found "
-            f"{manifest.get('format')!r} version {manifest.get('format_version')!r}; rebuild the index with this simweb"
+            f"{manifest.get('format')!r} version {manifest.get('format_version')!r}; rebuild the index with this simweb "
+            "(`simweb build` reuses the ingested crawl and its bags)"
         )
     return manifest
 
@@ -472,7 +509,9 @@ def _memmap(path: str, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class IndexVersion:
-    """One opened index version: memory-mapped H and I, the url lookup, lazily read metadata."""
+    """One opened index version, every file memory-mapped: H, I, the url and alias lookups, the
+    bags as arrays, the vocabulary and the doc map (docs.arrow). Nothing of it is copied into
+    the process: the processes of a server share the pages of one version."""
 
     path: str
     manifest: dict[str, Any]
@@ -481,11 +520,22 @@ class IndexVersion:
     inverted: InvertedIndex
     url_ids: np.ndarray
     url_docs: np.ndarray
+    alias_ids: np.ndarray
+    alias_docs: np.ndarray
+    bag_arrays: BagArrays
+    vocabulary: tuple[np.ndarray, np.ndarray]  # (terms.offsets.u64, terms.utf8)
+    docs: pa.Table  # docs.arrow, memory-mapped
     _cache: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_docs(self) -> int:
         return int(self.manifest["n_docs"])
+
+    @property
+    def n_crawled(self) -> int | None:
+        """How many documents are crawled pages (the others are pages only linked to); None when unknown."""
+        n = self.manifest.get("n_crawled")
+        return None if n is None else int(n)
 
     @property
     def metric(self) -> str:
@@ -495,62 +545,36 @@ class IndexVersion:
 
     def doc_of(self, url_id: int) -> int | None:
         """The document id of a url id, or None."""
-        at = int(np.searchsorted(self.url_ids, np.uint64(url_id)))
-        if at < self.url_ids.size and int(self.url_ids[at]) == url_id:
-            return int(self.url_docs[at])
-        return None
+        return _look_up(self.url_ids, self.url_docs, url_id)
 
-    @property
-    def docs(self) -> pa.Table:
-        """docs.parquet, read on first use (a few dozen bytes per document)."""
-        table = self._cache.get("docs")
-        if table is None:
-            table = self._cache["docs"] = pq.read_table(os.path.join(self.path, DOCMAP_FILE))
-        return table
+    def alias_of(self, url_id: int) -> int | None:
+        """The document id an alias URL names (aliases.u64), or None when it is no alias."""
+        return _look_up(self.alias_ids, self.alias_docs, url_id)
 
     def doc_rows(self, doc_ids: np.ndarray | list[int]) -> list[dict[str, Any]]:
-        return self.docs.take(pa.array(np.asarray(doc_ids, dtype=np.int64))).to_pylist()
+        """The doc map's rows of ``doc_ids`` as dicts, read value by value from the mapped table
+        (a take through Arrow's compute functions would load them, and pandas, at a cold start)."""
+        columns = [(name, self.docs.column(name)) for name in self.docs.column_names]
+        rows = []
+        for d in np.asarray(doc_ids, dtype=np.int64).tolist():
+            if not 0 <= d < self.n_docs:
+                raise IndexError(f"document {d} is not in this index (it holds 0 … {self.n_docs - 1})")
+            rows.append({name: column[d].as_py() for name, column in columns})
+        return rows
 
     def bag(self, doc_id: int) -> dict[str, float]:
         """The weighted bag of a document as {term: weight}."""
         if not 0 <= doc_id < self.n_docs:
             raise IndexError(f"document {doc_id} is not in this index (it holds 0 … {self.n_docs - 1})")
-        f = int(np.searchsorted(self._bag_firsts, doc_id, side="right")) - 1
-        g, row = divmod(doc_id - int(self._bag_firsts[f]), self._bag_handle(f)[1])
-        group = self._bag_group(f, g)
-        return dict(zip(group.column("terms")[row].as_py(), group.column("weights")[row].as_py()))
+        ids, weights = self.bag_arrays.bag(doc_id)
+        return dict(zip(self.terms(ids), weights.tolist()))
 
-    def bag_columns(self, doc_ids: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
-        """The bags of several documents, given in rising id order, as flat columns: (terms,
-        offsets, weights), document i's terms being ``terms[offsets[i]:offsets[i + 1]]``; read a
-        row group at a time (for re-ranking many candidates at once)."""
-        doc_ids = np.asarray(doc_ids, dtype=np.int64)
-        if doc_ids.size > 1 and np.any(np.diff(doc_ids) < 0):
-            raise ValueError("bag_columns: expected document ids in rising order")
-        if doc_ids.size and (doc_ids[0] < 0 or doc_ids[-1] >= self.n_docs):
-            raise IndexError(f"bag_columns: document ids outside 0 … {self.n_docs - 1}")
-        firsts = self._bag_firsts
-        files = np.searchsorted(firsts, doc_ids, side="right") - 1
-        rows = doc_ids - firsts[files]
-        # The rows of a row group in each file asked for (an index may have thousands of files).
-        asked = np.unique(files)
-        group_rows = np.array([self._bag_handle(f)[1] for f in asked.tolist()], dtype=np.int64)[
-            np.searchsorted(asked, files)]
-        # One key per (file, row group), rising with the document ids.
-        keys = files * (1 << 32) + rows // group_rows
-        tables = []
-        for key in np.unique(keys).tolist():
-            f, g = divmod(key, 1 << 32)
-            at = keys == key
-            tables.append(self._bag_group(f, g).take(pa.array(rows[at] % group_rows[at])))
-        if not tables:
-            return pa.array([], pa.string()), np.zeros(1, dtype=np.int64), np.zeros(0)
-        found = pa.concat_tables(tables)
-        terms = found.column("terms").combine_chunks()
-        offsets = np.zeros(doc_ids.size + 1, dtype=np.int64)
-        np.cumsum(pc.list_value_length(terms).to_numpy(zero_copy_only=False), out=offsets[1:])
-        weights = pc.list_flatten(found.column("weights").combine_chunks()).to_numpy(zero_copy_only=False)
-        return pc.list_flatten(terms), offsets, weights.astype(np.float64)
+    def terms(self, ids: np.ndarray) -> list[str]:
+        """The text of the term ids ``ids`` (the vocabulary, terms.utf8)."""
+        offsets, text = self.vocabulary
+        ids = np.asarray(ids, dtype=np.int64)
+        lo, hi = offsets[ids].tolist(), offsets[ids + 1].tolist()
+        return [bytes(text[a:b]).decode("utf-8") for a, b in zip(lo, hi)]
 
     @property
     def bag_files(self) -> list[BagFile]:
@@ -560,35 +584,6 @@ class IndexVersion:
             files = self._cache["bag_files"] = bag_files(self.manifest)
         return files
 
-    @property
-    def _bag_firsts(self) -> np.ndarray:
-        firsts = self._cache.get("bag_firsts")
-        if firsts is None:
-            firsts = self._cache["bag_firsts"] = np.array([f.first_doc for f in self.bag_files], dtype=np.int64)
-        return firsts
-
-    def _bag_handle(self, f: int) -> tuple[pq.ParquetFile, int]:
-        """The open bags file ``f`` and the rows of its row groups (all but the last alike)."""
-        handles = self._cache.setdefault("bag_handles", {})
-        found = handles.get(f)
-        if found is None:
-            path = os.path.join(self.path, self.bag_files[f].file)
-            found = handles[f] = _bags_handle(open(path, "rb"), path, self.bag_files[f].docs)
-        return found
-
-    def _bag_group(self, f: int, g: int) -> pa.Table:
-        # The server may answer from several threads: one reader of each file and the 64 most
-        # recent row groups, under one lock (dict.setdefault is atomic).
-        with self._cache.setdefault("bags_lock", threading.Lock()):
-            groups = self._cache.setdefault("bag_groups", {})
-            table = groups.get((f, g))
-            if table is None:
-                pf = self._bag_handle(f)[0]
-                if len(groups) >= BAG_GROUPS_KEPT:
-                    groups.pop(next(iter(groups)))
-                table = groups[(f, g)] = pf.read_row_group(g)
-            return table
-
     def verify(self) -> None:
         """Check every file's SHA-256 against the manifest (reads the whole index)."""
         problems = damage(self.path, digests=True)
@@ -597,31 +592,66 @@ class IndexVersion:
                                    "(or run the build again with --verify to publish an intact copy)")
 
 
-def _bags_handle(file, path: str, docs: int) -> tuple[pq.ParquetFile, int]:
-    """A bags file opened: its reader and its row groups' rows, checked against the manifest."""
-    pf = pq.ParquetFile(file)
-    meta = pf.metadata
-    sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
-    if meta.num_rows != docs or (sizes and (any(n != sizes[0] for n in sizes[:-1]) or sizes[-1] > sizes[0])):
-        raise IndexFormatError(f"{path}: expected {docs} bags in row groups of one size, found {meta.num_rows} "
-                               f"in {sizes[:5]}{'…' if len(sizes) > 5 else ''}; rebuild the index")
-    return pf, max(sizes[0] if sizes else 1, 1)
+def _look_up(keys: np.ndarray, values: np.ndarray, key: int) -> int | None:
+    at = int(np.searchsorted(keys, np.uint64(key)))
+    if at < keys.size and int(keys[at]) == key:
+        return int(values[at])
+    return None
 
 
-def _room_for_files(n: int) -> None:
-    """Raise the open-file limit (the soft one, within the hard) for an index of ``n`` bags
-    files, all held open: 1,526 at a hundred million pages, beyond a default of 1,024."""
-    if n <= 256:
-        return
+def write_docmap(table: pa.Table, folder: str) -> None:
+    """The doc map of a version into ``folder``: docs.parquet (for people and tools) and
+    docs.arrow (for queries, memory-mapped), each written whole under a temporary name first."""
+    import pyarrow.parquet as pq
+
+    table = table.cast(DOCMAP)
+    for name in (DOCMAP_FILE, DOCMAP_ARROW_FILE):
+        path = os.path.join(folder, name)
+        tmp = os.path.join(folder, f".tmp-{uuid.uuid4().hex[:8]}-{name}")
+        try:
+            if name == DOCMAP_FILE:
+                pq.write_table(table, tmp)
+            else:
+                with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, DOCMAP) as writer:
+                    writer.write_table(table, max_chunksize=1 << 20)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+
+
+def write_aliases(folder: str, aliases: AliasMap | None, url_ids: np.ndarray, url_docs: np.ndarray) -> int:
+    """aliases.u64 and aliases.docs.u32 into ``folder``: each alias of the crawl (``aliases``;
+    None: none) whose target is a document of the version (``url_ids`` sorted, ``url_docs``
+    their documents), and that document; a URL that is a document itself is no alias here.
+    Returns the aliases written."""
+    ids = np.zeros(0, np.uint64) if aliases is None else np.asarray(aliases.ids, dtype=np.uint64)
+    targets = np.zeros(0, np.uint64) if aliases is None else np.asarray(aliases.targets, dtype=np.uint64)
+    url_ids = np.asarray(url_ids, dtype=np.uint64)
+    docs = np.full(ids.size, -1, dtype=np.int64)
+    if url_ids.size and ids.size:
+        at = np.minimum(np.searchsorted(url_ids, targets), url_ids.size - 1)
+        hit = url_ids[at] == targets
+        docs[hit] = np.asarray(url_docs, dtype=np.int64)[at[hit]]
+        own = np.minimum(np.searchsorted(url_ids, ids), url_ids.size - 1)
+        docs[url_ids[own] == ids] = -1  # a document's own URL names it
+    keep = docs >= 0
+    order = np.argsort(ids[keep], kind="stable")
+    write_array_atomic(ids[keep][order], os.path.join(folder, ALIASES_FILE))
+    write_array_atomic(docs[keep][order].astype(np.uint32), os.path.join(folder, ALIAS_DOCS_FILE))
+    return int(keep.sum())
+
+
+def _mapped_docs(path: str, n: int) -> pa.Table:
+    """docs.arrow memory-mapped: the table's buffers are the file's pages (zero-copy)."""
     try:
-        import resource
-
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        want = 4 * n + 1024
-        if soft != resource.RLIM_INFINITY and soft < want:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (want if hard == resource.RLIM_INFINITY else min(want, hard), hard))
-    except (ImportError, ValueError, OSError):  # no such limit here, or not ours to raise
-        pass
+        table = pa.ipc.open_file(pa.memory_map(path, "r")).read_all()
+    except pa.ArrowInvalid as e:
+        raise IndexFormatError(f"{path}: not an Arrow IPC file ({e}); rebuild the index") from None
+    if table.num_rows != n or not table.schema.equals(DOCMAP):
+        raise IndexFormatError(f"{path}: expected the doc map of {n} documents, found {table.num_rows} rows of "
+                               f"{table.schema.names}; rebuild the index")
+    return table
 
 
 def open_version(index: str, *, verify: bool = False) -> IndexVersion:
@@ -656,6 +686,9 @@ def _open_version(index: str, verify: bool) -> IndexVersion:
         _memmap(os.path.join(path, DOCS_FILE), "<u4", (p,)),
         m,
     )
+    n_aliases = _items(path, ALIASES_FILE, 8)
+    entries, n_terms = int(manifest["n_entries"]), int(manifest["n_terms"])
+    vocab_offsets = _memmap(os.path.join(path, VOCAB_OFFSETS_FILE), "<u8", (n_terms + 1,))
     version = IndexVersion(
         path=path,
         manifest=manifest,
@@ -664,13 +697,21 @@ def _open_version(index: str, verify: bool) -> IndexVersion:
         inverted=inverted,
         url_ids=_memmap(os.path.join(path, URLS_FILE), "<u8", (n,)),
         url_docs=_memmap(os.path.join(path, URL_DOCS_FILE), "<u4", (n,)),
+        alias_ids=_memmap(os.path.join(path, ALIASES_FILE), "<u8", (n_aliases,)),
+        alias_docs=_memmap(os.path.join(path, ALIAS_DOCS_FILE), "<u4", (n_aliases,)),
+        bag_arrays=BagArrays(
+            _memmap(os.path.join(path, BAG_OFFSETS_FILE), "<u8", (n + 1,)),
+            _memmap(os.path.join(path, BAG_TERMS_FILE), "<u4", (entries,)),
+            _memmap(os.path.join(path, BAG_WEIGHTS_FILE), "<f4", (entries,)),
+        ),
+        vocabulary=(vocab_offsets, _memmap(os.path.join(path, VOCAB_FILE), "u1", (int(vocab_offsets[-1]),))),
+        docs=_mapped_docs(os.path.join(path, DOCMAP_ARROW_FILE), n),
     )
-    # Hold the metadata and an open handle on each bags file now: once open, a later prune of
-    # this version cannot take them away (an unlinked file stays readable while open).
-    version._cache["docs"] = pq.read_table(os.path.join(path, DOCMAP_FILE))
-    _room_for_files(len(version.bag_files))
-    for f in range(len(version.bag_files)):
-        version._bag_handle(f)
     if verify:
         version.verify()
     return version
+
+
+def _items(path: str, name: str, size: int) -> int:
+    """The number of ``size``-byte items of the array file ``name`` of the version ``path``."""
+    return os.path.getsize(os.path.join(path, name)) // size

@@ -31,9 +31,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from prefect import task
 
+from simweb.core.aliases import AliasMap
 from simweb.core.minhash import EMPTY, INDEX_ALGORITHM, MinHashParams, sign, term_hashes
 from simweb.core.query import buckets_from_pairs
 from simweb.tasks import index_store as store
+from simweb.tasks.bag_arrays import write_bag_arrays
 from simweb.tasks.crawl.copies import duplicate_copies
 from simweb.tasks.crawl.degrees import in_degrees
 from simweb.tasks.crawl.parts import crawl_of, crawl_parts
@@ -191,12 +193,14 @@ def _left_join(base: pa.Table, other: pa.Table | None, column: str, dtype: pa.Da
 
 @dataclass(frozen=True, slots=True)
 class PageFacts:
-    """What the doc map says of each page besides its bag: in-degree, title and directory
-    category, each a (url_id, value) table or None when its source was not given."""
+    """What the doc map says of each page besides its bag: in-degree, title (every crawled
+    page has a row) and directory category, each a (url_id, value) table or None when its
+    source was not given; and the crawl's aliases (simweb.core.aliases.AliasMap) or None."""
 
     in_degree: pa.Table | None
     title: pa.Table | None
     category: pa.Table | None
+    aliases: AliasMap | None = None
 
     @classmethod
     def read(cls, pages: str | None = None, links: str | None = None, directory: str | None = None) -> PageFacts:
@@ -210,7 +214,8 @@ class PageFacts:
             copies = duplicate_copies(found.pages, found.aliases)
         return cls(in_degrees(links, copies=copies) if links else None,
                    page_titles(pages, copies=copies) if pages else None,
-                   url_categories(directory) if directory else None)
+                   url_categories(directory) if directory else None,
+                   copies.aliases if copies is not None else None)
 
 
 def assemble_signatures(
@@ -263,6 +268,8 @@ def assemble_signatures(
             "category": _left_join(docmap, cats, "category", pa.string()),
             "n_terms": docmap.column("n_terms"),
             "indexed": pa.array(np.ones(n, dtype=bool)),
+            "crawled": (pc.is_in(docmap.column("url_id"), value_set=titles.column("url_id"))
+                        if titles is not None else pa.nulls(n, pa.bool_())),
         },
         schema=store.DOCMAP,
     )
@@ -271,6 +278,7 @@ def assemble_signatures(
     order = np.argsort(ids, kind="stable")
     store.write_array_atomic(ids[order].astype(np.uint64), os.path.join(out, store.URLS_FILE))
     store.write_array_atomic(order.astype(np.uint32), os.path.join(out, store.URL_DOCS_FILE))
+    store.write_aliases(out, facts.aliases, ids[order], order)
     # Per signed part, its rows that became documents: their count, and the positions (among the
     # part's signed rows) of the duplicates left out.
     cuts = np.cumsum([0] + [m.num_rows for m in metas])
@@ -422,7 +430,7 @@ def invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | N
         return _invert_finish(signed, out, n_reducers, min_in_degree)
     reduced = [f"{SHUFFLE_DIR}/{_reduce_file(r)}" for r in range(n_reducers)]
     with local_stand_in(out, fetch=reduced) as local:
-        for name in (store.H_FILE, store.URLS_FILE, store.URL_DOCS_FILE, *_bag_names(signed)):
+        for name in (*_SHARED_FILES, *_bag_names(signed)):
             download(join(signed, name), os.path.join(local, name))
         stats = _invert_finish(signed, local, n_reducers, min_in_degree)
     remove(join(out, SHUFFLE_DIR))
@@ -448,21 +456,23 @@ def _invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | 
     # H, the maps and the bags are the signatures stage's, unchanged: both stages are cache, so
     # they share the files (a hard link; a copy where the file system has none). Publishing
     # copies them out of the cache, checked against their digests (index_store.publish).
-    for name in (store.H_FILE, store.URLS_FILE, store.URL_DOCS_FILE, *_bag_names(signed)):
+    for name in (*_SHARED_FILES, *_bag_names(signed)):
         if not is_remote(signed) and os.path.abspath(signed) != os.path.abspath(out):
             _link_or_copy(os.path.join(signed, name), os.path.join(out, name))
     docmap = read_parquet(join(signed, store.DOCMAP_FILE))
     docmap = docmap.set_column(docmap.schema.get_field_index("indexed"), "indexed", pa.array(mask))
-    pq.write_table(docmap.cast(store.DOCMAP), os.path.join(out, store.DOCMAP_FILE))
+    store.write_docmap(docmap, out)
     degrees_known = docmap.column("in_degree").null_count < docmap.num_rows or docmap.num_rows == 0
-    stats = {
-        "n_docs": info["n_docs"],
-        "n_indexed": int(mask.sum()),
-        "n_buckets": int(keys.size),
-        "n_postings": int(docs.size),
-    }
+    crawled = docmap.column("crawled")
+    n_crawled = int(pc.sum(crawled).as_py() or 0) if crawled.null_count == 0 else None
+    arrays = write_bag_arrays(out, _bag_names(signed), info["n_docs"])  # the bags as the re-rank reads them
+    counts = {"n_docs": info["n_docs"], "n_indexed": int(mask.sum()), "n_buckets": int(keys.size),
+              "n_postings": int(docs.size)}
     store.write_manifest(out, {
-        **stats,
+        **counts,
+        "n_crawled": n_crawled,
+        "n_terms": arrays["vocabulary"],
+        "n_entries": arrays["entries"],
         "minhash": info["minhash"],
         "metric": info.get("metric", "jaccard"),
         "min_in_degree": min_in_degree if degrees_known else None,
@@ -470,7 +480,16 @@ def _invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | 
         "signature_stats": info.get("stats", {}),
         "bags": info["bags"],
     })
-    return stats
+    # The stage's counts as a build's summary shows them: the documents are crawled pages and
+    # pages only linked to (each has a bag and can be asked about).
+    pages = ({"crawled_pages": n_crawled, "pages_only_linked_to": info["n_docs"] - n_crawled}
+             if n_crawled is not None else {"pages": info["n_docs"]})
+    return {"documents": info["n_docs"], **pages, "indexed": counts["n_indexed"], "buckets": counts["n_buckets"],
+            "postings": counts["n_postings"]}
+
+
+#: The files of a version the invert stage takes from the signatures stage as they are.
+_SHARED_FILES = (store.H_FILE, store.URLS_FILE, store.URL_DOCS_FILE, store.ALIASES_FILE, store.ALIAS_DOCS_FILE)
 
 
 def _link_or_copy(src: str, dst: str) -> None:

@@ -95,7 +95,7 @@ def test_info_reports_sizes_and_parameters(index):
 
 
 def test_errors_say_what_was_wrong(index):
-    with pytest.raises(UnknownURL, match="not among the 48 pages"):
+    with pytest.raises(UnknownURL, match="not among the 48 crawled pages"):
         index.related("http://nowhere.example.com/")
     with pytest.raises(UnknownURL, match="http or https"):
         index.related("ftp://java1.example.com/")
@@ -109,12 +109,14 @@ def test_errors_say_what_was_wrong(index):
 def test_cli_prints_the_same_ranking_as_the_api(index, small_index, capsys):
     assert cli(["related", JAVA1, "--index", small_index, "--top", "7", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert [(r["url"], r["similarity"]) for r in doc["results"]] == \
-        [(r.url, r.similarity) for r in index.related(JAVA1, top=7)]
+    assert [(r["url"], r["score"], r["similarity"]) for r in doc["results"]] == \
+        [(r.url, r.score, r.similarity) for r in index.related(JAVA1, top=7)]
     assert cli(["related", JAVA1, "--index", small_index, "--top", "3"]) == 0
     text = capsys.readouterr().out
     first = index.related(JAVA1, top=3)[0]
-    assert f"   1  {first.similarity:5.3f}  {first.exact:5.3f}  {first.url}" in text and first.title in text
+    # The score the listing is ranked by first: the exact similarity, then the estimate.
+    assert text.splitlines()[0].split()[:3] == ["rank", "exact", "est."]
+    assert f"   1  {first.exact:5.3f}  {first.similarity:5.3f}  {first.url}" in text and first.title in text
     assert cli(["related", JAVA1, "--index", small_index, "--top", "3", "--no-rerank"]) == 0
     first = index.related(JAVA1, top=3, rerank=False)[0]
     assert f"   1  {first.similarity:5.3f}  {first.url}" in capsys.readouterr().out
@@ -150,11 +152,10 @@ def test_a_version_pruned_while_open_keeps_answering_from_its_unlinked_files(tmp
         index_store.publish(str(tmp_path / "ref"), root, name=name)
     assert not os.path.exists(served)
     with open("/proc/self/maps") as f:
-        assert f"{served}/H.u32 (deleted)" in f.read()
-    fds = {os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd") if fd.isdigit()
-           if os.path.islink(f"/proc/self/fd/{fd}")}
-    assert f"{served}/{index_store.bags_file_name(0)} (deleted)" in fds
-    # No bag was read before the prune: re-ranking and top terms read them from the open handle.
+        maps = f.read()
+    for name in (index_store.H_FILE, index_store.BAG_TERMS_FILE, index_store.DOCMAP_ARROW_FILE):
+        assert f"{served}/{name} (deleted)" in maps
+    # No bag was read before the prune: re-ranking and top terms read them from the mapped files.
     assert idx.related(JAVA1, rerank=True) == reference.related(JAVA1, rerank=True)
     assert idx.top_terms(JAVA1, k=5) == reference.top_terms(JAVA1, k=5)
     assert idx.document(JAVA1) == reference.document(JAVA1)

@@ -56,7 +56,7 @@ def test_terms_and_info(client):
 
 def test_unknown_urls_and_bad_parameters_are_4xx_with_a_message(client):
     r = client.get("/api/related", params={"url": "http://nowhere.example.com/"})
-    assert r.status_code == 404 and "not among the 48 pages" in r.json()["detail"]
+    assert r.status_code == 404 and "not among the 48 crawled pages" in r.json()["detail"]
     assert client.get("/api/terms", params={"url": "mailto:x@y"}).status_code == 404
     for params in ({"url": JAVA1, "top": 0}, {"url": JAVA1, "alpha": 1.5}, {"url": JAVA1, "top": "many"}, {}):
         r = client.get("/api/related", params=params)
@@ -323,7 +323,8 @@ def test_the_page_explains_pages_and_indexed(client, small_index):
 
     info = simweb.open_index(small_index).info()
     about = client.get("/").text
-    assert f"{info['documents']:,} pages, {info['indexed_documents']:,} indexed" in about
+    assert info["crawled_documents"] == info["documents"] == 48 and info["linked_only_documents"] == 0
+    assert f"{info['crawled_documents']:,} crawled pages, {info['indexed_documents']:,} indexed" in about
     assert f"linked to by more than {info['min_in_degree']} pages" in about and "can be asked about" in about
 
 

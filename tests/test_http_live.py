@@ -81,7 +81,7 @@ def test_the_server_answers_from_its_version_whatever_current_says(tmp_path):
     store.publish(source["a"], root, name="v-0000-a")
     current = os.path.join(root, store.CURRENT)
     log = tmp_path / "serve.log"
-    proc, base = start_server(root, log=log)
+    proc, base = start_server(root, "--workers", "1", log=log)  # one process: each cause logged once
     try:
         expect = {"a": answers(base)}
         assert [s for s, _ in expect["a"]] == STATUSES

@@ -1,7 +1,8 @@
 """The index's bags in files of BAG_FILE_DOCS documents (tasks/index_store.py): written by
 parallel runs of files, the same files whatever the runs; each document's bag read back as
-signed; an index of format version 1 (all bags in one bags.parquet) still read; an incremental
-update copies the files it does not touch and writes the others as a build would."""
+signed, from the bag arrays the queries read (tasks/bag_arrays.py) as from the files; an index
+of an earlier format refused with the advice to rebuild; an incremental update copies the files
+it does not touch and writes the others as a build would."""
 from __future__ import annotations
 
 import json
@@ -89,47 +90,49 @@ def test_the_bags_files_are_the_same_however_many_runs_wrote_them(tmp_path, smal
     assert one.manifest["bags"] == many.manifest["bags"]
 
 
-def test_every_document_reads_back_its_own_bag_alone_and_in_batches(tmp_path, small_files):
+def test_every_document_reads_back_its_own_bag_from_the_arrays_and_the_files(tmp_path, small_files):
     bags, expected = _bags_folder(tmp_path)
     v = _index(tmp_path, bags, 4)
     assert [v.bag(d) for d in range(v.n_docs)] == expected
-    rng = np.random.default_rng(0)
-    for ids in ([], [0], [5, 6], list(range(30)), sorted(rng.choice(30, 11, replace=False).tolist())):
-        terms, offsets, weights = v.bag_columns(np.array(ids, dtype=np.int64))
-        terms = terms.to_pylist()
-        assert [dict(zip(terms[a:b], weights[a:b].tolist())) for a, b in zip(offsets[:-1], offsets[1:])] == \
-            [{t: pytest.approx(w) for t, w in expected[d].items()} for d in ids]
+    files = [r for f in v.bag_files for r in pq.read_table(tmp_path / "version" / f.file).to_pylist()]
+    assert [dict(zip(r["terms"], r["weights"])) for r in files] == expected
+    # The arrays: one vocabulary in UTF-8 byte order, each bag's term ids rising.
+    vocabulary = v.terms(np.arange(v.manifest["n_terms"]))
+    assert vocabulary == sorted({t for bag in expected for t in bag}, key=lambda t: t.encode())
+    offsets, terms = v.bag_arrays.offsets, v.bag_arrays.terms
+    assert offsets[-1] == terms.size == v.manifest["n_entries"] == sum(len(b) for b in expected)
+    assert all(np.all(np.diff(terms[a:b].astype(np.int64)) > 0) for a, b in zip(offsets[:-1], offsets[1:]))
     with pytest.raises(IndexError):
         v.bag(30)
 
 
-def _as_version_1(version: str) -> None:
-    """Rewrite a version as format version 1 wrote it: every bag in bags.parquet, row groups of 1024."""
-    manifest = store.read_manifest(version)
-    table = pa.concat_tables([pq.read_table(os.path.join(version, f["file"])) for f in manifest["bags"]])
-    for f in manifest["bags"]:
-        os.remove(os.path.join(version, f["file"]))
-    pq.write_table(table, os.path.join(version, store.BAGS_FILE), row_group_size=1024, **store.INDEX_BAGS_WRITE)
-    info = {k: v for k, v in manifest.items() if k not in ("format", "format_version", "created", "files", "bags")}
-    store.write_manifest(version, info)
-    path = os.path.join(version, store.MANIFEST)
-    with open(path) as fh:
-        written = json.load(fh)
-    written["format_version"] = 1
-    with open(path, "w") as fh:
-        json.dump(written, fh)
+def test_bags_whose_terms_are_not_in_order_are_sorted_into_the_arrays(tmp_path, small_files):
+    from simweb.tasks.bag_arrays import write_bag_arrays
 
-
-def test_an_index_of_format_version_1_is_still_read(tmp_path, small_files):
     bags, expected = _bags_folder(tmp_path)
-    v2 = _index(tmp_path, bags, 2)
-    want = v2.bag_columns(np.arange(30))
-    _as_version_1(str(tmp_path / "version"))
-    v1 = store.open_version(str(tmp_path / "version"), verify=True)
-    assert [f.file for f in v1.bag_files] == [store.BAGS_FILE]
-    assert [v1.bag(d) for d in range(30)] == expected
-    got = v1.bag_columns(np.arange(30))
-    assert got[0].to_pylist() == want[0].to_pylist() and np.array_equal(got[1], want[1])
+    v = _index(tmp_path, bags, None)
+    version = tmp_path / "version"
+    for f in v.bag_files:  # each bag's terms reversed, as a writer other than the bags stage may leave them
+        table = pq.read_table(version / f.file)
+        rows = [{**r, "terms": r["terms"][::-1], "weights": r["weights"][::-1]} for r in table.to_pylist()]
+        pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), version / f.file)
+    write_bag_arrays(str(version), [f.file for f in v.bag_files], v.n_docs)
+    store.write_manifest(str(version), {k: x for k, x in v.manifest.items()
+                                        if k not in ("format", "format_version", "created", "files")})
+    again = store.open_version(str(version))
+    assert [again.bag(d) for d in range(again.n_docs)] == expected
+    assert np.array_equal(again.bag_arrays.terms, v.bag_arrays.terms)
+
+
+def test_an_index_of_an_earlier_format_is_refused_with_the_advice_to_rebuild(tmp_path, small_files):
+    bags, _ = _bags_folder(tmp_path)
+    _index(tmp_path, bags, None)
+    path = tmp_path / "version" / store.MANIFEST
+    written = json.loads(path.read_text())
+    written["format_version"] = 2
+    path.write_text(json.dumps(written))
+    with pytest.raises(store.IndexFormatError, match="version 2; rebuild the index with this simweb"):
+        store.open_version(str(tmp_path / "version"))
 
 
 @pytest.mark.parametrize("bags, problem", [
@@ -158,8 +161,10 @@ def test_a_bags_file_that_disagrees_with_the_manifest_is_refused(tmp_path, small
     manifest["files"][name]["bytes"] = os.path.getsize(os.path.join(version, name))
     with open(os.path.join(version, store.MANIFEST), "w") as fh:
         json.dump(manifest, fh)
-    with pytest.raises(store.IndexFormatError, match="expected 6 bags"):
-        store.open_version(version)
+    from simweb.tasks.bag_arrays import write_bag_arrays
+
+    with pytest.raises(store.IndexFormatError, match="expected the bags of 30 documents, found 29"):
+        write_bag_arrays(version, [f["file"] for f in manifest["bags"]], 30)
 
 
 def _new_bags(doc: np.ndarray) -> tuple[list[dict], pa.Table]:
@@ -180,13 +185,10 @@ def _assert_bags_read_back(folder, files, expected, doc, new) -> None:
         [{t: pytest.approx(w) for t, w in b.items()} for b in want]
 
 
-@pytest.mark.parametrize("version_1", [False, True])
-def test_an_update_copies_the_untouched_files_and_lays_out_the_rest_as_a_build(tmp_path, small_files, version_1):
+def test_an_update_copies_the_untouched_files_and_lays_out_the_rest_as_a_build(tmp_path, small_files):
     bags, expected = _bags_folder(tmp_path)
     _index(tmp_path, bags, 2)
     old = str(tmp_path / "version")
-    if version_1:
-        _as_version_1(old)
     v = store.open_version(old)
     # Documents 7 and 29 (files 1 and 4) get new bags; 30 and 31 are new.
     doc = np.array([31, 7, 30, 29])
@@ -197,11 +199,10 @@ def test_an_update_copies_the_untouched_files_and_lays_out_the_rest_as_a_build(t
     assert [(f["file"], f["first_doc"], f["docs"]) for f in files] == \
         [(store.bags_file_name(d), d, 6) for d in range(0, 30, 6)] + [(store.bags_file_name(30), 30, 2)]
     assert sorted(os.listdir(folder)) == [f["file"] for f in files]
-    if not version_1:  # files 0, 2 and 3 hold no touched document: copies
-        for f in files:
-            same = (folder / f["file"]).read_bytes() == (tmp_path / "version" / f["file"]).read_bytes() \
-                if os.path.exists(tmp_path / "version" / f["file"]) else False
-            assert same == (f["first_doc"] in (0, 12, 18)), f
+    for f in files:  # files 0, 2 and 3 hold no touched document: copies
+        same = (folder / f["file"]).read_bytes() == (tmp_path / "version" / f["file"]).read_bytes() \
+            if os.path.exists(tmp_path / "version" / f["file"]) else False
+        assert same == (f["first_doc"] in (0, 12, 18)), f
     _assert_bags_read_back(folder, files, expected, doc, new)
 
 

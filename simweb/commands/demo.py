@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         if not results:
             print("  no page reaches the similarity threshold")
         for r in results:
-            print(f"  {r.rank:>2}  {r.similarity:.2f}  {r.url}  {r.title or ''}")
+            print(f"  {r.rank:>2}  {r.score:.2f}  {r.url}  {r.title or ''}")
 
     if args.skip_evaluation:
         return 0

@@ -1,6 +1,7 @@
 """`simweb related URL --index INDEX`: the pages related to a URL (paper Figure 13).
 
-Prints rank, similarity, URL, title and category (when the index was built with a directory),
+Prints rank, the exact similarity each result is ranked by (with --no-rerank: the estimate it is
+ranked by), the min-hash estimate, URL, title and category (when the index was built with a directory),
 or with --json the same JSON document as the HTTP API's GET /api/related: schema
 "simweb.related/1", documented in simweb/answers.py, JSON Schema in simweb/schemas/related-1.json.
 --dedup leaves out results that nearly duplicate the query page or an earlier result (mirrored copies).
@@ -85,11 +86,12 @@ def run(args: argparse.Namespace) -> int:
     if not results:
         print(f"no page in the index is {args.alpha}-similar to {args.url}")
         return 0
+    # The score each result is ranked by comes first: the exact similarity when re-ranked, else the estimate.
     exact = args.rerank
-    head = f"{'rank':>4}  {'sim':>5}  " + (f"{'exact':>5}  " if exact else "") + "url / title / category"
+    head = f"{'rank':>4}  " + (f"{'exact':>5}  " if exact else "") + f"{'est.':>5}  url / title / category"
     print(head)
     for r in results:
-        _print_row(f"{r.rank:>4}  {r.similarity:5.3f}  " + (f"{r.exact:5.3f}  " if exact else ""), r.url,
+        _print_row(f"{r.rank:>4}  " + (f"{r.score:5.3f}  " if exact else "") + f"{r.similarity:5.3f}  ", r.url,
                    r.title, r.category, r.replay)
     return 0
 

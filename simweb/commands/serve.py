@@ -8,6 +8,11 @@ It answers only requests addressed to its own names — 127.0.0.1, localhost, [:
 read it through DNS rebinding. Name the others it is reached by with --allow-host (a reverse
 proxy's name, the machine's network name when bound to 0.0.0.0), once each.
 
+Answers come from --workers processes (default: one per core this process may run on), which
+share the listening socket and the index: each maps the index's files, so its pages are in
+memory once whatever the number of workers, and a worker's own memory does not grow with the
+load. --workers 1 answers from this process.
+
 Before serving, the version's files are checked against the sizes its index.json records;
 with --verify, against their SHA-256s too (reads the whole index once, and each version
 published while serving before switching to it). A damaged index is refused with a one-line
@@ -41,7 +46,19 @@ def register(subparsers) -> None:
                         "the machine's network name); repeat for several")
     p.add_argument("--verify", action="store_true",
                    help="check every file of the index against its SHA-256 before serving it")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="worker processes answering requests (default: one per core available)")
     p.set_defaults(func=run)
+
+
+def default_workers() -> int:
+    """One worker per core this process may run on."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity here
+        return os.cpu_count() or 1
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,23 +75,42 @@ def run(args: argparse.Namespace) -> int:
     if replay_prefix_problem(args.replay_prefix):
         print(f"simweb serve: --{replay_prefix_problem(args.replay_prefix)}", file=sys.stderr)
         return 2
+    workers = default_workers() if args.workers is None else args.workers
+    if workers < 1:
+        print(f"simweb serve: --workers: expected a number of processes ≥ 1, got {workers}", file=sys.stderr)
+        return 2
     hosts = host_names(args.host, args.allow_host)
     try:
-        app = create_app(open_index(args.index, verify=args.verify, crawl=args.crawl), replay_prefix=args.replay_prefix,
-                         hosts=hosts)
+        index = open_index(args.index, verify=args.verify, crawl=args.crawl)
+        app = create_app(index, replay_prefix=args.replay_prefix, hosts=hosts) if workers == 1 else None
     except (ValueError, OSError) as e:
         print(f"simweb serve: {e}", file=sys.stderr)
         return 2
-    _log_to_stderr()
-    print(f"simweb: serving {args.index} on http://{args.host}:{args.port}/ (API docs at /docs)", file=sys.stderr)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    log_to_stderr()
+    print(f"simweb: serving {args.index} on http://{args.host}:{args.port}/ (API docs at /docs), "
+          f"{workers} worker process{'es' if workers > 1 else ''}", file=sys.stderr)
+    if app is not None:
+        index.prepare()  # the key directory before the first request, not during it
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        return 0
+    # Worker processes (spawned) open the index this process checked, from the options here.
+    import os
+
+    from simweb.http import SERVE_ENVIRONMENT, worker_environment
+
+    del index
+    os.environ[SERVE_ENVIRONMENT] = worker_environment(args.index, args.crawl, args.verify, args.replay_prefix, hosts)
+    uvicorn.run("simweb.http:app_from_environment", factory=True, host=args.host, port=args.port,
+                workers=workers, log_level="warning")
     return 0
 
 
-def _log_to_stderr() -> None:
-    """The server's own messages (version switches, a CURRENT it cannot follow), one line each."""
+def log_to_stderr(worker: bool = False) -> None:
+    """The server's own messages (version switches, a CURRENT it cannot follow), one line each;
+    a worker process's (each follows CURRENT itself, and says so once) name the worker."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("simweb serve: %(message)s"))
+    handler.setFormatter(logging.Formatter("simweb serve: " + ("worker %(process)d: " if worker else "")
+                                           + "%(message)s"))
     logger = logging.getLogger("simweb.http")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)

@@ -1,0 +1,132 @@
+"""The index's bags as flat arrays, for the exact re-rank of every query (simweb.core.rerank).
+
+Written into an index version folder from its bags files (``bags-<first>.parquet``, the
+layout of simweb.tasks.index_store) by the invert stage, for a build and an incremental
+update alike, so the arrays always hold exactly the bags of the files beside them:
+
+    terms.utf8, terms.offsets.u64   the vocabulary: every term of the bags once, in UTF-8 byte
+                                    order; term id t is terms.utf8[offsets[t]:offsets[t + 1]]
+    bags.offsets.u64                n_docs + 1 rising: document d's entries are
+                                    offsets[d] .. offsets[d + 1] − 1 of the two arrays below
+    bags.terms.u32                  the entries' term ids, rising within each document
+    bags.weights.f32                their weights, as the bags files hold them
+
+Two passes over the bags files, one file at a time (memory: one file's bags and the
+vocabulary): the first collects each file's dictionary of terms into the vocabulary, the
+second maps each file's terms to their ids and appends its entries. The bags stage writes each
+bag's terms in that order already; a bag that is not (an index written otherwise) is sorted.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from simweb.tasks import index_store as store
+
+__all__ = ["write_bag_arrays"]
+
+
+def _file_terms(path: str) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
+    """One bags file's dictionary of terms, its entries' codes into it, its bags' lengths and
+    the entries' weights."""
+    table = pq.read_table(path, columns=["terms", "weights"], read_dictionary=["terms.list.element"])
+    terms = table.column("terms")
+    lengths = pc.list_value_length(terms).to_numpy(zero_copy_only=False).astype(np.int64) if len(terms) else \
+        np.zeros(0, np.int64)
+    flat = pa.chunked_array([c.flatten() for c in terms.chunks], terms.type.value_type).unify_dictionaries() \
+        if terms.num_chunks else pa.chunked_array([], pa.dictionary(pa.int32(), pa.string()))
+    dictionary = flat.chunk(0).dictionary if flat.num_chunks else pa.array([], pa.string())
+    codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in flat.chunks]).astype(np.int64) \
+        if flat.num_chunks else np.zeros(0, np.int64)
+    weights = table.column("weights")
+    flat_w = (np.concatenate([c.flatten().to_numpy(zero_copy_only=False) for c in weights.chunks])
+              if weights.num_chunks else np.zeros(0)).astype(np.float32)
+    if codes.size != flat_w.size:
+        raise store.IndexFormatError(f"{path}: expected one weight per term, found {codes.size} terms and "
+                                     f"{flat_w.size} weights; rebuild the index")
+    return pc.cast(dictionary, pa.string()), codes, lengths, flat_w
+
+
+def _vocabulary(paths: Sequence[str]) -> pa.Array:
+    """Every term of the files once, in UTF-8 byte order."""
+    found = []
+    for path in paths:
+        table = pq.read_table(path, columns=["terms"], read_dictionary=["terms.list.element"])
+        for chunk in table.column("terms").chunks:
+            found.append(pc.cast(chunk.flatten().dictionary, pa.string()))
+        # One file's dictionaries at a time, folded into the vocabulary so far.
+        found = [pc.unique(pa.concat_arrays(found))] if found else []
+    if not found:
+        return pa.array([], pa.string())
+    vocabulary = found[0]
+    return vocabulary.take(pc.array_sort_indices(vocabulary))
+
+
+def write_bag_arrays(folder: str, files: Sequence[str], n_docs: int) -> dict[str, int]:
+    """Write the arrays of the module docstring into ``folder`` from its bags ``files`` (names,
+    in document order), which must hold the bags of ``n_docs`` documents; returns the counts
+    written (vocabulary, entries)."""
+    paths = [os.path.join(folder, f) for f in files]
+    vocabulary = _vocabulary(paths)
+    if len(vocabulary) >= 2**32:
+        raise ValueError(f"{len(vocabulary)} distinct terms: the index holds at most 2^32 − 1 (term ids are uint32)")
+    names = (store.BAG_OFFSETS_FILE, store.BAG_TERMS_FILE, store.BAG_WEIGHTS_FILE)
+    tmp = {name: os.path.join(folder, f".tmp-{name}") for name in names}
+    entries = docs = 0
+    try:
+        with open(tmp[store.BAG_OFFSETS_FILE], "wb") as f_off, open(tmp[store.BAG_TERMS_FILE], "wb") as f_terms, \
+                open(tmp[store.BAG_WEIGHTS_FILE], "wb") as f_weights:
+            np.zeros(1, "<u8").tofile(f_off)
+            for path in paths:
+                dictionary, codes, lengths, weights = _file_terms(path)
+                ids = pc.index_in(dictionary, value_set=vocabulary).to_numpy(zero_copy_only=False)
+                terms = ids.astype(np.int64)[codes] if codes.size else np.zeros(0, np.int64)
+                terms, weights = _rising(terms, weights, lengths, path)
+                (entries + np.cumsum(lengths)).astype("<u8").tofile(f_off)
+                terms.astype("<u4").tofile(f_terms)
+                weights.astype("<f4").tofile(f_weights)
+                entries += int(lengths.sum())
+                docs += lengths.size
+        if docs != n_docs:
+            raise store.IndexFormatError(f"{folder}: expected the bags of {n_docs} documents, found {docs} in its "
+                                         "bags files; rebuild the index")
+        for name in names:
+            os.replace(tmp[name], os.path.join(folder, name))
+    finally:
+        for path in tmp.values():
+            if os.path.exists(path):
+                os.remove(path)
+    data = vocabulary.buffers()[2]
+    offsets = np.frombuffer(vocabulary.buffers()[1], dtype="<i4", count=len(vocabulary) + 1) if len(vocabulary) \
+        else np.zeros(1, np.int32)
+    offsets = offsets.astype(np.uint64)
+    store.write_array_atomic(offsets - offsets[0], os.path.join(folder, store.VOCAB_OFFSETS_FILE))
+    text = np.frombuffer(data, dtype=np.uint8)[int(offsets[0]):int(offsets[-1])] if data is not None else \
+        np.zeros(0, np.uint8)
+    store.write_array_atomic(text, os.path.join(folder, store.VOCAB_FILE))
+    return {"vocabulary": len(vocabulary), "entries": entries}
+
+
+def _rising(terms: np.ndarray, weights: np.ndarray, lengths: np.ndarray, path: str) -> tuple[np.ndarray, np.ndarray]:
+    """The entries with each bag's term ids rising (sorted where a bag's are not); a term
+    twice in one bag is refused."""
+    if terms.size < 2:
+        return terms, weights
+    starts = np.cumsum(lengths) - lengths
+    step = np.diff(terms)
+    inside = np.ones(terms.size - 1, dtype=bool)
+    inside[starts[(starts > 0) & (starts < terms.size)] - 1] = False  # steps across two bags
+    if np.all(step[inside] > 0):
+        return terms, weights
+    row = np.repeat(np.arange(lengths.size), lengths)
+    order = np.lexsort((terms, row))
+    terms, weights = terms[order], weights[order]
+    step = np.diff(terms)
+    if np.any(step[inside] == 0):
+        raise store.IndexFormatError(f"{path}: a bag holds a term twice; rebuild the index")
+    return terms, weights
