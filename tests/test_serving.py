@@ -1,0 +1,144 @@
+"""Serving the index: an unknown URL costs what an answer costs (the index resolves aliases
+itself, nothing of the crawl is read), every listing is in rank order with the score it is
+ranked by first, page counts are of crawled pages, and `simweb serve` answers from several
+worker processes that map one copy of the index."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import urllib.request
+
+import pytest
+from fastapi.testclient import TestClient
+
+import simweb
+from simweb.cli import main as cli
+from simweb.http import create_app
+from test_http import start_server
+
+JAVA1 = "http://java1.example.com/"
+
+
+@pytest.fixture(scope="module")
+def fixtures_index(build_in_process, warc_dir, tmp_path_factory) -> str:
+    """The shared WARC fixtures built as `simweb build` builds them: crawled pages, pages only
+    linked to, and aliases (slash and index variants, redirects)."""
+    return build_in_process(warc_dir, tmp_path_factory.mktemp("fixtures") / "index", min_in_degree=None)
+
+
+def test_an_unknown_url_and_an_alias_are_answered_without_reading_the_crawl(fixtures_index, tmp_path, monkeypatch):
+    from simweb.core.urls import normalize_url, url_id
+    from simweb.tasks import index_store
+    from simweb.tasks.crawl import parts
+
+    index = simweb.open_index(fixtures_index)
+    version = index_store.open_version(fixtures_index)
+    aliases = set(version.alias_ids.tolist())
+    assert aliases  # the fixtures' slash and index variants, resolved at the build
+    urls = version.docs.column("url").to_pylist()
+    alias_url, target = next((v, u) for u in urls for v in _variants(u)
+                             if normalize_url(v) and url_id(normalize_url(v)) in aliases)
+    expected = [r.url for r in index.related(target, alpha=0.0)]
+
+    def no_crawl(*args, **kwargs):
+        raise AssertionError("a query read the crawl")
+
+    for name in ("crawl_identity", "crawl_parts"):
+        monkeypatch.setattr(parts, name, no_crawl)
+    moved = simweb.open_index(fixtures_index, crawl=str(tmp_path / "no-crawl-here"))
+    with pytest.raises(simweb.UnknownURL, match="not among the 47 crawled pages"):
+        moved.related("http://nowhere.example.com/")
+    assert moved.document(alias_url)["url"] == target
+    assert [r.url for r in moved.related(alias_url, alpha=0.0)] == expected
+
+
+def _variants(url: str) -> list[str]:
+    """The slash and index forms under which a page's URL may be an alias."""
+    base = url[:-1] if url.endswith("/") else url
+    return [base, base + "/", base + "/index.html", base + "/index.htm"]
+
+
+def test_page_counts_are_crawled_pages_and_pages_only_linked_to(fixtures_index):
+    index = simweb.open_index(fixtures_index)
+    info = index.info()
+    assert info["crawled_documents"] == 47 and info["documents"] == 47 + info["linked_only_documents"] > 47
+    about = TestClient(create_app(index)).get("/").text
+    assert (f"47 crawled pages and {info['linked_only_documents']:,} pages only linked to, "
+            f"{info['indexed_documents']:,} indexed") in about
+    assert f"{info['documents']:,} pages" not in about
+
+
+@pytest.mark.parametrize("rerank", [True, False])
+def test_every_listing_is_in_rank_order_with_the_score_it_is_ranked_by_first(fixtures_index, rerank, capsys):
+    index = simweb.open_index(fixtures_index)
+    url = next(u for u in index._v.docs.column("url").to_pylist() if len(index.related(u, top=8)) >= 5)
+    found = index.related(url, top=8, rerank=rerank)
+    scores = [r.score for r in found]
+    assert scores == sorted(scores, reverse=True) and [r.rank for r in found] == list(range(1, len(found) + 1))
+    assert scores == [r.exact if rerank else r.similarity for r in found]
+    assert [f.name for f in simweb.Related.__dataclass_fields__.values()][:2] == ["rank", "score"]
+    client = TestClient(create_app(index))
+    answer = client.get("/api/related", params={"url": url, "top": 8, "rerank": rerank}).json()
+    assert [list(r)[:3] for r in answer["results"]] == [["rank", "score", "url"]] * len(found)
+    assert [r["score"] for r in answer["results"]] == scores
+    page = client.get("/", params={"url": url, "top": 8, **({} if rerank else {"estimate": "true"})}).text
+    head = page[page.index('<table id="related">'):page.index("</thead>")]
+    assert head.index("<th>#</th>") < (head.index("<th>exact</th>") if rerank else head.index("<th>estimate</th>"))
+    if rerank:
+        assert head.index("<th>exact</th>") < head.index("<th>estimate</th>")
+    first_row = page[page.index('<tr class="result">'):]
+    assert first_row.index(f"{found[0].score:.3f}") < first_row.index(f"{found[0].similarity:.3f}") or \
+        f"{found[0].score:.3f}" == f"{found[0].similarity:.3f}"
+    assert cli(["related", url, "--index", fixtures_index, "--top", "8"] + ([] if rerank else ["--no-rerank"])) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:2] == ["rank", "exact" if rerank else "est."]
+    printed = [float(line.split()[1]) for line in lines[1:] if line.strip() and line.split()[0].isdigit()]
+    assert printed == pytest.approx([round(s, 3) for s in scores], abs=5e-4)
+
+
+def test_serve_answers_from_worker_processes_that_share_the_mapped_index(small_index):
+    proc, base = start_server(small_index, "--workers", "2")
+    try:
+        with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+            children = [int(p) for p in f.read().split()]
+        workers = [p for p in children if _maps(p, "H.u32")]
+        assert len(workers) == 2  # both map the index's files; neither holds a copy of them
+        expected = simweb.open_index(small_index).related(JAVA1, top=5)
+        for _ in range(6):  # whichever worker answers, the same answer
+            with urllib.request.urlopen(f"{base}/api/related?url={JAVA1}&top=5", timeout=10) as r:
+                got = json.loads(r.read())["results"]
+            assert [(g["url"], g["score"]) for g in got] == [(e.url, e.score) for e in expected]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    assert proc.returncode is not None
+
+
+def _maps(pid: int, name: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return any(line.rstrip().endswith(os.sep + name) for line in f)
+    except OSError:
+        return False
+
+
+def test_serve_refuses_a_bad_number_of_workers(small_index, capsys):
+    assert cli(["serve", "--index", small_index, "--workers", "0"]) == 2
+    assert "--workers: expected a number of processes ≥ 1, got 0" in capsys.readouterr().err
+
+
+def test_an_index_of_an_earlier_format_is_refused_in_one_line(small_index, tmp_path, capsys):
+    from simweb.tasks import index_store
+
+    copy = shutil.copytree(index_store.resolve(small_index), tmp_path / "v")
+    manifest = json.loads((copy / index_store.MANIFEST).read_text())
+    manifest["format_version"] = 2
+    (copy / index_store.MANIFEST).write_text(json.dumps(manifest))
+    assert cli(["related", JAVA1, "--index", str(copy)]) == 2
+    err = capsys.readouterr().err
+    assert "version 2; rebuild the index with this simweb" in err and len(err.strip().splitlines()) == 1
