@@ -12,11 +12,11 @@ import urllib.request
 
 import pytest
 from fastapi.testclient import TestClient
+from test_http import start_server
 
 import simweb
 from simweb.cli import main as cli
 from simweb.http import create_app
-from test_http import start_server
 
 JAVA1 = "http://java1.example.com/"
 
@@ -56,7 +56,7 @@ def test_an_unknown_url_and_an_alias_are_answered_without_reading_the_crawl(fixt
 
 def _variants(url: str) -> list[str]:
     """The slash and index forms under which a page's URL may be an alias."""
-    base = url[:-1] if url.endswith("/") else url
+    base = url.removesuffix("/")
     return [base, base + "/", base + "/index.html", base + "/index.htm"]
 
 
