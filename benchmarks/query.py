@@ -20,10 +20,12 @@ each side's fastest round is shown, so load from other processes hits both sides
 simweb's in-memory key directory (simweb.core.query.prepare), built once per opened index like
 the LSH tables, is timed and sized on its own line, outside the query timings.
 ``--million`` adds a 1,000,000-page index for memory (bytes per page of H and I) and latency.
-``--index DIR`` times a published index (e.g. `simweb build` of DebDocs) through the Python API,
-as users query it: the default exact re-rank of every candidate estimated ≥ α − 2σ against the
-min-hash estimate alone (``rerank=False``, the paper's PROCESSQUERY), in interleaved rounds, with
-the bytes per page of each file the re-rank reads (H, I, the bags files, docs.parquet).
+``--index DIR`` (repeatable: DebDocs, the 100k and the 1M scale crawls built by `simweb build`)
+times a published index through the Python API, as users query it: the default exact re-rank
+of every candidate estimated ≥ α − 2σ, the min-hash estimate alone (``rerank=False``, the
+paper's PROCESSQUERY) and datasketch MinHashLSH built on the index's own H (the same
+signatures), in interleaved rounds; recall and precision against every indexed page's exact
+Jaccard for ``--truth`` of the query pages; the bytes per page of the index's files.
 """
 from __future__ import annotations
 
@@ -267,41 +269,129 @@ def run_million(n: int, alpha: float, work: str) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def run_index(path: str, n_queries: int, alpha: float, rounds: int) -> None:
-    """Query latency of a published index through the API, re-ranked and not, and its bytes per page."""
+def run_index(path: str, n_queries: int, alpha: float, rounds: int, truth: int, peer: bool) -> None:
+    """A published index as users query it (simweb.api), beside the peer on its signatures: the
+    default query (candidates estimated ≥ α − 2σ, exact re-rank), the estimate alone
+    (``rerank=False``, the paper's PROCESSQUERY) and datasketch MinHashLSH built on the index's
+    H (the same signatures), in interleaved rounds; then, for ``truth`` of the query pages, every
+    indexed page's exact weighted Jaccard (all of them, by the index's own re-rank kernel): the
+    recall and precision of each path's pairs ≥ α, and of the default's top 10."""
+    import resource
+
     import simweb
+    from simweb.core.query import candidate_alpha
+    from simweb.core.rerank import exact_scores
     from simweb.tasks import index_store
 
+    t = time.perf_counter()
     index = simweb.open_index(path)
+    directory = index.prepare()
+    opened_s = time.perf_counter() - t
     v = index_store.open_version(path)
-    n = v.n_docs
+    n, m = v.n_docs, v.params.m
     urls = v.docs.column("url").to_pylist()
-    queries = [urls[i] for i in np.random.default_rng(1).choice(n, size=min(n_queries, n), replace=False)]
-    print(f"\n== published index {path}: {n:,} pages, {v.manifest['n_indexed']:,} in I ==")
-    best: dict[bool, list[float]] = {}
-    answers: dict[bool, float] = {}
+    rng = np.random.default_rng(1)
+    chosen = rng.choice(n, size=min(n_queries, n), replace=False)
+    queries = [urls[i] for i in chosen]
+    crawled = v.n_crawled
+    print(f"\n== published index {path}: {n:,} documents"
+          + (f" ({crawled:,} crawled pages)" if crawled is not None else "")
+          + f", {v.manifest['n_indexed']:,} in I; {len(queries):,} random documents asked about ==")
+    print(f"  opened and key directory built in {opened_s * 1e3:.0f} ms ({directory / n:.1f} B/page in memory)")
+    indexed = np.flatnonzero(np.asarray(v.docs.column("indexed").to_numpy(zero_copy_only=False), dtype=bool))
+    lsh = lean = None
+    if peer:
+        from datasketch import LeanMinHash, MinHashLSH
+
+        t = time.perf_counter()
+        h = np.asarray(v.h)
+        lsh = MinHashLSH(threshold=alpha, num_perm=m)
+        lean = {}
+        with lsh.insertion_session() as session:
+            for i in indexed.tolist():
+                lean[i] = LeanMinHash(seed=1, hashvalues=h[i].astype(np.uint64), scheme="affine32")
+                session.insert(i, lean[i])
+        for i in chosen.tolist():
+            if i not in lean:
+                lean[i] = LeanMinHash(seed=1, hashvalues=h[i].astype(np.uint64), scheme="affine32")
+        print(f"  datasketch MinHashLSH (b={lsh.b}, r={lsh.r}) built on H's {indexed.size:,} indexed rows in "
+              f"{time.perf_counter() - t:.1f} s; peak RSS of this process now "
+              f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB")
+
+    def simweb_round(rerank: bool) -> list[float]:
+        lat = []
+        for q in queries:
+            t = time.perf_counter()
+            index.related(q, top=10, alpha=alpha, rerank=rerank)
+            lat.append(time.perf_counter() - t)
+        return lat
+
+    def lsh_round() -> list[float]:
+        lat = []
+        for i in chosen.tolist():
+            t = time.perf_counter()
+            lsh.query(lean[i])
+            lat.append(time.perf_counter() - t)
+        return lat
+
+    paths = {"default": lambda: simweb_round(True), "estimate": lambda: simweb_round(False)}
+    if peer:
+        paths["lsh"] = lsh_round
+    best: dict[str, list[float]] = {}
     for _ in range(rounds):
-        for rerank in (True, False):
-            index.related(queries[0], alpha=alpha, rerank=rerank)  # opens the files it reads
-            lat, found = [], 0
-            for q in queries:
-                t = time.perf_counter()
-                found += len(index.related(q, top=10, alpha=alpha, rerank=rerank))
-                lat.append(time.perf_counter() - t)
-            if rerank not in best or sum(lat) < sum(best[rerank]):
-                best[rerank], answers[rerank] = lat, found / len(queries)
-    print(f"  {'':<44}{'queries/s':>11}{'p50 ms':>9}{'p99 ms':>9}{'top-10':>8}")
-    for rerank, name in ((True, "related(), exact re-rank from α − 2σ (default)"),
-                         (False, "related(rerank=False), estimate ≥ α")):
-        lat = best[rerank]
-        print(f"  {name:<44}{len(lat) / sum(lat):>11,.0f}{percentile_ms(lat, 50):>9.3f}{percentile_ms(lat, 99):>9.3f}"
-              f"{answers[rerank]:>8.1f}")
+        for name, run in paths.items():
+            lat = run()
+            if name not in best or sum(lat) < sum(best[name]):
+                best[name] = lat
+
+    # Exact similarity of the first `truth` query pages with every indexed page: the truth.
+    t = time.perf_counter()
+    low = candidate_alpha(alpha, m)
+    judged = chosen[:truth]
+    found = {k: [0, 0, 0] for k in paths}  # hits, retrieved, relevant
+    top_hits = top_want = 0
+    for q in judged.tolist():
+        exact = exact_scores(v.bag_arrays, q, indexed)[0]
+        true = set(indexed[(exact >= alpha - 1e-12) & (indexed != q)].tolist())
+        got = {"default": {r.doc_id for r in index.related(urls[q], top=n, alpha=alpha)},
+               "estimate": {r.doc_id for r in index.related(urls[q], top=n, alpha=alpha, rerank=False)}}
+        if peer:
+            got["lsh"] = set(lsh.query(lean[q])) - {q}
+        for k, g in got.items():
+            found[k][0] += len(g & true)
+            found[k][1] += len(g)
+            found[k][2] += len(true)
+        order = np.lexsort((indexed, -exact))
+        want10 = indexed[order[(exact[order] >= alpha - 1e-12) & (indexed[order] != q)][:10]].tolist()
+        top = [r.doc_id for r in index.related(urls[q], top=10, alpha=alpha)]
+        top_hits += len(set(top) & set(want10))
+        top_want += len(want10)
+    truth_s = time.perf_counter() - t
+    names = {"default": "related(): candidates ≥ α − 2σ, exact re-rank (default)",
+             "estimate": "related(rerank=False): estimate ≥ α",
+             "lsh": "datasketch MinHashLSH.query (same signatures)"}
+    print(f"  {'':<58}{'queries/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'recall':>8}{'precision':>10}")
+    for k, lat in best.items():
+        hits, retrieved, relevant = found[k]
+        print(f"  {names[k]:<58}{len(lat) / sum(lat):>10,.0f}{percentile_ms(lat, 50):>9.3f}{percentile_ms(lat, 99):>9.3f}"
+              f"{hits / max(relevant, 1):>8.3f}{hits / retrieved if retrieved else float('nan'):>10.3f}")
+    lsh_note = ""
+    if peer:
+        ratio = percentile_ms(best["default"], 50) / percentile_ms(best["lsh"], 50)
+        lsh_note = (f"; the default's p50 is {ratio:.2f}× the peer's (whose answer is its unranked candidates, "
+                    "before any re-rank)")
+    print(f"  recall and precision: the pairs ≥ α = {alpha} (candidates for the peer) of {judged.size} query pages "
+          f"against every indexed page's exact Jaccard ({sum(f[2] for f in found.values()) // len(found):,} true pairs; "
+          f"{truth_s:.0f} s); the default's top 10 hold {top_hits / max(top_want, 1):.3f} of the exact top 10 "
+          f"(candidates from α − 2σ = {low:.3f}){lsh_note}")
     files = v.manifest["files"]
     size = {name: meta["bytes"] / n for name, meta in files.items()}
     i_bytes = sum(b for name, b in size.items() if name.startswith("I."))
-    print(f"  bytes per page: H {size[index_store.H_FILE]:.0f}, I {i_bytes:.0f}, bags {sum(size[f.file] for f in v.bag_files):.0f} "
-          f"(read by the re-rank), document map {size[index_store.DOCMAP_FILE]:.0f}; "
-          f"all {sum(size.values()):.0f} (best of {rounds} interleaved rounds each)")
+    arrays = sum(size.get(name, 0) for name in (index_store.BAG_OFFSETS_FILE, index_store.BAG_TERMS_FILE,
+                                                 index_store.BAG_WEIGHTS_FILE))
+    print(f"  bytes per page: H {size[index_store.H_FILE]:.0f}, I {i_bytes:.0f}, bag arrays {arrays:.0f} (read by the "
+          f"re-rank), all files {sum(size.values()):.0f} (best of {rounds} interleaved rounds each; the peer's "
+          f"tables are in this process's memory)")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -312,8 +402,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds; each side's best is shown")
     ap.add_argument("--million", action="store_true", help="also build a 1,000,000-page index (takes long)")
     ap.add_argument("--work", default=None, help="scratch folder (default: the system's temporary folder)")
-    ap.add_argument("--index", default=None, metavar="DIR",
-                    help="time this published index instead of synthetic ones (re-ranked and not)")
+    ap.add_argument("--index", default=None, action="append", metavar="DIR",
+                    help="time this published index (repeatable) instead of synthetic ones: the default "
+                         "query, the estimate alone and the peer on the same signatures")
+    ap.add_argument("--truth", type=int, default=200,
+                    help="query pages of --index judged against every page's exact similarity (default 200)")
+    ap.add_argument("--no-peer", action="store_true", help="with --index, leave datasketch out (its tables "
+                                                           "take memory and minutes at a million pages)")
     args = ap.parse_args(argv)
     try:
         cpu = min(os.sched_getaffinity(0))
@@ -323,7 +418,8 @@ def main(argv: list[str] | None = None) -> None:
         where = "not pinned"
     print(f"query benchmark ({where}); Dask runs the stages on its local threads inside this process")
     if args.index:
-        run_index(args.index, args.queries, args.alpha, max(1, args.rounds))
+        for path in args.index:
+            run_index(path, args.queries, args.alpha, max(1, args.rounds), args.truth, not args.no_peer)
         return
     work = args.work or tempfile.gettempdir()
     for n in args.sizes:
