@@ -266,7 +266,11 @@ def publish_index(version: StageOutput, out: str, verify: bool = False) -> str:
     with ``verify`` their SHA-256, against its manifest): then it is published anew.
     """
     current = _live(out)
-    if current is not None and index_store.read_manifest(current) == index_store.read_manifest(version.path) \
+    try:
+        live = index_store.read_manifest(current) if current is not None else None
+    except index_store.IndexFormatError:  # of an earlier format: the new version replaces it
+        live = None
+    if live is not None and live == index_store.read_manifest(version.path) \
             and not index_store.damage(current, digests=verify):
         return current
     return index_store.publish(version.path, out)

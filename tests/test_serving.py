@@ -142,3 +142,19 @@ def test_an_index_of_an_earlier_format_is_refused_in_one_line(small_index, tmp_p
     assert cli(["related", JAVA1, "--index", str(copy)]) == 2
     err = capsys.readouterr().err
     assert "version 2; rebuild the index with this simweb" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_build_over_an_index_of_an_earlier_format_publishes_a_new_version(build_in_process, warc_dir, tmp_path):
+    from simweb.tasks import index_store
+
+    out = tmp_path / "index"
+    build_in_process(warc_dir, out, min_in_degree=None)
+    live = index_store.resolve(str(out))
+    with open(os.path.join(live, index_store.MANIFEST)) as f:
+        manifest = json.load(f)
+    manifest["format_version"] = 2  # as an earlier simweb wrote it
+    with open(os.path.join(live, index_store.MANIFEST), "w") as f:
+        json.dump(manifest, f)
+    build_in_process(warc_dir, out, min_in_degree=None)
+    assert index_store.resolve(str(out)) != live
+    assert simweb.open_index(str(out)).info()["crawled_documents"] == 47
