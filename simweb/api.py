@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from simweb.core.query import Matches, all_pairs, candidate_alpha, exact_order, process_queries
-from simweb.core.rerank import exact_scores
+from simweb.core.query import Matches, all_pairs, candidate_alpha, process_queries
+from simweb.core.rerank import exact_scores, top_exact
 from simweb.tasks import index_store as store
 
 __all__ = ["Index", "Related", "UnknownURL", "open_index"]
@@ -334,17 +334,12 @@ class Index:
 
     def _exact(self, v: store.IndexVersion, match: Matches, alpha: float, top: int | None) -> list[Related]:
         """The candidates ``match`` whose exact weighted Jaccard with the query is ≥ α, re-ranked by
-        it (by their exact overlap, for an index of a strategy compared by overlap)."""
-        jaccard, overlap = exact_scores(v.bag_arrays, match.query, match.docs)
-        if v.metric == "overlap":
-            exact = overlap
-            order = exact_order(match.docs, exact, -np.inf)
-            order = order[jaccard[order] >= alpha - 1e-12][:top]
-        else:
-            exact = jaccard
-            order = exact_order(match.docs, exact, alpha, top)
+        it (by their exact overlap, for an index of a strategy compared by overlap), at most ``top``
+        (simweb.core.rerank.top_exact)."""
+        order, exact = top_exact(v.bag_arrays, match.query, match.docs, match.counts, match.m, alpha, top,
+                                 by_overlap=v.metric == "overlap")
         picked = Matches(match.query, match.docs[order], match.counts[order], match.m)
-        return self._rows(v, picked, exact[order])
+        return self._rows(v, picked, exact)
 
     def all_pairs(self, alpha: float = DEFAULT_ALPHA, rerank: bool = True) -> list[tuple[str, str, float]]:
         """Every pair of pages found α-similar, best first: with ``rerank`` (the default) the

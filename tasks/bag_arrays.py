@@ -10,6 +10,7 @@ update alike, so the arrays always hold exactly the bags of the files beside the
                                     offsets[d] .. offsets[d + 1] − 1 of the two arrays below
     bags.terms.u32                  the entries' term ids, rising within each document
     bags.weights.f32                their weights, as the bags files hold them
+    bags.sums.f64                   each document's sum of weights (simweb.core.rerank.weight_sums)
 
 Two passes over the bags files, one file at a time (memory: one file's bags and the
 vocabulary): the first collects each file's dictionary of terms into the vocabulary, the
@@ -26,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from simweb.core.rerank import weight_sums
 from simweb.tasks import index_store as store
 
 __all__ = ["write_bag_arrays"]
@@ -75,12 +77,12 @@ def write_bag_arrays(folder: str, files: Sequence[str], n_docs: int) -> dict[str
     vocabulary = _vocabulary(paths)
     if len(vocabulary) >= 2**32:
         raise ValueError(f"{len(vocabulary)} distinct terms: the index holds at most 2^32 − 1 (term ids are uint32)")
-    names = (store.BAG_OFFSETS_FILE, store.BAG_TERMS_FILE, store.BAG_WEIGHTS_FILE)
+    names = (store.BAG_OFFSETS_FILE, store.BAG_TERMS_FILE, store.BAG_WEIGHTS_FILE, store.BAG_SUMS_FILE)
     tmp = {name: os.path.join(folder, f".tmp-{name}") for name in names}
     entries = docs = 0
     try:
         with open(tmp[store.BAG_OFFSETS_FILE], "wb") as f_off, open(tmp[store.BAG_TERMS_FILE], "wb") as f_terms, \
-                open(tmp[store.BAG_WEIGHTS_FILE], "wb") as f_weights:
+                open(tmp[store.BAG_WEIGHTS_FILE], "wb") as f_weights, open(tmp[store.BAG_SUMS_FILE], "wb") as f_sums:
             np.zeros(1, "<u8").tofile(f_off)
             for path in paths:
                 dictionary, codes, lengths, weights = _file_terms(path)
@@ -90,6 +92,7 @@ def write_bag_arrays(folder: str, files: Sequence[str], n_docs: int) -> dict[str
                 (entries + np.cumsum(lengths)).astype("<u8").tofile(f_off)
                 terms.astype("<u4").tofile(f_terms)
                 weights.astype("<f4").tofile(f_weights)
+                weight_sums(np.concatenate([[0], np.cumsum(lengths)]), weights).astype("<f8").tofile(f_sums)
                 entries += int(lengths.sum())
                 docs += lengths.size
         if docs != n_docs:

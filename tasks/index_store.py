@@ -32,6 +32,7 @@ so each is one ``np.memmap``):
                       offsets[d + 1] − 1 of the two arrays below (simweb.core.rerank).
     bags.terms.u32    uint32 term ids (places in terms.offsets.u64), rising within a document.
     bags.weights.f32  float32, one per entry: the term's weight in the bag (Section 6.1).
+    bags.sums.f64     n_docs float64: each bag's sum of weights, added in term order.
     terms.offsets.u64 n_terms + 1 rising uint64, and
     terms.utf8        the vocabulary: term id t is the UTF-8 text terms.utf8[offsets[t]:
                       offsets[t + 1]], in UTF-8 byte order (simweb.tasks.bag_arrays).
@@ -47,7 +48,7 @@ so each is one ``np.memmap``):
                       for pandas, DuckDB and the incremental update (queries read the arrays).
                       The manifest's "bags" lists the files in id order: file, first_doc, docs.
 
-Format version 3 added the aliases, the bags as arrays, the vocabulary, docs.arrow and the
+Format version 3 added the aliases, the bags as arrays with their sums, the vocabulary, docs.arrow and the
 doc map's ``crawled``; earlier versions are refused with the advice to rebuild (``simweb
 build`` reuses the ingested crawl and its bags, and redoes only the signatures and invert
 stages).
@@ -103,6 +104,7 @@ ALIAS_DOCS_FILE = "aliases.docs.u32"
 BAG_OFFSETS_FILE = "bags.offsets.u64"
 BAG_TERMS_FILE = "bags.terms.u32"
 BAG_WEIGHTS_FILE = "bags.weights.f32"
+BAG_SUMS_FILE = "bags.sums.f64"
 VOCAB_OFFSETS_FILE = "terms.offsets.u64"
 VOCAB_FILE = "terms.utf8"
 BAG_ROW_GROUP = 1024
@@ -703,6 +705,7 @@ def _open_version(index: str, verify: bool) -> IndexVersion:
             _memmap(os.path.join(path, BAG_OFFSETS_FILE), "<u8", (n + 1,)),
             _memmap(os.path.join(path, BAG_TERMS_FILE), "<u4", (entries,)),
             _memmap(os.path.join(path, BAG_WEIGHTS_FILE), "<f4", (entries,)),
+            _memmap(os.path.join(path, BAG_SUMS_FILE), "<f8", (n,)),
         ),
         vocabulary=(vocab_offsets, _memmap(os.path.join(path, VOCAB_FILE), "u1", (int(vocab_offsets[-1]),))),
         docs=_mapped_docs(os.path.join(path, DOCMAP_ARROW_FILE), n),

@@ -17,7 +17,7 @@ def _arrays(bags: list[dict[int, float]]) -> BagArrays:
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.uint64)
     terms = np.array([t for b in bags for t in sorted(b)], dtype=np.uint32)
     weights = np.array([b[t] for b in bags for t in sorted(b)], dtype=np.float32)
-    return BagArrays(offsets, terms, weights)
+    return BagArrays.of(offsets, terms, weights)
 
 
 bags_strategy = st.lists(
@@ -35,7 +35,7 @@ def test_exact_scores_are_the_weighted_jaccard_and_overlap_of_the_bags(bags, dat
     want_j = [jaccard(as_float[query], as_float[d]) for d in docs.tolist()]
     want_o = [overlap(as_float[query], as_float[d]) for d in docs.tolist()]
     got_j, got_o = exact_scores(arrays, query, docs)
-    ref_j, ref_o = rerank._scores_numpy(arrays, *arrays.bag(query), docs)
+    ref_j, ref_o = rerank._scores_numpy(arrays, query, docs)
     for got in ((got_j, got_o), (ref_j, ref_o)):
         assert got[0] == pytest.approx(want_j, abs=1e-9) and got[1] == pytest.approx(want_o, abs=1e-9)
 
@@ -55,7 +55,7 @@ def test_candidates_outside_the_documents_are_refused():
     with pytest.raises(IndexError):
         exact_scores(arrays, 5, np.array([0]))
     with pytest.raises(ValueError, match="uint64 offsets"):
-        BagArrays(np.zeros(3, np.int64), np.zeros(0, np.uint32), np.zeros(0, np.float32))
+        BagArrays(np.zeros(3, np.int64), np.zeros(0, np.uint32), np.zeros(0, np.float32), np.zeros(2))
 
 
 @pytest.mark.skipif(rerank._c_scores is None, reason="simweb.core._rerank is not built here")
@@ -63,8 +63,66 @@ def test_the_c_merge_checks_what_it_reads():
     arrays = _arrays([{1: 1.0}, {2: 1.0}])
     out = np.empty(1)
     with pytest.raises(ValueError, match="not a document"):
-        rerank._c_scores(np.array([1], np.uint32), np.array([1.0], np.float32), arrays.offsets, arrays.terms,
-                         arrays.weights, np.array([7], np.int64), out, out.copy())
+        rerank._c_scores(np.array([1], np.uint32), np.array([1.0], np.float32), 1.0, arrays.offsets, arrays.terms,
+                         arrays.weights, arrays.sums, np.array([7], np.int64), out, out.copy())
     with pytest.raises(ValueError, match="one output per candidate"):
-        rerank._c_scores(np.array([1], np.uint32), np.array([1.0], np.float32), arrays.offsets, arrays.terms,
-                         arrays.weights, np.array([0, 1], np.int64), out, out.copy())
+        rerank._c_scores(np.array([1], np.uint32), np.array([1.0], np.float32), 1.0, arrays.offsets, arrays.terms,
+                         arrays.weights, arrays.sums, np.array([0, 1], np.int64), out, out.copy())
+
+
+def test_a_short_bag_against_a_long_one_is_scored_alike_by_the_merge_and_the_galloping_search():
+    rng = np.random.default_rng(7)
+    long_bag = {int(t): float(w) for t, w in zip(rng.choice(100_000, 3000, replace=False), rng.random(3000))}
+    shared = list(long_bag)[:5]
+    bags = [long_bag, {**{t: 0.5 for t in shared}, 100_001: 1.0}, {t: 0.25 for t in list(long_bag)[:2000]}]
+    arrays = _arrays(bags)
+    as_float = [{t: float(np.float32(w)) for t, w in b.items()} for b in bags]
+    for q in range(3):
+        got = exact_scores(arrays, q, np.arange(3))[0]
+        assert got == pytest.approx([jaccard(as_float[q], b) for b in as_float], abs=1e-12)
+        assert got == pytest.approx(rerank._scores_numpy(arrays, q, np.arange(3))[0], abs=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 30), st.floats(0.0, 0.6))
+def test_the_top_of_the_candidates_are_those_of_the_full_re_rank_when_estimates_are_true(seed, top, alpha):
+    # Candidates whose estimate is their exact Jaccard rounded down to a multiple of 1/m: a
+    # candidate left unscored lies below τ − 2σ(τ), so it could not have reached the top.
+    from simweb.core.query import exact_order
+    from simweb.core.rerank import top_exact
+
+    rng = np.random.default_rng(seed)
+    base = {int(t): float(rng.random()) for t in rng.choice(200, 40, replace=False)}
+    bags = [base] + [{t: w for t, w in base.items() if rng.random() < rng.uniform(0.2, 1.0)}
+                     | {int(200 + rng.integers(0, 400)): 1.0 for _ in range(int(rng.integers(0, 20)))}
+                     for _ in range(600)]
+    arrays = _arrays(bags)
+    docs = np.arange(1, len(bags))
+    exact = exact_scores(arrays, 0, docs)[0]
+    m = 80
+    counts = np.floor(exact * m + 1e-9).astype(np.int64)
+    by_estimate = np.lexsort((docs, -counts))
+    order, values = top_exact(arrays, 0, docs[by_estimate], counts[by_estimate], m, alpha, top)
+    want = exact_order(docs, exact, alpha, top)
+    assert docs[by_estimate][order].tolist() == docs[want].tolist()
+    assert values == pytest.approx(exact[want])
+
+
+def test_a_page_with_many_near_copies_is_answered_from_few_of_its_candidates(monkeypatch):
+    from simweb.core.rerank import top_exact
+
+    base = {t: 1.0 for t in range(50)}
+    bags = [base] + [{**base, 1000 + i: 0.05} for i in range(5000)]  # 5,000 near-copies, J ≈ 0.999
+    arrays = _arrays(bags)
+    docs = np.arange(1, len(bags))
+    counts = np.full(docs.size, 80)
+    scored = []
+    real = rerank.exact_scores
+    monkeypatch.setattr(rerank, "exact_scores", lambda b, q, d: (scored.append(len(d)), real(b, q, d))[1])
+    order, _ = top_exact(arrays, 0, docs, counts, 80, 0.15, 10)
+    assert docs[order].tolist() == list(range(1, 11))  # ties by document id
+    assert sum(scored) == 5000  # every estimate (80/80) reaches within 2σ of τ: all are scored ...
+    scored.clear()
+    counts = np.concatenate([np.full(100, 80), np.full(docs.size - 100, 60)])  # ... but most lie far below
+    order, _ = top_exact(arrays, 0, docs, counts, 80, 0.15, 10)
+    assert docs[order].tolist() == list(range(1, 11)) and sum(scored) == rerank.FIRST_ROUND
