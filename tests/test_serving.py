@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 from fastapi.testclient import TestClient
-from test_http import start_server
+from test_http import LOCAL, start_server
 
 import simweb
 from simweb.cli import main as cli
@@ -64,7 +64,7 @@ def test_page_counts_are_crawled_pages_and_pages_only_linked_to(fixtures_index):
     index = simweb.open_index(fixtures_index)
     info = index.info()
     assert info["crawled_documents"] == 47 and info["documents"] == 47 + info["linked_only_documents"] > 47
-    about = TestClient(create_app(index)).get("/").text
+    about = TestClient(create_app(index), base_url=LOCAL).get("/").text
     assert (f"47 crawled pages and {info['linked_only_documents']:,} pages only linked to, "
             f"{info['indexed_documents']:,} indexed") in about
     assert f"{info['documents']:,} pages" not in about
@@ -79,7 +79,7 @@ def test_every_listing_is_in_rank_order_with_the_score_it_is_ranked_by_first(fix
     assert scores == sorted(scores, reverse=True) and [r.rank for r in found] == list(range(1, len(found) + 1))
     assert scores == [r.exact if rerank else r.similarity for r in found]
     assert [f.name for f in simweb.Related.__dataclass_fields__.values()][:2] == ["rank", "score"]
-    client = TestClient(create_app(index))
+    client = TestClient(create_app(index), base_url=LOCAL)
     answer = client.get("/api/related", params={"url": url, "top": 8, "rerank": rerank}).json()
     assert [list(r)[:3] for r in answer["results"]] == [["rank", "score", "url"]] * len(found)
     assert [r["score"] for r in answer["results"]] == scores
