@@ -88,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     log_to_stderr()
     print(f"simweb: serving {args.index} on http://{args.host}:{args.port}/ (API docs at /docs), "
-          f"{workers} worker process{'es' if workers > 1 else ''}", file=sys.stderr)
+          f"{workers} worker process{'es' if workers > 1 else ''}, to the host names {', '.join(sorted(hosts))} "
+          "(--allow-host NAME for another)", file=sys.stderr)
     if app is not None:
         index.prepare()  # the key directory before the first request, not during it
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
