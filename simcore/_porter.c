@@ -3,10 +3,11 @@
  *
  * stem(word) -> str | None
  *
- * word   an ASCII str. Returns its stem as nltk's PorterStemmer in ORIGINAL_ALGORITHM mode
- *        gives it (stem(word, to_lowercase=False)), or None for a word this path does not
- *        take (not ASCII, or longer than MAX_WORD characters), which the caller then stems
- *        with nltk.
+ * word   a str. Returns its stem as nltk's PorterStemmer in ORIGINAL_ALGORITHM mode gives
+ *        it (stem(word, to_lowercase=False)), or None for a word longer than MAX_WORD
+ *        characters, which the caller then stems with nltk. The word is read as code points
+ *        (UCS-4), as nltk reads a str: a letter outside ASCII is a consonant there as here, and
+ *        two equal such letters are a double consonant.
  *
  * nltk is the definition: every step below is its method of the same name, rule for rule and
  * in its order — a rule list applies its first rule whose suffix the word ends with, and when
@@ -22,20 +23,22 @@
 
 #define MAX_WORD 256
 
+typedef Py_UCS4 Char;
+
 typedef struct {
-    char b[MAX_WORD + 2]; /* a step may add one character */
+    Char b[MAX_WORD + 2]; /* a step may add one character */
     Py_ssize_t k;         /* the word is b[0 .. k) */
 } Word;
 
 static int
-is_vowel_letter(char c)
+is_vowel_letter(Char c)
 {
     return c == 'a' || c == 'e' || c == 'i' || c == 'o' || c == 'u';
 }
 
 /* Whether b[i] is a consonant (nltk: _is_consonant). */
 static int
-cons(const char *b, Py_ssize_t i)
+cons(const Char *b, Py_ssize_t i)
 {
     int negate = 0;
     if (is_vowel_letter(b[i]))
@@ -51,7 +54,7 @@ cons(const char *b, Py_ssize_t i)
 
 /* m of b[0 .. n): the number of vowel-consonant transitions (nltk: _measure). */
 static int
-measure(const char *b, Py_ssize_t n)
+measure(const Char *b, Py_ssize_t n)
 {
     int m = 0, prev = -1; /* -1: no character yet */
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -64,7 +67,7 @@ measure(const char *b, Py_ssize_t n)
 }
 
 static int
-contains_vowel(const char *b, Py_ssize_t n)
+contains_vowel(const Char *b, Py_ssize_t n)
 {
     for (Py_ssize_t i = 0; i < n; i++)
         if (!cons(b, i))
@@ -74,14 +77,14 @@ contains_vowel(const char *b, Py_ssize_t n)
 
 /* *d: b[0 .. n) ends with a double consonant. */
 static int
-ends_double_consonant(const char *b, Py_ssize_t n)
+ends_double_consonant(const Char *b, Py_ssize_t n)
 {
     return n >= 2 && b[n - 1] == b[n - 2] && cons(b, n - 1);
 }
 
 /* *o: b[0 .. n) ends consonant-vowel-consonant, the last not w, x or y. */
 static int
-ends_cvc(const char *b, Py_ssize_t n)
+ends_cvc(const Char *b, Py_ssize_t n)
 {
     return n >= 3 && cons(b, n - 3) && !cons(b, n - 2) && cons(b, n - 1) && b[n - 1] != 'w' && b[n - 1] != 'x'
            && b[n - 1] != 'y';
@@ -91,8 +94,11 @@ static int
 ends_with(const Word *w, const char *suffix, Py_ssize_t *stem_len)
 {
     Py_ssize_t n = (Py_ssize_t)strlen(suffix);
-    if (n > w->k || memcmp(w->b + w->k - n, suffix, (size_t)n) != 0)
+    if (n > w->k)
         return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (w->b[w->k - n + i] != (Char)(unsigned char)suffix[i])
+            return 0;
     *stem_len = w->k - n;
     return 1;
 }
@@ -101,7 +107,8 @@ static void
 set_end(Word *w, Py_ssize_t stem_len, const char *replacement)
 {
     Py_ssize_t n = (Py_ssize_t)strlen(replacement);
-    memcpy(w->b + stem_len, replacement, (size_t)n);
+    for (Py_ssize_t i = 0; i < n; i++)
+        w->b[stem_len + i] = (Char)(unsigned char)replacement[i];
     w->k = stem_len + n;
 }
 
@@ -113,7 +120,7 @@ typedef struct {
 } Rule;
 
 static int
-holds(enum condition condition, const char *b, Py_ssize_t n)
+holds(enum condition condition, const Char *b, Py_ssize_t n)
 {
     switch (condition) {
     case ALWAYS:
@@ -168,7 +175,7 @@ step1b(Word *w)
     else if (ends_with(w, "iz", &stem_len))
         set_end(w, stem_len, "ize");
     else if (ends_double_consonant(w->b, w->k)) {
-        char last = w->b[w->k - 1];
+        Char last = w->b[w->k - 1];
         if (last != 'l' && last != 's' && last != 'z')
             w->k -= 1;
     }
@@ -228,11 +235,17 @@ stem(PyObject *self, PyObject *arg)
         PyErr_SetString(PyExc_TypeError, "stem: expected a str");
         return NULL;
     }
-    if (!PyUnicode_IS_ASCII(arg) || PyUnicode_GET_LENGTH(arg) > MAX_WORD)
+    if (PyUnicode_GET_LENGTH(arg) > MAX_WORD)
         Py_RETURN_NONE;
     Word w;
     w.k = PyUnicode_GET_LENGTH(arg);
-    memcpy(w.b, PyUnicode_1BYTE_DATA(arg), (size_t)w.k);
+    if (PyUnicode_IS_ASCII(arg)) {
+        const Py_UCS1 *ascii = PyUnicode_1BYTE_DATA(arg);
+        for (Py_ssize_t i = 0; i < w.k; i++)
+            w.b[i] = ascii[i];
+    }
+    else if (PyUnicode_AsUCS4(arg, w.b, MAX_WORD + 2, 0) == NULL)
+        return NULL;
     APPLY(&w, STEP1A);
     step1b(&w);
     APPLY(&w, STEP1C);
@@ -241,11 +254,11 @@ stem(PyObject *self, PyObject *arg)
     APPLY(&w, STEP4);
     step5a(&w);
     step5b(&w);
-    return PyUnicode_FromStringAndSize(w.b, w.k);
+    return PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, w.b, w.k);
 }
 
 static PyMethodDef methods[] = {
-    {"stem", stem, METH_O, "The Porter stem of an ASCII word, or None (see simcore/_porter.c)."},
+    {"stem", stem, METH_O, "The Porter stem of a word, or None for a very long one (see simcore/_porter.c)."},
     {NULL, NULL, 0, NULL},
 };
 

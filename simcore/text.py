@@ -183,8 +183,9 @@ def porter_stem(word: str) -> str:
             _stem_cache.clear()
         # Every Porter rule removes or rewrites an ASCII suffix: a word that does not end in
         # an ASCII letter is its own stem (Chinese, Japanese, Cyrillic words) — and stemming
-        # such long runs in nltk is slow. An ASCII word is stemmed in C where that is built
-        # (simcore/_porter.c: nltk's steps rule for rule, ~100 times faster), else by nltk.
+        # such long runs in nltk is slow. A word is stemmed in C where that is built
+        # (simcore/_porter.c: nltk's steps rule for rule, ~100 times faster), else by nltk —
+        # and so is one over 256 characters, which is all a build may import nltk for.
         if not word[-1:].isascii():
             stem = word
         else:

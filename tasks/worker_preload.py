@@ -19,5 +19,5 @@ import simweb.tasks.signatures  # noqa: F401
 from simweb.core.text import stemmed_stopwords
 from simweb.tasks.logs import install_one_line_full_disk
 
-stemmed_stopwords()  # imports nltk's stemmer (loaded on first use elsewhere): every ingest stems
+stemmed_stopwords()  # the stemmed stoplist every ingest reads, made once per worker
 install_one_line_full_disk()  # a task that met a full disk: one line in the worker's log, not its traceback

@@ -177,8 +177,18 @@ def test_the_c_stemmer_equals_nltk_on_the_words_of_real_pages(shared_fixtures):
 
 
 @needs_c_stem
-def test_the_c_stemmer_leaves_non_ascii_and_very_long_words_to_nltk(monkeypatch):
-    assert text._c_stem("café") is None and text._c_stem("a" * 300 + "ing") is None
+@needs_c_stem
+@settings(max_examples=800, deadline=None)
+@given(st.text(alphabet="aeiouybcdlstzéïøßÿ一ñ", max_size=12).map(lambda w: w + "ing"),
+       st.sampled_from(["", "s", "ed", "ational", "ement", "e", "ll", "ÿÿ", "ßß"]))
+def test_the_c_stemmer_equals_nltk_on_words_with_letters_outside_ascii(word, suffix):
+    assert text._c_stem(word + suffix) == NLTK_ORIGINAL.stem(word + suffix, to_lowercase=False)
+
+
+@needs_c_stem
+def test_the_c_stemmer_leaves_very_long_words_to_nltk(monkeypatch):
+    assert text._c_stem("naïvetés") == NLTK_ORIGINAL.stem("naïvetés", to_lowercase=False)
+    assert text._c_stem("a" * 300 + "ing") is None
     assert text._c_stem("a" * 250 + "ing") == NLTK_ORIGINAL.stem("a" * 250 + "ing", to_lowercase=False)
     monkeypatch.setattr(text, "_stem_cache", {})
     long = "ba" * 150 + "tional"
