@@ -34,7 +34,7 @@ from unittest import mock
 import numpy as np
 from simweb.core import bags as core_bags, text
 from simweb.core.strategy import Strategy
-from simweb.tasks import bags as stage
+from simweb.tasks.bags import fragments as stage
 
 crawl, mode, n_parts = sys.argv[1], sys.argv[2], int(sys.argv[3])
 if mode == "without":

@@ -22,14 +22,14 @@ from simweb.flows.chain import BuildSummary, NothingToIndex, index_chain, ingest
 from simweb.flows.cluster import fresh_workers_after_ingest, publish_markdown, stage_runner
 from simweb.flows.parameters import StrategyParameter
 from simweb.flows.stage_runs import stage_task_runs
-from simweb.tasks.bags import PART_MB
+from simweb.tasks.bags.sizes import PART_MB
 from simweb.tasks.crawl.selection import left_out_of_selection, write_selection
 from simweb.tasks.ingest.stats import nothing_ingested
-from simweb.tasks.sources import crawl_files
 from simweb.tasks.layout import IndexLock, check_writable, crawl_folder, set_work_folder, sweep_debris, work_folder
 from simweb.tasks.ledger import crawl_selection
 from simweb.tasks.logs import run_logger
 from simweb.tasks.signatures import IndexParams
+from simweb.tasks.sources import crawl_files
 
 
 @flow(name="build-index")

@@ -22,7 +22,8 @@ from simweb.core.strategy import Metric, Strategy
 from simweb.flows.cluster import call_task, cluster_as_default, fan_out, show_progress, worker_slots
 from simweb.flows.stage_runs import as_task_run
 from simweb.tasks import index_store
-from simweb.tasks.bags import PART_MB, build_bags_stage
+from simweb.tasks.bags.sizes import PART_MB
+from simweb.tasks.bags.stage import build_bags_stage
 from simweb.tasks.crawl.parts import crawl_identity
 from simweb.tasks.dedup import DedupParams, collapse_duplicates
 from simweb.tasks.full_disk import full_disk_error
@@ -189,8 +190,8 @@ def bags_stage(runner, crawl: str, strategy: Strategy, out: str, partitions: int
 
     On a cluster of one worker thread the parts are computed here, one after another, as the
     scheduler would have it do anyway, without a round trip through the scheduler for each
-    part. ``part_mb`` bounds each of its tasks' working memory (simweb.tasks.bags.PartSize).
-    ``reuse_consumed``: see simweb.tasks.bags.build_bags_stage.
+    part. ``part_mb`` bounds each of its tasks' working memory (simweb.tasks.bags.sizes.PartSize).
+    ``reuse_consumed``: see simweb.tasks.bags.stage.build_bags_stage.
     """
     if runner is not None and worker_slots(runner) == 1:
         return build_bags_stage(crawl, strategy, stages_folder(out), partitions, scheduler="sync", verify=verify,

@@ -243,7 +243,7 @@ def worker_slots(runner) -> int:
 
 #: A local worker process holding more than this after the ingest is restarted before the bags
 #: stage (:func:`fresh_workers`): a fresh worker holds about 0.3 GB, and a bags task at the
-#: default part size (simweb.tasks.bags.PartSize) up to 1.1 GB more, within 2 GiB.
+#: default part size (simweb.tasks.bags.sizes.PartSize) up to 1.1 GB more, within 2 GiB.
 WORKER_RESTART_BYTES = 640 << 20
 
 

@@ -28,10 +28,10 @@ from simweb.core.strategy import Strategy
 from simweb.flows.chain import index_chain, ingest_sentence, ingest_stage
 from simweb.flows.cluster import fresh_workers_after_ingest, in_flow_run, publish_markdown, stage_runner
 from simweb.flows.parameters import StrategyParameter
-from simweb.flows.stage_runs import stage_task_runs
 from simweb.flows.runsize import SMALL_INPUT_BYTES, folder_size, human_size, in_process
+from simweb.flows.stage_runs import stage_task_runs
 from simweb.tasks import incremental
-from simweb.tasks.bags import PART_MB
+from simweb.tasks.bags.sizes import PART_MB
 from simweb.tasks.crawl.selection import add_to_selection
 from simweb.tasks.incremental import DEFAULT_MAX_GROWTH
 from simweb.tasks.ingest.files import part_name

@@ -16,8 +16,8 @@ import scipy.sparse as sp
 from simweb.core.bags import BagMatrix
 from simweb.core.weighting import Weighting
 from simweb.tasks import schemas
+from simweb.tasks.bags.stage import DF_FILE, STAGE_BAGS
 from simweb.tasks.crawl.corpus import flat_lists
-from simweb.tasks.bags import DF_FILE, STAGE_BAGS
 from simweb.tasks.stagecache import MANIFEST, published, read_manifest
 from simweb.tasks.storage import arrow_threads, filesystem, join, parts
 

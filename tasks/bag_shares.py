@@ -25,7 +25,7 @@ The combined output is the strategy's ``bags`` stage, so the signatures stage,
 ``bag_reader.read_bags`` and ``simweb bags`` read it like any other; its manifest's stats name each source's output and weighting.
 
 The evaluation's bags of a sample (:func:`shared_sample_bags`) are made the same way from each
-source's sample bags (simweb.tasks.bags.sample_bags), df and weighting of each source over the
+source's sample bags (simweb.tasks.bags.sample.sample_bags), df and weighting of each source over the
 whole collection.
 """
 from __future__ import annotations
@@ -38,24 +38,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
-
 import scipy.sparse as sp
 
 from simweb.core.bags import BagMatrix, merge_entries
 from simweb.core.strategy import Strategy
 from simweb.tasks import schemas
-from simweb.tasks.bags import (
-    BAGS_FORMAT,
-    DF,
-    DF_FILE,
-    PART_MB,
-    STAGE_BAGS,
-    DfSnapshot,
-    LeftOut,
-    build_bags_stage,
-    sample_bags,
-    url_ranges,
-)
+from simweb.tasks.bags.df import DF, DfSnapshot
+from simweb.tasks.bags.grid import url_ranges
+from simweb.tasks.bags.sample import sample_bags
+from simweb.tasks.bags.sizes import PART_MB
+from simweb.tasks.bags.stage import BAGS_FORMAT, DF_FILE, STAGE_BAGS, LeftOut, build_bags_stage
 from simweb.tasks.crawl.corpus import flat_lists
 from simweb.tasks.stagecache import StageOutput, run_stage
 from simweb.tasks.storage import filesystem, join, parts, write_parquet_atomic
@@ -118,7 +110,7 @@ def build_shared_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, pa
     """The bags of a strategy with source shares (see the module docstring), reused when unchanged.
 
     ``partitions``, ``scheduler``, ``verify`` and ``part_mb`` mean what they mean for
-    :func:`simweb.tasks.bags.build_bags_stage`, which builds each source's bags. A frozen df
+    :func:`simweb.tasks.bags.stage.build_bags_stage`, which builds each source's bags. A frozen df
     (``df_snapshot``) is refused: each source has a df of its own.
     """
     if strategy.shares is None:
@@ -170,7 +162,7 @@ def build_shared_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, pa
 def shared_sample_bags(crawl_dir: str, strategy: Strategy, out_dir: str, url_ids: np.ndarray, *,
                        scheduler: Any = None, part_mb: int = PART_MB, left_out: LeftOut | None = None) -> BagMatrix:
     """The evaluation's bags of ``url_ids`` under a strategy with source shares: each source's
-    sample bags (simweb.tasks.bags.sample_bags, with the same arguments), added in their shares
+    sample bags (simweb.tasks.bags.sample.sample_bags, with the same arguments), added in their shares
     (:func:`combine_sample_bags`)."""
     if strategy.shares is None:
         raise ValueError(f"{strategy.label}: expected a strategy with source shares; use sample_bags")

@@ -49,7 +49,7 @@ def build_agreement_params(index: IndexParams = IndexParams()) -> AgreementParam
 def evaluate_index(crawl: str, sample: StageOutput, strategies: Sequence[Strategy], work: str,
                    params: AgreementParams | None = None) -> list[StageOutput]:
     """Stage ``eval-index`` for each of ``strategies`` (see the module docstring): the sample's
-    bags from the bags stage's sub-stages under ``work`` (simweb.tasks.bags.sample_bags), their
+    bags from the bags stage's sub-stages under ``work`` (simweb.tasks.bags.sample.sample_bags), their
     exact similarity a block of rows at a time (simweb.core.similarity.ExactRows)."""
     params = params or build_agreement_params()
     loaded = load_sample(sample.path)

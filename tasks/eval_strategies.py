@@ -7,7 +7,7 @@ graph for link strategies (ENS Sections 3–4) and the TF-IDF vectors of the sam
 strategy → reused):
 
 * the weighted bags of the sample — from the bags stage's fragments and merge sub-stages over
-  the crawl without the directory's pages (simweb.tasks.bags.sample_bags, cached under ``work``
+  the crawl without the directory's pages (simweb.tasks.bags.sample.sample_bags, cached under ``work``
   too and shared by strategies that differ only in weighting), df and NMDF over the whole
   collection — and their exact similarity (Section 4), a block of sources at a time
   (simweb.core.similarity.ExactRows); or the link measure between every two sampled pages of
@@ -60,7 +60,8 @@ from simweb.core.similarity import EmbeddedSimilarity, ExactRows
 from simweb.core.simrank import simrank_plan
 from simweb.core.strategy import Strategy
 from simweb.tasks.bag_shares import shared_sample_bags
-from simweb.tasks.bags import LeftOut, sample_bags
+from simweb.tasks.bags.sample import sample_bags
+from simweb.tasks.bags.stage import LeftOut
 from simweb.tasks.crawl.graph import CrawlGraph, load_link_graph
 from simweb.tasks.crawl.parts import crawl_parts
 from simweb.tasks.crawl.tfidf import content_tfidf
@@ -108,7 +109,7 @@ class EvaluationInputs:
         return cls(crawl, loaded.url_ids, directory.is_directory_page, work, identity)
 
     def bags(self, strategy: Strategy) -> BagMatrix:
-        """The sample's weighted bags under ``strategy`` in double precision (simweb.tasks.bags.sample_bags)."""
+        """The sample's weighted bags under ``strategy`` in double precision (simweb.tasks.bags.sample.sample_bags)."""
         if self._work is None:
             raise ValueError("EvaluationInputs: the sample's bags need a work folder for the bags stage's sub-stages")
         t0 = time.perf_counter()

@@ -47,19 +47,25 @@ from simweb.core.aliases import AliasMap
 from simweb.core.minhash import MinHashParams
 from simweb.core.strategy import Strategy
 from simweb.core.weighting import Weighting
-from simweb.tasks import bags as bag_stage
 from simweb.tasks import index_store as store
 from simweb.tasks import schemas
+from simweb.tasks.bags import fragments as bag_fragments
+from simweb.tasks.bags.cells import FRAGMENTS
+from simweb.tasks.bags.df import DfSnapshot
+from simweb.tasks.bags.merge import merge_fragments, write_merged
+from simweb.tasks.bags.sizes import PartSize
+from simweb.tasks.bags.stage import DF_FILE
+from simweb.tasks.bags.weigh import weigh_part
 from simweb.tasks.crawl.aliases import redirect_links
 from simweb.tasks.crawl.copies import duplicate_copies
 from simweb.tasks.crawl.degrees import in_degrees
 from simweb.tasks.crawl.parts import count_page_rows, crawl_parts, part_of
 from simweb.tasks.crawl.read import read_part
+from simweb.tasks.crawl.slices import link_slices, page_slices
 from simweb.tasks.crawl.tables import page_titles
 from simweb.tasks.directory_file import url_categories
 from simweb.tasks.layout import stages_folder
 from simweb.tasks.logs import run_logger
-from simweb.tasks.crawl.slices import link_slices, page_slices
 from simweb.tasks.signatures import SIG_DIR, IndexParams, sign_part, signed_bags, write_index_version
 from simweb.tasks.stagecache import StageOutput, file_identities, lineage, output_path, published, run_stage
 from simweb.tasks.storage import download, exists, join, local_stand_in, write_bytes_atomic, write_parquet_atomic
@@ -84,8 +90,8 @@ class Epoch:
     min_in_degree: int | None
     started: str
 
-    def snapshot(self) -> bag_stage.DfSnapshot:
-        return bag_stage.DfSnapshot(self.df_path, Weighting.from_dict(self.weighting))
+    def snapshot(self) -> DfSnapshot:
+        return DfSnapshot(self.df_path, Weighting.from_dict(self.weighting))
 
 
 def read_epoch(out: str) -> Epoch | None:
@@ -117,7 +123,7 @@ def start_epoch(out: str, bags: StageOutput, params) -> Epoch:
     os.makedirs(os.path.dirname(df_path), exist_ok=True)
     if not os.path.exists(df_path):
         tmp = df_path + ".tmp"
-        download(join(bags.path, bag_stage.DF_FILE), tmp)
+        download(join(bags.path, DF_FILE), tmp)
         os.replace(tmp, df_path)
     epoch = Epoch(
         id=epoch_id, df_path=df_path, weighting=dict(stats["weighting"]), pages=int(stats.get("pages", 0)),
@@ -266,7 +272,7 @@ def touched_urls(crawl_dir: str, new_parts: list[str]) -> np.ndarray:
     return np.unique(np.concatenate(found).astype(np.uint64))
 
 
-def touched_bags(crawl_dir: str, strategy: Strategy, touched: np.ndarray, snapshot: bag_stage.DfSnapshot,
+def touched_bags(crawl_dir: str, strategy: Strategy, touched: np.ndarray, snapshot: DfSnapshot,
                  out: str) -> dict[str, int]:
     """The weighted bags of the ``touched`` URLs into ``out/part-00000.parquet`` (BAGS), built
     as the bags stage builds them: each part's fragments of those URLs (the crawl's parts and
@@ -274,7 +280,7 @@ def touched_bags(crawl_dir: str, strategy: Strategy, touched: np.ndarray, snapsh
     found = crawl_parts(crawl_dir)
     copies = duplicate_copies(found.pages, found.aliases)
     wanted = pa.array(touched, pa.uint64())
-    size = bag_stage.PartSize()
+    size = PartSize()
     fragments = []
     # The bags stage merges its fragment files in name order: links parts, then pages parts.
     for url in found.links:
@@ -282,20 +288,20 @@ def touched_bags(crawl_dir: str, strategy: Strategy, touched: np.ndarray, snapsh
             links = redirect_links(piece.links, copies.aliases)[0]
             links = links.filter(pc.is_in(links.column("target_id"), value_set=wanted))
             if links.num_rows:
-                fragments.append(bag_stage.fragments(None, links, strategy, piece.sources, where=url)[0])
+                fragments.append(bag_fragments.fragments(None, links, strategy, piece.sources, where=url)[0])
     columns = ["url", "url_id", "title_words", "words"]
     for url in found.pages:
         for piece in page_slices(url, columns, copies.of(url), size.page_rows):
             table = piece.pages.filter(pc.is_in(piece.pages.column("url_id"), value_set=wanted))
             if table.num_rows:
-                fragments.append(bag_stage.fragments(table, None, strategy)[0])
-    merged, counts = bag_stage.merge_fragments(pa.concat_tables(fragments) if fragments else bag_stage.FRAGMENTS.empty_table())
+                fragments.append(bag_fragments.fragments(table, None, strategy)[0])
+    merged, counts = merge_fragments(pa.concat_tables(fragments) if fragments else FRAGMENTS.empty_table())
     merged_path = os.path.join(out, "_merged.parquet")
-    bag_stage.write_merged(merged, merged_path)
+    write_merged(merged, merged_path)
     terms = counts.select(["term"])
     df_path = os.path.join(out, "_df.parquet")
     write_parquet_atomic(snapshot.covering(terms), df_path)
-    stats = bag_stage.weigh_part(merged_path, df_path, snapshot.weighting, os.path.join(out, "part-00000.parquet"))
+    stats = weigh_part(merged_path, df_path, snapshot.weighting, os.path.join(out, "part-00000.parquet"))
     os.remove(merged_path)
     return {"touched": int(touched.size), **stats}
 

@@ -12,7 +12,7 @@ The flows' local clusters preload it; give it to the workers of a cluster of you
 """
 import prefect.task_engine  # noqa: F401 — runs every Prefect task on the worker
 
-import simweb.tasks.bags  # noqa: F401
+import simweb.tasks.bags.task  # noqa: F401
 import simweb.tasks.dedup  # noqa: F401
 import simweb.tasks.ingest.task  # noqa: F401
 import simweb.tasks.signatures  # noqa: F401

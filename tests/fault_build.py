@@ -68,7 +68,7 @@ def arm(point: str) -> None:
     stagecache.run_stage = run_stage_and_die
     # The stages imported run_stage by name: point them at the armed one too.
     import simweb.flows.chain as chain
-    import simweb.tasks.bags as bags
+    import simweb.tasks.bags.stage as bags
 
     chain.run_stage = bags.run_stage = run_stage_and_die
 

@@ -179,7 +179,7 @@ def test_the_ingest_command_reports_aliases_and_links_redirected(crawl, tmp_path
 
 
 def test_the_bags_stage_reports_aliases_and_links_redirected(crawl, tmp_path):
-    from simweb.tasks.bags import build_bags_stage
+    from simweb.tasks.bags.stage import build_bags_stage
 
     out, _ = crawl
     stats = build_bags_stage(out, Strategy.parse("anchor:0,nostem"), str(tmp_path / "work"), scheduler="sync").stats
@@ -194,17 +194,18 @@ def test_on_a_dask_cluster_the_alias_map_goes_to_the_workers_once_and_the_bags_a
     from distributed import Client, Future, LocalCluster
 
     from simweb.tasks.bag_reader import read_bags
-    from simweb.tasks.bags import _shared, build_bags_stage
+    from simweb.tasks.bags.scheduling import shared
+    from simweb.tasks.bags.stage import build_bags_stage
 
     out, _ = crawl
     strategy = Strategy.parse("anchor:0,nostem")
     alone = build_bags_stage(out, strategy, str(tmp_path / "alone"), scheduler="sync")
-    assert _shared({"a": 1}, None) == {"a": 1}  # no cluster: the object itself
+    assert shared({"a": 1}, None) == {"a": 1}  # no cluster: the object itself
     with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, \
             Client(cluster):
-        shared = _shared({"a": 1}, None)
-        assert isinstance(shared, Future) and shared.result() == {"a": 1}
-        assert _shared({"a": 1}, "sync") == {"a": 1}  # a scheduler of its own: not the cluster's
+        sent = shared({"a": 1}, None)
+        assert isinstance(sent, Future) and sent.result() == {"a": 1}
+        assert shared({"a": 1}, "sync") == {"a": 1}  # a scheduler of its own: not the cluster's
         on_cluster = build_bags_stage(out, strategy, str(tmp_path / "cluster"))
     assert on_cluster.stats["links_redirected_to_aliases"] == alone.stats["links_redirected_to_aliases"] == 6
     assert read_bags(on_cluster.path).to_dicts() == read_bags(alone.path).to_dicts()

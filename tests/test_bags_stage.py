@@ -16,16 +16,9 @@ from simweb.core.strategy import Strategy
 from simweb.core.urls import url_id
 from simweb.tasks import schemas
 from simweb.tasks.bag_reader import find_bags, read_bags
-from simweb.tasks.bags import (
-    STAGE_BAGS,
-    STAGE_FRAGMENTS,
-    STAGE_MERGE,
-    bags_task,
-    build_bags_stage,
-    fragments_of_links_part,
-    fragments_of_pages_part,
-    largest_first,
-)
+from simweb.tasks.bags.fragments import fragments_of_links_part, fragments_of_pages_part, largest_first
+from simweb.tasks.bags.stage import STAGE_BAGS, STAGE_FRAGMENTS, STAGE_MERGE, build_bags_stage
+from simweb.tasks.bags.task import bags_task
 from simweb.tasks.crawl.corpus import load_corpus
 from simweb.tasks.stagecache import published
 from simweb.tasks.storage import write_parquet_atomic
@@ -311,7 +304,7 @@ def test_a_shared_strategy_builds_each_source_and_their_share_weighted_sum(crawl
 
 def test_a_shared_strategy_refuses_a_frozen_df(crawl, tmp_path):
     from simweb.core.weighting import Weighting
-    from simweb.tasks.bags import DfSnapshot
+    from simweb.tasks.bags.df import DfSnapshot
 
     snapshot = DfSnapshot(str(tmp_path / "df.parquet"), Weighting(SHARED.frequency, 1.0, 1.0, 1.0))
     with pytest.raises(ValueError, match="one df per source"):
@@ -322,7 +315,8 @@ def test_a_shared_strategy_refuses_a_frozen_df(crawl, tmp_path):
 def test_fragments_go_to_one_file_per_cell_in_row_groups_of_finer_cells(tmp_path, buffer_rows):
     import numpy as np
 
-    from simweb.tasks.bags import FRAGMENTS, CellFiles, file_cell, partition_files, url_ranges
+    from simweb.tasks.bags.cells import FRAGMENTS, CellFiles
+    from simweb.tasks.bags.grid import file_cell, partition_files, url_ranges
 
     rng = np.random.default_rng(7)
     ids = np.sort(rng.integers(0, 2**64 - 1, 200_000, dtype=np.uint64, endpoint=True))
@@ -367,7 +361,7 @@ def test_fragments_row_groups_hold_the_strings_they_use_alone(tmp_path):
     written keeps only the strings of its own rows, and reads back as the same strings."""
     import numpy as np
 
-    from simweb.tasks.bags import FRAGMENT_ROWS, CellFiles
+    from simweb.tasks.bags.cells import FRAGMENT_ROWS, CellFiles
 
     rng = np.random.default_rng(11)
     urls = pa.array([f"http://h{i}.example/p" for i in range(5_000)])
@@ -406,10 +400,10 @@ def test_fragments_row_groups_hold_the_strings_they_use_alone(tmp_path):
 
 @pytest.mark.parametrize("partitions", [1, 3, 4, 16])
 def test_bags_are_the_same_whatever_cells_the_fragments_are_cut_into(crawl, tmp_path, monkeypatch, partitions):
-    from simweb.tasks import bags
+    from simweb.tasks.bags import stage
 
     whole = build_bags_stage(crawl, STRATEGY, str(tmp_path / "one"), scheduler="sync")
-    monkeypatch.setattr(bags, "fragment_level", lambda rows, size: 3)
+    monkeypatch.setattr(stage, "fragment_level", lambda rows, size: 3)
     cut = build_bags_stage(crawl, STRATEGY, str(tmp_path / "eight"), partitions, scheduler="sync")
     (fragments,) = published(str(tmp_path / "eight"), STAGE_FRAGMENTS)
     assert fragments["stats"]["cells"] == 8 and cut.stats["partitions"] == partitions
@@ -418,7 +412,8 @@ def test_bags_are_the_same_whatever_cells_the_fragments_are_cut_into(crawl, tmp_
 
 
 def test_merge_partitions_are_a_power_of_two_and_the_cells_follow_the_estimate():
-    from simweb.tasks.bags import FRAGMENT_MAX_CELLS, PartSize, fragment_level, merge_partitions
+    from simweb.tasks.bags.grid import FRAGMENT_MAX_CELLS, fragment_level, merge_partitions
+    from simweb.tasks.bags.sizes import PartSize
 
     size = PartSize(16)
     per = size.fragment_rows
@@ -430,7 +425,7 @@ def test_merge_partitions_are_a_power_of_two_and_the_cells_follow_the_estimate()
 def test_a_fragments_task_raises_a_low_limit_of_open_files_for_its_cells(tmp_path):
     import resource
 
-    from simweb.tasks.bags import CellFiles
+    from simweb.tasks.bags.cells import CellFiles
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard < 2048:
@@ -448,7 +443,7 @@ def test_sum_pairs_sums_equal_pairs_in_row_then_column_order(n_cols):
     import numpy as np
     import scipy.sparse as sp
 
-    from simweb.tasks.bags import sum_pairs
+    from simweb.tasks.bags.fragments import sum_pairs
 
     rng = np.random.default_rng(5)
     rows = rng.integers(0, 40, 5_000)
@@ -474,7 +469,7 @@ def test_sum_pairs_sums_equal_pairs_in_row_then_column_order(n_cols):
 def test_sum_pairs_in_c_gives_arrows_sums_bit_for_bit(monkeypatch, n, n_rows, n_cols):
     import numpy as np
 
-    from simweb.tasks import bags as bags_stage
+    from simweb.tasks.bags import fragments as bags_stage
 
     if bags_stage._c_sum_pairs is None:
         pytest.skip("simweb.core._gather is not built (no C compiler at install)")
@@ -498,7 +493,7 @@ def test_sum_pairs_in_c_gives_arrows_sums_bit_for_bit(monkeypatch, n, n_rows, n_
 def test_sum_pairs_in_c_refuses_pairs_outside_the_columns(rows, cols, why):
     import numpy as np
 
-    from simweb.tasks import bags as bags_stage
+    from simweb.tasks.bags import fragments as bags_stage
 
     if bags_stage._c_sum_pairs is None:
         pytest.skip("simweb.core._gather is not built (no C compiler at install)")

@@ -27,7 +27,8 @@ from simweb.core.urls import url_id
 from simweb.core.weighting import Weighting
 from simweb.tasks import schemas
 from simweb.tasks.bag_reader import read_bags
-from simweb.tasks.bags import DF_FILE, DfSnapshot, build_bags_stage
+from simweb.tasks.bags.df import DfSnapshot
+from simweb.tasks.bags.stage import DF_FILE, build_bags_stage
 from simweb.tasks.crawl.copies import duplicate_copies
 from simweb.tasks.crawl.corpus import load_corpus
 from simweb.tasks.crawl.degrees import in_degrees
@@ -35,12 +36,12 @@ from simweb.tasks.crawl.graph import load_link_graph
 from simweb.tasks.crawl.parts import count_page_rows, crawl_identity, crawl_parts
 from simweb.tasks.crawl.selection import SELECTION_FILE, read_selection, write_selection
 from simweb.tasks.crawl.tables import link_targets, page_titles, unique_pages
+from simweb.tasks.crawl.tfidf import content_tfidf
 from simweb.tasks.dedup import find_duplicates
-from simweb.tasks.overlap import estimate_crawl_overlap
 from simweb.tasks.eval_strategies import EvaluationInputs
 from simweb.tasks.incremental import touched_bags
 from simweb.tasks.ingest.files import ingest_files, part_name
-from simweb.tasks.crawl.tfidf import content_tfidf
+from simweb.tasks.overlap import estimate_crawl_overlap
 from simweb.tasks.storage import file_digest, join, write_parquet_atomic
 
 STRATEGIES = ("anchor:8+content+links,nostem,dist", "links", "content,stem")

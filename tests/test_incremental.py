@@ -18,7 +18,7 @@ from simweb.core.strategy import Strategy
 from simweb.api import open_index
 from simweb.tasks import incremental
 from simweb.tasks import index_store as store
-from simweb.tasks.bags import build_bags_stage
+from simweb.tasks.bags.stage import build_bags_stage
 from simweb.tasks.ingest.files import ingest_files
 from simweb.flows.chain import bags_stage, invert_stage, publish_index, signatures_stage
 from simweb.tasks.layout import crawl_folder, stages_folder

@@ -23,7 +23,7 @@ import pytest
 
 from simweb.core.strategy import Strategy
 from simweb.tasks.bag_reader import read_bags
-from simweb.tasks.bags import build_bags_stage
+from simweb.tasks.bags.stage import build_bags_stage
 from simweb.tasks.crawl.corpus import load_corpus
 from simweb.tasks.crawl.tables import alias_report
 from simweb.tasks.ingest.files import ingest_files

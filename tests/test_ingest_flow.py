@@ -198,7 +198,7 @@ def test_the_worker_preload_imports_the_stage_modules():
     # A fresh interpreter, as a worker process is: the preload module imports cleanly and
     # leaves Prefect's task engine and every stage module imported.
     code = ("import sys, simweb.tasks.worker_preload; "
-            "missing = [m for m in ('prefect.task_engine', 'simweb.tasks.ingest.task', 'simweb.tasks.bags', "
+            "missing = [m for m in ('prefect.task_engine', 'simweb.tasks.ingest.task', 'simweb.tasks.bags.task', "
             "'simweb.tasks.signatures', 'simweb.tasks.dedup') if m not in sys.modules]; print(missing)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          cwd=str(Path(__file__).resolve().parents[1]))

@@ -19,7 +19,7 @@ from conftest import InjectedFailure
 
 from simweb.core.strategy import Frequency, Strategy
 from simweb.tasks import stagecache
-from simweb.tasks.bags import DF_FILE, build_bags_stage
+from simweb.tasks.bags.stage import DF_FILE, build_bags_stage
 from simweb.tasks.ingest.files import ingest_files
 from simweb.tasks.storage import read_parquet
 
@@ -159,9 +159,9 @@ def test_build_index_failed_in_a_late_stage_resumes_there(failing, prefect_api, 
 @pytest.mark.timeout(900)
 def test_new_crawl_files_update_the_index_to_what_a_full_build_makes(prefect_api, warcs, tmp_path,
                                                                      build_in_process, index_diff):
+    from simweb.api import open_index
     from simweb.flows.build_index import build_index
     from simweb.flows.ingest_new_crawl import ingest_new_crawl
-    from simweb.api import open_index
     from simweb.tasks.layout import crawl_folder
     from simweb.tasks.ledger import read_ledger
 

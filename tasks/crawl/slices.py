@@ -1,7 +1,7 @@
 """A crawl's pages and links parts read slice by slice: the bags stage's tasks, the incremental
 update and the evaluation's TF-IDF of a sample's contents (simweb.tasks.crawl.tfidf) hold a
 slice of a part (and the row groups of its source pages), never the whole part, so their memory
-does not grow with the part (simweb.tasks.bags.PartSize). Which parts and which copy of a page
+does not grow with the part (simweb.tasks.bags.sizes.PartSize). Which parts and which copy of a page
 count is decided by the callers, with simweb.tasks.crawl.parts and .copies."""
 from __future__ import annotations
 
