@@ -198,7 +198,7 @@ def blockwise_benchmark(n_urls: int, seed: int) -> None:
 
     import scipy.sparse as sp
 
-    from simweb.core.bags import BagMatrix
+    from simweb.core.bag_matrix import BagMatrix
     from simweb.core.gamma import SIBLING_GAMMA, PairCounts, gammas, pair_counts_rows
     from simweb.core.similarity import ExactRows
     from simweb.tasks.eval_strategies import BLOCK_CELLS  # the blocks the evaluation cuts

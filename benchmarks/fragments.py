@@ -32,7 +32,7 @@ RUN = r"""
 import glob, json, os, sys, tempfile, time
 from unittest import mock
 import numpy as np
-from simweb.core import bags as core_bags, text
+from simweb.core import bag_entries as core_bags, text
 from simweb.core.strategy import Strategy
 from simweb.tasks.bags import fragments as stage
 

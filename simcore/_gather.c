@@ -1,4 +1,4 @@
-/* The bag fragments' gather of runs: the fast path of simcore/bags.py (gather_runs).
+/* The bag fragments' gather of runs: the fast path of simcore/bag_entries.py (gather_runs).
  *
  * runs(values, starts, lengths, step, run_rows, weights, mapping, rows, cols, out_weights, at) -> int
  *
@@ -19,7 +19,7 @@
  * mapping, a run longer than the table or more entries than the outputs hold raise
  * ValueError, and nothing is promised about what was written before.
  *
- * The numpy code of simcore/bags.py (_gather_runs_numpy) is the reference the tests compare
+ * The numpy code of simcore/bag_entries.py (_gather_runs_numpy) is the reference the tests compare
  * this with; it writes the same entries in the same order.
  *
  * sum_pairs(rows, cols, weights, n_cols) -> (bytes, bytes, bytes)

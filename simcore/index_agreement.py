@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simweb.core.bags import BagMatrix
+from simweb.core.bag_matrix import BagMatrix
 from simweb.core.findings import as_optional
 from simweb.core.gamma import PairCounts, gammas, pair_counts
 from simweb.core.minhash import INDEX_ALGORITHM, MinHashParams, jaccard_stddev, sign, term_hashes

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import scipy.sparse as sp
 
-from simweb.core.bags import BagMatrix
+from simweb.core.bag_matrix import BagMatrix
 from simweb.core.strategy import Metric
 
 __all__ = [

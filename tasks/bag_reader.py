@@ -1,5 +1,5 @@
 """Reading a published bags folder back: the folder itself (:func:`find_bags`) and the bags of
-chosen URLs as a :class:`simweb.core.bags.BagMatrix` (:func:`read_bags`) — for the command line,
+chosen URLs as a :class:`simweb.core.bag_matrix.BagMatrix` (:func:`read_bags`) — for the command line,
 the evaluation and the tests; the bags stage that writes them is simweb.tasks.bags.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import scipy.sparse as sp
 
-from simweb.core.bags import BagMatrix
+from simweb.core.bag_matrix import BagMatrix
 from simweb.core.weighting import Weighting
 from simweb.tasks import schemas
 from simweb.tasks.bags.stage import DF_FILE, STAGE_BAGS

@@ -14,7 +14,7 @@ sources in their shares. Built from cached pieces:
         Partition i of P holds the URLs of the i-th of P equal ranges of URL ids (URL ids are
         hashes, spread evenly): it reads the rows of that range from every source's bags,
         multiplies each source's weights by its share and adds up equal (URL, term) pairs with
-        simweb.core.bags.merge_entries (the merge of Section 6.1, associative and commutative:
+        simweb.core.bag_entries.merge_entries (the merge of Section 6.1, associative and commutative:
         the order of sources and parts does not matter). Nothing is normalised again: a page
         without a source has no part for it, and its bag's mass is the sum of the shares of
         the sources it has. The partitions run one after another in the stage's task (the
@@ -40,7 +40,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import scipy.sparse as sp
 
-from simweb.core.bags import BagMatrix, merge_entries
+from simweb.core.bag_entries import merge_entries
+from simweb.core.bag_matrix import BagMatrix
 from simweb.core.strategy import Strategy
 from simweb.tasks import schemas
 from simweb.tasks.bags.df import DF, DfSnapshot
@@ -177,7 +178,7 @@ def combine_sample_bags(parts: Sequence[tuple[float, BagMatrix]]) -> BagMatrix:
     """Σ share_k · B_k over bags of (some of) the same URLs with vocabularies of their own: the
     rows of every URL that has a bag in some part, the union of the parts' terms.
 
-    As simweb.core.bags.weigh_shared for a whole corpus, but over the rows given: its ``df``
+    As simweb.core.bag_matrix.weigh_shared for a whole corpus, but over the rows given: its ``df``
     counts the combined rows holding each term, its ``collection_size`` is the largest of the
     parts' (a bound from below: the collection's URLs with a bag of any source are not read),
     its ``weighting`` is None (each source has its own).

@@ -4,7 +4,7 @@ The ingest stage stores each anchor as offsets into its source page's ``words`` 
 ``simweb.tasks.schemas.LINKS``): the words are kept once, in the PAGES row, however many anchors'
 contexts they fall in. The stages that build anchor windows (paper Section 3.1) never copy them
 back into per-link lists: they hand the source pages' words and each link's row among them to
-:class:`simweb.core.bags.LinkColumns`, which gathers the window positions directly:
+:class:`simweb.core.bag_columns.LinkColumns`, which gathers the window positions directly:
 
 * the anchor is ``words[anchor_start:anchor_end]``;
 * the left context ``words[context_start:anchor_start]``, read backwards (nearest first);

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from simweb.core.bags import BagMatrix
+from simweb.core.bag_matrix import BagMatrix
 from simweb.core.gamma import (
     ORTHOGONALITY,
     PairCounts,

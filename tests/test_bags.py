@@ -11,7 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simweb.core import bag_entries as bags_module
+from simweb.core.bag_columns import WordLists
+from simweb.core.bag_entries import gather_runs, merge_entries
+from simweb.core.bag_matrix import BagMatrix
 from simweb.core.bag_reference import (
+    LINK_PREFIX,
     Fragment,
     FragmentKind,
     LinkRow,
@@ -21,17 +26,16 @@ from simweb.core.bag_reference import (
     document_frequencies,
     link_fragment,
     link_fragments,
-    outlink_fragment,
     merge_bags,
     merge_fragments,
+    outlink_fragment,
     page_fragments,
     reference_bags,
     title_fragment,
     weigh_bags,
     window_terms,
 )
-from simweb.core import bags as bags_module
-from simweb.core.bags import LINK_PREFIX, BagMatrix, Corpus, WordLists, build_bags, gather_runs, merge_entries, term_map
+from simweb.core.bags import Corpus, build_bags, term_map
 from simweb.core.strategy import Frequency, Source, Strategy, Window
 from simweb.core.text import STOPWORDS, Stemming, term
 

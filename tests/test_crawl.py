@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from simweb.core.bags import LINK_PREFIX
+from simweb.core.bag_reference import LINK_PREFIX
 from simweb.core.strategy import Strategy
 from simweb.core.urls import url_id
 from simweb.core.weighting import Weighting

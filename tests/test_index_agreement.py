@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from simweb.core.bags import BagMatrix
+from simweb.core.bag_matrix import BagMatrix
 from simweb.core.index_agreement import AgreementParams, index_agreement
 from simweb.core.minhash import sign, term_hashes
 from simweb.core.query import all_pairs, candidate_alpha, invert

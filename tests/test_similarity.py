@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simweb.core.similarity as similarity_module
-from simweb.core.bags import BagMatrix
-from simweb.core.similarity import exact_pairs, cosine, jaccard, shared_terms, similarity
+from simweb.core.bag_matrix import BagMatrix
+from simweb.core.similarity import cosine, exact_pairs, jaccard, shared_terms, similarity
 
 
 def test_bag_jaccard_is_sum_of_min_over_sum_of_max():

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from simweb.core.aliases import AliasMap
-from simweb.core.bags import CorpusStats
+from simweb.core.bag_columns import CorpusStats
 from simweb.core.strategy import Strategy
 from simweb.tasks.bags.cells import FRAGMENT_ROWS, CellFiles
 from simweb.tasks.bags.sizes import PartSize

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import scipy.sparse as sp
 
-from simweb.core.bags import BagMatrix
+from simweb.core.bag_matrix import BagMatrix
 from simweb.core.strategy import Strategy
 from simweb.core.weighting import Weighting
 from simweb.tasks.bags.df import sum_counts

@@ -8,7 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from simweb.core.bags import Corpus, LinkColumns, PageColumns, WordLists
+from simweb.core.bag_columns import LinkColumns, PageColumns, WordLists
+from simweb.core.bags import Corpus
 from simweb.tasks import schemas
 from simweb.tasks.contexts import source_rows
 from simweb.tasks.crawl.read import LINK_COLUMNS, PAGE_COLUMNS, empty_table, keep_all
