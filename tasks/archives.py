@@ -39,54 +39,37 @@ record by record. ``warcio recompress`` rewrites either, record by record, and t
 so where it would work: not when bytes after a member are not gzip data, which it cannot read
 (the message then says where to cut the file first) (:meth:`ArchiveRecords.damage`).
 
-A Zstandard-compressed WARC file (``.warc.zst``, as the IIPC's WARC-Zstandard specification
-defines it and Wget-AT writes it) is read as a gzipped one is, a zstd frame standing for a gzip
-member: a record is one frame, or — as the specification allows — several, with skippable
-frames before or between them; the file may start with a dictionary frame (skippable frame
-0x184D2A5D holding a dictionary, plain or itself zstd-compressed), with which every frame
-decodes. A record's offset is that of its first frame, or of the skippable frames before it (a
-reader that seeks there decodes it with the file's dictionary), and its length covers all its
-frames. A record's frames run on while its header's Content-Length says it is not yet whole,
-unless a frame starts a record of its own: then the record before it is found cut there and
-reported (:class:`_ZstdMember`).
+A Zstandard-compressed WARC file (``.warc.zst``) is read as a gzipped one is, a zstd frame
+standing for a gzip member (simweb.tasks.archive_members says how its frames make records).
 """
 from __future__ import annotations
 
 import enum
 import re
-import struct
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-import zstandard
-from warcio.archiveiterator import ArchiveIterator
-from warcio.bufferedreaders import BufferedReader, DecompressingBufferedReader
-from warcio.exceptions import ArchiveLoadFailed
-from warcio.recordloader import ARC2WARCHeadersParser, ArcWarcRecord
-from warcio.statusandheaders import StatusAndHeadersParser
-from warcio.utils import BUFF_SIZE
+from warcio.recordloader import ArcWarcRecord
 
 from simweb.core.formats import GZIP_MAGIC, ZSTD_DICT_FRAME, ZSTD_MAGIC
+from simweb.tasks.archive_members import (
+    FRAME_INPUT,
+    MEMBER_HEAD,
+    MemberWindow,
+    ZstdMember,
+    dictionary_id,
+    frame_head,
+    gzip_head,
+    inflate_dropped,
+    zstd_dictionary,
+)
+from simweb.tasks.record_starts import format_at, line_starts
+from simweb.tasks.warcio_readers import DECODE_ERRORS, InOrderIterator, RecordIterator
 
-FORMATS = ("warc", "arc")
-
-# The version lines warcio reads (looked for anywhere: bytes inserted before a record need not
-# end with a line break), and the header line of an ARC record (version 1 or 2) or of its version block
-# (``filedesc://NAME IP DATE TYPE LENGTH``, looked for at the start of a line).
-_WARC_VERSION = re.compile(rb"WARC/(?:1\.[01]|0\.1[78])\r?\n")
-_ARC_HEADER = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*:\S* \S+ \d{12,14} \S+(?: \S+ \S+ \S+ \d+ \S+)? \d+\r?\n")
-_ARC_LINE = re.compile(rb"(?m)^(?=" + _ARC_HEADER.pattern + rb")")
-_ZSTD_DICTIONARY = b"\x37\xa4\x30\xec"  # a zstd dictionary
-_ZSTD_DICT_LIMIT = 1 << 26  # the largest dictionary read (the specification asks readers for 8 MiB)
-# Bytes of a zstd frame read to decode its first bytes: zstd decodes block by block, and a block
-# holds up to 128 KiB.
-_FRAME_INPUT = (1 << 17) + 64
-_DECODE_ERRORS = (zlib.error, zstandard.ZstdError)
 # Bytes read to tell a file's format; bytes of a gzip member decoded to tell what it starts with.
 _HEAD = 1 << 16
-_MEMBER_HEAD = 1 << 12
 # The scan for the next record reads windows of this size, overlapping by the longest header
 # line it recognises.
 _SCAN_WINDOW = 1 << 20
@@ -109,267 +92,6 @@ class Gap:
     skipped: int  # its bytes, without the blank lines before the record where reading resumed
     resumed: int | None  # where reading resumed: the next record that parses; None: nothing did
     reason: str  # what was found at ``offset``
-
-
-class _ZstdMember:
-    """A zstd decompressor with the interface of zlib's that warcio's reader drives, for the
-    frames of a .warc.zst file. One member is one record's frames: the next frame that holds
-    data, with the skippable (and empty) frames before it, and — since the specification lets a
-    record span several frames — the frames after it while the record's header says it is
-    longer than what they have given so far, unless a frame's first bytes start a record of
-    their own. What follows the member is ``unused_data``.
-
-    The bytes after a frame that may continue the record are held (``_held``) until the next
-    frame's first output tells whose they are: a record's start ends the member there, with the
-    held bytes its ``unused_data``, as if the frame had never been fed."""
-
-    def __init__(self, dictionary: zstandard.ZstdCompressionDict | None):
-        self._frames = zstandard.ZstdDecompressor(dict_data=dictionary)
-        self._frame = self._frames.decompressobj()
-        self._decoded = 0  # bytes this member has given
-        self._head = b""  # its first bytes, until the end of the record's header (at most _RECORD_HEAD)
-        self._length: int | None = None  # the record's bytes by its header; -1: not known; None: not read yet
-        self._held: bytes | None = None
-        self.unused_data = b""
-        self.eof = False
-
-    def decompress(self, data: bytes, max_length: int = 0) -> bytes:
-        if self.eof:
-            self.unused_data += data
-            return b""
-        if self._held is not None:
-            self._held += data
-        out = []
-        while data:
-            chunk = self._frame.decompress(data)
-            if chunk:
-                if self._held is not None:
-                    if _starts_record(chunk):  # the frame is the next record's: the member ends before it
-                        self.unused_data, self.eof, self._held = self._held, True, None
-                        return b"".join(out)
-                    self._held = None
-                out.append(chunk)
-                self._read(chunk)
-            if not self._frame.eof:
-                break
-            data = self._frame.unused_data
-            self._frame = self._frames.decompressobj()
-            if self._decoded and self._held is None:
-                if not self._continues():
-                    self.unused_data, self.eof = data, True
-                    break
-                self._held = data
-        return b"".join(out)
-
-    def _read(self, chunk: bytes) -> None:
-        self._decoded += len(chunk)
-        if self._length is not None:
-            return
-        self._head += chunk[:_RECORD_HEAD - len(self._head)]
-        end = self._head.find(b"\r\n\r\n")
-        if not _WARC_VERSION.match(self._head[:12]) and len(self._head) >= 12:
-            self._length = -1  # not a WARC record: its frame is its member
-        elif end >= 0:
-            length = _CONTENT_LENGTH.search(self._head, 0, end + 2)
-            self._length = end + 4 + int(length.group(1)) + 4 if length else -1
-        elif len(self._head) >= _RECORD_HEAD:
-            self._length = -1
-
-    def _continues(self) -> bool:
-        """Whether the record goes on after the frame that just ended, by its header."""
-        if self._length is None:  # the frame ended inside the header (or its first line)
-            return self._head[:5] == b"WARC/"[:len(self._head)]
-        return self._length > self._decoded
-
-    def flush(self) -> bytes:
-        return b""
-
-
-#: The most bytes of a zstd-compressed record read to find the end of its header.
-_RECORD_HEAD = 1 << 16
-_CONTENT_LENGTH = re.compile(rb"(?im)^content-length[ \t]*:[ \t]*(\d{1,18})[ \t]*\r?$")
-
-
-def _starts_record(chunk: bytes) -> bool:
-    """Whether decoded bytes (a frame's first) start a WARC record, or could: a few bytes that
-    begin a version line count as one."""
-    return chunk.startswith(b"WARC/") or b"WARC/".startswith(chunk)
-
-
-def _inflate_dropped(decoder: Any, data: bytes) -> None:
-    """Feed ``data`` to the zlib ``decoder`` a megabyte of output at a time, the output dropped
-    (a few kilobytes of deflate can stand for a gigabyte)."""
-    while data and not decoder.eof:
-        decoder.decompress(data, 1 << 20)
-        data = decoder.unconsumed_tail
-
-
-class _Window:
-    """The bytes [``start``, ``stop``) of a seekable file, read from ``start`` (what the reader of
-    a gzip member is given: nothing past the member's end)."""
-
-    def __init__(self, raw: BinaryIO, start: int, stop: int):
-        self._raw, self._pos, self._stop = raw, start, stop
-
-    def read(self, n: int | None = -1) -> bytes:
-        n = self._stop - self._pos if n is None or n < 0 else min(n, self._stop - self._pos)
-        if n <= 0:
-            return b""
-        self._raw.seek(self._pos)
-        data = self._raw.read(n)
-        self._pos += len(data)
-        return data
-
-    def tell(self) -> int:
-        return self._pos
-
-
-class _QuietReader(DecompressingBufferedReader):
-    """warcio's reader, without the message it prints to stderr when a gzip member (or zstd
-    frame) does not decode: the record it holds ends there, is found cut, and the damage is
-    reported. With ``zstd=True`` it reads zstd frames, decoded with ``dictionary`` if given."""
-
-    def __init__(self, stream: BinaryIO, zstd: bool = False, dictionary: zstandard.ZstdCompressionDict | None = None):
-        if zstd:
-            self.DECOMPRESSORS = {**BufferedReader.DECOMPRESSORS, "zstd": lambda: _ZstdMember(dictionary)}
-        super().__init__(stream, block_size=BUFF_SIZE, decomp_type="zstd" if zstd else "gzip")
-
-    def _decompress(self, data: bytes) -> bytes:
-        # warcio takes a gzip member whose first bytes do not decode for uncompressed data; a
-        # zstd frame that does not decode is no record either way.
-        if self.decompressor is not None and data and (self.num_block_read or self.decomp_type == "zstd"):
-            try:
-                return self.decompressor.decompress(data)
-            except _DECODE_ERRORS:
-                return b""
-        return super()._decompress(data)
-
-
-def _is_arc_v2(fields: list[str]) -> bool:
-    """Whether the fields of an ARC header line (split from the right) are those of version 2:
-    ``URL IP-address Archive-date Content-type Result-code Checksum Location Offset Filename
-    Archive-length`` (version 1 has the first four and the last)."""
-    return (len(fields) == 10 and fields[2].isdigit() and 12 <= len(fields[2]) <= 14 and fields[7].isdigit()
-            and fields[9].isdigit() and (fields[4].isdigit() or fields[4] == "-"))
-
-
-def _header_text(line: bytes | str) -> str:
-    """A header line as text: UTF-8, a byte that is not UTF-8 read as U+FFFD (warcio reads such a
-    line byte for byte as Latin-1), as the page's own text is read, so that the URLs of a record's
-    headers and the links to it in pages are spelt one way (simweb.core.urls)."""
-    return line if isinstance(line, str) else line.decode("utf-8", "replace")
-
-
-class HeaderParser(StatusAndHeadersParser):
-    """warcio's header reader, every line read as :func:`_header_text` reads it."""
-
-    decode_header = staticmethod(_header_text)
-
-
-class _ArcHeaders(ARC2WARCHeadersParser):
-    """warcio's ARC header line reader, which knows version 1 lines only, reading version 2
-    lines too (the ARC format's second version, as the Internet Archive describes it): their URL,
-    address, date, type and length are those of a version 1 line; result code, checksum,
-    location, offset and file name are left out, as a version 1 record has none."""
-
-    def parse(self, stream, headerline=None):
-        if headerline is None:
-            headerline = stream.readline()
-        headerline = _header_text(headerline)
-        fields = headerline.rstrip("\r\n").rsplit(" ", 9)
-        if _is_arc_v2(fields):
-            headerline = " ".join(fields[:4] + fields[9:]) + "\n"
-        return super().parse(stream, headerline)
-
-
-class _Iterator(ArchiveIterator):
-    # warcio prints a warning to stderr when a record is not followed by blank lines; this
-    # module finds and reports that damage itself.
-    INC_RECORD = ""
-
-    def __init__(self, fileobj: BinaryIO, fmt: str, zstd: bool = False,
-                 dictionary: zstandard.ZstdCompressionDict | None = None):
-        super().__init__(fileobj, arc2warc=True)
-        self.reader = _QuietReader(self.fh, zstd, dictionary)
-        self.known_format = fmt  # with arc2warc, warcio never sets it: records are read as this format
-        self.loader.arc_parser = _ArcHeaders()
-        loader = self.loader
-        loader.warc_parser = HeaderParser(loader.WARC_TYPES)
-        loader.http_parser = HeaderParser(loader.HTTP_TYPES, loader.http_parser.verify)
-        loader.http_req_parser = HeaderParser(loader.HTTP_VERBS, loader.http_req_parser.verify)
-
-
-class _InOrder(_Iterator):
-    """:class:`_Iterator` reading on through a gzip member (zstd frame) that holds many records,
-    where warcio stops: the records one after another, as the member's stream gives them."""
-
-    def _raise_invalid_gzip_err(self) -> None:
-        pass
-
-
-def _format_at(text: bytes) -> str | None:
-    """"warc" or "arc" when ``text`` starts with a record (after blank lines), else None."""
-    text = text.lstrip(b"\r\n")
-    if _WARC_VERSION.match(text):
-        return "warc"
-    if _ARC_HEADER.match(text):
-        return "arc"
-    return None
-
-
-def _member_head(data: bytes) -> bytes | None:
-    """The first decoded bytes of the gzip member that ``data`` starts with; None if it is not one."""
-    try:
-        return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data, _MEMBER_HEAD)
-    except zlib.error:
-        return None
-
-
-def _frame_head(data: bytes, dictionary: zstandard.ZstdCompressionDict | None) -> bytes | None:
-    """The first decoded bytes of the zstd member (:class:`_ZstdMember`) that ``data`` starts
-    with; None if it is not one. Fed in small pieces: a few bytes of zstd can stand for megabytes."""
-    member, out = _ZstdMember(dictionary), b""
-    try:
-        for i in range(0, len(data), 256):
-            out += member.decompress(data[i:i + 256])
-            if len(out) >= _MEMBER_HEAD or member.eof:
-                break
-    except zstandard.ZstdError:
-        return None
-    return out[:_MEMBER_HEAD]
-
-
-def _dictionary_id(frame: bytes) -> int:
-    """The Dictionary_ID the zstd frame ``frame`` starts with names (0: none, or not a frame)."""
-    try:
-        return zstandard.get_frame_parameters(frame).dict_id
-    except zstandard.ZstdError:
-        return 0
-
-
-def _zstd_dictionary(raw: BinaryIO) -> tuple[zstandard.ZstdCompressionDict | None, int, str]:
-    """The dictionary of the .warc.zst file ``raw`` that starts with a dictionary frame, the offset
-    of the frame after it, and what is wrong with it ("" when nothing is)."""
-    raw.seek(0)
-    header = raw.read(8)
-    size = struct.unpack("<I", header[4:8])[0] if len(header) == 8 else 0
-    data = raw.read(min(size, _ZSTD_DICT_LIMIT + 1))
-    raw.seek(0)
-    start = 8 + size
-    if len(header) < 8 or len(data) < size:
-        return None, start, "the file ends inside the zstd dictionary frame at offset 0 (truncated)"
-    if size > _ZSTD_DICT_LIMIT:
-        return None, start, f"the zstd dictionary at offset 0 is {size:,} bytes, more than the {_ZSTD_DICT_LIMIT:,} read"
-    try:
-        if data.startswith(ZSTD_MAGIC):
-            data = zstandard.ZstdDecompressor().decompressobj().decompress(data)
-        if not data.startswith(_ZSTD_DICTIONARY):
-            return None, start, "the zstd dictionary frame at offset 0 holds no zstd dictionary"
-        dictionary = zstandard.ZstdCompressionDict(data, dict_type=zstandard.DICT_TYPE_FULLDICT)
-        zstandard.ZstdDecompressor(dict_data=dictionary).decompressobj()  # loads it: a damaged one fails here
-    except zstandard.ZstdError as exc:
-        return None, start, f"the zstd dictionary frame at offset 0 does not decode ({exc})"
-    return dictionary, start, ""
 
 
 def _said(exc: Exception) -> str:
@@ -421,9 +143,9 @@ class ArchiveRecords:
         # Where the first record may start: after a .warc.zst file's dictionary frame.
         self._dictionary, self._start, self._dictionary_problem = None, 0, ""
         if head.startswith(ZSTD_DICT_FRAME):
-            self._dictionary, self._start, self._dictionary_problem = _zstd_dictionary(raw)
-        first = self._read_at(self._start, _FRAME_INPUT) if self.compression == "zstd" else head
-        self.format = _format_at((self._member_head(first) or b"") if self.compression else first)
+            self._dictionary, self._start, self._dictionary_problem = zstd_dictionary(raw)
+        first = self._read_at(self._start, FRAME_INPUT) if self.compression == "zstd" else head
+        self.format = format_at((self._member_head(first) or b"") if self.compression else first)
         self.gaps: list[Gap] = []
         self.recovered = 0
         # The bytes of the record last finished (with its blank lines; in a gzipped file, of its
@@ -438,7 +160,7 @@ class ArchiveRecords:
         self._head = head
         self._piece = (start, stop) if start > 0 or stop is not None else None
         self._stop: int | None = None  # where the records of this piece end
-        self._it: _Iterator | None = None
+        self._it: RecordIterator | None = None
         self._records: Iterator[ArcWarcRecord] | None = None
         self._pending: ArcWarcRecord | None = None
         self._record: ArcWarcRecord | None = None
@@ -490,7 +212,7 @@ class ArchiveRecords:
         while True:
             if self._pending is not None:
                 record, self._pending = self._pending, None
-            elif self._member_goes_on and _format_at(self._it.next_line or b""):
+            elif self._member_goes_on and format_at(self._it.next_line or b""):
                 # The member of the record before holds the next record too: its records in order.
                 if not (yield from self._member_in_order(self._offset)):
                     return
@@ -529,15 +251,15 @@ class ArchiveRecords:
 
     def _member_in_order(self, member: int):
         """Yield the records of the gzip member (zstd frame) at ``member`` after its first, which
-        was read, in order (:class:`_InOrder`), each at the member's offset; then find where
+        was read, in order (:class:`InOrderIterator`), each at the member's offset; then find where
         reading goes on. Returns (as a generator's value) False when nothing follows."""
         if self.whole_gzip_at is None:
             self.whole_gzip_at = member
         self.in_whole_members += 1
         self._member_goes_on = False
         end, why = self._member_end(member)
-        window = _Window(self._raw, member, self.size if end is None else end)
-        self._it = it = _InOrder(window, self.format, self.compression == "zstd", self._dictionary)
+        window = MemberWindow(self._raw, member, self.size if end is None else end)
+        self._it = it = InOrderIterator(window, self.format, self.compression == "zstd", self._dictionary)
         records, read, failure = iter(it), 0, None
         self._in_member = member
         try:
@@ -611,7 +333,7 @@ class ArchiveRecords:
             # In a gzipped file, a line after the record's blank lines is inside its member.
             self._member_goes_on = (self.compression is not None and it.next_line is not None
                                     and it.reader.decompressor is not None)
-            if self._member_goes_on and _format_at(it.next_line) is not None:
+            if self._member_goes_on and format_at(it.next_line) is not None:
                 self.length = 0  # its member holds the next record too: no byte range holds it alone
             return self._end
         if cut:
@@ -704,8 +426,8 @@ class ArchiveRecords:
         first = self._head_input(start)
         if self._member_head(first):
             return f"expected {what} at offset {start}, found a {self._member} that does not start with one"
-        if self.compression == "zstd" and self._dictionary is None and _dictionary_id(first):
-            return (f"the zstd frame at offset {start} needs a dictionary (id {_dictionary_id(first)}) that the file "
+        if self.compression == "zstd" and self._dictionary is None and dictionary_id(first):
+            return (f"the zstd frame at offset {start} needs a dictionary (id {dictionary_id(first)}) that the file "
                     "does not hold: a .warc.zst file keeps its dictionary in a frame at its start")
         return f"expected {what} at offset {start}, found {self.compression} data that does not decode"
 
@@ -718,7 +440,7 @@ class ArchiveRecords:
         why = (f"the {self._member} of the record at offset {offset} ends at offset {end}, before the "
                "record's Content-Length")
         head = self._member_head(self._head_input(end))
-        if head and _format_at(head) is None:
+        if head and format_at(head) is None:
             self.split_member_at = end
             why += (f", and the {self._member} there continues the record (the file's {self._member}s split "
                     "records)")
@@ -776,18 +498,18 @@ class ArchiveRecords:
 
     def _head_input(self, offset: int) -> bytes:
         """The bytes at ``offset`` that :meth:`_member_head` needs."""
-        return self._read_at(offset, _FRAME_INPUT if self.compression == "zstd" else _MEMBER_HEAD)
+        return self._read_at(offset, FRAME_INPUT if self.compression == "zstd" else MEMBER_HEAD)
 
     def _member_head(self, data: bytes) -> bytes | None:
         """The first decoded bytes of the gzip member (zstd frame) ``data`` starts with; None if it is not one."""
-        return _frame_head(data, self._dictionary) if self.compression == "zstd" else _member_head(data)
+        return frame_head(data, self._dictionary) if self.compression == "zstd" else gzip_head(data)
 
     def _member_end(self, offset: int) -> tuple[int | None, str]:
         """Where the gzip member (zstd frame) starting at ``offset`` ends, or None and why it does not."""
         if self.compression == "zstd":
             # zstd in small reads: a few bytes of it can stand for megabytes
-            return self._decoded_end(_ZstdMember(self._dictionary), offset, 1 << 12, _ZstdMember.decompress)
-        return self._decoded_end(zlib.decompressobj(16 + zlib.MAX_WBITS), offset, 1 << 16, _inflate_dropped)
+            return self._decoded_end(ZstdMember(self._dictionary), offset, 1 << 12, ZstdMember.decompress)
+        return self._decoded_end(zlib.decompressobj(16 + zlib.MAX_WBITS), offset, 1 << 16, inflate_dropped)
 
     def _decoded_end(self, decoder: Any, offset: int, step: int, feed: Callable[[Any, bytes], object]
                      ) -> tuple[int | None, str]:
@@ -802,7 +524,7 @@ class ArchiveRecords:
                     return None, "is cut: the file ends inside it (truncated)"
                 at += len(data)
                 feed(decoder, data)
-        except _DECODE_ERRORS as exc:
+        except DECODE_ERRORS as exc:
             return None, f"does not decode ({exc})"
         return at - len(decoder.unused_data), ""
 
@@ -833,7 +555,7 @@ class ArchiveRecords:
                 yield from ((base + i, fmt) for i, fmt in self._member_starts(window, lead, limit, base)
                             if fmt is not None and self.format in (None, fmt))
             else:
-                yield from ((base + i, fmt) for i, fmt in self._line_starts(window, lead, limit))
+                yield from ((base + i, fmt) for i, fmt in line_starts(window, lead, limit, self.format))
             pos += _SCAN_WINDOW
 
     def _member_starts(self, window: bytes, i: int, limit: int, base: int) -> Iterator[tuple[int, str | None]]:
@@ -842,32 +564,18 @@ class ArchiveRecords:
         magic = ZSTD_MAGIC if self.compression == "zstd" else GZIP_MAGIC
         while (i := window.find(magic, i, limit)) >= 0:
             head = self._member_head(self._head_input(base + i) if self.compression == "zstd"
-                                     else window[i:i + _MEMBER_HEAD])
+                                     else window[i:i + MEMBER_HEAD])
             if head:
-                yield i, _format_at(head)
+                yield i, format_at(head)
             i += 1
 
-    def _line_starts(self, window: bytes, i: int, limit: int) -> Iterator[tuple[int, str]]:
-        """Where records may start in ``window[i:limit]`` of an uncompressed file: WARC version
-        lines anywhere (inserted bytes need not end with a line break), ARC header lines at
-        the start of a line."""
-        found: list[tuple[int, str]] = []
-        if self.format in (None, "warc"):
-            j = i
-            while (j := window.find(b"WARC/", j, limit)) >= 0:
-                if _WARC_VERSION.match(window, j):
-                    found.append((j, "warc"))
-                j += 1
-        if self.format in (None, "arc"):
-            found += ((m.start(), "arc") for m in _ARC_LINE.finditer(window, i) if m.start() < limit)
-        return iter(sorted(found))
 
     def _open_at(self, offset: int, fmt: str) -> bool:
         """Start reading records of format ``fmt`` at ``offset``: True when the first one parses
         and says where it ends (it is the next record of the iteration); else False, with the
         reason in ``_open_failure``."""
         self._raw.seek(offset)
-        it = _Iterator(self._raw, fmt, self.compression == "zstd", self._dictionary)
+        it = RecordIterator(self._raw, fmt, self.compression == "zstd", self._dictionary)
         # A gzip member may start with the blank lines that end the record before it.
         line = it.reader.readline()
         while line and not line.strip():

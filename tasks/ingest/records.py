@@ -17,7 +17,7 @@ from simweb.core.charset import charset_from_content_type, html_for_parser, look
 from simweb.core.html import PAGE_TOO_DEEP, PAGE_TOO_SLOW, PageOverBudget, parse_page
 from simweb.core.replay import payload_digest, timestamp14
 from simweb.core.urls import normalize_url, target_uri, url_id
-from simweb.tasks.archives import ArchiveRecords, HeaderParser, RecordEnd
+from simweb.tasks.archives import ArchiveRecords, RecordEnd
 from simweb.tasks.ingest.parts import IngestParts, RecordPlace
 from simweb.tasks.payloads import (
     ENCODING_ERROR,
@@ -28,6 +28,7 @@ from simweb.tasks.payloads import (
     encoded_payload_ends,
 )
 from simweb.tasks.storage import filesystem
+from simweb.tasks.warcio_readers import HeaderParser
 
 __all__ = ["BAD_STATUS", "DUPLICATE", "EMPTY", "GENERIC_TYPES", "HTML_TYPES", "INVALID_URI", "MAX_PAYLOAD_BYTES",
            "NOT_HTML", "NOT_WEB_URI", "NO_URI", "PAGE_RECORD_TYPES", "PARSE_ERROR", "SKIP_REASONS", "TRUNCATED",

@@ -11,7 +11,7 @@ from typing import Any
 
 from prefect.states import Failed, State
 
-from simweb.tasks.archives import FORMATS
+from simweb.tasks.record_starts import FORMATS
 from simweb.tasks.storage import local_path
 
 __all__ = ["FileError", "IngestStats", "NothingIngested", "no_page_hint", "nothing_ingested", "unreadable"]
