@@ -187,7 +187,7 @@ def test_a_directory_dump_that_is_not_well_formed_gives_the_same_sample(syntheti
     counted and said in the report's sample section."""
     from types import SimpleNamespace
 
-    from simweb.tasks.report import _sample_lines
+    from simweb.tasks.report_pages import _sample_lines
 
     text = Path(synthetic["rdf"]).read_bytes()
     text = text.replace(b"<d:Title>t</d:Title>", b"<d:Title>t\x0c\xe9</d:Title>", 1)
@@ -214,7 +214,7 @@ def test_a_tsv_export_with_more_columns_and_the_category_first_samples_as_the_pl
     report's sample section says how its lines were read."""
     from types import SimpleNamespace
 
-    from simweb.tasks.report import _sample_lines
+    from simweb.tasks.report_pages import _sample_lines
 
     exported = ["category\turl\ttitle"]  # a header: neither field names a scheme
     for line in Path(synthetic["tsv"]).read_text().splitlines():

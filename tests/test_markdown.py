@@ -51,7 +51,7 @@ def test_code_spans_and_blocks_hold_any_backticks():
 
 
 def test_the_evaluation_report_escapes_crawled_cells():
-    from simweb.tasks.report import SourceHeading, Table, _markdown
+    from simweb.tasks.report_pages import SourceHeading, Table, _markdown
 
     table = _markdown(Table(["rank", "url"], [["1", "<img src=x onerror=alert(1)>"], ["2", "[a](javascript:x)"]]))
     assert "<img" not in md.render(table) and "href" not in md.render(table)
