@@ -35,7 +35,7 @@ from simweb.core.shingles import (
 from simweb.core.urls import normalize_url, url_id
 from simweb.tasks import schemas
 from simweb.tasks.crawl.aliases import redirect_links
-from simweb.tasks.crawl.copies import duplicate_copies
+from simweb.tasks.crawl.copies import crawl_copies
 from simweb.tasks.crawl.parts import crawl_parts
 from simweb.tasks.crawl.read import read_part
 from simweb.tasks.crawl.tables import pages_of, unique_pages
@@ -231,7 +231,7 @@ def collapse_duplicates(crawl: str, out: str, params: DedupParams = DedupParams(
     # The crawl's aliases go along unchanged (the output is read as a crawl), and links to an
     # alias are pointed at its document first, so that a link to an alias of a copy reaches the
     # representative too.
-    aliases = duplicate_copies(found.pages, found.aliases).aliases
+    aliases = crawl_copies(found).aliases
     for path in found.aliases:
         write_parquet_atomic(read_part(path, schemas.ALIASES, schemas.ALIASES.names),
                              join(out, "aliases", path.rsplit("/", 1)[-1]))

@@ -57,9 +57,9 @@ from simweb.tasks.bags.sizes import PartSize
 from simweb.tasks.bags.stage import DF_FILE
 from simweb.tasks.bags.weigh import weigh_part
 from simweb.tasks.crawl.aliases import redirect_links
-from simweb.tasks.crawl.copies import duplicate_copies
+from simweb.tasks.crawl.copies import crawl_copies, duplicate_copies
 from simweb.tasks.crawl.degrees import in_degrees
-from simweb.tasks.crawl.parts import count_page_rows, crawl_parts, part_of
+from simweb.tasks.crawl.parts import count_page_rows, crawl_parts, part_of, parts_identity
 from simweb.tasks.crawl.read import read_part
 from simweb.tasks.crawl.slices import link_slices, page_slices
 from simweb.tasks.crawl.tables import page_titles
@@ -237,29 +237,68 @@ def full_rebuild_reason(epoch: Epoch | None, live: str | None, strategy: Strateg
         moved = [u for u in _alias_moves(crawl_dir, new_parts)[0].tolist() if version.doc_of(u) is not None]
         if moved:
             return f"the new files' redirects and URL variants give {len(moved)} URL(s) of the index another document"
+        gone = [u for u in removed_pages(crawl_dir, new_parts).tolist() if version.doc_of(u) is not None]
+        if gone:
+            return f"the new files take {len(gone)} page(s) of the index out (their latest capture is a 404, 410 or redirect)"
     return None
 
 
 def _alias_moves(crawl_dir: str, new_parts: list[str]) -> tuple[np.ndarray, np.ndarray, AliasMap]:
-    """The URL ids whose document the aliases of ``new_parts`` change (simweb.tasks.crawl: an
-    alias, a page merged or no longer merged), the documents they had and have, and the map."""
+    """The URL ids whose document the new parts change besides their own pages (simweb.tasks.crawl:
+    an alias, a page merged or no longer merged, a page of an earlier part that is no longer its
+    URL's latest capture, with the targets of its links), the documents they had and have, and the map."""
     crawl = crawl_parts(crawl_dir)
-    now = duplicate_copies(crawl.pages, crawl.aliases)
+    now = crawl_copies(crawl)
     new = set(new_parts)
     before = duplicate_copies([u for u in crawl.pages if part_of(u) not in new],
-                              [u for u in crawl.aliases if part_of(u) not in new])
+                              [u for u in crawl.aliases if part_of(u) not in new], crawl.as_of)
     named = np.union1d(now.aliases.ids, before.aliases.ids)
     then, later = before.aliases.resolve(named), now.aliases.resolve(named)
     merged = np.setxor1d(now.merged, before.merged)
     moved = then != later
-    return (np.union1d(named[moved], merged), np.concatenate([then[moved], later[moved], now.aliases.resolve(merged)]),
-            now.aliases)
+    superseded = [np.zeros(0, np.uint64)]
+    for url in crawl.links:
+        if part_of(url) in new:
+            continue
+        lost = np.setdiff1d(now.of(url), before.of(url))  # its pages no longer the latest captures
+        if lost.size:
+            links = read_part(url, schemas.LINKS, ["source_id", "target_id"])
+            targets = links.filter(pc.is_in(links.column("source_id"), value_set=pa.array(lost, pa.uint64())))
+            targets = targets.column("target_id").to_numpy()
+            superseded += [lost, before.aliases.resolve(targets), now.aliases.resolve(targets)]
+    superseded = np.concatenate(superseded).astype(np.uint64)
+    return (np.union1d(named[moved], merged),
+            np.concatenate([then[moved], later[moved], now.aliases.resolve(merged), superseded]), now.aliases)
+
+
+def removed_pages(crawl_dir: str, new_parts: list[str]) -> np.ndarray:
+    """The URL ids that were pages of the crawl without ``new_parts`` and are none with them:
+    their latest capture is now one of the new parts' 404, 410 or redirect records."""
+    crawl = crawl_parts(crawl_dir)
+    new = set(new_parts)
+    old_pages = [u for u in crawl.pages if part_of(u) not in new]
+    before = duplicate_copies(old_pages, [u for u in crawl.aliases if part_of(u) not in new], crawl.as_of)
+    now = crawl_copies(crawl)
+    ids = [np.zeros(0, np.uint64)]
+    for url in old_pages:
+        column = read_part(url, schemas.PAGES, ["url_id"]).column("url_id").to_numpy().astype(np.uint64)
+        was = column[~np.isin(column, before.of(url))]
+        ids.append(was[np.isin(was, now.of(url))])
+    was_page = np.unique(np.concatenate(ids))
+    if not was_page.size:
+        return was_page
+    still = [np.zeros(0, np.uint64)]
+    for url in crawl.pages:
+        column = read_part(url, schemas.PAGES, ["url_id"]).column("url_id").to_numpy().astype(np.uint64)
+        candidates = column[np.isin(column, was_page)]
+        still.append(candidates[~np.isin(candidates, now.of(url))])
+    return np.setdiff1d(was_page, np.concatenate(still))
 
 
 def touched_urls(crawl_dir: str, new_parts: list[str]) -> np.ndarray:
     """URL ids whose bags the new ingest parts change: their pages, their links' targets (each an
-    alias's document when it is an alias), and the URLs whose document the new parts' aliases
-    change with their documents before and after (:func:`_alias_moves`)."""
+    alias's document when it is an alias), and the URLs whose document the new parts change
+    otherwise, with their documents before and after (:func:`_alias_moves`)."""
     moved, documents, aliases = _alias_moves(crawl_dir, new_parts)
     found = [np.zeros(0, np.uint64), moved, documents]
     for name in new_parts:
@@ -278,7 +317,7 @@ def touched_bags(crawl_dir: str, strategy: Strategy, touched: np.ndarray, snapsh
     as the bags stage builds them: each part's fragments of those URLs (the crawl's parts and
     duplicate-copy rule, simweb.tasks.crawl), merged per URL, weighted with the snapshot."""
     found = crawl_parts(crawl_dir)
-    copies = duplicate_copies(found.pages, found.aliases)
+    copies = crawl_copies(found)
     wanted = pa.array(touched, pa.uint64())
     size = PartSize()
     fragments = []
@@ -379,7 +418,7 @@ def updated_version(live: str, delta_bags: str, crawl_dir: str, params, director
     store.write_array_atomic(ids[order], os.path.join(signed, store.URLS_FILE))
     store.write_array_atomic(order.astype(np.uint32), os.path.join(signed, store.URL_DOCS_FILE))
     found = crawl_parts(crawl_dir)
-    store.write_aliases(signed, duplicate_copies(found.pages, found.aliases).aliases, ids[order], order)
+    store.write_aliases(signed, crawl_copies(found).aliases, ids[order], order)
     bag_files = _write_bags(v, bags, doc, signed)
     with open(os.path.join(signed, "signatures.json"), "w") as f:
         json.dump({"n_docs": n, "minhash": minhash.to_dict(), "metric": v.metric,
@@ -450,10 +489,7 @@ def update(out: str, crawl_dir: str, new_parts: list[str], epoch: Epoch, strateg
     version, per stage whether it was reused, and the stats."""
     stages = stages_folder(out)
     touched = touched_urls(crawl_dir, new_parts)
-    found = crawl_parts(crawl_dir)
-    crawl_identity = {"pages": file_identities(found.pages), "links": file_identities(found.links)}
-    if found.aliases:
-        crawl_identity["aliases"] = file_identities(found.aliases)
+    crawl_identity = parts_identity(crawl_parts(crawl_dir))
     snapshot = epoch.snapshot()
 
     def bags_compute(tmp: str) -> dict[str, Any]:

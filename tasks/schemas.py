@@ -34,11 +34,12 @@ PAGES = pa.schema(
 )
 
 # DIR/aliases/part-<warc content hash>.parquet — the evidence that a URL names another URL's
-# document (simweb.core.aliases): one row per redirect record (kind "redirect"), per page with a
+# document (simweb.core.aliases), or none: one row per record answering 404 or 410 (kind "gone",
+# target "" and 0: simweb.tasks.crawl.copies), per redirect record (kind "redirect"), per page with a
 # canonical link to another URL of its origin ("canonical"), and per slash, index or noslash variant name
 # of a page ("slash", "index", "noslash": candidates, which the crawl reader keeps only when the name was not
 # crawled and names no other page). source_file and record_offset are the record's (the page's for
-# the last three kinds); a redirect row also keeps what a CDXJ line needs of its record, the
+# the last three kinds); a redirect or gone row also keeps what a CDXJ line needs of its record, the
 # other rows hold nulls there (the page's row in PAGES has them).
 ALIASES = pa.schema(
     [
@@ -46,7 +47,7 @@ ALIASES = pa.schema(
         pa.field("url_id", pa.uint64(), nullable=False),
         pa.field("target_url", pa.string(), nullable=False),
         pa.field("target_id", pa.uint64(), nullable=False),
-        pa.field("kind", pa.string(), nullable=False),  # simweb.core.aliases.KINDS
+        pa.field("kind", pa.string(), nullable=False),  # simweb.core.aliases.KINDS, or "gone"
         pa.field("status", pa.int16(), nullable=False),  # the redirect's status; the page's for the others
         pa.field("source_file", pa.string(), nullable=False),
         pa.field("record_offset", pa.int64(), nullable=False),

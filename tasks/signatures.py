@@ -36,7 +36,7 @@ from simweb.core.minhash import EMPTY, INDEX_ALGORITHM, MinHashParams, sign, ter
 from simweb.core.query import buckets_from_pairs
 from simweb.tasks import index_store as store
 from simweb.tasks.bag_arrays import write_bag_arrays
-from simweb.tasks.crawl.copies import duplicate_copies
+from simweb.tasks.crawl.copies import crawl_copies
 from simweb.tasks.crawl.degrees import in_degrees
 from simweb.tasks.crawl.parts import crawl_of, crawl_parts
 from simweb.tasks.crawl.tables import page_titles
@@ -211,7 +211,7 @@ class PageFacts:
         copies = None
         if pages and pages == links:
             found = crawl_parts(pages)
-            copies = duplicate_copies(found.pages, found.aliases)
+            copies = crawl_copies(found)
         return cls(in_degrees(links, copies=copies) if links else None,
                    page_titles(pages, copies=copies) if pages else None,
                    url_categories(directory) if directory else None,

@@ -60,13 +60,13 @@ def page(title: str, words: str, links: dict[str, str]) -> bytes:
     return f"<html><head><title>{title}</title></head><body><p>{words} {anchors} closing words</p></body></html>".encode()
 
 
-def write_warc(path: Path, pages: dict[str, bytes]) -> Path:
+def write_warc(path: Path, pages: dict[str, bytes], date: str = "2020-01-01T00:00:00Z") -> Path:
     with open(path, "wb") as f:
         writer = WARCWriter(f, gzip=True)
         for name, body in pages.items():
             headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
             writer.write_record(writer.create_warc_record(U(name), "response", payload=io.BytesIO(body),
-                                                          http_headers=headers))
+                                                          http_headers=headers, warc_headers_dict={"WARC-Date": date}))
     return path
 
 
@@ -87,23 +87,27 @@ HUB_LATER = page("hub later", "later copy words", {"t3": "zqxonlyinthecopy", "t1
 
 @pytest.fixture(scope="module")
 def twice(tmp_path_factory) -> dict:
-    """The hub page in two WARC files. The file whose name sorts first (its copy is kept) is the
-    one whose part sorts last, so keeping "the first part's copy" would keep the wrong one."""
+    """The hub page in two WARC files. The copy captured last (its copy is kept) is in the file
+    whose name sorts first and in the part that sorts last, so keeping "the last file's copy" or
+    "the first part's copy" would keep the wrong one."""
     root = tmp_path_factory.mktemp("twice")
-    one = write_warc(root / "one.warc.gz", {"hub": HUB_KEPT, "t1": page("t1", "target one", {}),
-                                            "t2": page("t2", "target two", {"t1": "sibling"})})
-    two = write_warc(root / "two.warc.gz", {"hub": HUB_LATER, "t3": page("t3", "target three", {"hub": "back"})})
-    by_part = sorted([one, two], key=lambda p: part_name(file_digest(str(p))))
-    later_part, kept_part = by_part  # the copy in the part that sorts last is to be kept
-    os.rename(kept_part, root / "a.warc.gz")
-    os.rename(later_part, root / "b.warc.gz")
+    while True:  # the record ids are random: write until the 2024 capture's part sorts last
+        one = write_warc(root / "one.warc.gz", {"hub": HUB_KEPT, "t1": page("t1", "target one", {}),
+                                                "t2": page("t2", "target two", {"t1": "sibling"})},
+                         date="2024-05-01T00:00:00Z")
+        two = write_warc(root / "two.warc.gz", {"hub": HUB_LATER, "t3": page("t3", "target three", {"hub": "back"})},
+                         date="2020-05-01T00:00:00Z")
+        if part_name(file_digest(str(one))) > part_name(file_digest(str(two))):
+            break
+    os.rename(one, root / "a.warc.gz")
+    os.rename(two, root / "b.warc.gz")
     crawl = root / "crawl"
     stats = ingest_files([str(root / "a.warc.gz"), str(root / "b.warc.gz")], str(crawl))
     assert stats.pages_written == 5
-    return {"crawl": str(crawl), "kept_words": "kept" if kept_part == one else "later"}
+    return {"crawl": str(crawl), "kept_words": "kept"}
 
 
-def test_the_copy_kept_is_the_first_by_source_file_not_by_part(twice):
+def test_the_copy_kept_is_the_latest_capture_not_by_source_file_or_part(twice):
     found = crawl_parts(twice["crawl"])
     copies = duplicate_copies(found.pages)
     # The copy dropped is in the part that sorts first.
@@ -279,41 +283,45 @@ def test_a_missing_or_bad_selection_says_what_to_do(pool, tmp_path):
         crawl_parts(str(crawl))
 
 
-# -- Property: exactly one copy of each URL survives, the first by (source_file, offset) ---------
+# -- Property: exactly one capture of each URL survives, the latest by (date, source_file, offset) --
 
+STAMPS = ["", "20200101000000", "20240101000000"]  # "": no valid WARC-Date, older than any date
 copies_st = st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3), st.sampled_from(["a.warc", "b.warc", "c.warc"]),
-                               st.integers(0, 50)), min_size=1, max_size=25)
+                               st.integers(0, 50), st.sampled_from(STAMPS)), min_size=1, max_size=25)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(rows=copies_st)
-def test_duplicate_copies_keep_one_copy_the_first_by_source_and_offset(tmp_path_factory, rows):
-    """rows: (url, part, source_file, record_offset); within a part a URL appears once (as the ingest writes)."""
+@given(rows=copies_st, as_of=st.sampled_from([None, "20210101000000"]))
+def test_duplicate_copies_keep_one_capture_the_latest_by_date_source_and_offset(tmp_path_factory, rows, as_of):
+    """rows: (url, part, source_file, record_offset, timestamp); within a part a URL appears once
+    (as the ingest writes). Read as of a date, the captures after it are left out."""
     folder = tmp_path_factory.mktemp("copies")
-    by_part: dict[int, dict[int, tuple[str, int]]] = {}
-    for url, part, source, offset in rows:
-        by_part.setdefault(part, {}).setdefault(url, (source, offset))
+    by_part: dict[int, dict[int, tuple[str, int, str]]] = {}
+    for url, part, source, offset, stamp in rows:
+        by_part.setdefault(part, {}).setdefault(url, (source, offset, stamp))
     files = []
     for part, pages in sorted(by_part.items()):
         table = pa.table({
             "url_id": pa.array([url_id(U(f"u{u}")) for u in pages], pa.uint64()),
-            "source_file": [s for s, _ in pages.values()],
-            "record_offset": pa.array([o for _, o in pages.values()], pa.int64()),
+            "source_file": [s for s, _, _ in pages.values()],
+            "record_offset": pa.array([o for _, o, _ in pages.values()], pa.int64()),
+            "timestamp": [t for _, _, t in pages.values()],
         })
         files.append(write_parquet_atomic(table, str(folder / f"part-{part:016x}.parquet")))
-    copies = duplicate_copies(files)
-    kept: dict[int, list[tuple[str, int, int]]] = {}
+    copies = duplicate_copies(files, as_of=as_of)
+    kept: dict[int, list[tuple[str, str, int, int]]] = {}
     for part, pages in sorted(by_part.items()):
         dropped = set(copies.of(files[sorted(by_part).index(part)]).tolist())
-        for u, (source, offset) in pages.items():
+        for u, (source, offset, stamp) in pages.items():
             if url_id(U(f"u{u}")) not in dropped:
-                kept.setdefault(u, []).append((source, offset, part))
-    every = {u: [(s, o, p) for p, pages in by_part.items() for v, (s, o) in pages.items() if v == u]
+                kept.setdefault(u, []).append((stamp or "0" * 14, source, offset, part))
+    every = {u: [(t or "0" * 14, s, o, p) for p, pages in by_part.items() for v, (s, o, t) in pages.items()
+                 if v == u and (as_of is None or (t or "0" * 14) <= as_of)]
              for u in {u for pages in by_part.values() for u in pages}}
+    every = {u: captures for u, captures in every.items() if captures}
     assert set(kept) == set(every)
     for u, survivors in kept.items():
-        assert len(survivors) == 1
-        assert survivors[0][:2] == min(every[u])[:2]
+        assert survivors == [max(every[u])]
 
 
 def test_parts_of_another_schema_are_refused_with_the_fix(pool, tmp_path):

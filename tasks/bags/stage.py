@@ -23,7 +23,7 @@ from simweb.tasks.bags.merge import empty_partition, merge_range
 from simweb.tasks.bags.scheduling import compute, shared
 from simweb.tasks.bags.sizes import PART_MB, PartSize
 from simweb.tasks.bags.weigh import weigh_part
-from simweb.tasks.crawl.copies import duplicate_copies
+from simweb.tasks.crawl.copies import crawl_copies
 from simweb.tasks.crawl.parts import crawl_identity, crawl_parts, file_stem
 from simweb.tasks.stagecache import (
     StageOutput,
@@ -91,7 +91,7 @@ def merge_stages(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: i
     # 1. Fragments: one task per ingest part, each reading its part slice by slice.
     def fragments(tmp: str) -> dict[str, Any]:
         t0 = time.perf_counter()
-        copies = duplicate_copies(crawl.pages, crawl.aliases)
+        copies = crawl_copies(crawl)
         aliases = copies.aliases if len(copies.aliases) else None
         shared_aliases = shared(aliases, scheduler)
         level = fragment_level(estimated_fragment_rows(crawl, strategy), size)

@@ -12,26 +12,40 @@ from simweb.core.aliases import KINDS, AliasMap, build_alias_map
 from simweb.tasks import schemas
 from simweb.tasks.crawl.read import read_part
 
-__all__ = ["crawl_aliases", "redirect_links"]
+__all__ = ["GONE", "GONE_STATUSES", "crawl_aliases", "read_evidence", "redirect_links"]
+
+#: The ALIASES kind of a record that answered 404 or 410 (:data:`GONE_STATUSES`): a capture of
+#: its URL that has no page, and no alias (simweb.tasks.crawl.copies).
+GONE = "gone"
+GONE_STATUSES = frozenset({404, 410})
+
+_ALIAS_COLUMNS = ["url_id", "target_id", "target_url", "kind", "source_file", "record_offset", "timestamp"]
 
 
-_ALIAS_COLUMNS = ["url_id", "target_id", "target_url", "kind", "source_file", "record_offset"]
-
-
-def crawl_aliases(alias_parts: Sequence[str], page_ids: np.ndarray) -> tuple[AliasMap, np.ndarray]:
-    """The crawl's resolved aliases (simweb.core.aliases.build_alias_map over the evidence of
-    ``alias_parts``, ranked by source_file then record_offset) and the ids of the crawled pages
-    merged into another crawled page. An alias that is a crawled page and leads to no crawled
-    page is taken out of the evidence, so that it keeps its own document (repeated until none
-    is left: taking one out can shorten a chain that passed through it)."""
+def read_evidence(alias_parts: Sequence[str]) -> pa.Table | None:
+    """The alias evidence of ``alias_parts`` (its kinds checked), or None when there is none."""
     tables = [read_part(url, schemas.ALIASES, _ALIAS_COLUMNS) for url in alias_parts]
     evidence = pa.concat_tables(tables).combine_chunks() if tables else None
     if evidence is None or not evidence.num_rows:
+        return None
+    known = pc.is_in(evidence.column("kind"), value_set=pa.array([*KINDS, GONE]))
+    if not pc.all(known).as_py():
+        raise ValueError(f"{alias_parts[0]}…: column 'kind': expected one of {', '.join(KINDS)}, {GONE}, found "
+                         f"{set(evidence.column('kind').to_pylist()) - {*KINDS, GONE}}; re-run `simweb ingest`")
+    return evidence
+
+
+def crawl_aliases(evidence: pa.Table | None, page_ids: np.ndarray) -> tuple[AliasMap, np.ndarray]:
+    """The crawl's resolved aliases (simweb.core.aliases.build_alias_map over ``evidence``, the
+    rows of :func:`read_evidence` that hold, ranked by source_file then record_offset) and the
+    ids of the crawled pages merged into another crawled page. An alias that is a crawled page
+    and leads to no crawled page is taken out of the evidence, so that it keeps its own document
+    (repeated until none is left: taking one out can shorten a chain that passed through it)."""
+    if evidence is not None:
+        evidence = evidence.filter(pc.not_equal(evidence.column("kind"), GONE))
+    if evidence is None or not evidence.num_rows:
         return AliasMap(), np.zeros(0, np.uint64)
     kinds = pc.index_in(evidence.column("kind"), value_set=pa.array(KINDS)).to_numpy(zero_copy_only=False)
-    if np.isnan(kinds.astype(float)).any():
-        raise ValueError(f"{alias_parts[0]}…: column 'kind': expected one of {', '.join(KINDS)}, found "
-                         f"{set(evidence.column('kind').to_pylist()) - set(KINDS)}; re-run `simweb ingest`")
     kinds = kinds.astype(np.int8)
     _, files = np.unique(evidence.column("source_file").to_numpy(zero_copy_only=False), return_inverse=True)
     order = np.lexsort((evidence.column("record_offset").to_numpy(), files))

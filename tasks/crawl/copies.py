@@ -1,5 +1,5 @@
-"""Which copy of a page crawled more than once counts (see simweb.tasks.crawl, "Duplicate
-copies"), and the pages merged into another as its aliases."""
+"""Which capture of a URL counts (see simweb.tasks.crawl, "Captures"), and the pages merged into
+another as its aliases."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -9,24 +9,36 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from simweb.core.aliases import AliasMap
+from simweb.core.aliases import REDIRECT, AliasMap
 from simweb.tasks import schemas
-from simweb.tasks.crawl.aliases import crawl_aliases
-from simweb.tasks.crawl.parts import file_stem
+from simweb.tasks.crawl.aliases import GONE, crawl_aliases, read_evidence
+from simweb.tasks.crawl.parts import CrawlParts, file_stem
 from simweb.tasks.crawl.read import open_part, read_part
 
-__all__ = ["DuplicateCopies", "duplicate_copies"]
+__all__ = ["CAPTURE_RULE", "EPOCH", "DuplicateCopies", "crawl_copies", "duplicate_copies"]
+
+#: The capture date of a record whose WARC-Date is missing or invalid, or of a part written
+#: before the ingest kept dates: older than every dated capture.
+EPOCH = "00000000000000"
+#: Named in the identity of every stage that reads the crawl (simweb.tasks.crawl.parts.crawl_identity),
+#: so that outputs computed under another rule are not reused.
+CAPTURE_RULE = "latest-capture"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class DuplicateCopies:
-    """Per part file (:func:`file_stem`), the URL ids whose kept copy lies in another; the ids of the pages
-    merged into another crawled page as its aliases (left out of every part); and the crawl's
-    resolved aliases (see the module docstring)."""
+    """Per part file (:func:`file_stem`), the URL ids whose page there is not the URL's latest
+    capture; the ids of the pages merged into another crawled page as its aliases (left out of
+    every part); the crawl's resolved aliases; what the rule set aside (``counts``:
+    ``captures_superseded`` page rows, ``pages_gone`` and ``pages_redirected`` URLs whose latest
+    capture answered 404/410 or a redirect, ``captures_after_as_of`` captures of any kind); and,
+    for a crawl read as of a date, the oldest and newest capture dates of its pages (``dates``)."""
 
     by_part: dict[str, np.ndarray]
     merged: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
     aliases: AliasMap = field(default_factory=AliasMap)
+    counts: dict[str, int] = field(default_factory=dict)
+    dates: tuple[str, str] | None = None
 
     def of(self, url: str) -> np.ndarray:
         """The URL ids a pages part, or the source ids a links part, loses to other parts or pages."""
@@ -36,48 +48,142 @@ class DuplicateCopies:
         return np.concatenate([own, self.merged]) if self.merged.size else own
 
 
-def duplicate_copies(page_parts: Sequence[str], alias_parts: Sequence[str] = ()) -> DuplicateCopies:
-    """Which copies of a URL crawled in several parts are dropped: all but the first by
-    (source_file, record_offset), then by part. Repeats within the winning part are left to the
-    Corpus (first row wins); the ingest writes none. With ``alias_parts`` (:attr:`CrawlParts.aliases`)
-    the crawl's aliases are resolved too, and the pages merged by them are dropped.
+def crawl_copies(found: CrawlParts) -> DuplicateCopies:
+    """:func:`duplicate_copies` of a crawl's parts, as of its date when it has one."""
+    return duplicate_copies(found.pages, found.aliases, found.as_of)
 
-    Columnar and light: the URL ids of every part (8 bytes a page) find the URLs crawled more
-    than once, and only those rows' source files and offsets are read and compared. (Before: a
-    pandas frame of url_id, source_file and offset of every page, ~150 bytes a page.)
-    """
+
+def _stamps(table: pa.Table) -> np.ndarray:
+    """The 14-digit capture dates of ``table``'s rows (:data:`EPOCH` where there is none)."""
+    if "timestamp" not in table.column_names:
+        return np.full(table.num_rows, EPOCH, dtype="<U14")
+    column = pc.fill_null(table.column("timestamp"), "")
+    stamps = np.asarray(column.to_numpy(zero_copy_only=False), dtype="<U14")
+    stamps[stamps == ""] = EPOCH
+    return stamps
+
+
+def _page_places(url: str, rows: np.ndarray) -> pa.Table:
+    """timestamp, source_file, record_offset of ``rows`` of a pages part (timestamp read when the part has it)."""
+    part = open_part(url, schemas.PAGES, ["source_file", "record_offset"])
+    columns = ["source_file", "record_offset"] + (["timestamp"] if "timestamp" in part.schema_arrow.names else [])
+    table = read_part(url, schemas.PAGES, columns).take(pa.array(rows))
+    return pa.table({"timestamp": pa.array(_stamps(table)), "source_file": table.column("source_file"),
+                     "record_offset": table.column("record_offset")})
+
+
+def duplicate_copies(page_parts: Sequence[str], alias_parts: Sequence[str] = (),
+                     as_of: str | None = None) -> DuplicateCopies:
+    """Which captures of the crawl count: per URL the latest by (WARC-Date, source_file,
+    record_offset, part) among its pages, its redirect records and its 404/410 records, of those
+    dated at or before ``as_of`` (14 digits) when given. A page not so chosen is dropped with
+    its links; a redirect chosen makes the URL an alias, a 404/410 chosen leaves it no page; the
+    other records' alias evidence (a page's canonical link and variant names) goes with them.
+    Repeats within the winning part are left to the Corpus (first row wins); the ingest writes none.
+
+    Columnar and light: the URL ids of every part (8 bytes a page) find the URLs captured more
+    than once, and only those rows' dates, source files and offsets are read and compared (every
+    row's when read as of a date)."""
     ids, part = [], []
     for i, url in enumerate(page_parts):
         open_part(url, schemas.PAGES, ["url_id", "source_file", "record_offset"])  # the footer's schema
         column = read_part(url, schemas.PAGES, ["url_id"]).column("url_id").to_numpy()
         ids.append(column.astype(np.uint64))
         part.append(np.full(column.size, i, dtype=np.int32))
-    if not ids:
+    evidence = read_evidence(alias_parts)
+    if not ids and evidence is None:
         return DuplicateCopies({})
-    every = np.concatenate(ids)
-    aliases, merged = crawl_aliases(alias_parts, every)
-    order = np.argsort(every, kind="stable")
-    same = every[order][1:] == every[order][:-1]
-    repeated = np.zeros(every.size, dtype=bool)
-    repeated[1:] |= same
-    repeated[:-1] |= same
-    if not repeated.any():
-        return DuplicateCopies({}, merged, aliases)
-    rows = np.sort(order[repeated])  # rows of the URLs crawled more than once, in part order
-    starts = np.concatenate(([0], np.cumsum([a.size for a in ids])))
-    row_part = np.concatenate(part)[rows]
-    files, offsets = [], []
-    for i in np.unique(row_part).tolist():
-        local = rows[row_part == i] - starts[i]
-        table = read_part(page_parts[i], schemas.PAGES, ["source_file", "record_offset"]).take(pa.array(local))
-        files.append(table.column("source_file"))
-        offsets.append(table.column("record_offset").to_numpy())
-    file_rank = pc.rank(pa.chunked_array(files, pa.string()), sort_keys="ascending", tiebreaker="dense").to_numpy()
-    offset = np.concatenate(offsets)
-    url = every[rows]
-    best = np.lexsort((row_part, offset, file_rank, url))
-    first = np.concatenate(([True], url[best][1:] != url[best][:-1]))
-    losers = best[~first]
-    loser_part, loser_url = row_part[losers], url[losers]
-    return DuplicateCopies({file_stem(page_parts[int(i)]): np.unique(loser_url[loser_part == i])
-                            for i in np.unique(loser_part).tolist()}, merged, aliases)
+    every = np.concatenate(ids) if ids else np.zeros(0, np.uint64)
+    row_part = np.concatenate(part) if part else np.zeros(0, np.int32)
+    kinds = (evidence.column("kind").to_numpy(zero_copy_only=False) if evidence is not None
+             else np.zeros(0, object))
+    capture_rows = np.flatnonzero((kinds == REDIRECT) | (kinds == GONE))
+    capture_ids = (evidence.column("url_id").to_numpy()[capture_rows].astype(np.uint64) if evidence is not None
+                   else np.zeros(0, np.uint64))
+    ids_all = np.concatenate([every, capture_ids])
+    if as_of is not None:
+        chosen = np.ones(ids_all.size, dtype=bool)
+    else:
+        order = np.argsort(ids_all, kind="stable")
+        same = ids_all[order][1:] == ids_all[order][:-1]
+        chosen = np.zeros(ids_all.size, dtype=bool)
+        chosen[order[1:][same]] = True
+        chosen[order[:-1][same]] = True
+    rows = np.flatnonzero(chosen)  # page rows first (in part order), then evidence captures
+    pages_n = int(np.searchsorted(rows, every.size))
+    page_rows = rows[:pages_n]
+    starts = np.concatenate(([0], np.cumsum([a.size for a in ids]))) if ids else np.zeros(1, np.int64)
+    places = [_page_places(page_parts[i], page_rows[row_part[page_rows] == i] - starts[i])
+              for i in np.unique(row_part[page_rows]).tolist()]
+    if evidence is not None:
+        taken = evidence.take(pa.array(capture_rows[rows[pages_n:] - every.size]))
+        places.append(pa.table({"timestamp": pa.array(_stamps(taken)), "source_file": taken.column("source_file"),
+                                "record_offset": taken.column("record_offset")}))
+    return _latest(every, row_part, rows, pages_n, places, evidence, capture_rows, as_of, page_parts)
+
+
+def _latest(every, row_part, rows, pages_n, places, evidence, capture_rows, as_of, page_parts) -> DuplicateCopies:
+    """The rule of :func:`duplicate_copies` applied to the ``rows`` read (their ``places``)."""
+    table = pa.concat_tables(places) if places else pa.table({"timestamp": pa.array([], pa.string()),
+                                                              "source_file": pa.array([], pa.string()),
+                                                              "record_offset": pa.array([], pa.int64())})
+    stamps = table.column("timestamp").to_numpy(zero_copy_only=False).astype("<U14")
+    files = pc.rank(table.column("source_file"), sort_keys="ascending", tiebreaker="dense").to_numpy()
+    offsets = table.column("record_offset").to_numpy()
+    is_page = np.arange(rows.size) < pages_n
+    capture_ids = (evidence.column("url_id").to_numpy()[capture_rows].astype(np.uint64) if evidence is not None
+                   else np.zeros(0, np.uint64))
+    url = np.concatenate([every[rows[:pages_n]], capture_ids[rows[pages_n:] - every.size]])
+    source = np.concatenate([row_part[rows[:pages_n]], np.full(rows.size - pages_n, -1, np.int32)])
+    late = stamps > as_of if as_of is not None else np.zeros(rows.size, dtype=bool)
+    _, stamp_rank = np.unique(stamps, return_inverse=True)
+    best = np.lexsort((source, offsets, files, stamp_rank, ~late, url))  # per URL, the winner last
+    last = np.concatenate((url[best][1:] != url[best][:-1], [True])) if best.size else np.zeros(0, bool)
+    winner = np.zeros(rows.size, dtype=bool)
+    winner[best[last]] = True
+    winner &= ~late
+    lost = ~winner
+    counts = {"captures_superseded": int((lost & ~late & is_page).sum()), "captures_after_as_of": int(late.sum())}
+    # Pages: the losers, per part; the page ids the aliases may lead to are the winners' and the unread.
+    loser_page = np.flatnonzero(lost & is_page)
+    by_part = {file_stem(page_parts[int(i)]): np.unique(url[loser_page][source[loser_page] == i])
+               for i in np.unique(source[loser_page]).tolist()}
+    dropped = np.zeros(every.size, dtype=bool)
+    dropped[rows[loser_page]] = True
+    page_ids = np.unique(every[~dropped])
+    kept_evidence = None
+    if evidence is not None:
+        kept_evidence, won = _evidence_kept(evidence, capture_rows, rows[pages_n:] - every.size, winner[pages_n:],
+                                            table.slice(0, pages_n), lost[:pages_n])
+        had_page = np.isin(won[0], np.unique(every))
+        counts.update(pages_redirected=int((had_page & (won[1] == REDIRECT)).sum()),
+                      pages_gone=int((had_page & (won[1] == GONE)).sum()))
+    aliases, merged = crawl_aliases(kept_evidence, page_ids)
+    dates = None
+    if as_of is not None and pages_n:
+        kept = stamps[:pages_n][winner[:pages_n]]
+        dates = (str(min(kept.tolist())), str(max(kept.tolist()))) if kept.size else None
+    return DuplicateCopies(by_part, merged, aliases, counts, dates)
+
+
+def _evidence_kept(evidence: pa.Table, capture_rows: np.ndarray, read: np.ndarray, won: np.ndarray,
+                   page_places: pa.Table, page_lost: np.ndarray) -> tuple[pa.Table, tuple[np.ndarray, np.ndarray]]:
+    """The alias evidence that holds: without the redirect and 404/410 captures that are not their
+    URL's latest, without every 404/410 row (it is no alias), and without the rows read from a
+    page that is not its URL's latest capture (its canonical link, refresh and variant names);
+    and the (URL ids, kinds) of the redirect and 404/410 captures that won."""
+    kinds = evidence.column("kind").to_numpy(zero_copy_only=False)
+    keep = kinds != GONE
+    keep[capture_rows[read[~won]]] = False
+    winners = capture_rows[read[won]]
+    won_ids = evidence.column("url_id").to_numpy()[winners].astype(np.uint64)
+    if page_lost.any():
+        lost = page_places.filter(pa.array(page_lost))
+        places = set(zip(lost.column("source_file").to_pylist(), lost.column("record_offset").to_pylist()))
+        from_page = np.flatnonzero(keep & (kinds != REDIRECT))
+        if from_page.size:
+            sub = evidence.take(pa.array(from_page))
+            gone = [place in places for place in zip(sub.column("source_file").to_pylist(),
+                                                     sub.column("record_offset").to_pylist())]
+            keep[from_page[np.asarray(gone, dtype=bool)]] = False
+    return evidence.filter(pa.array(keep)), (won_ids, kinds[winners])

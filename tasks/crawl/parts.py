@@ -10,12 +10,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from simweb.tasks.crawl.read import DamagedPart
-from simweb.tasks.crawl.selection import SELECTION_FILE, read_selection
+from simweb.tasks.crawl.selection import SELECTION_FILE, read_selection, selection_as_of
 from simweb.tasks.stagecache import file_identities, read_manifest
 from simweb.tasks.storage import filesystem, join, parts
 
 __all__ = ["CrawlParts", "count_page_rows", "count_part_rows", "crawl_identity", "crawl_of", "crawl_parts", "file_stem",
-           "part_files", "part_of"]
+           "part_files", "part_of", "parts_identity"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +28,7 @@ class CrawlParts:
     links: tuple[str, ...]
     selected: bool  # named by CRAWL.json rather than found in the folders
     aliases: tuple[str, ...] = ()
+    as_of: str | None = None  # the crawl as of this date (14 digits, CRAWL.json): later captures left out
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -39,7 +40,7 @@ def crawl_parts(crawl_dir: str) -> CrawlParts:
 
     Raises FileNotFoundError when a part ``CRAWL.json`` names is missing, or when the folder
     holds no part at all."""
-    selection = read_selection(crawl_dir)
+    selection, as_of = read_selection(crawl_dir), selection_as_of(crawl_dir)
     aliases = parts(join(crawl_dir, "aliases"))
     if selection is None:
         pages, links = parts(join(crawl_dir, "pages")), parts(join(crawl_dir, "links"))
@@ -62,7 +63,7 @@ def crawl_parts(crawl_dir: str) -> CrawlParts:
             f"{join(crawl_dir, 'links')}/part-*.parquet as written by `simweb ingest WARC... --out DIR`; "
             "pass that DIR"
         )
-    return CrawlParts(crawl_dir, tuple(pages), tuple(links), selection is not None, tuple(aliases))
+    return CrawlParts(crawl_dir, tuple(pages), tuple(links), selection is not None, tuple(aliases), as_of)
 
 
 def part_of(url: str) -> str:
@@ -94,7 +95,8 @@ def crawl_of(data_set: str) -> str:
 
 
 def crawl_identity(crawl_dir: str) -> dict[str, Any]:
-    """What a stage reading the crawl is keyed by: the content of the parts that belong to it.
+    """What a stage reading the crawl is keyed by: the content of the parts that belong to it,
+    the rule choosing among a URL's captures and the date the crawl is read as of.
 
     A crawl folder that is itself a cached stage output (the dedup stage's) is named by its
     stage key, unless a selection narrows it."""
@@ -102,7 +104,15 @@ def crawl_identity(crawl_dir: str) -> dict[str, Any]:
     manifest = None if found.selected else read_manifest(crawl_dir)
     if manifest and manifest.get("stage") and manifest.get("key"):
         return {"crawl": f"{manifest['stage']}:{manifest['key']}"}
-    identity = {"pages": file_identities(found.pages), "links": file_identities(found.links)}
+    return parts_identity(found)
+
+
+def parts_identity(found: CrawlParts) -> dict[str, Any]:
+    """The identity of ``found``'s parts (see :func:`crawl_identity`)."""
+    from simweb.tasks.crawl.copies import CAPTURE_RULE
+
+    identity = {"pages": file_identities(found.pages), "links": file_identities(found.links),
+                "captures": CAPTURE_RULE + (f"@{found.as_of}" if found.as_of else "")}
     if found.aliases:
         identity["aliases"] = file_identities(found.aliases)
     return identity

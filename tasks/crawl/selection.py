@@ -8,23 +8,28 @@ from collections.abc import Iterable
 
 from simweb.tasks.storage import filesystem, join, write_bytes_atomic
 
-__all__ = ["SELECTION_FILE", "add_to_selection", "left_out_of_selection", "read_selection", "write_selection"]
+__all__ = ["SELECTION_FILE", "add_to_selection", "left_out_of_selection", "read_selection", "selection_as_of",
+           "write_selection"]
 
 
 SELECTION_FILE = "CRAWL.json"
 SELECTION_FORMAT = 1
 _PART_NAME = re.compile(r"part-[0-9a-f]{16}")
+_STAMP = re.compile(r"[0-9]{14}")
 
 
-def write_selection(crawl_dir: str, names: Iterable[str]) -> str:
+def write_selection(crawl_dir: str, names: Iterable[str], as_of: str | None = None) -> str:
     """Name the parts (``part-<h16>``) that make up the crawl in ``crawl_dir``: ``CRAWL.json``,
-    written atomically. Every reader of the folder then reads those parts only."""
+    written atomically. Every reader of the folder then reads those parts only, and with
+    ``as_of`` (14 digits, UTC) only their captures dated at or before it (simweb.tasks.crawl.copies)."""
     names = sorted(set(names))
     bad = [n for n in names if not isinstance(n, str) or not _PART_NAME.fullmatch(n)]
     if bad:
         raise ValueError(f"expected part names of the form part-<16 hex digits> (as the ingest writes them), "
                          f"got {', '.join(map(repr, bad[:3]))}")
-    data = {"format": SELECTION_FORMAT, "parts": names}
+    if as_of is not None and not _STAMP.fullmatch(as_of):
+        raise ValueError(f"expected a date as 14 digits (YYYYMMDDhhmmss, UTC), got {as_of!r}")
+    data = {"format": SELECTION_FORMAT, "parts": names, **({"as_of": as_of} if as_of else {})}
     return write_bytes_atomic((json.dumps(data, indent=1) + "\n").encode(), join(crawl_dir, SELECTION_FILE))
 
 
@@ -55,12 +60,23 @@ def add_to_selection(crawl_dir: str, names: Iterable[str]) -> None:
     """Add parts to the crawl's selection; a folder without one holds every part already."""
     selection = read_selection(crawl_dir)
     if selection is not None:
-        write_selection(crawl_dir, [*selection, *names])
+        write_selection(crawl_dir, [*selection, *names], selection_as_of(crawl_dir))
 
 
 def read_selection(crawl_dir: str) -> tuple[str, ...] | None:
     """The parts ``CRAWL.json`` names, sorted; None when the folder has no such file (then every
     finished part belongs to the crawl). Raises ValueError when the file is not one we wrote."""
+    data = _read(crawl_dir)
+    return None if data is None else tuple(sorted(set(data["parts"])))
+
+
+def selection_as_of(crawl_dir: str) -> str | None:
+    """The date (14 digits) ``CRAWL.json`` reads the crawl as of, or None: its latest captures."""
+    data = _read(crawl_dir)
+    return None if data is None else data.get("as_of")
+
+
+def _read(crawl_dir: str) -> dict | None:
     path = join(crawl_dir, SELECTION_FILE)
     fs, p = filesystem(path)
     try:
@@ -73,7 +89,9 @@ def read_selection(crawl_dir: str) -> tuple[str, ...] | None:
     except (json.JSONDecodeError, UnicodeDecodeError):
         data = None
     names = data.get("parts") if isinstance(data, dict) and data.get("format") == SELECTION_FORMAT else None
-    if not isinstance(names, list) or not all(isinstance(n, str) and _PART_NAME.fullmatch(n) for n in names):
+    as_of = data.get("as_of") if isinstance(data, dict) else None
+    if (not isinstance(names, list) or not all(isinstance(n, str) and _PART_NAME.fullmatch(n) for n in names)
+            or not (as_of is None or isinstance(as_of, str) and _STAMP.fullmatch(as_of))):
         raise ValueError(f"{path}: expected {{\"format\": {SELECTION_FORMAT}, \"parts\": [\"part-<h16>\", ...]}}, "
                          "found something else; delete it to read every part of the folder, or re-run the build")
-    return tuple(sorted(set(names)))
+    return data

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 
 from simweb.tasks import schemas
 from simweb.tasks.crawl.aliases import redirect_links
-from simweb.tasks.crawl.copies import DuplicateCopies, duplicate_copies
+from simweb.tasks.crawl.copies import DuplicateCopies, crawl_copies
 from simweb.tasks.crawl.parts import crawl_parts
 from simweb.tasks.crawl.read import (EDGE_COLUMNS, PAGE_COLUMNS, empty_table, excluded, keep_all, read_links,
                                      read_pages)
@@ -38,7 +38,7 @@ def read_crawl(crawl_dir: str, page_columns: Sequence[str] | None, link_columns:
     """The crawl's pages and links (None: that data set is not read) without duplicate copies,
     nor the pages ``exclude`` names and their out-links; with counts of what was read and left out."""
     found = crawl_parts(crawl_dir)
-    copies = duplicate_copies(found.pages, found.aliases)
+    copies = crawl_copies(found)
     counts = dict.fromkeys(("pages", "duplicate_copies", "excluded_pages", "links", "links_of_duplicate_copies",
                             "links_from_excluded_pages"), 0)
     if len(copies.aliases):
@@ -97,7 +97,7 @@ def iter_parts(crawl_dir: str, data_set: str, columns: Sequence[str], key: str,
     when None), its rows with ``key`` among ``url_ids``."""
     found = crawl_parts(crawl_dir)
     if copies is None:
-        copies = duplicate_copies(found.pages, found.aliases)
+        copies = crawl_copies(found)
     wanted = wanted_ids(url_ids)
     for url in (found.pages if data_set == "pages" else found.links):
         if data_set == "pages":
@@ -159,7 +159,7 @@ def link_targets(crawl_dir: str, exclude: Callable[[str], bool] = keep_all) -> t
     among them). Part by part: memory holds one part's links and the distinct targets, not the
     crawl's links."""
     found = crawl_parts(crawl_dir)
-    copies = duplicate_copies(found.pages)
+    copies = crawl_copies(found)
     counts = dict.fromkeys(("pages", "duplicate_copies", "excluded_pages", "links", "links_of_duplicate_copies",
                             "links_from_excluded_pages"), 0)
     for url in found.pages:
@@ -184,7 +184,7 @@ def alias_report(crawl_dir: str) -> dict[str, int]:
     """How the crawl's aliases were resolved (the counts of :func:`crawl_aliases`) and how many of
     its kept links were redirected to an alias's document (``links_redirected_to_aliases``)."""
     found = crawl_parts(crawl_dir)
-    copies = duplicate_copies(found.pages, found.aliases)
+    copies = crawl_copies(found)
     redirected = 0
     if len(copies.aliases):
         for url in found.links:

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 from simweb.core.retrieval_metrics import tfidf_rows
 from simweb.tasks import schemas
-from simweb.tasks.crawl.copies import duplicate_copies
+from simweb.tasks.crawl.copies import crawl_copies
 from simweb.tasks.crawl.corpus import flat_lists
 from simweb.tasks.crawl.parts import crawl_parts
 from simweb.tasks.crawl.read import empty_table, keep_all
@@ -33,7 +33,7 @@ def content_tfidf(crawl_dir: str, url_ids: np.ndarray,
     kept. Memory holds a slice, the vocabulary's df and the wanted pages, never the crawl's words
     as Python strings (before: every page's words as a list of str)."""
     found = crawl_parts(crawl_dir)
-    copies = duplicate_copies(found.pages)
+    copies = crawl_copies(found)
     wanted = wanted_ids(url_ids)
     df = pa.table({"term": pa.array([], pa.string()), "df": pa.array([], pa.int64())})
     kept, pending, documents = [], [], 0

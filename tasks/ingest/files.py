@@ -24,7 +24,8 @@ __all__ = ["INGEST_FORMAT", "finish_pieces", "ingest_files", "ingest_warc", "par
 # 3: ARC files; damaged files read on past the damage.
 # 4: the aliases data set (redirects, canonical links, slash and index variants); pages keep
 #    their record's length, SURT key, timestamp and digest for replay.
-INGEST_FORMAT = 4
+# 5: 404 and 410 records kept as "gone" rows of the aliases data set (a capture with no page).
+INGEST_FORMAT = 5
 
 # Damaged places listed per file in its FileError (the totals count them all).
 MAX_DAMAGE_LISTED = 100

@@ -18,6 +18,7 @@ from simweb.core.html import PAGE_TOO_DEEP, PAGE_TOO_SLOW, PageOverBudget, parse
 from simweb.core.replay import payload_digest, timestamp14
 from simweb.core.urls import normalize_url, target_uri, url_id
 from simweb.tasks.archives import ArchiveRecords, RecordEnd
+from simweb.tasks.crawl.aliases import GONE, GONE_STATUSES
 from simweb.tasks.ingest.parts import IngestParts, RecordPlace
 from simweb.tasks.payloads import (
     ENCODING_ERROR,
@@ -101,6 +102,7 @@ def read_archive(path: str, source: str, parts: IngestParts, start: int = 0, sto
     skipped = counts.skipped
     seen: set[str] = set()
     redirected: set[str] = set()
+    gone: set[str] = set()
     fs, fs_path = filesystem(path)
     with fs.open(fs_path, "rb") as raw:
         records = ArchiveRecords(raw, start, stop)
@@ -124,6 +126,13 @@ def read_archive(path: str, source: str, parts: IngestParts, start: int = 0, sto
                     parts.add_alias(url, url_id(url), target, url_id(target), REDIRECT, status, source, offset,
                                     _record_of(record, offset, records, (url, status, media_type)))
                 reason = _status_reason(status)  # not a page: counted as before, its alias beside
+            elif reason == GONE:
+                url, status = found
+                if url not in gone:  # a capture that has no page: the URL's page is gone if it is the latest
+                    gone.add(url)
+                    parts.add_alias(url, url_id(url), "", 0, GONE, status, source, offset,
+                                    _record_of(record, offset, records, (url, status, "")))
+                reason = _status_reason(status)
             if reason is not None:
                 skipped[reason] += 1
         counts.format = records.format or "unknown"
@@ -152,7 +161,7 @@ def _scheme(uri: str) -> str:
 
 def _page_of(record, records: ArchiveRecords):
     """(skip reason, None); (REDIRECT, (url, status, media type, Location)) for a redirect record;
-    or (None, (url, status, media type, charset label, body))."""
+    (GONE, (url, status)) for a 404 or 410; or (None, (url, status, media type, charset label, body))."""
     rec_type = record.rec_type
     if rec_type not in PAGE_RECORD_TYPES:
         records.finish()
@@ -185,6 +194,9 @@ def _page_of(record, records: ArchiveRecords):
         if status in REDIRECT_STATUSES:
             records.finish()
             return REDIRECT, (url, status, _media_type(http.get_header("Content-Type")), http.get_header("Location"))
+        if status in GONE_STATUSES:
+            records.finish()
+            return GONE, (url, status)
         if not 200 <= status <= 299:
             records.finish()
             return _status_reason(status), None

@@ -1,0 +1,188 @@
+"""Captures over time: the page of a URL is its latest capture by WARC-Date, in a full build
+whatever the files' names, through the inbox whatever the order the files arrive in, and as of
+a date; a latest capture answering 404 takes the page out. Real WARC files written with warcio,
+built and queried through the Python API a user calls (simweb.open_index, the build-index and
+ingest-new-crawl flows run in this process)."""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+import simweb
+from simweb.flows.build_index import build_index
+from simweb.flows.ingest_new_crawl import ingest_new_crawl
+from simweb.tasks import index_store as store
+
+SITE = "http://site.example/"
+A, B, C = SITE + "alpha.html", SITE + "beta.html", SITE + "gamma.html"
+
+
+def page(title: str, words: str, links: dict[str, str]) -> bytes:
+    anchors = " ".join(f'<a href="{url}">{text}</a>' for url, text in links.items())
+    return f"<html><head><title>{title}</title></head><body><p>{words}</p>{anchors}</body></html>".encode()
+
+
+def write_warc(path: Path, date: str, captures: dict[str, bytes | int | str]) -> Path:
+    """A WARC file of captures dated ``date``: a page (HTML bytes), a status without a page
+    (an int: 404, 410) or a redirect (a str: its Location)."""
+    with open(path, "wb") as f:
+        writer = WARCWriter(f, gzip=True)
+        for url, what in captures.items():
+            if isinstance(what, bytes):
+                http = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
+                body = what
+            elif isinstance(what, int):
+                http = StatusAndHeaders(f"{what} Gone", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+                body = b"<html><body>not here</body></html>"
+            else:
+                http = StatusAndHeaders("301 Moved Permanently", [("Location", what)], protocol="HTTP/1.1")
+                body = b""
+            writer.write_record(writer.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=http,
+                                                          warc_headers_dict={"WARC-Date": date}))
+    return path
+
+
+WORD = {2020: "zephyr", 2024: "quasar"}  # a word of each year's captures only
+
+
+def year_crawl(year: int) -> dict[str, bytes]:
+    """The three pages as captured in ``year``: the same topic, words and titles of that year."""
+    word = WORD[year]
+    return {
+        A: page(f"Alpha {year}", f"shared topic words orchard apple {word} alpha{word}", {B: f"beta {word}"}),
+        B: page(f"Beta {year}", f"shared topic words orchard apple {word} beta{word}", {A: f"alpha {word}"}),
+        C: page(f"Gamma {year}", f"shared topic words orchard apple {word} gamma{word}", {}),
+    }
+
+
+@pytest.fixture(scope="module")
+def crawls(tmp_path_factory) -> dict[str, Path]:
+    """The 2020 and 2024 crawls under both name orders, and a 2025 crawl in which gamma is gone."""
+    root = tmp_path_factory.mktemp("captures")
+    made = {}
+    for order, (old, new) in {"old-first": ("a", "b"), "new-first": ("b", "a")}.items():
+        folder = root / order
+        folder.mkdir()
+        made[order] = [write_warc(folder / f"{old}.warc.gz", "2020-06-01T00:00:00Z", year_crawl(2020)),
+                       write_warc(folder / f"{new}.warc.gz", "2024-06-01T00:00:00Z", year_crawl(2024))]
+    made["gone"] = write_warc(root / "gone.warc.gz", "2025-06-01T00:00:00Z", {C: 404})
+    return made
+
+
+def answers(out: Path, url: str = A) -> list[tuple[str, str]]:
+    return [(r.url, r.title) for r in simweb.open_index(str(out)).related(url, top=10, alpha=0.05)]
+
+
+def words(out: Path, url: str) -> set[str]:
+    return set(simweb.open_index(str(out)).bag(url))
+
+
+def assert_answers_of(out: Path, year: int) -> None:
+    other = 2020 if year == 2024 else 2024
+    found = answers(out)
+    assert {url for url, _ in found} == {B, C}
+    assert all(str(year) in title and str(other) not in title for _, title in found), found
+    assert WORD[year] in words(out, A) and f"alpha{WORD[year]}" in words(out, A)
+    assert not any(WORD[other] in term for term in words(out, A))
+
+
+@pytest.mark.parametrize("order", ["old-first", "new-first"])
+def test_a_full_build_answers_with_the_latest_capture_whatever_the_file_names(crawls, tmp_path, order):
+    out = tmp_path / "index"
+    build_index.fn([str(p) for p in crawls[order]], str(out))
+    assert_answers_of(out, 2024)
+
+
+@pytest.mark.parametrize("first", [0, 1])
+def test_the_inbox_agrees_with_a_full_build_whatever_arrives_first(crawls, tmp_path, first):
+    """2020 built then 2024 through the inbox, or 2024 built then 2020: the 2024 capture counts."""
+    files = crawls["old-first"]
+    out, inbox = tmp_path / "index", tmp_path / "inbox"
+    inbox.mkdir()
+    build_index.fn([str(files[first])], str(out))
+    (inbox / files[1 - first].name).write_bytes(files[1 - first].read_bytes())
+    ingest_new_crawl.fn(str(inbox), str(out), settle_seconds=0)
+    assert_answers_of(out, 2024)
+
+
+def test_a_page_whose_latest_capture_is_a_404_is_no_longer_answered(crawls, tmp_path):
+    out, inbox = tmp_path / "index", tmp_path / "inbox"
+    inbox.mkdir()
+    build_index.fn([str(p) for p in crawls["old-first"]], str(out))
+    assert C in {url for url, _ in answers(out)}
+    (inbox / "gone.warc.gz").write_bytes(crawls["gone"].read_bytes())
+    ingest_new_crawl.fn(str(inbox), str(out), settle_seconds=0)
+    assert {url for url, _ in answers(out)} == {B}
+    with pytest.raises(simweb.UnknownURL):
+        simweb.open_index(str(out)).related(C)
+
+
+# -- Property: any arrival order and split of the files gives the full build's bags and signatures --
+
+VOCABULARY = ["orchard", "apple", "quince", "medlar", "sorrel", "thyme"]
+URLS = [SITE + f"p{i}.html" for i in range(4)]
+HOME = SITE  # captured in every file, so that every build has pages
+DATES = ["2019-01-01T00:00:00Z", "2020-01-01T00:00:00Z", "2021-01-01T00:00:00Z"]
+
+capture_st = st.one_of(
+    st.just(404),
+    st.tuples(st.lists(st.sampled_from(VOCABULARY), min_size=2, max_size=5),
+              st.lists(st.sampled_from(URLS), max_size=2)),
+)
+file_st = st.tuples(st.sampled_from(DATES), st.dictionaries(st.sampled_from(URLS), capture_st, min_size=1, max_size=4))
+
+
+def _capture(url: str, what) -> bytes | int:
+    if what == 404:
+        return 404
+    words, links = what
+    name = url.rsplit("/", 1)[-1]
+    return page(f"{name} {' '.join(words[:2])}", " ".join(words), {u: f"{words[0]} link" for u in links if u != url})
+
+
+def _documents(version: str) -> dict[str, tuple]:
+    import pyarrow.parquet as pq
+
+    v = store.open_version(version)
+    docs = pq.read_table(f"{version}/{store.DOCMAP_FILE}").to_pylist()
+    bags = {r["doc_id"]: r for f in v.bag_files for r in pq.read_table(f"{version}/{f.file}").to_pylist()}
+    return {d["url"]: (d["title"], d["in_degree"], tuple(bags[d["doc_id"]]["terms"]),
+                       tuple(round(w, 5) for w in bags[d["doc_id"]]["weights"]), tuple(v.h[d["doc_id"]].tolist()))
+            for d in docs}
+
+
+@settings(max_examples=4, deadline=None, phases=(Phase.explicit, Phase.reuse, Phase.generate),
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(files=st.lists(file_st, min_size=2, max_size=4), data=st.data())
+def test_any_arrival_order_and_split_gives_the_full_builds_bags_and_signatures(tmp_path_factory, files, data):
+    from simweb.flows.chain import invert_stage, publish_index, signatures_stage
+    from simweb.tasks.bags import build_bags_stage
+    from simweb.tasks.incremental import read_epoch
+    from simweb.tasks.layout import crawl_folder, stages_folder
+    from simweb.tasks.signatures import IndexParams
+    from simweb.core.strategy import Strategy
+
+    root = tmp_path_factory.mktemp("arrivals")
+    warcs = [write_warc(root / f"f{i}.warc.gz", date, {HOME: _capture(HOME, (VOCABULARY[i:i + 3], URLS[:2])),
+                                                        **{u: _capture(u, w) for u, w in captures.items()}})
+             for i, (date, captures) in enumerate(files)]
+    order = data.draw(st.permutations(warcs), label="arrival order")
+    built = data.draw(st.integers(1, len(order) - 1), label="files in the first build")
+    out, inbox = root / "index", root / "inbox"
+    inbox.mkdir()
+    build_index.fn([str(p) for p in order[:built]], str(out))
+    for warc in order[built:]:
+        (inbox / warc.name).write_bytes(warc.read_bytes())
+        ingest_new_crawl.fn(str(inbox), str(out), settle_seconds=0, max_growth=100.0)
+    # The reference: a full build over the same files, weighted with the live epoch's df.
+    crawl, ref = crawl_folder(str(out)), str(root / "reference")
+    params = IndexParams(min_in_degree=None)
+    bags = build_bags_stage(crawl, Strategy(), stages_folder(ref), df_snapshot=read_epoch(str(out)).snapshot())
+    live = publish_index(invert_stage(None, signatures_stage(None, bags, crawl, params, ref), params, ref), ref)
+    assert _documents(store.resolve(str(out))) == _documents(live)
