@@ -194,13 +194,18 @@ def refresh_index(runner, out: str, crawl_dir: str, strategy: Strategy, params: 
     """
     log = run_logger("simweb.ingest_new_crawl")
     plan = incremental.plan_update(out, crawl_dir, strategy, params, new_parts, max_growth)
+    reason = plan.full_reason
     if plan.incremental:
-        index, stages, stats = incremental.update(out, crawl_dir, new_parts, plan.epoch, strategy, params,
-                                                  directory, plan.live)
-        log.info("incremental update in epoch %s: %d touched URL(s), %d updated and %d new document(s)",
-                 plan.epoch.id, stats["touched"], stats.get("updated_docs", 0), stats.get("new_docs", 0))
-        return index, stages
-    log.info("re-weighting every bag (a new df epoch): %s", plan.full_reason)
+        try:
+            index, stages, stats = incremental.update(out, crawl_dir, new_parts, plan.epoch, strategy, params,
+                                                      directory, plan.live)
+        except incremental.NotIncremental as exc:
+            reason = str(exc)
+        else:
+            log.info("incremental update in epoch %s: %d touched URL(s), %d updated and %d new document(s)",
+                     plan.epoch.id, stats["touched"], stats.get("updated_docs", 0), stats.get("new_docs", 0))
+            return index, stages
+    log.info("re-weighting every bag (a new df epoch): %s", reason)
     large = runner is None and in_flow_run() and not in_process(folder_size(crawl_dir), *cluster)
     with stage_runner(*cluster) if large else nullcontext(runner) as runner:
         fresh_workers_after_ingest(runner, files_read, log)

@@ -68,7 +68,8 @@ from simweb.tasks.layout import stages_folder
 from simweb.tasks.logs import run_logger
 from simweb.tasks.signatures import SIG_DIR, IndexParams, sign_part, signed_bags, write_index_version
 from simweb.tasks.stagecache import StageOutput, file_identities, lineage, output_path, published, run_stage
-from simweb.tasks.storage import download, exists, join, local_stand_in, write_bytes_atomic, write_parquet_atomic
+from simweb.tasks.storage import (download, exists, join, local_stand_in, read_parquet_file, write_bytes_atomic,
+                                  write_parquet_atomic)
 
 EPOCH_FILE = "EPOCH.json"
 EPOCHS_DIR = "epochs"
@@ -483,6 +484,19 @@ def _write_bags(v: store.IndexVersion, bags: pa.Table, doc: np.ndarray, folder: 
     return files
 
 
+class NotIncremental(Exception):
+    """An update found, once it computed the touched bags, that it cannot be incremental: the
+    message says why (documents it would have to remove)."""
+
+
+def _emptied_documents(live: str, delta_bags: str, touched: np.ndarray) -> int:
+    """How many touched URLs have a document in the live index and no bag any more (an
+    incremental update replaces and adds documents, never removes one)."""
+    bagged = read_parquet_file(join(delta_bags, "part-00000.parquet"), ["url_id"]).column("url_id").to_numpy()
+    version = store.open_version(live)
+    return sum(version.doc_of(u) is not None for u in np.setdiff1d(touched, bagged).tolist())
+
+
 def update(out: str, crawl_dir: str, new_parts: list[str], epoch: Epoch, strategy: Strategy, params,
            directory: str | None, live: str) -> tuple[str, dict[str, bool], dict[str, Any]]:
     """Bring the index in ``out`` up to date incrementally (see the module docstring); the live
@@ -499,6 +513,10 @@ def update(out: str, crawl_dir: str, new_parts: list[str], epoch: Epoch, strateg
     delta = run_stage(stages, STAGE_DELTA_BAGS,
                       {**crawl_identity, "touched": [f"parts:{','.join(sorted(new_parts))}"]},
                       {"strategy": strategy.bag_params(), "df_snapshot": snapshot.identity()}, bags_compute)
+    emptied = _emptied_documents(live, delta.path, touched)
+    if emptied:
+        raise NotIncremental(f"the new files leave {emptied} document(s) of the index with nothing to describe them "
+                             "(their in-links came from captures the new files supersede)")
 
     def index_compute(tmp: str) -> dict[str, Any]:
         with local_stand_in(tmp) as local:

@@ -162,7 +162,7 @@ def _documents(version: str) -> dict[str, tuple]:
 @given(files=st.lists(file_st, min_size=2, max_size=4), data=st.data())
 def test_any_arrival_order_and_split_gives_the_full_builds_bags_and_signatures(tmp_path_factory, files, data):
     from simweb.flows.chain import invert_stage, publish_index, signatures_stage
-    from simweb.tasks.bags import build_bags_stage
+    from simweb.tasks.bags.stage import build_bags_stage
     from simweb.tasks.incremental import read_epoch
     from simweb.tasks.layout import crawl_folder, stages_folder
     from simweb.tasks.signatures import IndexParams
