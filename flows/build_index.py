@@ -23,7 +23,7 @@ from simweb.flows.cluster import fresh_workers_after_ingest, publish_markdown, s
 from simweb.flows.parameters import StrategyParameter
 from simweb.flows.stage_runs import stage_task_runs
 from simweb.tasks.bags.sizes import PART_MB
-from simweb.tasks.crawl.selection import left_out_of_selection, write_selection
+from simweb.tasks.crawl.selection import as_of_stamp, left_out_of_selection, write_selection
 from simweb.tasks.ingest.stats import nothing_ingested
 from simweb.tasks.layout import IndexLock, check_writable, crawl_folder, set_work_folder, sweep_debris, work_folder
 from simweb.tasks.ledger import crawl_selection
@@ -54,6 +54,7 @@ def build_index(
     keep_earlier: bool = False,
     paths_list: str | None = None,
     paths_prefix: str | None = None,
+    as_of: str | None = None,
 ) -> BuildSummary:
     """Build the related-pages index of a crawl (paper Section 6, Figure 10) into ``out``.
 
@@ -83,8 +84,10 @@ def build_index(
         keep_earlier: Keep the pages of files that earlier builds into OUT named (by default the crawl is exactly the files named, with those an ingest-new-crawl inbox added).
         paths_list: A file (local or URL, plain or .gz) naming one WARC or ARC file per line, such as Common Crawl's warc.paths.gz, read besides the crawl (which may then be empty).
         paths_prefix: What the paths list's relative lines are relative to, e.g. https://data.commoncrawl.org/ or s3://commoncrawl/.
+        as_of: Build the web as of this date (2021-01-01, the end of that day, or 2021-01-01T12:00:00Z; UTC): each URL's latest capture at or before it; empty: each URL's latest capture.
     """
     log = run_logger("simweb.build")
+    as_of = as_of_stamp(as_of) if as_of else None
     files = crawl_files(crawl, paths_list, paths_prefix)
     for folder in {out, crawl_out or out, work or out}:
         check_writable(folder)
@@ -112,7 +115,7 @@ def build_index(
             log.info("build-index: %d file(s) of the last build not named this time left out of the crawl, with "
                      "their %s pages (e.g. %s); --add keeps them", len(left_out),
                      f"{sum(pages for _, pages in left_out):,}", left_out[0][0])
-        write_selection(crawl_dir, selection)
+        write_selection(crawl_dir, selection, as_of)
         if until == "ingest":
             return BuildSummary(ingest=ingested)
         # 3. Bags, signatures, invert and publish (Sections 6.1–6.2, 7.1): simweb.flows.chain,

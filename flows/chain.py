@@ -61,6 +61,8 @@ class BuildSummary:
         for name, info in self.stages.items():
             how = "reused" if info.get("reused") else "computed"
             lines.append(f"stage {name}: {how}; {brief_stats(info.get('stats', {}))}")
+            if isinstance(info.get("stats", {}).get("capture_dates"), str):
+                lines.append(f"  the pages are the {info['stats']['capture_dates']}")
         if self.index:
             lines.append(f"index published at {self.index}")
         return "\n".join(line for line in lines if line)

@@ -15,6 +15,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 import simweb
+from simweb.cli import main
 from simweb.flows.build_index import build_index
 from simweb.flows.ingest_new_crawl import ingest_new_crawl
 from simweb.tasks import index_store as store
@@ -186,3 +187,38 @@ def test_any_arrival_order_and_split_gives_the_full_builds_bags_and_signatures(t
     bags = build_bags_stage(crawl, Strategy(), stages_folder(ref), df_snapshot=read_epoch(str(out)).snapshot())
     live = publish_index(invert_stage(None, signatures_stage(None, bags, crawl, params, ref), params, ref), ref)
     assert _documents(store.resolve(str(out))) == _documents(live)
+
+
+def test_the_web_as_of_a_date_answers_with_the_captures_before_it(crawls, tmp_path, capsys):
+    out = tmp_path / "index"
+    files = [str(p) for p in crawls["new-first"]]
+    assert main(["build", *files, "--out", str(out), "--as-of", "2021-01-01"]) == 0
+    assert "the pages are the captures of 2020-06-01 to 2020-06-01 (as of 2021-01-01 23:59:59 UTC)" in capsys.readouterr().out
+    assert_answers_of(out, 2020)
+    assert main(["build", *files, "--out", str(out)]) == 0  # without --as-of: the latest captures again
+    assert_answers_of(out, 2024)
+    assert main(["build", *files, "--out", str(out), "--as-of", "2021-13-01"]) == 2
+    assert "--as-of '2021-13-01': month must be in 1..12" in capsys.readouterr().err
+
+
+def test_a_revisit_is_a_capture_at_its_date_with_the_revisited_payload(crawls, tmp_path):
+    """2020: alpha's page; 2022: alpha answers 404; 2024: a revisit of alpha's 2020 payload. The
+    revisit is the latest capture: alpha has its 2020 page again."""
+    import base64
+    import hashlib
+
+    root = tmp_path / "warcs"
+    root.mkdir()
+    old = write_warc(root / "a.warc.gz", "2020-06-01T00:00:00Z", year_crawl(2020))
+    gone = write_warc(root / "b.warc.gz", "2022-06-01T00:00:00Z", {A: 404})
+    digest = "sha1:" + base64.b32encode(hashlib.sha1(year_crawl(2020)[A]).digest()).decode()
+    with open(root / "c.warc.gz", "wb") as f:
+        writer = WARCWriter(f, gzip=True)
+        writer.write_record(writer.create_revisit_record(A, digest, A, "2020-06-01T00:00:00Z",
+                                                         warc_headers_dict={"WARC-Date": "2024-06-01T00:00:00Z"}))
+    out = tmp_path / "index"
+    build_index.fn([str(old), str(gone)], str(out))
+    assert f"alpha{WORD[2020]}" not in words(out, A)  # its content gone; beta's anchor to it stays
+    build_index.fn([str(old), str(gone), str(root / "c.warc.gz")], str(out))
+    assert {url for url, _ in answers(out)} == {B, C}
+    assert f"alpha{WORD[2020]}" in words(out, A)

@@ -72,6 +72,9 @@ def register(subparsers) -> None:
     p.add_argument("--add", action="store_true",
                    help="keep the pages of the files earlier builds into INDEX named (by default the crawl is "
                         "exactly the files named here, with those an ingest-new-crawl inbox added)")
+    p.add_argument("--as-of", default=None, metavar="DATE",
+                   help="the web as of DATE (2021-01-01: the end of that day; or 2021-01-01T12:00:00Z; UTC): each "
+                        "URL's page is its latest capture at or before DATE (default: its latest capture)")
     p.add_argument("--json", action="store_true", help="print the build summary as JSON")
     p.set_defaults(func=run)
 
@@ -98,6 +101,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.strategy_from:
         say(f"simweb build: strategy recommended by {args.strategy_from}: {strategy.spec()}")
+    if args.as_of:
+        from simweb.tasks.crawl.selection import as_of_stamp
+
+        try:
+            as_of_stamp(args.as_of)
+        except ValueError as e:
+            say(f"simweb build: --{e}")
+            return 2
     if args.dask_address and args.workers is not None:
         print("simweb build: --workers sizes a local cluster; it cannot be combined with --dask-address",
               file=sys.stderr)
@@ -123,7 +134,8 @@ def run(args: argparse.Namespace) -> int:
         + (f", {human_size(size)}" if size is not None else "") + f": {why}")
     params = dict(strategy=strategy, m=args.m, seed=args.seed,
                   min_in_degree=None if args.min_in_degree < 0 else args.min_in_degree,
-                  directory=args.directory, until=args.until, work=args.work, verify=args.verify, keep_earlier=args.add)
+                  directory=args.directory, until=args.until, work=args.work, verify=args.verify, keep_earlier=args.add,
+                  as_of=args.as_of)
     if args.part_mb is not None:
         params["part_mb"] = args.part_mb
     if not in_process:

@@ -15,6 +15,14 @@ stage: for a small crawl (under 64 MB) one after another in this process, otherw
 Prefect task per shard of files (about equal bytes, a few per worker) on a Dask cluster (a
 local one sized to this machine, or the scheduler at --dask-address); --prefect and
 --no-prefect force either way.
+
+A URL captured more than once (a recrawl next week, next year) has one page: its latest
+capture by WARC-Date (then the file, then the offset), whatever the files are named or the
+order they arrive in. A latest capture that answered 404 or 410 takes the page out (the URL
+stays a link target), one that redirects makes the URL an alias of its target; the other
+captures and their links are counted and left out; a revisit record is a capture at its date
+with the revisited capture's content. `simweb build --as-of DATE` builds from the latest
+capture at or before DATE.
 """
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from simweb.tasks.bags.merge import empty_partition, merge_range
 from simweb.tasks.bags.scheduling import compute, shared
 from simweb.tasks.bags.sizes import PART_MB, PartSize
 from simweb.tasks.bags.weigh import weigh_part
-from simweb.tasks.crawl.copies import crawl_copies
+from simweb.tasks.crawl.copies import capture_dates, crawl_copies
 from simweb.tasks.crawl.parts import crawl_identity, crawl_parts, file_stem
 from simweb.tasks.stagecache import (
     StageOutput,
@@ -109,6 +109,9 @@ def merge_stages(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: i
         for part_stats in compute(work, scheduler):
             for k, v in part_stats.items():
                 stats[k] = stats.get(k, 0) + v
+        stats.update(copies.counts)
+        if copies.dates:
+            stats["capture_dates"] = capture_dates(copies.dates, crawl.as_of)
         if aliases is not None:
             stats.update((k, v) for k, v in copies.aliases.counts.items() if k == "aliases" or k.startswith("aliases_"))
             stats["pages_merged_into_aliases"] = copies.aliases.counts.get("pages_merged", 0)
@@ -213,6 +216,9 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
                                                   "self_links", "fragment_rows")},
             # Aliases (simweb.tasks.crawl): in the summary only for a crawl that has them.
             **{k: v for k, v in frag.stats.items() if k.startswith("aliases") or k.endswith("_aliases")},
+            # Captures (simweb.tasks.crawl.copies): those set aside, the dates of a crawl read as of a date.
+            **{k: v for k, v in frag.stats.items() if k.startswith(("captures_", "pages_gone", "pages_redirected",
+                                                                     "pages_of_revisits", "capture_dates")) and v},
             **totals,
             "vocabulary": int(df_values.size),
             "collection_size": totals["bags"],

@@ -12,14 +12,18 @@ from simweb.core.aliases import KINDS, AliasMap, build_alias_map
 from simweb.tasks import schemas
 from simweb.tasks.crawl.read import read_part
 
-__all__ = ["GONE", "GONE_STATUSES", "crawl_aliases", "read_evidence", "redirect_links"]
+__all__ = ["GONE", "GONE_STATUSES", "REVISIT", "crawl_aliases", "read_evidence", "redirect_links"]
 
 #: The ALIASES kind of a record that answered 404 or 410 (:data:`GONE_STATUSES`): a capture of
 #: its URL that has no page, and no alias (simweb.tasks.crawl.copies).
 GONE = "gone"
 GONE_STATUSES = frozenset({404, 410})
+#: The ALIASES kind of a revisit record: a capture of its URL at its date whose payload is an
+#: earlier capture's (the one of the same payload digest), and no alias.
+REVISIT = "revisit"
+_CAPTURES = (GONE, REVISIT)
 
-_ALIAS_COLUMNS = ["url_id", "target_id", "target_url", "kind", "source_file", "record_offset", "timestamp"]
+_ALIAS_COLUMNS = ["url_id", "target_id", "target_url", "kind", "source_file", "record_offset", "timestamp", "digest"]
 
 
 def read_evidence(alias_parts: Sequence[str]) -> pa.Table | None:
@@ -28,10 +32,10 @@ def read_evidence(alias_parts: Sequence[str]) -> pa.Table | None:
     evidence = pa.concat_tables(tables).combine_chunks() if tables else None
     if evidence is None or not evidence.num_rows:
         return None
-    known = pc.is_in(evidence.column("kind"), value_set=pa.array([*KINDS, GONE]))
+    known = pc.is_in(evidence.column("kind"), value_set=pa.array([*KINDS, *_CAPTURES]))
     if not pc.all(known).as_py():
-        raise ValueError(f"{alias_parts[0]}…: column 'kind': expected one of {', '.join(KINDS)}, {GONE}, found "
-                         f"{set(evidence.column('kind').to_pylist()) - {*KINDS, GONE}}; re-run `simweb ingest`")
+        raise ValueError(f"{alias_parts[0]}…: column 'kind': expected one of {', '.join([*KINDS, *_CAPTURES])}, found "
+                         f"{set(evidence.column('kind').to_pylist()) - {*KINDS, *_CAPTURES}}; re-run `simweb ingest`")
     return evidence
 
 
@@ -42,7 +46,7 @@ def crawl_aliases(evidence: pa.Table | None, page_ids: np.ndarray) -> tuple[Alia
     and leads to no crawled page is taken out of the evidence, so that it keeps its own document
     (repeated until none is left: taking one out can shorten a chain that passed through it)."""
     if evidence is not None:
-        evidence = evidence.filter(pc.not_equal(evidence.column("kind"), GONE))
+        evidence = evidence.filter(pc.invert(pc.is_in(evidence.column("kind"), value_set=pa.array(_CAPTURES))))
     if evidence is None or not evidence.num_rows:
         return AliasMap(), np.zeros(0, np.uint64)
     kinds = pc.index_in(evidence.column("kind"), value_set=pa.array(KINDS)).to_numpy(zero_copy_only=False)

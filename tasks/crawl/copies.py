@@ -11,11 +11,11 @@ import pyarrow.compute as pc
 
 from simweb.core.aliases import REDIRECT, AliasMap
 from simweb.tasks import schemas
-from simweb.tasks.crawl.aliases import GONE, crawl_aliases, read_evidence
+from simweb.tasks.crawl.aliases import GONE, REVISIT, crawl_aliases, read_evidence
 from simweb.tasks.crawl.parts import CrawlParts, file_stem
 from simweb.tasks.crawl.read import open_part, read_part
 
-__all__ = ["CAPTURE_RULE", "EPOCH", "DuplicateCopies", "crawl_copies", "duplicate_copies"]
+__all__ = ["CAPTURE_RULE", "EPOCH", "DuplicateCopies", "capture_dates", "crawl_copies", "duplicate_copies"]
 
 #: The capture date of a record whose WARC-Date is missing or invalid, or of a part written
 #: before the ingest kept dates: older than every dated capture.
@@ -53,6 +53,15 @@ def crawl_copies(found: CrawlParts) -> DuplicateCopies:
     return duplicate_copies(found.pages, found.aliases, found.as_of)
 
 
+def capture_dates(dates: tuple[str, str], as_of: str | None) -> str:
+    """The capture dates a build used, for people: "captures of 2020-06-01 to 2020-06-01 (as of 2021-01-01 23:59:59)"."""
+    def day(stamp: str) -> str:
+        return "no valid date" if stamp == EPOCH else f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]}"
+
+    when = f" (as of {day(as_of)} {as_of[8:10]}:{as_of[10:12]}:{as_of[12:]} UTC)" if as_of else ""
+    return f"captures of {day(dates[0])} to {day(dates[1])}{when}"
+
+
 def _stamps(table: pa.Table) -> np.ndarray:
     """The 14-digit capture dates of ``table``'s rows (:data:`EPOCH` where there is none)."""
     if "timestamp" not in table.column_names:
@@ -66,10 +75,18 @@ def _stamps(table: pa.Table) -> np.ndarray:
 def _page_places(url: str, rows: np.ndarray) -> pa.Table:
     """timestamp, source_file, record_offset of ``rows`` of a pages part (timestamp read when the part has it)."""
     part = open_part(url, schemas.PAGES, ["source_file", "record_offset"])
-    columns = ["source_file", "record_offset"] + (["timestamp"] if "timestamp" in part.schema_arrow.names else [])
+    names = part.schema_arrow.names
+    columns = ["source_file", "record_offset"] + [c for c in ("timestamp", "digest") if c in names]
     table = read_part(url, schemas.PAGES, columns).take(pa.array(rows))
+    return _places(table)
+
+
+def _places(table: pa.Table) -> pa.Table:
+    """What the rule compares of captures: date (14 digits), file, offset, payload digest ("" for none)."""
+    digest = (pc.fill_null(table.column("digest"), "") if "digest" in table.column_names
+              else pa.array([""] * table.num_rows, pa.string()))
     return pa.table({"timestamp": pa.array(_stamps(table)), "source_file": table.column("source_file"),
-                     "record_offset": table.column("record_offset")})
+                     "record_offset": table.column("record_offset"), "digest": digest})
 
 
 def duplicate_copies(page_parts: Sequence[str], alias_parts: Sequence[str] = (),
@@ -97,7 +114,7 @@ def duplicate_copies(page_parts: Sequence[str], alias_parts: Sequence[str] = (),
     row_part = np.concatenate(part) if part else np.zeros(0, np.int32)
     kinds = (evidence.column("kind").to_numpy(zero_copy_only=False) if evidence is not None
              else np.zeros(0, object))
-    capture_rows = np.flatnonzero((kinds == REDIRECT) | (kinds == GONE))
+    capture_rows = np.flatnonzero((kinds == REDIRECT) | (kinds == GONE) | (kinds == REVISIT))
     capture_ids = (evidence.column("url_id").to_numpy()[capture_rows].astype(np.uint64) if evidence is not None
                    else np.zeros(0, np.uint64))
     ids_all = np.concatenate([every, capture_ids])
@@ -116,9 +133,7 @@ def duplicate_copies(page_parts: Sequence[str], alias_parts: Sequence[str] = (),
     places = [_page_places(page_parts[i], page_rows[row_part[page_rows] == i] - starts[i])
               for i in np.unique(row_part[page_rows]).tolist()]
     if evidence is not None:
-        taken = evidence.take(pa.array(capture_rows[rows[pages_n:] - every.size]))
-        places.append(pa.table({"timestamp": pa.array(_stamps(taken)), "source_file": taken.column("source_file"),
-                                "record_offset": taken.column("record_offset")}))
+        places.append(_places(evidence.take(pa.array(capture_rows[rows[pages_n:] - every.size]))))
     return _latest(every, row_part, rows, pages_n, places, evidence, capture_rows, as_of, page_parts)
 
 
@@ -126,7 +141,8 @@ def _latest(every, row_part, rows, pages_n, places, evidence, capture_rows, as_o
     """The rule of :func:`duplicate_copies` applied to the ``rows`` read (their ``places``)."""
     table = pa.concat_tables(places) if places else pa.table({"timestamp": pa.array([], pa.string()),
                                                               "source_file": pa.array([], pa.string()),
-                                                              "record_offset": pa.array([], pa.int64())})
+                                                              "record_offset": pa.array([], pa.int64()),
+                                                              "digest": pa.array([], pa.string())})
     stamps = table.column("timestamp").to_numpy(zero_copy_only=False).astype("<U14")
     files = pc.rank(table.column("source_file"), sort_keys="ascending", tiebreaker="dense").to_numpy()
     offsets = table.column("record_offset").to_numpy()
@@ -142,8 +158,15 @@ def _latest(every, row_part, rows, pages_n, places, evidence, capture_rows, as_o
     winner = np.zeros(rows.size, dtype=bool)
     winner[best[last]] = True
     winner &= ~late
+    kinds = np.full(rows.size, "page", dtype=object)
+    if evidence is not None:
+        kinds[pages_n:] = evidence.column("kind").to_numpy(zero_copy_only=False)[capture_rows][rows[pages_n:] - every.size]
+    revisits = _revisited(winner & (kinds == REVISIT), is_page & ~late, url, best,
+                          table.column("digest").to_numpy(zero_copy_only=False))
+    winner[revisits] = True
     lost = ~winner
-    counts = {"captures_superseded": int((lost & ~late & is_page).sum()), "captures_after_as_of": int(late.sum())}
+    counts = {"captures_superseded": int((lost & ~late & is_page).sum()), "captures_after_as_of": int(late.sum()),
+              "pages_of_revisits": int(revisits.size)}
     # Pages: the losers, per part; the page ids the aliases may lead to are the winners' and the unread.
     loser_page = np.flatnonzero(lost & is_page)
     by_part = {file_stem(page_parts[int(i)]): np.unique(url[loser_page][source[loser_page] == i])
@@ -166,14 +189,37 @@ def _latest(every, row_part, rows, pages_n, places, evidence, capture_rows, as_o
     return DuplicateCopies(by_part, merged, aliases, counts, dates)
 
 
+def _revisited(revisit: np.ndarray, page: np.ndarray, url: np.ndarray, best: np.ndarray,
+               digests: np.ndarray) -> np.ndarray:
+    """The page rows that the winning revisit captures (``revisit``) give their URL: per revisit,
+    its URL's latest page capture before it with its payload digest, else its latest page
+    capture before it (none: the revisit's URL has no page)."""
+    rows = np.flatnonzero(revisit)
+    if not rows.size:
+        return rows
+    position = np.empty(best.size, np.int64)
+    position[best] = np.arange(best.size)  # by URL, then the rule's order
+    pages = np.flatnonzero(page & np.isin(url, url[rows]))
+    by_url: dict[int, list[int]] = {}
+    for i in pages[np.argsort(position[pages])].tolist():
+        by_url.setdefault(int(url[i]), []).append(i)
+    chosen = []
+    for r in rows.tolist():
+        before = [i for i in by_url.get(int(url[r]), []) if position[i] < position[r]]
+        same = [i for i in before if digests[i] and digests[i] == digests[r]]
+        if same or before:
+            chosen.append((same or before)[-1])
+    return np.asarray(chosen, dtype=np.int64)
+
+
 def _evidence_kept(evidence: pa.Table, capture_rows: np.ndarray, read: np.ndarray, won: np.ndarray,
                    page_places: pa.Table, page_lost: np.ndarray) -> tuple[pa.Table, tuple[np.ndarray, np.ndarray]]:
-    """The alias evidence that holds: without the redirect and 404/410 captures that are not their
-    URL's latest, without every 404/410 row (it is no alias), and without the rows read from a
+    """The alias evidence that holds: without the redirect, 404/410 and revisit captures that are
+    not their URL's latest, without every 404/410 and revisit row (no alias), and without the rows read from a
     page that is not its URL's latest capture (its canonical link, refresh and variant names);
     and the (URL ids, kinds) of the redirect and 404/410 captures that won."""
     kinds = evidence.column("kind").to_numpy(zero_copy_only=False)
-    keep = kinds != GONE
+    keep = (kinds != GONE) & (kinds != REVISIT)
     keep[capture_rows[read[~won]]] = False
     winners = capture_rows[read[won]]
     won_ids = evidence.column("url_id").to_numpy()[winners].astype(np.uint64)

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from simweb.tasks.storage import filesystem, join, write_bytes_atomic
 
-__all__ = ["SELECTION_FILE", "add_to_selection", "left_out_of_selection", "read_selection", "selection_as_of",
+__all__ = ["SELECTION_FILE", "add_to_selection", "as_of_stamp", "left_out_of_selection", "read_selection", "selection_as_of",
            "write_selection"]
 
 
@@ -31,6 +31,29 @@ def write_selection(crawl_dir: str, names: Iterable[str], as_of: str | None = No
         raise ValueError(f"expected a date as 14 digits (YYYYMMDDhhmmss, UTC), got {as_of!r}")
     data = {"format": SELECTION_FORMAT, "parts": names, **({"as_of": as_of} if as_of else {})}
     return write_bytes_atomic((json.dumps(data, indent=1) + "\n").encode(), join(crawl_dir, SELECTION_FILE))
+
+
+_AS_OF = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?Z?)?")
+
+
+def as_of_stamp(text: str) -> str:
+    """A date a crawl is read as of, as 14 digits (UTC): ``2021-01-01`` (the end of that day),
+    ``2021-01-01T12:00`` or ``2021-01-01T12:00:00Z``, or 14 digits already. Raises ValueError."""
+    text = str(text).strip()
+    if _STAMP.fullmatch(text):
+        return text
+    match = _AS_OF.fullmatch(text)
+    if match is None:
+        raise ValueError(f"as-of {text!r}: expected a date such as 2021-01-01 or 2021-01-01T12:00:00Z (UTC)")
+    year, month, day, hour, minute, second = match.groups()
+    import datetime
+
+    try:
+        datetime.datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0))
+    except ValueError as err:
+        raise ValueError(f"as-of {text!r}: {err}") from None
+    clock = (hour + minute + (second or "00")) if hour else "235959"
+    return f"{year}{month}{day}{clock}"
 
 
 def left_out_of_selection(crawl_dir: str, names: Iterable[str]) -> list[tuple[str, int]]:

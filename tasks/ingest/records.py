@@ -18,7 +18,7 @@ from simweb.core.html import PAGE_TOO_DEEP, PAGE_TOO_SLOW, PageOverBudget, parse
 from simweb.core.replay import payload_digest, timestamp14
 from simweb.core.urls import normalize_url, target_uri, url_id
 from simweb.tasks.archives import ArchiveRecords, RecordEnd
-from simweb.tasks.crawl.aliases import GONE, GONE_STATUSES
+from simweb.tasks.crawl.aliases import GONE, GONE_STATUSES, REVISIT
 from simweb.tasks.ingest.parts import IngestParts, RecordPlace
 from simweb.tasks.payloads import (
     ENCODING_ERROR,
@@ -103,6 +103,7 @@ def read_archive(path: str, source: str, parts: IngestParts, start: int = 0, sto
     seen: set[str] = set()
     redirected: set[str] = set()
     gone: set[str] = set()
+    revisited: set[str] = set()
     fs, fs_path = filesystem(path)
     with fs.open(fs_path, "rb") as raw:
         records = ArchiveRecords(raw, start, stop)
@@ -133,6 +134,13 @@ def read_archive(path: str, source: str, parts: IngestParts, start: int = 0, sto
                     parts.add_alias(url, url_id(url), "", 0, GONE, status, source, offset,
                                     _record_of(record, offset, records, (url, status, "")))
                 reason = _status_reason(status)
+            elif reason == REVISIT:
+                url, refers_to = found
+                if url not in revisited:  # a capture whose payload is an earlier capture's (its digest)
+                    revisited.add(url)
+                    parts.add_alias(url, url_id(url), refers_to, url_id(refers_to), REVISIT, 200, source, offset,
+                                    _record_of(record, offset, records, (url, 200, "")))
+                reason = "revisit record"
             if reason is not None:
                 skipped[reason] += 1
         counts.format = records.format or "unknown"
@@ -159,10 +167,23 @@ def _scheme(uri: str) -> str:
     return found.group(1).lower() if found else ""
 
 
+def _revisit_of(record, records: ArchiveRecords):
+    """(REVISIT, (url, the URL it refers to)) for a revisit record of a web URL, else its skip reason."""
+    records.finish()
+    headers = record.rec_headers
+    url = normalize_url(target_uri(headers.get_header("WARC-Target-URI") or ""))
+    if url is None:
+        return "revisit record", None
+    refers_to = normalize_url(target_uri(headers.get_header("WARC-Refers-To-Target-URI") or "")) or url
+    return REVISIT, (url, refers_to)
+
+
 def _page_of(record, records: ArchiveRecords):
     """(skip reason, None); (REDIRECT, (url, status, media type, Location)) for a redirect record;
-    (GONE, (url, status)) for a 404 or 410; or (None, (url, status, media type, charset label, body))."""
+    (GONE, (url, status)) for a 404 or 410; (REVISIT, (url, refers to)) for a revisit record; or (None, (url, status, media type, charset label, body))."""
     rec_type = record.rec_type
+    if rec_type == "revisit":
+        return _revisit_of(record, records)
     if rec_type not in PAGE_RECORD_TYPES:
         records.finish()
         return f"{rec_type or 'untyped'} record", None
