@@ -25,7 +25,8 @@ __all__ = ["INGEST_FORMAT", "finish_pieces", "ingest_files", "ingest_warc", "par
 # 4: the aliases data set (redirects, canonical links, slash and index variants); pages keep
 #    their record's length, SURT key, timestamp and digest for replay.
 # 5: 404 and 410 records kept as "gone" rows of the aliases data set (a capture with no page).
-INGEST_FORMAT = 5
+# 6: revisit records kept as "revisit" rows of the aliases data set (a capture of an earlier payload).
+INGEST_FORMAT = 6
 
 # Damaged places listed per file in its FileError (the totals count them all).
 MAX_DAMAGE_LISTED = 100
