@@ -14,6 +14,7 @@ are reused. Outside a flow run (``flow.fn``) a stage is a plain call.
 from __future__ import annotations
 
 import contextlib
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -29,8 +30,16 @@ from simweb.tasks.stagecache import STAGE_RUN, StageOutput, brief_stats
 REUSED = "Reused"
 
 
-@task(name="stage", retries=0, cache_policy=NO_CACHE, persist_result=False)
-def _stage(stage: str, run: Callable[[], Any], describe: Callable[[Any], tuple[bool, dict[str, Any]]]) -> State:
+#: The work of the stage task runs in progress, by a key of this process. A task run's parameters
+#: travel with every task it submits to the cluster (Prefect's task-run context is serialised into
+#: each), so the stage's closures — which hold the flow's runner, its client and context
+#: variables, nothing a worker can unpickle or needs — are found here by the key alone.
+_WORK: dict[str, tuple[Callable[[], Any], Callable[[Any], tuple[bool, dict[str, Any]]]]] = {}
+
+
+def stage_work(stage: str, work: str) -> State:
+    """The body of a stage's task run: the work ``_WORK[work]`` registered, its figures published."""
+    run, describe = _WORK[work]
     token = STAGE_RUN.set(None)  # what the stage runs inside itself is part of it
     try:
         value = run()
@@ -41,6 +50,11 @@ def _stage(stage: str, run: Callable[[], Any], describe: Callable[[Any], tuple[b
     what = "reused: its output was found whole" if reused else "computed"
     return Completed(name=REUSED if reused else "Completed", message=f"{stage} {what}; {brief_stats(figures)}",
                      data=value)
+
+
+# The task's function is a module attribute of its own name, so that a worker (and every task a
+# stage submits to the cluster, whose context names the stage's task) unpickles it by reference.
+_stage = task(name="stage", retries=0, cache_policy=NO_CACHE, persist_result=False)(stage_work)
 
 
 def _describe_output(output: StageOutput) -> tuple[bool, dict[str, Any]]:
@@ -54,7 +68,12 @@ def as_task_run(stage: str, run: Callable[[], Any], label: str | None = None,
     if not in_flow_run():
         return run()
     name = f"{stage} ({label})" if label else stage
-    state = _stage.with_options(name=stage, task_run_name=name)(stage, run, describe)
+    work = f"{stage}-{uuid.uuid4().hex}"
+    _WORK[work] = (run, describe)
+    try:
+        state = _stage.with_options(name=stage, task_run_name=name)(stage, work)
+    finally:
+        del _WORK[work]
     return state.result() if isinstance(state, State) else state
 
 
