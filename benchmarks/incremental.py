@@ -74,14 +74,17 @@ def main(argv: list[str] | None = None) -> int:
 
     import pyarrow.parquet as pq
 
-    from simweb.flows.ingest_new_crawl import refresh_index
     from simweb.core.strategy import Strategy
+    from simweb.flows.ingest_new_crawl import refresh_index
     from simweb.tasks import incremental
     from simweb.tasks.crawl.parts import count_page_rows
     from simweb.tasks.ingest.files import ingest_files
-    from simweb.flows.chain import bags_stage, invert_stage, publish_index, signatures_stage
     from simweb.tasks.layout import crawl_folder
     from simweb.tasks.signatures import IndexParams
+    from simweb.tasks.stages.bags import bags_stage
+    from simweb.tasks.stages.invert import invert_stage
+    from simweb.tasks.stages.publish import publish_index
+    from simweb.tasks.stages.signatures import signatures_stage
 
     files = crawl_files(args.crawl)
     work = tempfile.mkdtemp(dir=args.work, prefix="simweb-incremental-")
@@ -91,9 +94,9 @@ def main(argv: list[str] | None = None) -> int:
         crawl = crawl_folder(out)
 
         def full(target: str):
-            bags = bags_stage(None, crawl, strategy, target)
-            signed = signatures_stage(None, bags, crawl, params, target)
-            return bags, publish_index(invert_stage(None, signed, params, target), target)
+            bags = bags_stage(crawl, strategy, target)
+            signed = signatures_stage(bags, crawl, params, target)
+            return bags, publish_index(invert_stage(signed, params, target), target)
 
         t = time.perf_counter()
         ingest_files(files, crawl)

@@ -114,17 +114,20 @@ def direct_build(files: list[str], out: str) -> int:
 def _direct_stages(files: list[str], out: str, params) -> int:
     from simweb.core.strategy import Strategy
     from simweb.tasks.ingest.files import ingest_files
-    from simweb.flows.chain import bags_stage, invert_stage, publish_index, signatures_stage
     from simweb.tasks.layout import crawl_folder
+    from simweb.tasks.stages.bags import bags_stage
+    from simweb.tasks.stages.invert import invert_stage
+    from simweb.tasks.stages.publish import publish_index
+    from simweb.tasks.stages.signatures import signatures_stage
 
     # 1. Ingest: WARC files -> pages + link contexts.
     stats = ingest_files(files, crawl_folder(out))
     # 2. Bags: fragments -> merge by URL -> df, weighting, normalisation.
-    bags = bags_stage(None, crawl_folder(out), Strategy(), out)
+    bags = bags_stage(crawl_folder(out), Strategy(), out)
     # 3. Signatures: m min-hashes per bag.
-    signed = signatures_stage(None, bags, crawl_folder(out), params, out)
+    signed = signatures_stage(bags, crawl_folder(out), params, out)
     # 4. Invert and publish.
-    publish_index(invert_stage(None, signed, params, out), out)
+    publish_index(invert_stage(signed, params, out), out)
     return stats.pages_written
 
 
@@ -140,7 +143,6 @@ def timed_ingest_on_cluster(files: list[str], out: str, n_workers: int) -> tuple
     from prefect import flow
 
     from simweb.flows.chain import ingest_stage
-
     from simweb.flows.cluster import dask_task_runner
 
     @flow(name="benchmark-ingest-on-cluster")
@@ -266,8 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     from distributed import LocalCluster
 
     from simweb.deployments.server import LocalPrefectServer
-    from simweb.tasks.sources import list_archive_files
     from simweb.flows.cluster import WORKER_PRELOAD
+    from simweb.tasks.sources import list_archive_files
 
     scratch = Path(tempfile.mkdtemp(prefix="simweb-bench-orchestration-"))
     try:

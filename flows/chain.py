@@ -8,40 +8,33 @@ changed strategy re-runs from the bags stage, and a run that failed in a late st
 there. The published index (``OUT/versions/<name>`` and ``OUT/CURRENT``) is switched
 atomically, so a query sees the old or the new index, never a mix. Every stage takes the
 flow's task runner (``runner``; None runs the same work in this process on Dask's local
-scheduler, as tests and benchmarks do).
+scheduler, as tests and benchmarks do). The stages after the ingest are simweb.tasks.stages',
+one module each; here they are only ordered, and given the runner's cluster.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from prefect import unmapped
 
 from simweb.core.markdown import md_block, md_code
-from simweb.core.strategy import Metric, Strategy
+from simweb.core.strategy import Strategy
 from simweb.flows.cluster import call_task, cluster_as_default, fan_out, show_progress, worker_slots
-from simweb.flows.stage_runs import as_task_run
-from simweb.tasks import index_store
 from simweb.tasks.bags.sizes import PART_MB
-from simweb.tasks.bags.stage import build_bags_stage
-from simweb.tasks.crawl.parts import crawl_identity
-from simweb.tasks.dedup import DedupParams, collapse_duplicates
-from simweb.tasks.full_disk import full_disk_error
-from simweb.tasks.incremental import epoch_started, start_epoch
-from simweb.tasks.ingest.files import finish_pieces
 from simweb.tasks.ingest.shards import plan_shards
-from simweb.tasks.ingest.stats import IngestStats, unreadable
+from simweb.tasks.ingest.stats import IngestStats
 from simweb.tasks.ingest.task import ingest_shard
-from simweb.tasks.layout import stages_folder
 from simweb.tasks.progress import track
-from simweb.tasks.signatures import IndexParams, signatures, write_index_version
-from simweb.tasks.stagecache import StageOutput, brief_stats, consume, file_identities, find, run_stage, was_consumed
-from simweb.tasks.storage import join
-
-STAGE_DEDUP = "dedup"
-STAGE_SIGNATURES = "signatures"
-STAGE_INVERT = "invert"
-STAGE_PUBLISH = "publish"
+from simweb.tasks.signatures import IndexParams
+from simweb.tasks.stagecache import StageOutput, brief_stats
+from simweb.tasks.stages.bags import IndexBags, bags_stage
+from simweb.tasks.stages.dedup import dedup_stage
+from simweb.tasks.stages.ingest import ingested, large_files
+from simweb.tasks.stages.invert import invert_stage
+from simweb.tasks.stages.publish import publish_stage
+from simweb.tasks.stages.signatures import signatures_stage, signed
 
 
 @dataclass(frozen=True)
@@ -124,159 +117,28 @@ def ingest_stage(runner, files: list[str], out: str, io_retries: int = 3) -> Ing
                                         "out": unmapped(out), "io_retries": unmapped(io_retries)})
     pieces = [item for shard in shards for item in shard if item.n > 1]
     show_progress(futures, "ingest", f"shards of {len(files)} WARC file(s)" + (
-        f" ({len(pieces)} pieces of {_files(len({item.path for item in pieces}))})" if pieces else ""))
-    results: list[IngestStats] = []
-    cut: dict[str, list[IngestStats]] = {}
-    for shard, future in zip(shards, futures):
-        outcome = future.result(raise_on_failure=False)
-        if full_disk_error(outcome) is not None:  # the output's disk, not the files: the stage stops
-            raise full_disk_error(outcome)
-        if not isinstance(outcome, list):  # the worker running the shard was lost: say so for each of its files
-            outcome = [unreadable(item.path, f"not ingested: its task failed: {_reason(outcome)}") for item in shard]
-        for item, stats in zip(shard, outcome):
-            if item.n == 1:
-                results.append(stats)
-            else:
-                cut.setdefault(item.path, []).append(stats)
-    for path, pieces_read in cut.items():
-        results.append(_finish_pieces(path, out, pieces_read))
-    return IngestStats.total(results)
+        f" ({len(pieces)} pieces of {large_files(len({item.path for item in pieces}))})" if pieces else ""))
+    return ingested(shards, [future.result(raise_on_failure=False) for future in futures], out)
 
 
-def _files(n: int) -> str:
-    return f"{n} large file{'s' if n != 1 else ''}"
+def bags_on(runner, crawl: str, strategy: Strategy, out: str, partitions: int | None = None,
+            verify: bool = False, part_mb: int = PART_MB) -> Callable[[bool], StageOutput]:
+    """``run(reuse_consumed)`` of the bags stage (simweb.tasks.stages.bags) on the flow's runner:
+    its sub-stages run from this process, each a task run of its own in a flow run
+    (simweb.flows.stage_runs), their parts on the flow's cluster — or, without a runner, on
+    Dask's local scheduler. On a cluster of one worker thread the parts are computed here, one
+    after another, as the scheduler would have it do anyway, without a round trip through the
+    scheduler for each part."""
 
+    def run(reuse_consumed: bool = False) -> StageOutput:
+        if runner is not None and worker_slots(runner) == 1:
+            return bags_stage(crawl, strategy, out, partitions, scheduler="sync", verify=verify, part_mb=part_mb,
+                              reuse_consumed=reuse_consumed)
+        with cluster_as_default(runner):  # the parts go to the flow's workers
+            return bags_stage(crawl, strategy, out, partitions, verify=verify, part_mb=part_mb,
+                              reuse_consumed=reuse_consumed)
 
-def _finish_pieces(path: str, out: str, pieces: list[IngestStats]) -> IngestStats:
-    """The stats of a file read in pieces: the file's, once every piece is in; else the file
-    is unreadable, for the reasons its pieces gave."""
-    unchanged = [stats for stats in pieces if stats.files_unchanged]
-    if unchanged:  # ingested whole before: its first piece says so, the others read nothing
-        return unchanged[0]
-    failed = [error.reason for stats in pieces if not stats.parts for error in stats.file_errors]
-    part = next((name for stats in pieces for name in stats.parts), None)
-    try:
-        done = None if failed or part is None else finish_pieces(path, out, len(pieces), part)
-    except OSError as exc:
-        if full_disk_error(exc) is not None:
-            raise
-        return unreadable(path, f"could not be read: {type(exc).__name__}: {exc}")
-    if done is None:
-        return unreadable(path, f"not ingested: a piece of it could not be read: {failed[0] if failed else 'missing'}")
-    return done
-
-
-def _reason(outcome: object) -> str:
-    if isinstance(outcome, BaseException):
-        return f"{type(outcome).__name__}: {outcome}"
-    return str(outcome)
-
-
-def dedup_stage(crawl: str, out: str, params: DedupParams = DedupParams(), verify: bool = False) -> StageOutput:
-    """The optional dedup stage (strategy option ``dedup``): the crawl's pages and links with each
-    near-duplicate cluster collapsed to one representative that gathers the copies' inlinks
-    (simweb.tasks.dedup.collapse_duplicates). Its output folder is read like a crawl by the later stages."""
-    inputs = crawl_identity(crawl)
-
-    def compute(tmp: str) -> dict[str, Any]:
-        return collapse_duplicates(crawl, tmp, params)
-
-    return run_stage(stages_folder(out), STAGE_DEDUP, inputs, params, compute, verify=verify)
-
-
-def bags_stage(runner, crawl: str, strategy: Strategy, out: str, partitions: int | None = None,
-               verify: bool = False, part_mb: int = PART_MB, reuse_consumed: bool = False) -> StageOutput:
-    """The bags stage (Section 6.1): its sub-stages (fragments, merge, weighting) run from this
-    process, each a task run of its own in a flow run (simweb.flows.stage_runs), their parts on
-    the flow's cluster — or, without a runner, on Dask's local scheduler.
-
-    On a cluster of one worker thread the parts are computed here, one after another, as the
-    scheduler would have it do anyway, without a round trip through the scheduler for each
-    part. ``part_mb`` bounds each of its tasks' working memory (simweb.tasks.bags.sizes.PartSize).
-    ``reuse_consumed``: see simweb.tasks.bags.stage.build_bags_stage.
-    """
-    if runner is not None and worker_slots(runner) == 1:
-        return build_bags_stage(crawl, strategy, stages_folder(out), partitions, scheduler="sync", verify=verify,
-                                part_mb=part_mb, reuse_consumed=reuse_consumed)
-    with cluster_as_default(runner):  # the parts go to the flow's workers
-        return build_bags_stage(crawl, strategy, stages_folder(out), partitions, verify=verify, part_mb=part_mb,
-                                reuse_consumed=reuse_consumed)
-
-
-def _signatures_key(bags: StageOutput, crawl: str, params: IndexParams, directory: str | None,
-                    metric: Metric) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The inputs and parameters the signatures stage's output is keyed on."""
-    inputs: dict[str, Any] = {"bags": bags, "crawl": crawl_identity(crawl)}
-    if directory:
-        inputs["directory"] = file_identities([directory])
-    # The index format its files are written in (a signed folder of another format is not reused).
-    stage_params: dict[str, Any] = {"minhash": params.minhash().to_dict(), "index_format": index_store.FORMAT_VERSION}
-    if metric is not Metric.JACCARD:
-        stage_params["metric"] = metric.value
-    return inputs, stage_params
-
-
-def signatures_stage(runner, bags: StageOutput, crawl: str, params: IndexParams, out: str,
-                     directory: str | None = None, verify: bool = False, metric: Metric = Metric.JACCARD) -> StageOutput:
-    """m min-hash signatures per bag into H with the url ↔ doc map (Section 6.2); ``metric``
-    (the strategy's) is how the index's queries order what the signatures find."""
-    inputs, stage_params = _signatures_key(bags, crawl, params, directory, metric)
-
-    def compute(tmp: str) -> dict[str, Any]:
-        # On a cluster, two signing tasks a worker thread, each a shard of the parts: a task run
-        # per part cost about as much orchestration as signing the part (~0.3 s at 100k pages).
-        return signatures(bags.path, tmp, params.minhash(), pages=join(crawl, "pages"), links=join(crawl, "links"),
-                          directory=directory, fan_out=None if runner is None else fan_out(runner),
-                          metric=metric.value, tasks=None if runner is None else 2 * worker_slots(runner))
-
-    return run_stage(stages_folder(out), STAGE_SIGNATURES, inputs, stage_params, compute, verify=verify)
-
-
-def invert_stage(runner, signed: StageOutput, params: IndexParams, out: str, verify: bool = False) -> StageOutput:
-    """I: for each position j, the documents sharing each signature value (Section 6.2)."""
-
-    def compute(tmp: str) -> dict[str, Any]:
-        return write_index_version(signed.path, tmp, min_in_degree=params.min_in_degree,
-                      fan_out=None if runner is None else fan_out(runner))
-
-    return run_stage(stages_folder(out), STAGE_INVERT, {"signed": signed},
-                     {"min_in_degree": params.min_in_degree}, compute, verify=verify)
-
-
-def publish_stage(version: StageOutput, out: str, verify: bool = False) -> str:
-    """:func:`publish_index` as the stage ``publish`` (a task run of its own in a flow run,
-    *Reused* when the version was live already); the live version folder."""
-    before = _live(out)
-
-    def describe(live: str) -> tuple[bool, dict[str, Any]]:
-        return live == before, {"version": live, "index": out}
-
-    return as_task_run(STAGE_PUBLISH, lambda: publish_index(version, out, verify), describe=describe)
-
-
-def _live(out: str) -> str | None:
-    try:
-        return index_store.resolve(out)
-    except (FileNotFoundError, index_store.IndexFormatError):
-        return None
-
-
-def publish_index(version: StageOutput, out: str, verify: bool = False) -> str:
-    """Switch the index at ``out`` to ``version`` atomically; returns the live version folder.
-
-    A version whose manifest equals the live one's is not published again, so re-running a
-    finished build changes nothing — unless the live copy is damaged (its files' sizes, and
-    with ``verify`` their SHA-256, against its manifest): then it is published anew.
-    """
-    current = _live(out)
-    try:
-        live = index_store.read_manifest(current) if current is not None else None
-    except index_store.IndexFormatError:  # of an earlier format: the new version replaces it
-        live = None
-    if live is not None and live == index_store.read_manifest(version.path) \
-            and not index_store.damage(current, digests=verify):
-        return current
-    return index_store.publish(version.path, out)
+    return run
 
 
 # ---------------------------------------------------------------------------------------------
@@ -336,33 +198,28 @@ def index_chain(runner, crawl: str, out: str, strategy: Strategy, params: IndexP
         # Dedup (beyond the paper, strategy option): one page per near-duplicate cluster.
         stages["dedup"] = dedup_stage(crawl, out, verify=verify)
         bag_crawl = stages["dedup"].path
-    # Bags (Section 6.1): fragments -> merge by URL -> df, NMDF weighting, normalise. Once an
-    # index has signed them the bags are consumed (the index keeps its own copy, in document
-    # order): a later build that finds its signatures needs only their key, and one that must
-    # sign again (another m, seed or directory) weighs them again from the merge.
-    consumable = until == "index" and strategy.shares is None
-    bags = stages["bags"] = bags_stage(runner, bag_crawl, strategy, out, partitions, verify, part_mb,
-                                       reuse_consumed=consumable)
+    # Bags (Section 6.1): fragments -> merge by URL -> df, NMDF weighting, normalise; bags an
+    # earlier build consumed once it had signed them are weighed again only where they are read.
+    bags = IndexBags(bags_on(runner, bag_crawl, strategy, out, partitions, verify, part_mb), strategy,
+                     consumable=until == "index" and strategy.shares is None)
+    stages["bags"] = bags.output
     if until == "bags":
         return ChainResult(stages, None)
-    if not bags.stats.get("entries"):  # every bag empty: an index of nothing is not published
-        raise NothingToIndex(strategy, bags.stats)
-    if was_consumed(bags) and find(stages_folder(out), STAGE_SIGNATURES,
-                                   *_signatures_key(bags, bag_crawl, params, directory, strategy.metric),
-                                   verify=verify) is None:
-        bags = stages["bags"] = bags_stage(runner, bag_crawl, strategy, out, partitions, verify, part_mb)
-    # Signatures (Section 6.2): m min-hashes per bag -> H and the url <-> doc map.
-    signed = stages["signatures"] = signatures_stage(runner, bags, bag_crawl, params, out, directory, verify,
-                                                     metric=strategy.metric)
+    if not bags.output.stats.get("entries"):  # every bag empty: an index of nothing is not published
+        raise NothingToIndex(strategy, bags.output.stats)
+    stages["bags"] = bags.to_sign(lambda b: signed(b, bag_crawl, params, out, directory, strategy.metric, verify))
+    # Signatures (Section 6.2): m min-hashes per bag -> H and the url <-> doc map. On a cluster, two
+    # signing tasks a worker thread, each a shard of the parts: a task run per part cost about as
+    # much orchestration as signing the part (~0.3 s at 100k pages).
+    signed_bags = stages["signatures"] = signatures_stage(
+        stages["bags"], bag_crawl, params, out, directory, verify, strategy.metric,
+        fan_out=None if runner is None else fan_out(runner), tasks=None if runner is None else 2 * worker_slots(runner))
     # Invert (Section 6.2): H -> I, leaving low in-degree URLs out (Section 7.1).
-    inverted = stages["invert"] = invert_stage(runner, signed, params, out, verify)
+    inverted = stages["invert"] = invert_stage(signed_bags, params, out, verify,
+                                               fan_out=None if runner is None else fan_out(runner))
     # Publish: queries switch to the new index atomically; its df starts an epoch for
     # incremental updates (simweb.tasks.incremental).
     live = publish_stage(inverted, out, verify)
-    if strategy.shares is None:  # shared bags have one df per source: they are rebuilt in full
-        if was_consumed(bags) and not epoch_started(out, bags):  # the epoch's df comes from the bags
-            bags = stages["bags"] = bags_stage(runner, bag_crawl, strategy, out, partitions, verify, part_mb)
-        start_epoch(out, bags, params)
-    if consumable:
-        consume(bags)
+    stages["bags"] = bags.start_epoch(out, params)
+    bags.release()
     return ChainResult(stages, live)

@@ -83,7 +83,7 @@ def stage_task_runs() -> Iterator[None]:
     if not in_flow_run():
         yield
         return
-    token = STAGE_RUN.set(lambda stage, label, run: as_task_run(stage, run, label))
+    token = STAGE_RUN.set(lambda stage, label, run, describe=_describe_output: as_task_run(stage, run, label, describe))
     try:
         yield
     finally:

@@ -174,10 +174,10 @@ def lookup(root: str, stage: str, key: str) -> str | None:
 
 
 #: How a stage's run is wrapped, when something wraps it: simweb.flows.stage_runs makes each a
-#: Prefect task run of its own inside a flow run, ``wrap(stage, label, run) -> run()``. Unset,
+#: Prefect task run of its own inside a flow run, ``wrap(stage, label, run[, describe]) -> run()``
+#: (``describe(value)`` gives (reused?, figures) of a run whose value is no StageOutput). Unset,
 #: a stage runs as a plain call.
-STAGE_RUN: ContextVar[Callable[[str, str | None, Callable[[], StageOutput]], StageOutput] | None] = \
-    ContextVar("simweb_stage_run", default=None)
+STAGE_RUN: ContextVar[Callable[..., Any] | None] = ContextVar("simweb_stage_run", default=None)
 
 
 def announce_reused(stage: str, output: StageOutput) -> StageOutput:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from simweb.tasks import index_store, stagecache
 from simweb.tasks.crawl.parts import part_files
 from simweb.tasks.layout import crawl_folder, stages_folder
+from simweb.tasks.stages.publish import live_version
 from simweb.tasks.storage import file_problems, filesystem, join, read_text, remove
 
 #: Stages whose output folder holds a complete index version (under ``version/`` for an update).
@@ -40,7 +41,7 @@ def audit(out: str, *, digests: bool = True) -> tuple[list[Damage], int]:
     root = index_store.local_dir(out)
     found: list[Damage] = []
     checked = 0
-    live = _live(root)
+    live = live_version(root)
     versions = os.path.join(root, index_store.VERSIONS)
     for name in sorted(os.listdir(versions)) if os.path.isdir(versions) else []:
         path = os.path.join(versions, name)
@@ -91,13 +92,6 @@ def repair(out: str, damaged: list[Damage]) -> list[str]:
                 actions.append(f"published {index_store.publish(source, root)} from {source}")
                 shutil.rmtree(item.path, ignore_errors=True)  # no longer live; readers keep their open files
     return actions
-
-
-def _live(root: str) -> str | None:
-    try:
-        return index_store.resolve(root)
-    except (FileNotFoundError, index_store.IndexFormatError):
-        return None
 
 
 def _intact_source(root: str, version: str, damaged: set[str]) -> str | None:

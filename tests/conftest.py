@@ -172,20 +172,23 @@ def build_in_process():
     def build(crawl, out, *, strategy=None, m: int = 80, seed: int = 1, min_in_degree: int | None = 3,
               directory: str | None = None) -> str:
         from simweb.core.strategy import Strategy
-        from simweb.flows.chain import bags_stage, invert_stage, publish_index, signatures_stage
         from simweb.tasks.ingest.files import ingest_files
-        from simweb.tasks.sources import list_archive_files
         from simweb.tasks.layout import crawl_folder
         from simweb.tasks.signatures import IndexParams
+        from simweb.tasks.sources import list_archive_files
+        from simweb.tasks.stages.bags import bags_stage
+        from simweb.tasks.stages.invert import invert_stage
+        from simweb.tasks.stages.publish import publish_index
+        from simweb.tasks.stages.signatures import signatures_stage
 
         out = str(out)
         crawl = [str(c) for c in crawl] if isinstance(crawl, (list, tuple)) else str(crawl)
         params = IndexParams(m=m, seed=seed, min_in_degree=min_in_degree)
         strategy = strategy or Strategy()
         ingest_files(list_archive_files(crawl), crawl_folder(out))
-        bags = bags_stage(None, crawl_folder(out), strategy, out)
-        signed = signatures_stage(None, bags, crawl_folder(out), params, out, directory, metric=strategy.metric)
-        return publish_index(invert_stage(None, signed, params, out), out)
+        bags = bags_stage(crawl_folder(out), strategy, out)
+        signed = signatures_stage(bags, crawl_folder(out), params, out, directory, metric=strategy.metric)
+        return publish_index(invert_stage(signed, params, out), out)
 
     return build
 

@@ -67,10 +67,12 @@ def arm(point: str) -> None:
 
     stagecache.run_stage = run_stage_and_die
     # The stages imported run_stage by name: point them at the armed one too.
-    import simweb.flows.chain as chain
     import simweb.tasks.bags.stage as bags
+    import simweb.tasks.stages.dedup as dedup
+    import simweb.tasks.stages.invert as invert
+    import simweb.tasks.stages.signatures as signatures
 
-    chain.run_stage = bags.run_stage = run_stage_and_die
+    bags.run_stage = dedup.run_stage = invert.run_stage = signatures.run_stage = run_stage_and_die
 
 
 def build(out: str) -> str:

@@ -162,7 +162,9 @@ def _documents(version: str) -> dict[str, tuple]:
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(files=st.lists(file_st, min_size=2, max_size=4), data=st.data())
 def test_any_arrival_order_and_split_gives_the_full_builds_bags_and_signatures(tmp_path_factory, files, data):
-    from simweb.flows.chain import invert_stage, publish_index, signatures_stage
+    from simweb.tasks.stages.invert import invert_stage
+    from simweb.tasks.stages.publish import publish_index
+    from simweb.tasks.stages.signatures import signatures_stage
     from simweb.tasks.bags.stage import build_bags_stage
     from simweb.tasks.incremental import read_epoch
     from simweb.tasks.layout import crawl_folder, stages_folder
@@ -185,7 +187,7 @@ def test_any_arrival_order_and_split_gives_the_full_builds_bags_and_signatures(t
     crawl, ref = crawl_folder(str(out)), str(root / "reference")
     params = IndexParams(min_in_degree=None)
     bags = build_bags_stage(crawl, Strategy(), stages_folder(ref), df_snapshot=read_epoch(str(out)).snapshot())
-    live = publish_index(invert_stage(None, signatures_stage(None, bags, crawl, params, ref), params, ref), ref)
+    live = publish_index(invert_stage(signatures_stage(bags, crawl, params, ref), params, ref), ref)
     assert _documents(store.resolve(str(out))) == _documents(live)
 
 

@@ -17,9 +17,13 @@ from simweb.core.strategy import Strategy, StrategyError
 from simweb.core.urls import url_id
 from simweb.tasks.dedup import collapse_duplicates
 from simweb.tasks.ingest.files import ingest_files
-from simweb.flows.chain import bags_stage, dedup_stage, invert_stage, publish_index, signatures_stage
 from simweb.tasks.layout import crawl_folder
 from simweb.tasks.signatures import IndexParams
+from simweb.tasks.stages.bags import bags_stage
+from simweb.tasks.stages.dedup import dedup_stage
+from simweb.tasks.stages.invert import invert_stage
+from simweb.tasks.stages.publish import publish_index
+from simweb.tasks.stages.signatures import signatures_stage
 from simweb.tasks.storage import join, read_parquet
 
 # The server answers its own host names only (simweb.guard); TestClient's default Host is 'testserver'.
@@ -115,9 +119,9 @@ def _build(crawl: str, out: str, strategy: Strategy) -> tuple[str, dict]:
         deduped = dedup_stage(crawl, out)
         stages["dedup"] = deduped
         bag_crawl = deduped.path
-    bags = stages["bags"] = bags_stage(None, bag_crawl, strategy, out)
-    signed = signatures_stage(None, bags, bag_crawl, params, out)
-    return publish_index(invert_stage(None, signed, params, out), out), stages
+    bags = stages["bags"] = bags_stage(bag_crawl, strategy, out)
+    signed = signatures_stage(bags, bag_crawl, params, out)
+    return publish_index(invert_stage(signed, params, out), out), stages
 
 
 def _bags(path: str) -> dict[str, dict[str, float]]:
@@ -212,8 +216,8 @@ def test_http_api_and_page_leave_out_copies(crawl, tmp_path):
 
 def test_a_refresh_of_a_dedup_index_collapses_copies_too(crawl, tmp_path):
     """ingest-new-crawl's full re-weight (here: no epoch yet) runs the dedup stage as build-index does."""
-    from simweb.flows.ingest_new_crawl import refresh_index
     from simweb.api import open_index
+    from simweb.flows.ingest_new_crawl import refresh_index
 
     strategy = Strategy.parse("anchor:8,nostem,nodist,none,dedup")
     out = str(tmp_path / "index")

@@ -13,16 +13,19 @@ import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from simweb.flows.ingest_new_crawl import refresh_index
-from simweb.core.strategy import Strategy
 from simweb.api import open_index
+from simweb.core.strategy import Strategy
+from simweb.flows.ingest_new_crawl import refresh_index
 from simweb.tasks import incremental
 from simweb.tasks import index_store as store
 from simweb.tasks.bags.stage import build_bags_stage
 from simweb.tasks.ingest.files import ingest_files
-from simweb.flows.chain import bags_stage, invert_stage, publish_index, signatures_stage
 from simweb.tasks.layout import crawl_folder, stages_folder
 from simweb.tasks.signatures import IndexParams
+from simweb.tasks.stages.bags import bags_stage
+from simweb.tasks.stages.invert import invert_stage
+from simweb.tasks.stages.publish import publish_index
+from simweb.tasks.stages.signatures import signatures_stage
 
 TARGETS = ["http://www.uraharajuku.st/", "http://www.uraharajuku.st/shop/basket.html",
            "http://www.uraharajuku.st/html/mainm.html"]
@@ -44,10 +47,10 @@ def _write_new_warc(path) -> None:
 
 
 def _full_build(crawl: str, out: str, df_snapshot=None):
-    bags = (bags_stage(None, crawl, STRATEGY, out) if df_snapshot is None
+    bags = (bags_stage(crawl, STRATEGY, out) if df_snapshot is None
             else build_bags_stage(crawl, STRATEGY, stages_folder(out), df_snapshot=df_snapshot))
-    signed = signatures_stage(None, bags, crawl, PARAMS, out)
-    return bags, publish_index(invert_stage(None, signed, PARAMS, out), out)
+    signed = signatures_stage(bags, crawl, PARAMS, out)
+    return bags, publish_index(invert_stage(signed, PARAMS, out), out)
 
 
 @pytest.fixture(scope="module")
