@@ -62,9 +62,11 @@ import re
 import threading
 from array import array
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import and_, attrgetter, is_not, methodcaller, not_
+from typing import NamedTuple
 
 import numpy as np
 
@@ -214,9 +216,9 @@ def parse_page(html: str | bytes, url: str, skipped: Counter[str] | None = None,
 def _parse(html: str | bytes, url: str, skipped: Counter[str], limits: PageLimits,
            drop_marker_characters: bool = False) -> ParsedPage | None:
     """The page, or None when the text does not hold exactly the markers that were inserted."""
-    tree = _tree(html, limits)
+    tree = WALK.tree(html, limits)
     head = tree.head
-    title_in_head, head_links = _head(head) if head is not None else (None, ())
+    title_in_head, head_links = WALK.head(head) if head is not None else (None, ())
     title = _title(tree, title_in_head)
     title_words = tuple(tokenize(title))
     base = _base_url(tree, url, html)
@@ -228,7 +230,7 @@ def _parse(html: str | bytes, url: str, skipped: Counter[str], limits: PageLimit
     if drop_marker_characters:
         targets, text, inserted = _marked_text_python(body, base, skipped, limits.depth, drop_marker_characters=True)
     else:
-        targets, text, inserted = _marked_text(body, base, skipped, limits.depth)
+        targets, text, inserted = WALK.marked_text(body, base, skipped, limits.depth)
     words, kinds, before, markers = _scan_text(clean_text(text))
     if markers != inserted:
         return None
@@ -714,5 +716,19 @@ def _right_lengths(cuts: np.ndarray, ends: np.ndarray, edges: np.ndarray) -> tup
 _WALK_CLASSES = _walk_classes()
 _TEXT_TAG = LexborHTMLParser("<p>x</p>").css_first("p").child.tag_id
 _TITLE_TAG, _LINK_TAG = _tag_ids(("title", "link")).values()
-_marked_text, _head, _tree = ((_marked_text_c, _head_c, _tree_c) if _bind_walk()
-                              else (_marked_text_python, _head_python, _tree_python))
+
+
+class Walk(NamedTuple):
+    """One way of reading a page (:func:`parse_page`): its tree, its head, and its text marked
+    with its links; every way gives the same page."""
+
+    tree: Callable[[str | bytes, PageLimits], LexborHTMLParser]
+    head: Callable[[LexborNode], tuple[str | None, list[tuple[str, str]]]]
+    marked_text: Callable[..., tuple]
+
+
+PYTHON_WALK = Walk(_tree_python, _head_python, _marked_text_python)
+C_WALK = Walk(_tree_c, _head_c, _marked_text_c)
+#: The way parse_page reads pages: in C where simcore/_walk.c is built and bound to the selectolax
+#: in use (:func:`_bind_walk`), else in Python.
+WALK = C_WALK if _bind_walk() else PYTHON_WALK

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -36,19 +37,24 @@ from simweb.core.bag_matrix import BagMatrix
 from simweb.core.strategy import Metric
 
 __all__ = [
-    "EmbeddedSimilarity", "ExactRows", "cosine", "exact_pairs", "jaccard", "jaccard_to_many", "overlap",
+    "Blocks", "EmbeddedSimilarity", "ExactRows", "cosine", "exact_pairs", "jaccard", "jaccard_to_many", "overlap",
     "shared_terms", "similarity",
 ]
 
-# Triples expanded per block (≈ 50 bytes of temporaries each); 1M measured fastest (cache-sized blocks).
-_TRIPLE_BUDGET = 1_000_000
-# Dense result cells per block (× 8 bytes).
-_BLOCK_CELLS = 4_000_000
-# A term in more than this fraction of the bags is handled by the dense outer minimum.
-_HEAVY_FRACTION = 0.25
-# For cosine a dense (BLAS) product is cheap per cell, so far more terms go dense (measured on
-# 10,000 synthetic anchor bags: 2% halves the time of 25%).
-_COSINE_DENSE_FRACTION = 0.02
+@dataclass(frozen=True, slots=True)
+class Blocks:
+    """How the all-pairs kernels cut their work: any values give the same similarities (up to
+    the rounding of sums taken in another grouping); the defaults were measured fastest."""
+
+    #: Triples expanded per block (≈ 50 bytes of temporaries each); 1M measured fastest (cache-sized blocks).
+    triple_budget: int = 1_000_000
+    #: Dense result cells per block (× 8 bytes).
+    block_cells: int = 4_000_000
+    #: A term in more than this fraction of the bags is handled by the dense outer minimum.
+    heavy_fraction: float = 0.25
+    #: For cosine a dense (BLAS) product is cheap per cell, so far more terms go dense (measured
+    #: on 10,000 synthetic anchor bags: 2% halves the time of 25%).
+    cosine_dense_fraction: float = 0.02
 
 
 def jaccard(a: Mapping[str, float], b: Mapping[str, float]) -> float:
@@ -108,20 +114,21 @@ def shared_terms(a: Mapping[str, float], b: Mapping[str, float], k: int = 10) ->
 
 
 def exact_pairs(bags: BagMatrix, metric: Metric | str = Metric.JACCARD, ids: Iterable[int] | None = None, *,
-                dense: bool = True) -> np.ndarray | sp.csr_matrix:
+                dense: bool = True, blocks: Blocks = Blocks()) -> np.ndarray | sp.csr_matrix:
     """The exact similarity of every pair of bags (Section 4) as an n × n matrix.
 
     ``ids`` are URL ids (rows of the result in that order; each must have a bag), or None for
     every bag in ``bags``. ``dense=False`` returns a CSR matrix holding the non-zero
     similarities only (useful when most pairs are orthogonal, as with link-id bags).
-    The diagonal is 1 for every non-empty bag (overlap: the bag's total weight).
+    The diagonal is 1 for every non-empty bag (overlap: the bag's total weight). ``blocks``
+    cuts the work (:class:`Blocks`).
     """
     metric = Metric(metric)
     csr = _weights(bags, ids)
     if metric is Metric.OVERLAP:
-        result = _min_sums(csr)
+        result = _min_sums(csr, blocks)
         return result if dense else sp.csr_matrix(result)
-    result = _cosine(csr) if metric is Metric.COSINE else _jaccard(csr)
+    result = _cosine(csr, blocks) if metric is Metric.COSINE else _jaccard(csr, blocks)
     # A bag is identical to itself: exactly 1, not 1 up to rounding (empty bags stay 0).
     result[np.diag_indices(result.shape[0])] = (np.diff(csr.indptr) > 0).astype(np.float64)
     return result if dense else sp.csr_matrix(result)
@@ -154,8 +161,10 @@ class ExactRows:
     triangle exact_pairs fills and mirrors, in exchange for memory of one block).
     """
 
-    def __init__(self, bags: BagMatrix, metric: Metric | str = Metric.JACCARD, ids: Iterable[int] | None = None) -> None:
+    def __init__(self, bags: BagMatrix, metric: Metric | str = Metric.JACCARD, ids: Iterable[int] | None = None,
+                 blocks: Blocks = Blocks()) -> None:
         self.metric = Metric(metric)
+        self._triple_budget = blocks.triple_budget
         csr = _weights(bags, ids)
         n = csr.shape[0]
         self.shape = (n, n)
@@ -164,11 +173,11 @@ class ExactRows:
             norms = np.sqrt(np.asarray(csr.multiply(csr).sum(axis=1)).ravel())
             scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
             csr = sp.csr_matrix(sp.diags(scale) @ csr)
-            heavy = np.diff(csr.tocsc().indptr) > max(2, _COSINE_DENSE_FRACTION * n)
+            heavy = np.diff(csr.tocsc().indptr) > max(2, blocks.cosine_dense_fraction * n)
         else:
             csr.sort_indices()
             self._sums = np.asarray(csr.sum(axis=1)).ravel()
-            heavy = np.diff(csr.tocsc().indptr) > max(2, _HEAVY_FRACTION * n)
+            heavy = np.diff(csr.tocsc().indptr) > max(2, blocks.heavy_fraction * n)
         self._heavy = csr[:, np.flatnonzero(heavy)].toarray() if heavy.any() else np.zeros((n, 0))
         self._light = csr[:, np.flatnonzero(~heavy)].tocsr() if heavy.any() else csr
         self._light.sort_indices()
@@ -217,7 +226,7 @@ class ExactRows:
         e0 = 0
         while e0 < cols.size:
             base = cum[e0 - 1] if e0 else 0
-            e1 = max(e0 + 1, int(np.searchsorted(cum, base + _TRIPLE_BUDGET, side="right")))
+            e1 = max(e0 + 1, int(np.searchsorted(cum, base + self._triple_budget, side="right")))
             c = count[e0:e1]
             total = int(c.sum())
             if total:
@@ -265,20 +274,20 @@ class EmbeddedSimilarity:
         return out
 
 
-def _cosine(csr: sp.csr_matrix) -> np.ndarray:
+def _cosine(csr: sp.csr_matrix, blocks: Blocks) -> np.ndarray:
     """Dot products of the L2-normalised rows: heavy terms by a dense product, the rest sparse, by row blocks."""
     n = csr.shape[0]
     norms = np.sqrt(np.asarray(csr.multiply(csr).sum(axis=1)).ravel())
     scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
     unit = sp.csr_matrix(sp.diags(scale) @ csr)
-    heavy = np.diff(unit.tocsc().indptr) > max(2, _COSINE_DENSE_FRACTION * n)
+    heavy = np.diff(unit.tocsc().indptr) > max(2, blocks.cosine_dense_fraction * n)
     if heavy.any():
         dense = unit[:, np.flatnonzero(heavy)].toarray()
         out = dense @ dense.T
         unit = unit[:, np.flatnonzero(~heavy)].tocsr()
     else:
         out = np.zeros((n, n))
-    step = max(1, _BLOCK_CELLS // max(n, 1))
+    step = max(1, blocks.block_cells // max(n, 1))
     transposed = unit.T.tocsc()
     for r0 in range(0, n, step):
         r1 = min(n, r0 + step)
@@ -287,12 +296,12 @@ def _cosine(csr: sp.csr_matrix) -> np.ndarray:
     return out
 
 
-def _jaccard(csr: sp.csr_matrix) -> np.ndarray:
+def _jaccard(csr: sp.csr_matrix, blocks: Blocks) -> np.ndarray:
     n = csr.shape[0]
     sums = np.asarray(csr.sum(axis=1)).ravel()
-    inter = _min_sums(csr)
+    inter = _min_sums(csr, blocks)
     # Jaccard in place, block by block: Σmin / (|A| + |B| − Σmin).
-    step = max(1, _BLOCK_CELLS // max(n, 1))
+    step = max(1, blocks.block_cells // max(n, 1))
     for r0 in range(0, n, step):
         r1 = min(n, r0 + step)
         block = inter[r0:r1]
@@ -303,7 +312,7 @@ def _jaccard(csr: sp.csr_matrix) -> np.ndarray:
     return inter
 
 
-def _min_sums(csr: sp.csr_matrix) -> np.ndarray:
+def _min_sums(csr: sp.csr_matrix, blocks: Blocks) -> np.ndarray:
     """S[i, j] = Σ_t min(A_it, A_jt) for every pair, by inversion over the terms' postings."""
     n, v = csr.shape
     out = np.zeros((n, n), dtype=np.float64)
@@ -311,15 +320,15 @@ def _min_sums(csr: sp.csr_matrix) -> np.ndarray:
         return out
     csr.sort_indices()
     postings = np.diff(csr.tocsc().indptr)
-    heavy = postings > max(2, _HEAVY_FRACTION * n)
+    heavy = postings > max(2, blocks.heavy_fraction * n)
     light_cols = np.flatnonzero(~heavy)
     heavy_cols = np.flatnonzero(heavy)
 
     light = csr[:, light_cols].tocsr() if heavy_cols.size else csr
-    _add_light(light, out)
+    _add_light(light, out, blocks)
     if heavy_cols.size:
         dense_heavy = csr[:, heavy_cols].toarray()  # n × h
-        _add_heavy(dense_heavy, out)
+        _add_heavy(dense_heavy, out, blocks)
     # Only the upper triangle (with the diagonal from the heavy terms) was filled: mirror it.
     _mirror_upper(out)
     diag = np.asarray(csr.sum(axis=1)).ravel()
@@ -327,7 +336,7 @@ def _min_sums(csr: sp.csr_matrix) -> np.ndarray:
     return out
 
 
-def _add_light(csr: sp.csr_matrix, out: np.ndarray) -> None:
+def _add_light(csr: sp.csr_matrix, out: np.ndarray, blocks: Blocks) -> None:
     """Add min(A_it, A_jt) for i < j over the columns of ``csr`` into ``out`` (upper triangle)."""
     n = csr.shape[0]
     if csr.nnz == 0:
@@ -353,11 +362,11 @@ def _add_light(csr: sp.csr_matrix, out: np.ndarray) -> None:
     row_cost = np.bincount(rows, weights=count, minlength=n)
     cum = np.cumsum(row_cost)
     entry_ptr = csr.indptr.astype(np.int64)
-    max_rows = max(1, _BLOCK_CELLS // n)
+    max_rows = max(1, blocks.block_cells // n)
     r0 = 0
     while r0 < n:
         base = cum[r0 - 1] if r0 else 0.0
-        r1 = int(np.searchsorted(cum, base + _TRIPLE_BUDGET, side="right"))
+        r1 = int(np.searchsorted(cum, base + blocks.triple_budget, side="right"))
         r1 = min(n, r0 + max_rows, max(r0 + 1, r1))
         e0, e1 = entry_ptr[r0], entry_ptr[r1]
         c = count[e0:e1]
@@ -373,10 +382,10 @@ def _add_light(csr: sp.csr_matrix, out: np.ndarray) -> None:
         r0 = r1
 
 
-def _add_heavy(dense: np.ndarray, out: np.ndarray) -> None:
+def _add_heavy(dense: np.ndarray, out: np.ndarray, blocks: Blocks) -> None:
     """Add min(A_it, A_jt) for j ≥ i over the dense columns of ``dense`` into ``out``."""
     n, h = dense.shape
-    step = max(1, _BLOCK_CELLS // max(n, 1))
+    step = max(1, blocks.block_cells // max(n, 1))
     columns = np.ascontiguousarray(dense.T)  # h × n
     tmp = np.empty(step * n)
     for r0 in range(0, n, step):

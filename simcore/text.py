@@ -26,6 +26,8 @@ from array import array
 from collections.abc import Iterable, Sequence
 from importlib import resources
 
+from simweb.core.memo import Memo
+
 
 # STEMMED_STOPWORDS is an attribute too (module __getattr__, built with the stemmer on first
 # use); the function stemmed_stopwords() is its exported form.
@@ -169,18 +171,17 @@ try:
 except ImportError:  # pragma: no cover - depends on the build
     _c_flags = _c_lower = None
 
-# A plain dict is the fastest memo; web text has a long tail of distinct words, so it is
-# emptied when it reaches this size rather than grown without bound (~100 MB at most).
-_STEM_CACHE_LIMIT = 1 << 20
-_stem_cache: dict[str, str] = {}
+#: Each word's stem: a dict is the fastest memo; web text has a long tail of distinct words, so
+#: it is emptied when it reaches its limit rather than grown without bound (~100 MB at most).
+STEMS: Memo = Memo(1 << 20)
 
 
 def porter_stem(word: str) -> str:
     """The Porter stem of a lower-case word (Porter 1980, original algorithm; paper Section 3.2)."""
-    stem = _stem_cache.get(word)
+    stem = STEMS.get(word)
     if stem is None:
-        if len(_stem_cache) >= _STEM_CACHE_LIMIT:
-            _stem_cache.clear()
+        if len(STEMS) >= STEMS.limit:
+            STEMS.clear()
         # Every Porter rule removes or rewrites an ASCII suffix: a word that does not end in
         # an ASCII letter is its own stem (Chinese, Japanese, Cyrillic words) — and stemming
         # such long runs in nltk is slow. A word is stemmed in C where that is built
@@ -192,7 +193,7 @@ def porter_stem(word: str) -> str:
             stem = _c_stem(word) if _c_stem is not None else None
             if stem is None:
                 stem = _stemmer().stem(word, to_lowercase=False)
-        _stem_cache[word] = stem
+        STEMS[word] = stem
     return stem
 
 
@@ -263,7 +264,8 @@ def never_stop(word: str) -> bool:
     return porter_stem(word) not in stemmed_stopwords()
 
 
-_never_stop_cache: dict[str, bytes] = {}
+#: Each word's flag of never_stop_flags, bounded as STEMS is.
+NEVER_STOP: Memo = Memo(1 << 20)
 _FLAG_BYTE = {False: b"\x00", True: b"\x01"}
 
 
@@ -279,20 +281,20 @@ def never_stop_flags(words: list[str]) -> bytes:
     if type(found) is bytes:
         return found
     new = set(found)
-    if len(_never_stop_cache) + len(new) > _STEM_CACHE_LIMIT:
-        _never_stop_cache.clear()
+    if len(NEVER_STOP) + len(new) > NEVER_STOP.limit:
+        NEVER_STOP.clear()
         new = set(words)
     stopped = stemmed_stopwords()
     for word in new:
-        _never_stop_cache[word] = _FLAG_BYTE[porter_stem(word) not in stopped]
+        NEVER_STOP[word] = _FLAG_BYTE[porter_stem(word) not in stopped]
     return _memoised_flags(words)
 
 
 def _memoised_flags(words: list[str]) -> bytes | list[str] | set[str]:
     """The flags of ``words`` from the memo, or the words that are not in it."""
     if _c_flags is not None and type(words) is list:
-        return _c_flags(words, _never_stop_cache)
+        return _c_flags(words, NEVER_STOP)
     try:
-        return b"".join(map(_never_stop_cache.__getitem__, words))
+        return b"".join(map(NEVER_STOP.__getitem__, words))
     except KeyError:
-        return set(words).difference(_never_stop_cache)
+        return set(words).difference(NEVER_STOP)

@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 
 import mmh3
 
+from simweb.core.memo import Memo
+
 __all__ = ["normal_url_id", "normalize_links", "normalize_url", "target_uri", "url_id"]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -40,10 +42,10 @@ _ALREADY_NORMAL = re.compile(
     r"https?://[a-z0-9][a-z0-9.\-]*((?:/[A-Za-z0-9\-._~!$&'()*+,;=:@]*)*)(?:\?[A-Za-z0-9\-._~!$&'()*+,;=:@/?]+)?"
 )
 
-_CACHE_LIMIT = 1 << 18
-# Keys: (reference, base directory or None) for normalize_url; for normalize_links, also a
-# reference that names its authority as written, and None (a bare href) and False (no href).
-_cache: dict[tuple[str, str | tuple[str, str, str] | None] | str, str | None] = {}
+#: Each reference's normal form. Keys: (reference, base directory or None) for normalize_url; for
+#: normalize_links, also a reference that names its authority as written, and None (a bare href)
+#: and False (no href). Emptied when it reaches its limit (simweb.core.memo).
+URL_MEMO: Memo = Memo(1 << 18)
 
 
 def _normalise_escape(match: re.Match[str]) -> str:
@@ -113,19 +115,20 @@ def _backslashes_to_slashes(url: str) -> str:
     return url[:end].replace("\\", "/") + url[end:]
 
 
-_base_cache: dict[str, tuple[str, str, str, str, tuple[str, str, str]]] = {}
+#: Each base URL's parts (_split_base), bounded as URL_MEMO is.
+BASE_MEMO: Memo = Memo(1 << 18)
 
 
 def _split_base(base: str) -> tuple[str, str, str, str, tuple[str, str, str]]:
     """Scheme, authority, path, query and directory of a base URL, cached: one page resolves
     all its links against it. The directory is (scheme, authority, path up to its last "/")."""
-    parts = _base_cache.get(base)
+    parts = BASE_MEMO.get(base)
     if parts is None:
-        if len(_base_cache) >= _CACHE_LIMIT:
-            _base_cache.clear()
+        if len(BASE_MEMO) >= BASE_MEMO.limit:
+            BASE_MEMO.clear()
         b = urlsplit(_backslashes_to_slashes(_INNER_WHITESPACE.sub("", base).strip(_EDGE_JUNK)))
         directory = (b.scheme, b.netloc, b.path[: b.path.rfind("/") + 1])
-        parts = _base_cache[base] = (b.scheme, b.netloc, b.path, b.query, directory)
+        parts = BASE_MEMO[base] = (b.scheme, b.netloc, b.path, b.query, directory)
     return parts
 
 
@@ -240,7 +243,7 @@ def normalize_url(url: str, base: str | None = None) -> str | None:
     # the URL asked for alone.
     key = (url, base)
     if base is not None and _NEEDS_ONLY_DIRECTORY(url) is not None:
-        parts = _base_cache.get(base)
+        parts = BASE_MEMO.get(base)
         try:
             directory = (parts or _split_base(base))[4]
         except (ValueError, TypeError, UnicodeError):  # a base urlsplit refuses ("http://[")
@@ -248,21 +251,21 @@ def normalize_url(url: str, base: str | None = None) -> str | None:
         else:
             key = (url, None) if _NAMES_AUTHORITY(url) is not None else (url, directory)
     try:
-        return _cache[key]
+        return URL_MEMO[key]
     except KeyError:
         pass
     result = _resolved(url, base if key[1] is not None else None)  # see _NAMES_AUTHORITY
-    _cache[key] = result
+    URL_MEMO[key] = result
     if result is not None:
-        _cache[(result, None)] = result
+        URL_MEMO[(result, None)] = result
     return result
 
 
 def _resolved(url: str, base: str | None) -> str | None:
     """``url`` (without its fragment) normalised against ``base``, None where it cannot be, for
     the caller to memoise: the memo is emptied first when it is full."""
-    if len(_cache) >= _CACHE_LIMIT:
-        _cache.clear()
+    if len(URL_MEMO) >= URL_MEMO.limit:
+        URL_MEMO.clear()
     try:
         return _normalise(url, base)
     except (ValueError, TypeError, UnicodeError):
@@ -289,21 +292,21 @@ def normalize_links(hrefs: list, base: str) -> list[str | None]:
     # memoised as written, for pages of every directory (a mirror's pages, or a CMS's, link
     # absolutely from thousands of directories); the links the first misses are looked up
     # under the base's directory, and only the links both miss take a Python step.
-    found = list(map(_cache.get, hrefs, repeat(_MISSING)))
+    found = list(map(URL_MEMO.get, hrefs, repeat(_MISSING)))
     if _MISSING not in found:
         return found
     missing = list(compress(range(len(found)), map(is_, found, repeat(_MISSING))))
     rest = list(map(hrefs.__getitem__, missing))
     own = _MISSING  # the page itself: what "" and "#place" name
-    for i, href, result in zip(missing, rest, map(_cache.get, zip(rest, repeat(directory)), repeat(_MISSING))):
+    for i, href, result in zip(missing, rest, map(URL_MEMO.get, zip(rest, repeat(directory)), repeat(_MISSING))):
         if result is _MISSING:
             if not isinstance(href, str):
-                result = _cache[href] = None
+                result = URL_MEMO[href] = None
             elif _NEEDS_ONLY_DIRECTORY(href) is not None:
                 if _NAMES_AUTHORITY(href) is not None:
-                    result = _cache[href] = _resolved(href.partition("#")[0], None)  # reads no base
+                    result = URL_MEMO[href] = _resolved(href.partition("#")[0], None)  # reads no base
                 else:
-                    result = _cache[(href, directory)] = normalize_url(href, base)
+                    result = URL_MEMO[(href, directory)] = normalize_url(href, base)
             elif href[:1] in ("", "#"):
                 if own is _MISSING:
                     own = normalize_url("", base)

@@ -21,7 +21,7 @@ from simweb.core.html import PAGE_TOO_DEEP, PAGE_TOO_SLOW, PageLimits, PageOverB
 from simweb.tasks import payloads
 from simweb.tasks.ingest.files import ingest_warc
 
-needs_c_walk = pytest.mark.skipif(html._tree is not html._tree_c, reason="the C walk (simcore/_walk.c) is not built")
+needs_c_walk = pytest.mark.skipif(html.WALK is not html.C_WALK, reason="the C walk (simcore/_walk.c) is not built")
 
 
 class CountingDecompressor:
@@ -69,12 +69,10 @@ def nested(depth: int, tag: str = "div", before: str = "") -> str:
 
 @pytest.mark.parametrize("way", ["c", "python"])
 def test_a_page_nested_deeper_than_its_budget_is_refused(way, monkeypatch):
-    if way == "c" and html._tree is not html._tree_c:
+    if way == "c" and html.WALK is not html.C_WALK:
         pytest.skip("the C walk (simcore/_walk.c) is not built")
     if way == "python":
-        monkeypatch.setattr(html, "_tree", html._tree_python)
-        monkeypatch.setattr(html, "_marked_text", html._marked_text_python)
-        monkeypatch.setattr(html, "_head", html._head_python)
+        monkeypatch.setattr(html, "WALK", html.PYTHON_WALK)
     limits = PageLimits(depth=300)
     assert parse_page(nested(298), "http://deep.example/", limits=limits).words == ("word",)  # html, body, 298 divs
     for page in (nested(299), nested(5_000), nested(2_000, before="<table>")):  # the last: divs moved before the table
@@ -113,7 +111,7 @@ def test_a_parse_over_its_time_is_refused():
 def test_parsing_in_pieces_gives_the_tree_of_one_parse():
     """Pieces cut inside tags, character references and UTF-8 sequences, in quirks and in
     standards mode (a table ends a paragraph in the second only)."""
-    if html._tree is not html._tree_c:
+    if html.WALK is not html.C_WALK:
         pytest.skip("the C walk (simcore/_walk.c) is not built")
     body = "<p>Ünïcödé &amp; &eacute;t&eacute; <a href='/x'>link</a><table><td>cell</table>" * 400
     for doctype in ("", "<!DOCTYPE html>"):

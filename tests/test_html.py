@@ -788,9 +788,7 @@ def both_walks(source: str, url: str = PAGE):
 
 @needs_c_walk
 def test_the_c_walk_is_bound_to_the_installed_selectolax():
-    assert html._marked_text is html._marked_text_c
-    assert html._head is html._head_c
-    assert html._tree is html._tree_c
+    assert html.WALK is html.C_WALK
 
 
 @needs_c_walk
@@ -839,6 +837,5 @@ def test_without_the_c_walk_pages_parse_the_same(warc_dir):
 
     pages_read = [(normalize_url(url), source) for url, source in real_pages(warc_dir)]
     expected = [parse_page(source, url) for url, source in pages_read]
-    with mock.patch.object(html, "_marked_text", html._marked_text_python), \
-            mock.patch.object(html, "_head", html._head_python), mock.patch.object(html, "_tree", html._tree_python):
+    with mock.patch.object(html, "WALK", html.PYTHON_WALK):
         assert [parse_page(source, url) for url, source in pages_read] == expected

@@ -9,9 +9,8 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import simweb.core.similarity as similarity_module
 from simweb.core.bag_matrix import BagMatrix
-from simweb.core.similarity import cosine, exact_pairs, jaccard, shared_terms, similarity
+from simweb.core.similarity import Blocks, cosine, exact_pairs, jaccard, shared_terms, similarity
 
 
 def test_bag_jaccard_is_sum_of_min_over_sum_of_max():
@@ -54,27 +53,23 @@ bag_sets = st.dictionaries(
 
 
 @pytest.fixture(params=["default", "all light, tiny blocks", "all heavy"])
-def kernel_paths(request, monkeypatch):
-    """Run the all-pairs tests through each code path of the inversion kernel."""
+def kernel_paths(request):
+    """The blocks that take the all-pairs tests through each code path of the inversion kernel."""
     if request.param == "all light, tiny blocks":
-        monkeypatch.setattr(similarity_module, "_HEAVY_FRACTION", 2.0)
-        monkeypatch.setattr(similarity_module, "_COSINE_DENSE_FRACTION", 2.0)
-        monkeypatch.setattr(similarity_module, "_TRIPLE_BUDGET", 3)
-        monkeypatch.setattr(similarity_module, "_BLOCK_CELLS", 7)
-    elif request.param == "all heavy":
-        monkeypatch.setattr(similarity_module, "_HEAVY_FRACTION", 0.0)
-        monkeypatch.setattr(similarity_module, "_COSINE_DENSE_FRACTION", 0.0)
-    return request.param
+        return Blocks(triple_budget=3, block_cells=7, heavy_fraction=2.0, cosine_dense_fraction=2.0)
+    if request.param == "all heavy":
+        return Blocks(heavy_fraction=0.0, cosine_dense_fraction=0.0)
+    return Blocks()
 
 
-# The fixture only patches module constants, the same for every generated input.
+# The fixture only chooses the blocks, the same for every generated input.
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(bags=bag_sets, data=st.data())
 def test_all_pairs_equals_brute_force(kernel_paths, bags, data):
     matrix = BagMatrix.from_dicts(bags)
     ids = data.draw(st.permutations(sorted(bags)))
     for metric in ("jaccard", "cosine"):
-        fast = exact_pairs(matrix, metric, ids=ids)
+        fast = exact_pairs(matrix, metric, ids=ids, blocks=kernel_paths)
         expected = brute_force(bags, ids, metric)
         np.testing.assert_allclose(fast, expected, rtol=1e-9, atol=1e-12)
         assert np.all((fast >= 0) & (fast <= 1))
@@ -112,7 +107,7 @@ def test_all_pairs_on_a_thousand_bags_matches_pairwise_on_a_sample():
         terms = np.unique(rng.choice(v, size=rng.integers(5, 60), p=p / p.sum()))
         bags[u] = (str(u), {f"t{t}": float(w) for t, w in zip(terms, rng.random(terms.size) + 0.01)})
     matrix = BagMatrix.from_dicts(bags)
-    heavy = (np.diff(matrix.csr.tocsc().indptr) > similarity_module._HEAVY_FRACTION * n).sum()
+    heavy = (np.diff(matrix.csr.tocsc().indptr) > Blocks().heavy_fraction * n).sum()
     assert heavy > 0
     fast = exact_pairs(matrix)
     for i, j in rng.integers(0, n, size=(300, 2)).tolist():

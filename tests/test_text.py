@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from nltk.stem.porter import PorterStemmer
 
 from simweb.core import text
+from simweb.core.memo import Memo
 from simweb.core.text import (
     STEMMED_STOPWORDS,
     STOPWORDS,
@@ -190,7 +191,7 @@ def test_the_c_stemmer_leaves_very_long_words_to_nltk(monkeypatch):
     assert text._c_stem("naïvetés") == NLTK_ORIGINAL.stem("naïvetés", to_lowercase=False)
     assert text._c_stem("a" * 300 + "ing") is None
     assert text._c_stem("a" * 250 + "ing") == NLTK_ORIGINAL.stem("a" * 250 + "ing", to_lowercase=False)
-    monkeypatch.setattr(text, "_stem_cache", {})
+    monkeypatch.setattr(text, "STEMS", Memo(text.STEMS.limit))
     long = "ba" * 150 + "tional"
     assert text._c_stem(long) is None
     assert porter_stem(long) == NLTK_ORIGINAL.stem(long, to_lowercase=False) != long
@@ -202,18 +203,17 @@ def test_the_c_stemmer_leaves_very_long_words_to_nltk(monkeypatch):
 def test_porter_stem_equals_nltk_with_the_c_stemmer_switched_off(word):
     from unittest import mock
 
-    with mock.patch.object(text, "_c_stem", None), mock.patch.object(text, "_stem_cache", {}):
+    with mock.patch.object(text, "_c_stem", None), mock.patch.object(text, "STEMS", Memo(text.STEMS.limit)):
         assert porter_stem(word) == NLTK_ORIGINAL.stem(word, to_lowercase=False)
 
 
 def test_porter_stem_is_memoised_and_bounded(monkeypatch):
-    monkeypatch.setattr(text, "_stem_cache", {})
-    monkeypatch.setattr(text, "_STEM_CACHE_LIMIT", 3)
+    monkeypatch.setattr(text, "STEMS", Memo(3))
     assert porter_stem("connections") == "connect"
-    assert text._stem_cache == {"connections": "connect"}
+    assert text.STEMS == {"connections": "connect"}
     for w in ("connected", "connecting", "connective"):
         porter_stem(w)
-    assert len(text._stem_cache) <= 3  # emptied when full, never grown past the bound
+    assert len(text.STEMS) <= 3  # emptied when full, never grown past the bound
     assert porter_stem("connections") == "connect"
 
 
@@ -226,7 +226,7 @@ def test_stemming_never_downloads(monkeypatch):
     monkeypatch.setattr(nltk, "download", refuse)
     monkeypatch.setattr(nltk.data, "load", refuse)
     monkeypatch.setattr(nltk.data, "find", refuse)
-    monkeypatch.setattr(text, "_stem_cache", {})
+    monkeypatch.setattr(text, "STEMS", Memo(text.STEMS.limit))
     assert terms(["unwritten", "archives", "dying"], Stemming.STEM) == ["unwritten", "dy"]
 
 
@@ -313,10 +313,9 @@ def test_never_stop_flags_stay_right_when_the_memo_is_emptied_for_room(monkeypat
     take the memo past its size it is emptied first, and the page's flags are still right."""
     from simweb.core import text
 
-    monkeypatch.setattr(text, "_STEM_CACHE_LIMIT", 6)
-    monkeypatch.setattr(text, "_never_stop_cache", {})
+    monkeypatch.setattr(text, "NEVER_STOP", Memo(6))
     pages = [["the", "running", "the", "of", "running"], ["queries", "the", "zebra", "and", "about", "yes"],
              ["running", "queries", "running"], ["a", "b", "c", "d", "e", "f", "g", "h", "the", "h"]]
     for page in pages * 2:
         assert text.never_stop_flags(page) == bytes(never_stop(w) for w in page)
-        assert len(text._never_stop_cache) <= max(6, len(set(page)))
+        assert len(text.NEVER_STOP) <= max(6, len(set(page)))

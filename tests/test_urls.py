@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simweb.core import urls
+from simweb.core.memo import Memo
 from simweb.core.urls import normalize_url, url_id
 
 BASE = "http://a/b/c/d;p?q"
@@ -117,11 +118,10 @@ def test_url_id_refuses_what_is_not_an_http_url():
 
 
 def test_cache_is_bounded(monkeypatch):
-    monkeypatch.setattr(urls, "_cache", {})
-    monkeypatch.setattr(urls, "_CACHE_LIMIT", 4)
+    monkeypatch.setattr(urls, "URL_MEMO", Memo(4))
     for i in range(20):
         assert normalize_url(f"http://h.com/{i}") == f"http://h.com/{i}"
-    assert len(urls._cache) <= 5
+    assert len(urls.URL_MEMO) <= 5
 
 
 url_parts = st.lists(
@@ -170,14 +170,14 @@ def test_memo_per_base_directory_gives_what_resolving_anew_gives(ref, base, othe
     # The memo is shared by bases of one directory: whichever base asks first, every base
     # gets what resolving against itself gives.
     for first, second in ((base, other_base), (other_base, base)):
-        urls._cache.clear()
-        urls._base_cache.clear()
+        urls.URL_MEMO.clear()
+        urls.BASE_MEMO.clear()
         assert normalize_url(ref, first) == _uncached(ref, first)
         assert normalize_url(ref, second) == _uncached(ref, second)
 
 
 def test_relative_links_are_memoised_per_base_directory(monkeypatch):
-    monkeypatch.setattr(urls, "_cache", {})
+    monkeypatch.setattr(urls, "URL_MEMO", Memo(urls.URL_MEMO.limit))
     assert normalize_url("next.html", "http://h.com/d/a.html") == "http://h.com/d/next.html"
     assert normalize_url("next.html", "http://h.com/d/b.html?x=1") == "http://h.com/d/next.html"
     assert normalize_url("?page=2", "http://h.com/d/a.html") == "http://h.com/d/a.html?page=2"
@@ -187,14 +187,14 @@ def test_relative_links_are_memoised_per_base_directory(monkeypatch):
     assert normalize_url("http:?page=2", "http://h.com/d/c.html") == "http://h.com/d/c.html?page=2"
     assert normalize_url("http:\x0b", "http://h.com/d/c.html") == "http://h.com/d/c.html"  # trimmed to "http:"
     assert normalize_url("http:\x0b", "http://h.com/d/e.html") == "http://h.com/d/e.html"
-    relative = [key for key in urls._cache if key[0] == "next.html"]
+    relative = [key for key in urls.URL_MEMO if key[0] == "next.html"]
     assert relative == [("next.html", ("http", "h.com", "/d/"))]  # one entry for both pages
 
 
 def _resolved_anew(monkeypatch) -> list[str]:
     """Empty memos, and the list every reference resolved anew (not found in a memo) goes to."""
-    monkeypatch.setattr(urls, "_cache", {})
-    monkeypatch.setattr(urls, "_base_cache", {})
+    monkeypatch.setattr(urls, "URL_MEMO", Memo(urls.URL_MEMO.limit))
+    monkeypatch.setattr(urls, "BASE_MEMO", Memo(urls.BASE_MEMO.limit))
     calls = []
     resolve = urls._normalise
     monkeypatch.setattr(urls, "_normalise", lambda url, base: calls.append(url) or resolve(url, base))
@@ -223,7 +223,7 @@ def test_a_batch_memoises_an_absolute_link_once_for_every_directory(monkeypatch)
         assert urls.normalize_links(links, page) == [
             "https://h.com/x.html", "https://h.com/y.html", normalize_url("z.html", page), None]
     assert calls.count("HTTPS://H.com/x.html") == 1 and calls.count("https://h.com/y.html") == 1
-    assert [key for key in urls._cache if "x.html" in str(key)] == ["HTTPS://H.com/x.html#a"]
+    assert [key for key in urls.URL_MEMO if "x.html" in str(key)] == ["HTTPS://H.com/x.html#a"]
 
 
 @settings(max_examples=300, deadline=None)
@@ -232,15 +232,15 @@ def test_a_batch_of_links_gives_what_each_link_gives(hrefs, base, other_base):
     # A page's links in one batch: hits from another page of the directory, misses and
     # references that read the whole base all give what normalize_url gives link by link.
     for first, second in ((base, other_base), (other_base, base)):
-        urls._cache.clear()
-        urls._base_cache.clear()
+        urls.URL_MEMO.clear()
+        urls.BASE_MEMO.clear()
         assert urls.normalize_links(hrefs, first) == [_uncached(h, first) if h is not None else None for h in hrefs]
         assert urls.normalize_links(hrefs, second) == [_uncached(h, second) if h is not None else None for h in hrefs]
 
 
 def test_a_batch_answers_links_seen_in_the_directory_from_the_memo(monkeypatch):
-    monkeypatch.setattr(urls, "_cache", {})
-    monkeypatch.setattr(urls, "_base_cache", {})
+    monkeypatch.setattr(urls, "URL_MEMO", Memo(urls.URL_MEMO.limit))
+    monkeypatch.setattr(urls, "BASE_MEMO", Memo(urls.BASE_MEMO.limit))
     first = urls.normalize_links(["next.html", "?page=2", None, "mailto:x@y.z"], "http://h.com/d/a.html")
     assert first == ["http://h.com/d/next.html", "http://h.com/d/a.html?page=2", None, None]
     calls = []

@@ -83,11 +83,24 @@ def sum_pairs(rows: np.ndarray, cols: np.ndarray, weights: np.ndarray, n_cols: i
         return rows, cols, weights
     n_cols = max(n_cols, 1)
     one_key = (int(rows.max()) + 1) * n_cols < 1 << 62  # each (row, column) as one int64 key
-    if _c_sum_pairs is not None and one_key and n_cols <= C_SUM_MAX_COLS:
-        summed = _c_sum_pairs(np.ascontiguousarray(rows, np.int64), np.ascontiguousarray(cols, np.int64),
-                              np.ascontiguousarray(weights, np.float64), n_cols)
-        rows, cols, total = (np.frombuffer(b, dtype) for b, dtype in zip(summed, (np.int64, np.int64, np.float64)))
-    elif not one_key:
+    if _c_sum_pairs is None or not one_key or n_cols > C_SUM_MAX_COLS:
+        return sum_pairs_in_arrow(rows, cols, weights, n_cols)
+    summed = _c_sum_pairs(np.ascontiguousarray(rows, np.int64), np.ascontiguousarray(cols, np.int64),
+                          np.ascontiguousarray(weights, np.float64), n_cols)
+    rows, cols, total = (np.frombuffer(b, dtype) for b, dtype in zip(summed, (np.int64, np.int64, np.float64)))
+    kept = total != 0
+    return rows[kept], cols[kept], total[kept]
+
+
+def sum_pairs_in_arrow(rows: np.ndarray, cols: np.ndarray, weights: np.ndarray,
+                       n_cols: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`sum_pairs` by Arrow's group-by and a sort of the pairs (where the C sum is not
+    built, or its keys would not fit): the same pairs and sums, to the bit."""
+    if rows.size == 0:
+        return rows, cols, weights
+    n_cols = max(n_cols, 1)
+    one_key = (int(rows.max()) + 1) * n_cols < 1 << 62
+    if not one_key:
         summed = pa.table({"row": rows, "col": cols, "weight": weights}).group_by(
             ["row", "col"], use_threads=False).aggregate([("weight", "sum")])
         rows, cols = summed.column("row").to_numpy(), summed.column("col").to_numpy()
