@@ -43,6 +43,7 @@ from xml.parsers.expat import errors as expat_errors
 import defusedxml.ElementTree as safe_et
 from defusedxml import DefusedXmlException
 
+from simweb.core.errors import DirectoryFormatError
 from simweb.core.urls import normalize_url
 
 ROOT = "Top"
@@ -55,9 +56,6 @@ ODP_HOSTS = ("dmoz.org", "dmoz.com", "odp.org", "directory.google.com")
 
 Class = tuple[str, ...]
 
-
-class DirectoryFormatError(ValueError):
-    """The directory file is not what the parser expects (malformed XML, refused entities, bad TSV)."""
 
 
 class DirectoryRefused(DirectoryFormatError):

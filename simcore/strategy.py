@@ -66,11 +66,12 @@ import dataclasses
 import enum
 import hashlib
 import json
-import re
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
+from simweb.core.errors import StrategyError
 from simweb.core.text import Stemming
 
 __all__ = [
@@ -91,9 +92,6 @@ MAX_WINDOW = 32
 #: The BASIC window sizes of the paper (Section 3.1, Figure 3).
 PAPER_WINDOWS = (0, 4, 8, 16, 32)
 
-
-class StrategyError(ValueError):
-    """A strategy parameter is out of range or a strategy text cannot be read."""
 
 
 class Source(str, enum.Enum):

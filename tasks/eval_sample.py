@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from simweb.core.directory import CLASS_DEPTH, ODP_HOSTS, Directory, build_directory, collapse_depth, cut_note
+from simweb.core.errors import EmptySample
 from simweb.core.gamma import class_codes
 from simweb.core.sampling import PAPER_PAIRS, Sample, describe, sample_class_pairs
 from simweb.core.urls import url_id
@@ -51,9 +52,6 @@ class SampleParams:
     directory_format: str = "auto"
     depth: int = CLASS_DEPTH  # the collapse depth (Section 2.1); a shallower directory: its own
 
-
-class EmptySample(ValueError):
-    """The directory and the crawl have no pair of sibling classes in common to sample."""
 
 
 def prepare_sample(

@@ -69,7 +69,6 @@ import hashlib
 import json
 import os
 import shutil
-import threading
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -80,6 +79,7 @@ import pyarrow as pa
 import pyarrow.ipc
 
 from simweb.core.aliases import AliasMap
+from simweb.core.errors import IndexFormatError
 from simweb.core.minhash import MinHashParams
 from simweb.core.query import InvertedIndex
 from simweb.core.rerank import BagArrays
@@ -142,9 +142,6 @@ INDEX_BAGS = pa.schema(
 INDEX_BAGS_WRITE = {"compression": "zstd", "use_dictionary": ["doc_id", "terms.list.element"],
                     "use_byte_stream_split": ["weights.list.element"]}
 
-
-class IndexFormatError(ValueError):
-    """An index folder that is not a complete simweb index of a version this code reads."""
 
 
 def bags_file_name(first_doc: int) -> str:

@@ -33,6 +33,7 @@ import socket
 import time
 from typing import Callable
 
+from simweb.core.errors import OutputNotWritable
 from simweb.tasks.storage import TMP_PREFIX, filesystem, join, local_path
 
 LOCK = "LOCK"
@@ -129,9 +130,6 @@ def sweep_debris(out: str, crawl: str | None = None) -> list[str]:
                 removed.append(path)
     return removed
 
-
-class OutputNotWritable(OSError):
-    """The output folder cannot be created or written to."""
 
 
 def check_writable(out: str) -> None:

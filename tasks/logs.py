@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 
+from simweb.core.errors import USER_INPUT_ERRORS
+
 
 def run_logger(name: str = "simweb") -> logging.Logger | logging.LoggerAdapter:
     """Prefect's run logger when called inside a flow or task run, else ``logging.getLogger(name)``."""
@@ -19,18 +21,6 @@ def run_logger(name: str = "simweb") -> logging.Logger | logging.LoggerAdapter:
         return logging.getLogger(name)
 
 
-def user_input_errors() -> tuple[type[BaseException], ...]:
-    """simweb's exception classes that mean "what you gave is not what was expected"."""
-    from simweb.core.directory import DirectoryFormatError
-    from simweb.core.strategy import StrategyError
-    from simweb.tasks.eval_sample import EmptySample
-    from simweb.tasks.index_store import IndexFormatError
-    from simweb.tasks.layout import OutputNotWritable
-
-    return (FileNotFoundError, NotADirectoryError, OutputNotWritable, DirectoryFormatError, StrategyError,
-            IndexFormatError, EmptySample)
-
-
 class OneLineUserErrors(logging.Filter):
     """On Prefect's run loggers: a log line carrying one of simweb's user-input errors, or a full
     disk (simweb.tasks.full_disk), loses its traceback (the message already names the error), so
@@ -40,7 +30,7 @@ class OneLineUserErrors(logging.Filter):
         from simweb.tasks.full_disk import full_disk_error
 
         exc = record.exc_info[1] if record.exc_info else None
-        if exc is not None and (isinstance(exc, user_input_errors()) or full_disk_error(exc) is not None):
+        if exc is not None and (isinstance(exc, USER_INPUT_ERRORS) or full_disk_error(exc) is not None):
             record.exc_info = None
             record.exc_text = None
             record.stack_info = None

@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         params["part_mb"] = args.part_mb
     if not in_process:
         params.update(dask_address=args.dask_address, n_workers=args.workers)
-    from simweb.commands.errors import user_input_errors
+    from simweb.core.errors import USER_INPUT_ERRORS
     from simweb.commands.runmode import run_flow
     from simweb.flows.build_index import build_index
     from simweb.commands import EXIT_NOTHING_READ
@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         built = run_flow(build_index, in_process, files, args.out, **params)
-    except user_input_errors() as e:
+    except USER_INPUT_ERRORS as e:
         print(f"simweb build: {e}", file=sys.stderr)
         return 2
     except NothingIngested as e:

@@ -13,10 +13,9 @@ import contextlib
 import logging
 from collections.abc import Iterator
 
-from simweb.tasks.logs import OneLineUserErrors, install_one_line_user_errors, user_input_errors
+from simweb.tasks.logs import OneLineUserErrors, install_one_line_user_errors
 
-__all__ = ["OneLineUserErrors", "full_disk_line", "install_one_line_user_errors", "show_simweb_logs",
-           "user_input_errors"]
+__all__ = ["OneLineUserErrors", "full_disk_line", "install_one_line_user_errors", "show_simweb_logs"]
 
 
 @contextlib.contextmanager

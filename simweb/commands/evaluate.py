@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     in_process, why = choose_mode(args, folder_size(args.crawl), "evaluate-strategies")
     print(f"simweb evaluate: {args.crawl} against {args.directory}: {why}", file=sys.stderr, flush=True)
     params = {} if in_process else {"dask_address": args.dask_address, "n_workers": args.workers}
-    from simweb.commands.errors import user_input_errors
+    from simweb.core.errors import USER_INPUT_ERRORS
     from simweb.flows.evaluate_strategies import evaluate_strategies
 
     try:
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
             directory_pages=directory_pages, directory_format=args.directory_format, depth=args.depth, work=args.work,
             n_resamples=args.resamples, group_size=args.group_size, **params,
         )
-    except user_input_errors() as err:
+    except USER_INPUT_ERRORS as err:
         print(f"simweb evaluate: {err}", file=sys.stderr)
         return 2
     except ValueError as err:
