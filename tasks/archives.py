@@ -37,7 +37,7 @@ out and says so). Bytes after the member that do not start a record are damage, 
 such, and every record before them is kept. A file of members that split records cannot be read
 record by record. ``warcio recompress`` rewrites either, record by record, and the message says
 so where it would work: not when bytes after a member are not gzip data, which it cannot read
-(the message then says where to cut the file first) (:meth:`ArchiveRecords.damage`).
+(the message then says where to cut the file first) (:meth:`ArchiveRecords.damage_note`).
 
 A Zstandard-compressed WARC file (``.warc.zst``) is read as a gzipped one is, a zstd frame
 standing for a gzip member (simweb.tasks.archive_members says how its frames make records).
@@ -367,7 +367,7 @@ class ArchiveRecords:
 
     # --- damage ----------------------------------------------------------------------------
 
-    def damage(self, source: str) -> str | None:
+    def damage_note(self, source: str) -> str | None:
         """What was damaged, skipped and recovered, for people (None for an undamaged file); a
         file compressed as a whole is said to be, with how to make it replayable."""
         if not self.gaps and self.whole_gzip_at is None:

@@ -18,7 +18,7 @@ from simweb.core.weighting import Weighting
 from simweb.tasks import schemas
 from simweb.tasks.bags.stage import DF_FILE, STAGE_BAGS
 from simweb.tasks.crawl.corpus import flat_lists
-from simweb.tasks.stagecache import MANIFEST, published, read_manifest
+from simweb.tasks.stagecache import MANIFEST, published, stage_manifest
 from simweb.tasks.storage import arrow_threads, filesystem, join, parts
 
 __all__ = ["find_bags", "read_bags"]
@@ -30,7 +30,7 @@ def find_bags(path: str) -> str:
     Raises FileNotFoundError naming the folders (and strategies) to choose from when there
     are none or several.
     """
-    manifest = read_manifest(path)
+    manifest = stage_manifest(path)
     if manifest is not None and manifest.get("stage") == STAGE_BAGS:
         return path
     if parts(path) and manifest is None:
@@ -78,7 +78,7 @@ def read_bags(bags_dir: str, url_ids: Iterable[int] | None = None) -> BagMatrix:
     csr = sp.csr_matrix((weights, encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), offsets),
                         shape=(ids.size, len(vocabulary)))
     csr.sort_indices()
-    manifest = read_manifest(bags_dir) or {}
+    manifest = stage_manifest(bags_dir) or {}
     stats = manifest.get("stats", {})
     df = np.zeros(len(vocabulary), dtype=np.int64)
     df_path = join(bags_dir, DF_FILE)

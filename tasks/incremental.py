@@ -52,7 +52,7 @@ from simweb.tasks import schemas
 from simweb.tasks.bags import fragments as bag_fragments
 from simweb.tasks.bags.cells import FRAGMENTS
 from simweb.tasks.bags.df import DfSnapshot
-from simweb.tasks.bags.merge import merge_fragments, write_merged
+from simweb.tasks.bags.merge import merge_rows, write_merged
 from simweb.tasks.bags.sizes import PartSize
 from simweb.tasks.bags.stage import DF_FILE
 from simweb.tasks.bags.weigh import weigh_part
@@ -335,7 +335,7 @@ def touched_bags(crawl_dir: str, strategy: Strategy, touched: np.ndarray, snapsh
             table = piece.pages.filter(pc.is_in(piece.pages.column("url_id"), value_set=wanted))
             if table.num_rows:
                 fragments.append(bag_fragments.fragments(table, None, strategy)[0])
-    merged, counts = merge_fragments(pa.concat_tables(fragments) if fragments else FRAGMENTS.empty_table())
+    merged, counts = merge_rows(pa.concat_tables(fragments) if fragments else FRAGMENTS.empty_table())
     merged_path = os.path.join(out, "_merged.parquet")
     write_merged(merged, merged_path)
     terms = counts.select(["term"])

@@ -447,7 +447,7 @@ def _fsync_path(path: str) -> None:
         os.close(fd)
 
 
-def damage(version: str, *, digests: bool = False) -> list[str]:
+def version_damage(version: str, *, digests: bool = False) -> list[str]:
     """What is wrong with an index version folder (local, or on an object store) against its
     manifest: files missing or of another size (and with ``digests``, of other content); [] when whole."""
     from simweb.tasks.storage import file_problems
@@ -585,7 +585,7 @@ class IndexVersion:
 
     def verify(self) -> None:
         """Check every file's SHA-256 against the manifest (reads the whole index)."""
-        problems = damage(self.path, digests=True)
+        problems = version_damage(self.path, digests=True)
         if problems:
             raise IndexFormatError(f"{self.path} is damaged: {'; '.join(problems)}; rebuild the index "
                                    "(or run the build again with --verify to publish an intact copy)")

@@ -153,7 +153,7 @@ def output_path(root: str, stage: str, key: str) -> str:
     return join(root, stage, key)
 
 
-def read_manifest(path: str) -> dict[str, Any] | None:
+def stage_manifest(path: str) -> dict[str, Any] | None:
     """The manifest of a published output folder, or None when it is missing or unreadable."""
     fs, p = filesystem(join(path, MANIFEST))
     try:
@@ -167,7 +167,7 @@ def read_manifest(path: str) -> dict[str, Any] | None:
 def lookup(root: str, stage: str, key: str) -> str | None:
     """The output folder of ``stage`` for ``key`` if a finished one is published, else None."""
     path = output_path(root, stage, key)
-    manifest = read_manifest(path)
+    manifest = stage_manifest(path)
     if manifest is None or manifest.get("stage") != stage or manifest.get("key") != key:
         return None
     return path
@@ -206,7 +206,7 @@ def run_stage(
     URL ``tmp`` and returns a small JSON-able stats record (records in/out, skipped by
     reason). If it raises, nothing is published and the exception propagates.
 
-    What is reused is checked first (:func:`damage`): every file the manifest lists must be
+    What is reused is checked first (:func:`output_damage`): every file the manifest lists must be
     there with its size, and with ``verify`` also with its SHA-256. A damaged output is
     removed and computed again. ``label`` names what this run of the stage is about in its
     log lines (an evaluated strategy, say).
@@ -254,7 +254,7 @@ def run_stage(
         raise
     if not published:
         log.info("stage %s: %s was published by a concurrent run meanwhile; using that", named, key[:12])
-        found = read_manifest(final) or {}
+        found = stage_manifest(final) or {}
         return StageOutput(final, dict(found.get("stats") or stats), True)
     log.info("stage %s: computed %s in %.1f s: %s", named, key[:12], seconds, brief_stats(stats))
     return StageOutput(final, stats, False)
@@ -274,7 +274,7 @@ def recorded(root: str, stage: str, inputs: Mapping[str, Any], params: Any) -> S
     when it was never published."""
     key = stage_key(stage, inputs, params)
     path = output_path(root, stage, key)
-    manifest = read_manifest(path)
+    manifest = stage_manifest(path)
     if manifest is None or manifest.get("key") != key:
         return None
     return StageOutput(path, dict(manifest.get("stats") or {}), True)
@@ -282,7 +282,7 @@ def recorded(root: str, stage: str, inputs: Mapping[str, Any], params: Any) -> S
 
 def was_consumed(output: StageOutput) -> bool:
     """Whether ``output``'s files were deleted by :func:`consume` (its manifest says so)."""
-    manifest = read_manifest(output.path)
+    manifest = stage_manifest(output.path)
     return bool(manifest and manifest.get("consumed"))
 
 
@@ -295,7 +295,7 @@ def consume(output: StageOutput, log: logging.Logger | logging.LoggerAdapter | N
     The manifest saying so is replaced first and the files deleted after, so a run stopped in
     between leaves an output that is known to be consumed, never one that looks whole.
     """
-    manifest = read_manifest(output.path)
+    manifest = stage_manifest(output.path)
     if manifest is None or manifest.get("consumed") or not isinstance(manifest.get("files"), Mapping):
         return 0
     files = manifest["files"]
@@ -339,14 +339,14 @@ def _reuse(final: str, key: str, named: str, verify: bool,
            log: logging.Logger | logging.LoggerAdapter) -> StageOutput | None:
     """The output at ``final`` if it is whole and not consumed; a damaged or consumed one is
     removed so that it can be computed anew."""
-    found = read_manifest(final)
+    found = stage_manifest(final)
     if found is None or found.get("key") != key:
         return None
     if found.get("consumed"):
         log.info("stage %s: %s was consumed by the next stage; computing it again", named, key[:12])
         remove(final)
         return None
-    problems = damage(final, found, digests=verify)
+    problems = output_damage(final, found, digests=verify)
     if not problems:
         log.info(
             "stage %s: reused %s (computed %s in %.1f s)",
@@ -389,7 +389,7 @@ def inventory(folder: str) -> dict[str, dict[str, Any]]:
     return files
 
 
-def damage(folder: str, manifest: Mapping[str, Any], *, digests: bool = False) -> list[str]:
+def output_damage(folder: str, manifest: Mapping[str, Any], *, digests: bool = False) -> list[str]:
     """What is wrong with a published output folder against its manifest's file list: files
     missing or of another size (and with ``digests``, of other content); [] when whole."""
     listed = manifest.get("files")
@@ -430,14 +430,14 @@ def _publish(tmp: str, final: str, manifest: dict[str, Any]) -> bool:
             f.flush()
             os.fsync(f.fileno())
         if os.path.isdir(local_final):
-            if read_manifest(final) is not None:
+            if stage_manifest(final) is not None:
                 remove(tmp)
                 return False
             remove(final)  # a folder without a manifest is debris, never a result
         try:
             os.rename(local_tmp, local_final)
         except OSError:
-            if read_manifest(final) is not None:
+            if stage_manifest(final) is not None:
                 remove(tmp)
                 return False
             raise
@@ -445,7 +445,7 @@ def _publish(tmp: str, final: str, manifest: dict[str, Any]) -> bool:
         return True
     fs, final_p = filesystem(final)
     if fs.exists(final_p):
-        if read_manifest(final) is not None:
+        if stage_manifest(final) is not None:
             remove(tmp)
             return False
         fs.rm(final_p, recursive=True)
@@ -509,7 +509,7 @@ def published(root: str, stage: str) -> list[dict[str, Any]]:
         base = p.rstrip("/").rsplit("/", 1)[-1]
         if base.startswith(TMP_PREFIX):
             continue
-        manifest = read_manifest(join(root, stage, base))
+        manifest = stage_manifest(join(root, stage, base))
         if manifest is not None:
             found.append(manifest)
     return sorted(found, key=lambda m: m.get("finished", ""))
@@ -532,7 +532,7 @@ def lineage(root: str, output: StageOutput | str) -> dict[str, dict[str, Any]]:
             continue
         seen.add(identity)
         stage, _, key = identity.partition(":")
-        manifest = read_manifest(output_path(root, stage, key))
+        manifest = stage_manifest(output_path(root, stage, key))
         if manifest is None:
             raise FileNotFoundError(f"{identity}: expected a finished stage output under {root}/{stage}/{key}, found none")
         found.setdefault(stage, manifest)

@@ -48,7 +48,7 @@ def audit(out: str, *, digests: bool = True) -> tuple[list[Damage], int]:
         if name.startswith(".tmp-") or not os.path.isdir(path):
             continue
         checked += 1
-        problems = index_store.damage(path, digests=digests)
+        problems = index_store.version_damage(path, digests=digests)
         if problems:
             found.append(Damage("live version" if path == live else "version", path, tuple(problems)))
     stages = stages_folder(root)  # local, or on an object store (simweb build --work)
@@ -56,7 +56,7 @@ def audit(out: str, *, digests: bool = True) -> tuple[list[Damage], int]:
         for manifest in stagecache.published(stages, stage):
             path = stagecache.output_path(stages, stage, manifest["key"])
             checked += 1
-            problems = stagecache.damage(path, manifest, digests=digests)
+            problems = stagecache.output_damage(path, manifest, digests=digests)
             if problems:
                 found.append(Damage("stage output", path, tuple(problems)))
     for part, problems in _crawl_damage(crawl_folder(root), digests):
@@ -109,7 +109,7 @@ def _intact_source(root: str, version: str, damaged: set[str]) -> str | None:
                 same = index_store.read_manifest(candidate) == wanted
             except index_store.IndexFormatError:
                 continue
-            if same and folder not in damaged and not index_store.damage(candidate, digests=True):
+            if same and folder not in damaged and not index_store.version_damage(candidate, digests=True):
                 return candidate
     return None
 

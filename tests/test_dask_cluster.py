@@ -175,8 +175,8 @@ def test_a_crawl_on_an_object_store_builds_on_the_cluster_with_every_stage_outpu
     assert {"bags", "signatures", "invert"} <= set(summary.stages)
     for name, stage in summary.stages.items():
         assert stage["path"].startswith(f"{stages_folder(str(out))}/"), (name, stage["path"])
-        manifest = stagecache.read_manifest(stage["path"])
-        assert manifest is not None and stagecache.damage(stage["path"], manifest) == [], name
+        manifest = stagecache.stage_manifest(stage["path"])
+        assert manifest is not None and stagecache.output_damage(stage["path"], manifest) == [], name
     fs, _ = filesystem(work)
     assert fs.find(f"{WORK}/build/crawl/pages") and fs.find(f"{WORK}/build/crawl/links")
     assert not [p for p in fs.find(f"{WORK}/build") if "/.tmp-" in p]  # no temporaries left behind

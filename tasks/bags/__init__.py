@@ -26,7 +26,7 @@ whole with a manifest), so a second strategy reuses what it shares with the firs
         Partition i of P holds the URLs of the i-th of P equal ranges of URL ids
         (:func:`.grid.url_ranges`; P a power of two unless the user names it); its task reads from
         the fragment files of its cells the row groups of that range (their URL id statistics
-        say which) and merges them (:func:`.merge.merge_fragments`):
+        say which) and merges them (:func:`.merge.merge_rows`):
         one row per (URL, term), sorted by URL id then term, and how many URLs each term
         occurs in. No shuffle of Python objects; the partitions in order are sorted by URL id.
     OUT/bags/<key>/part-*.parquet            simweb.tasks.schemas.BAGS

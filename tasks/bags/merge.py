@@ -23,7 +23,7 @@ MERGED = pa.schema([
 ])
 
 
-def merge_fragments(table: pa.Table) -> tuple[pa.Table, pa.Table]:
+def merge_rows(table: pa.Table) -> tuple[pa.Table, pa.Table]:
     """Merge fragment rows (FRAGMENTS, their ``url`` and ``term`` plain or dictionary-encoded):
     one row per (URL, term), sorted by URL id then term (Section 6.1); and how many URLs each
     term occurs in (term, df) — the partition's share of the document frequencies.
@@ -84,7 +84,7 @@ def merge_range(fragment_files: Sequence[str], low: int, high: int, out: str, co
     dictionaries = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns={"url", "term"}))
     dataset = ds.dataset([filesystem(f)[1] for f in fragment_files], format=dictionaries, filesystem=fs)
     in_range = (pc.field("url_id") >= pa.scalar(low, pa.uint64())) & (pc.field("url_id") <= pa.scalar(high, pa.uint64()))
-    merged, counts = merge_fragments(dataset.to_table(filter=in_range, use_threads=False))
+    merged, counts = merge_rows(dataset.to_table(filter=in_range, use_threads=False))
     write_merged(merged, out)
     write_parquet_atomic(counts, counts_out)
     return merged.num_rows

@@ -174,7 +174,7 @@ def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partition
     "processes", "sync"); by default the current Dask client or Dask's local scheduler.
     ``df_snapshot`` weighs with a frozen df and weighting (an incremental index's epoch, see
     tasks/incremental.py) instead of the collection's own: terms it does not know count df 1.
-    ``verify`` checks reused sub-stage outputs by content, not only by size (stagecache.damage).
+    ``verify`` checks reused sub-stage outputs by content, not only by size (stagecache.output_damage).
     Neither ``part_mb`` nor ``partitions`` is part of a sub-stage's key: they cut the work, the
     bags are the same. With ``reuse_consumed``, bags that an index build consumed once it had
     signed them (simweb.flows.chain) are returned as their manifest records them — key and

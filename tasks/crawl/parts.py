@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 
 from simweb.tasks.crawl.read import DamagedPart
 from simweb.tasks.crawl.selection import SELECTION_FILE, read_selection, selection_as_of
-from simweb.tasks.stagecache import file_identities, read_manifest
+from simweb.tasks.stagecache import file_identities, stage_manifest
 from simweb.tasks.storage import filesystem, join, parts
 
 __all__ = ["CrawlParts", "count_page_rows", "count_part_rows", "crawl_identity", "crawl_of", "crawl_parts", "file_stem",
@@ -101,7 +101,7 @@ def crawl_identity(crawl_dir: str) -> dict[str, Any]:
     A crawl folder that is itself a cached stage output (the dedup stage's) is named by its
     stage key, unless a selection narrows it."""
     found = crawl_parts(crawl_dir)
-    manifest = None if found.selected else read_manifest(crawl_dir)
+    manifest = None if found.selected else stage_manifest(crawl_dir)
     if manifest and manifest.get("stage") and manifest.get("key"):
         return {"crawl": f"{manifest['stage']}:{manifest['key']}"}
     return parts_identity(found)

@@ -146,7 +146,7 @@ def read_archive(path: str, source: str, parts: IngestParts, start: int = 0, sto
         counts.format = records.format or "unknown"
         counts.recovered = records.recovered
         counts.damage = tuple((gap.offset, gap.skipped) for gap in records.gaps)
-        counts.error = records.damage(source)
+        counts.error = records.damage_note(source)
     return counts
 
 

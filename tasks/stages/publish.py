@@ -32,7 +32,7 @@ def publish_index(version: StageOutput, out: str, verify: bool = False) -> str:
     except index_store.IndexFormatError:  # of an earlier format: the new version replaces it
         live = None
     if live is not None and live == index_store.read_manifest(version.path) \
-            and not index_store.damage(current, digests=verify):
+            and not index_store.version_damage(current, digests=verify):
         return current
     return index_store.publish(version.path, out)
 
