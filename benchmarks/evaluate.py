@@ -150,8 +150,8 @@ def directory_benchmark(pages: int = 60_000) -> None:
 
 
 def sweep_benchmark(crawl: str, directory: str, grid: str, directory_pages: str | None, max_pages: int | None) -> None:
-    from simweb.tasks.eval_sample import SampleParams
     from simweb.tasks.evaluate import run_evaluation
+    from simweb.tasks.stages.eval_sample import SampleParams
 
     out = tempfile.mkdtemp(prefix="simweb-bench-eval-")
     try:
@@ -201,7 +201,7 @@ def blockwise_benchmark(n_urls: int, seed: int) -> None:
     from simweb.core.bag_matrix import BagMatrix
     from simweb.core.gamma import SIBLING_GAMMA, PairCounts, gammas, pair_counts_rows
     from simweb.core.similarity import ExactRows
-    from simweb.tasks.eval_strategies import BLOCK_CELLS  # the blocks the evaluation cuts
+    from simweb.tasks.stages.eval_strategies import BLOCK_CELLS  # the blocks the evaluation cuts
 
     with tempfile.TemporaryDirectory(prefix="simweb-bench-eval-") as tmp:
         path = os.path.join(tmp, "sample.npz")

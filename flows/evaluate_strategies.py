@@ -24,7 +24,6 @@ from prefect import flow
 from simweb.core.grids import grid_strategies, strategy_grid
 from simweb.core.markdown import md_code, md_text
 from simweb.flows.cluster import call_task, publish_markdown, run_task, stage_runner
-from simweb.tasks.eval_sample import SampleParams
 from simweb.tasks.evaluate import (
     index_strategies,
     index_task,
@@ -35,6 +34,7 @@ from simweb.tasks.evaluate import (
     strategy_task,
 )
 from simweb.tasks.logs import run_logger
+from simweb.tasks.stages.eval_sample import SampleParams
 from simweb.tasks.storage import join
 
 

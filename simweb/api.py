@@ -16,7 +16,7 @@ is what it is ranked by: the exact similarity when re-ranked, else the estimate
 ``rerank=False`` is the paper's PROCESSQUERY (Figure 11) alone: the documents estimated at
 least α, by estimate. (On DebDocs, the estimate alone finds about 95 % of the pairs whose exact
 Jaccard is ≥ α at a precision of about 0.75; re-ranked, over 99 % at precision 1 — the
-evaluation report measures it for its crawl, tasks/eval_index.py.) ``dedup=True`` leaves out results that nearly
+evaluation report measures it for its crawl, tasks/stages/eval_index.py.) ``dedup=True`` leaves out results that nearly
 duplicate the query page or a result listed before them (word shingles of the crawled pages;
 the paper notes that "related pages" were often mere mirrored copies). The CLI (`simweb related`) and the HTTP API
 (`simweb serve`) are thin layers over this class, so all three rank the same way.

@@ -33,9 +33,9 @@ from simweb.core.gamma import SAME, SIBLING, SIBLING_GAMMA, Estimate, PairCounts
 from simweb.core.grids import AnyStrategy
 from simweb.core.index_agreement import INDEX_STRATEGY
 from simweb.core.strategy import Metric, Strategy
-from simweb.tasks.eval_sample import load_sample
-from simweb.tasks.eval_strategies import load_strategy_output
 from simweb.tasks.stagecache import StageOutput
+from simweb.tasks.stages.eval_sample import load_sample
+from simweb.tasks.stages.eval_strategies import load_strategy_output
 
 __all__ = ["indexable", "recommend"]
 

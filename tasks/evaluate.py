@@ -4,14 +4,14 @@ Paper Sections 2 and 5. The stages, each a thin adapter around simcore, the cach
 simweb.tasks.stagecache under ``work`` (same inputs and parameters → reused, so a re-run only
 computes what changed):
 
-1. ``eval-sample`` (tasks/eval_sample.py): parse the directory once, leave out its own pages,
+1. ``eval-sample`` (tasks/stages/eval_sample.py): parse the directory once, leave out its own pages,
    draw the sample of sibling class pairs.
-2. ``eval-strategy`` (tasks/eval_strategies.py): per small group of strategies, the bag corpus
+2. ``eval-strategy`` (tasks/stages/eval_strategies.py): per small group of strategies, the bag corpus
    or the link graph built once from the crawl; per strategy, exact similarity on the sample
    and the Γ pair counts.
 3. the recommendation (tasks/eval_recommend.py, not cached: it only reads the counts): the
    indexable strategy of best sibling-Γ, cross-validated over directory classes.
-4. ``eval-index`` (tasks/eval_index.py): the index's agreement with exact similarity for the
+4. ``eval-index`` (tasks/stages/eval_index.py): the index's agreement with exact similarity for the
    Section 7 strategy and the recommended one (Section 6.2).
 5. the report (tasks/report.py): bootstrap intervals, tables, the paper's Figures 3–9 and
    findings, the recommendation, the HTML and Markdown pages.
@@ -33,12 +33,12 @@ from simweb.core.crossval import CrossValidationParams
 from simweb.core.grids import AnyStrategy, LinkStrategy, grid_strategies, strategy_from_dict, strategy_grid
 from simweb.core.index_agreement import INDEX_STRATEGY
 from simweb.core.strategy import Strategy
-from simweb.tasks.eval_index import STAGE_INDEX, evaluate_index
 from simweb.tasks.eval_recommend import recommend
-from simweb.tasks.eval_sample import STAGE_SAMPLE, SampleParams, prepare_sample
-from simweb.tasks.eval_strategies import STAGE_STRATEGY, evaluate_group
 from simweb.tasks.report import write_report
 from simweb.tasks.stagecache import StageOutput
+from simweb.tasks.stages.eval_index import STAGE_INDEX, evaluate_index
+from simweb.tasks.stages.eval_sample import STAGE_SAMPLE, SampleParams, prepare_sample
+from simweb.tasks.stages.eval_strategies import STAGE_STRATEGY, evaluate_group
 from simweb.tasks.storage import join
 
 __all__ = ["index_strategies", "index_task", "recommend_task", "report_task", "run_evaluation", "sample_task",

@@ -1,7 +1,7 @@
 """The evaluation's report: bootstrap intervals, tables, figures and the pages (paper Sections 2–5).
 
-From the sample stage's output and each strategy's counts (tasks/eval_sample.py,
-tasks/eval_strategies.py) :func:`write_report` computes every measure's cluster-bootstrap
+From the sample stage's output and each strategy's counts (tasks/stages/eval_sample.py,
+tasks/stages/eval_strategies.py) :func:`write_report` computes every measure's cluster-bootstrap
 interval (simweb.core.gamma, simweb.core.retrieval_metrics), compares strategies and checks the
 paper's findings (simweb.core.findings), draws the figures (tasks/report_figures.py) and writes
 into the report folder:
@@ -12,7 +12,7 @@ into the report folder:
     summary.md            the report in Markdown
     report.html           the same, self-contained (figures embedded)
     summary.json          the sibling-Γ of every strategy, the findings, the recommended strategy
-                          (tasks/eval_recommend.py) and the index's agreement (tasks/eval_index.py)
+                          (tasks/eval_recommend.py) and the index's agreement (tasks/stages/eval_index.py)
 
 The pages are rendered from one :class:`~simweb.tasks.report_pages.ReportContext` (tasks/report_pages.py).
 """
@@ -47,8 +47,6 @@ from simweb.core.grids import AnyStrategy
 from simweb.core.index_agreement import INDEX_STRATEGY
 from simweb.core.retrieval_metrics import RETRIEVAL_MEASURES, retrieval_estimates
 from simweb.core.strategy import Metric, Strategy
-from simweb.tasks.eval_sample import LoadedSample, load_sample
-from simweb.tasks.eval_strategies import load_strategy_output
 from simweb.tasks.report_figures import draw_figures
 from simweb.tasks.report_pages import (
     LISTING_RANKS,
@@ -60,6 +58,8 @@ from simweb.tasks.report_pages import (
     markdown_page,
 )
 from simweb.tasks.stagecache import StageOutput
+from simweb.tasks.stages.eval_sample import LoadedSample, load_sample
+from simweb.tasks.stages.eval_strategies import load_strategy_output
 from simweb.tasks.storage import filesystem, join, write_bytes_atomic, write_parquet_atomic
 
 __all__ = ["DIFFERENCES_TABLE", "MEASURES_TABLE", "write_report"]
@@ -110,7 +110,7 @@ def write_report(
     """Bootstrap intervals, tables, figures and the HTML/Markdown report in ``out``.
 
     ``recommendation`` is tasks/eval_recommend.py's record, ``index`` the ``eval-index`` outputs
-    (tasks/eval_index.py) of the Section 7 strategy and the recommended one. Returns a summary:
+    (tasks/stages/eval_index.py) of the Section 7 strategy and the recommended one. Returns a summary:
     paths of the report files, each strategy's sibling-Γ with its interval, the recommendation.
     """
     loaded = load_sample(sample.path)

@@ -76,7 +76,7 @@ class IndexParams:
     be queried but are never results), off by default: on documentation crawls whole classes of
     pages have few inlinks (DebDocs: the 244 sampled release-notes pages, in-degree 3 each), and
     the filter left out 60 % of the sampled page pairs with exact Jaccard ≥ α, for 286 bytes per
-    page of I saved (tasks/eval_index.py measures it for a crawl; README, "Results").
+    page of I saved (tasks/stages/eval_index.py measures it for a crawl; README, "Results").
     """
 
     m: int = 80

@@ -112,10 +112,11 @@ def test_a_user_error_inside_a_prefect_task_is_logged_in_one_line(prefect_harnes
     the crawl) is logged by the task and the flow without a traceback, and not retried."""
     import logging
 
+    from test_evaluate import build_synthetic_crawl
+
     from simweb.commands.errors import install_one_line_user_errors
     from simweb.flows.evaluate_strategies import evaluate_strategies
-    from simweb.tasks.eval_sample import EmptySample
-    from test_evaluate import build_synthetic_crawl
+    from simweb.tasks.stages.eval_sample import EmptySample
 
     made = build_synthetic_crawl(tmp_path / "crawl")
     elsewhere = tmp_path / "elsewhere.tsv"

@@ -38,10 +38,10 @@ from simweb.tasks.crawl.selection import SELECTION_FILE, read_selection, write_s
 from simweb.tasks.crawl.tables import link_targets, page_titles, unique_pages
 from simweb.tasks.crawl.tfidf import content_tfidf
 from simweb.tasks.dedup import find_duplicates
-from simweb.tasks.eval_strategies import EvaluationInputs
 from simweb.tasks.incremental import touched_bags
 from simweb.tasks.ingest.files import ingest_files, part_name
 from simweb.tasks.overlap import estimate_crawl_overlap
+from simweb.tasks.stages.eval_strategies import EvaluationInputs
 from simweb.tasks.storage import file_digest, join, write_parquet_atomic
 
 STRATEGIES = ("anchor:8+content+links,nostem,dist", "links", "content,stem")

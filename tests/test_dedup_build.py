@@ -184,7 +184,7 @@ def test_related_command_dedup_and_link_measures(crawl, tmp_path, capsys):
 
 
 def test_evaluation_refuses_dedup_strategies_with_a_reason(tmp_path):
-    from simweb.tasks.eval_strategies import evaluate_group
+    from simweb.tasks.stages.eval_strategies import evaluate_group
 
     with pytest.raises(ValueError, match="dedup is an option of the index build"):
         evaluate_group(str(tmp_path), None, [Strategy(dedup=True)], str(tmp_path))

@@ -24,10 +24,10 @@ from simweb.core.gamma import class_codes, gammas, pair_counts
 from simweb.core.grids import figure_label, strategy_grid
 from simweb.core.strategy import Source, Strategy, Window
 from simweb.tasks.crawl.corpus import load_corpus
-from simweb.tasks.eval_sample import EmptySample, SampleParams, load_sample, prepare_sample
-from simweb.tasks.eval_strategies import evaluate_group
 from simweb.tasks.evaluate import run_evaluation, strategy_groups
 from simweb.tasks.ingest.files import ingest_files
+from simweb.tasks.stages.eval_sample import EmptySample, SampleParams, load_sample, prepare_sample
+from simweb.tasks.stages.eval_strategies import evaluate_group
 
 TOPS = ("science", "arts", "sports")
 SUBS = 2
@@ -445,7 +445,7 @@ def test_the_recommendation_is_cross_validated_over_classes(report):
 def test_a_directory_with_one_top_level_class_is_measured_without_unrelated_pairs(synthetic, tmp_path):
     # A directory under a single top-level class (as one documentation site's navigation) has
     # no unrelated pairs: its unrelated-Γ is undefined, reported as no value, not an error.
-    from simweb.tasks.eval_index import evaluate_index
+    from simweb.tasks.stages.eval_index import evaluate_index
 
     top = TOPS[0]
     lines = [line for line in Path(synthetic["tsv"]).read_text().splitlines() if line.split("\t")[1].startswith(f"Top/{top}/")]

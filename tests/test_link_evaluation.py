@@ -12,8 +12,6 @@ import pytest
 from test_evaluate import build_synthetic_crawl
 
 from simweb.core.gamma import class_codes, gammas, pair_counts
-from simweb.core.linkgraph import cocitation
-from simweb.core.retrieval_metrics import tfidf_vectors
 from simweb.core.grids import (
     LINK_MEASURES,
     LinkStrategy,
@@ -23,13 +21,14 @@ from simweb.core.grids import (
     strategy_from_dict,
     strategy_grid,
 )
-from simweb.core.retrieval_metrics import RETRIEVAL_MEASURES, retrieval_estimates, retrieval_values
+from simweb.core.linkgraph import cocitation
+from simweb.core.retrieval_metrics import RETRIEVAL_MEASURES, retrieval_estimates, retrieval_values, tfidf_vectors
 from simweb.core.strategy import Strategy
 from simweb.tasks.crawl.graph import load_link_graph
 from simweb.tasks.directory_file import read_lines
-from simweb.tasks.eval_sample import SampleParams, load_sample, prepare_sample
-from simweb.tasks.eval_strategies import evaluate_group, load_strategy_output
 from simweb.tasks.evaluate import run_evaluation, strategy_groups
+from simweb.tasks.stages.eval_sample import SampleParams, load_sample, prepare_sample
+from simweb.tasks.stages.eval_strategies import evaluate_group, load_strategy_output
 
 
 @pytest.fixture(scope="module")

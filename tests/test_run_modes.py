@@ -89,10 +89,11 @@ def test_evaluation_flow_body_in_process_equals_the_reference(tmp_path):
     """evaluate-strategies called as a function (no Prefect, no Dask; every strategy in one
     group) gives the sibling-Γ of :func:`run_evaluation`, strategy by strategy (and
     tests/test_evaluate.py checks the flow run on Dask against the same reference)."""
-    from simweb.flows.evaluate_strategies import evaluate_strategies
-    from simweb.tasks.eval_sample import SampleParams
-    from simweb.tasks.evaluate import run_evaluation
     from test_evaluate import build_synthetic_crawl
+
+    from simweb.flows.evaluate_strategies import evaluate_strategies
+    from simweb.tasks.evaluate import run_evaluation
+    from simweb.tasks.stages.eval_sample import SampleParams
 
     made = build_synthetic_crawl(tmp_path / "crawl")
     plain = evaluate_strategies.fn(crawl=made["crawl"], directory=made["tsv"], out=str(tmp_path / "plain"),

@@ -17,7 +17,7 @@ strategy → reused):
   and Δ at 10 (simweb.core.retrieval_metrics).
 
 Writes ``counts.npz`` per strategy; the stage's stats hold the point values and timings. (The
-index's agreement with exact similarity is stage ``eval-index``, tasks/eval_index.py.)
+index's agreement with exact similarity is stage ``eval-index``, tasks/stages/eval_index.py.)
 
 Memory is bounded by the sample, never by the crawl or by n × n: a process holds the sample's
 bags, one block of similarity rows (``BLOCK_CELLS``) and a part of the crawl at a time. For a
@@ -65,10 +65,10 @@ from simweb.tasks.bags.stage import LeftOut
 from simweb.tasks.crawl.graph import CrawlGraph, load_link_graph
 from simweb.tasks.crawl.parts import crawl_parts
 from simweb.tasks.crawl.tfidf import content_tfidf
-from simweb.tasks.eval_sample import LoadedSample, load_sample
 from simweb.tasks.logs import run_logger
 from simweb.tasks.progress import reporter, track
 from simweb.tasks.stagecache import StageOutput, file_identities, run_stage
+from simweb.tasks.stages.eval_sample import LoadedSample, load_sample
 from simweb.tasks.storage import filesystem, join, write_bytes_atomic
 
 __all__ = ["STAGE_STRATEGY", "EvaluationInputs", "StrategyCounts", "evaluate_group", "load_strategy_output",

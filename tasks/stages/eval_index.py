@@ -29,11 +29,11 @@ from simweb.core.similarity import EmbeddedSimilarity, ExactRows
 from simweb.core.strategy import Metric, Strategy
 from simweb.tasks.crawl.degrees import in_degrees
 from simweb.tasks.crawl.parts import crawl_parts
-from simweb.tasks.eval_sample import load_sample
-from simweb.tasks.eval_strategies import EvaluationInputs, save_arrays
 from simweb.tasks.logs import run_logger
 from simweb.tasks.signatures import IndexParams
 from simweb.tasks.stagecache import StageOutput, file_identities, run_stage
+from simweb.tasks.stages.eval_sample import load_sample
+from simweb.tasks.stages.eval_strategies import EvaluationInputs, save_arrays
 from simweb.tasks.storage import join
 
 __all__ = ["STAGE_INDEX", "build_agreement_params", "evaluate_index"]
