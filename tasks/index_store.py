@@ -83,6 +83,7 @@ from simweb.core.errors import IndexFormatError
 from simweb.core.minhash import MinHashParams
 from simweb.core.query import InvertedIndex
 from simweb.core.rerank import BagArrays
+from simweb.tasks.storage import fsync_path
 
 FORMAT = "simweb-index"
 FORMAT_VERSION = 3
@@ -380,9 +381,9 @@ def publish(version: str, index: str, *, name: str | None = None, keep: int = KE
         for fname, meta in manifest["files"].items():
             copy_file(join(src, fname), os.path.join(tmp, fname), meta["sha256"])
         copy_file(join(src, MANIFEST), os.path.join(tmp, MANIFEST), None)
-        _fsync_path(tmp)
+        fsync_path(tmp)
         os.rename(tmp, dest)
-        _fsync_path(versions)
+        fsync_path(versions)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -393,7 +394,7 @@ def publish(version: str, index: str, *, name: str | None = None, keep: int = KE
         os.fsync(f.fileno())
     os.replace(pointer, os.path.join(root, CURRENT))
     _link_live(root, name)
-    _fsync_path(root)
+    fsync_path(root)
     _prune(versions, name, keep)
     return dest
 
@@ -437,14 +438,6 @@ def copy_file(src: str, dst: str, sha: str | None = None) -> None:
             f"{src}: its content differs from the SHA-256 its manifest records (the cached index "
             "version is damaged); run the build again with --verify to compute it anew"
         )
-
-
-def _fsync_path(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def version_damage(version: str, *, digests: bool = False) -> list[str]:

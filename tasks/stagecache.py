@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 
 from simweb.tasks.logs import run_logger
 from simweb.tasks.progress import dask_progress
-from simweb.tasks.storage import file_problems, filesystem, identify, join, local_path, remove
+from simweb.tasks.storage import file_problems, filesystem, fsync_path, identify, join, local_path, remove
 
 MANIFEST = "_SUCCESS.json"
 TMP_PREFIX = ".tmp-"
@@ -332,7 +332,7 @@ def _write_manifest(folder: str, manifest: Mapping[str, Any]) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, os.path.join(local, MANIFEST))
-    _fsync_dir(local)
+    fsync_path(local)
 
 
 def _reuse(final: str, key: str, named: str, verify: bool,
@@ -373,7 +373,7 @@ def inventory(folder: str) -> dict[str, dict[str, Any]]:
         for base, dirs, names in os.walk(local):
             dirs.sort()
             paths += (os.path.join(base, name) for name in sorted(names))
-            _fsync_dir(base)
+            fsync_path(base)
         # A few files at a time: hashing releases the GIL and flushing waits on the disk, and
         # the workers are idle while the flow's process takes stock (at a million pages, ~20,000
         # fragment files and 10 GB between the bags sub-stages).
@@ -412,14 +412,6 @@ def _sha256_synced(path: str) -> str:
     return h.hexdigest()
 
 
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _publish(tmp: str, final: str, manifest: dict[str, Any]) -> bool:
     """Move ``tmp`` to ``final`` with its manifest; False if another run got there first."""
     text = json.dumps(manifest, sort_keys=True, indent=1).encode()
@@ -441,7 +433,7 @@ def _publish(tmp: str, final: str, manifest: dict[str, Any]) -> bool:
                 remove(tmp)
                 return False
             raise
-        _fsync_dir(os.path.dirname(local_final))
+        fsync_path(os.path.dirname(local_final))
         return True
     fs, final_p = filesystem(final)
     if fs.exists(final_p):

@@ -154,6 +154,15 @@ def read_parquet_schema(url: str) -> pa.Schema:
         return pq.read_schema(f)
 
 
+def fsync_path(path: str) -> None:
+    """Flush the local file or folder ``path`` to disk (a folder: the names it holds, after a rename)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def file_digest(url: str, *, chunk: int = 1 << 20) -> str:
     """SHA-256 of a file's bytes (hex), the identity of an input file for caching and dedup."""
     fs, path = filesystem(url)
