@@ -83,10 +83,10 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
 
     from simweb.core.minhash import MinHashParams, sign, term_hashes
-    from simweb.core.similarity import all_pairs
+    from simweb.core.similarity import exact_pairs
 
     matrix, rows = load_bags(args.crawl, args.directory)
-    exact = all_pairs(matrix, "jaccard", matrix.url_ids[rows])
+    exact = exact_pairs(matrix, "jaccard", matrix.url_ids[rows])
     csr = matrix.csr[rows]
     csr.sort_indices()
     layout = (csr.indices.astype(np.int64), csr.indptr.astype(np.int64), term_hashes(matrix.vocabulary), csr.data)
