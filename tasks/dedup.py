@@ -36,7 +36,8 @@ from simweb.core.urls import normalize_url, url_id
 from simweb.tasks import schemas
 from simweb.tasks.crawl.aliases import redirect_links
 from simweb.tasks.crawl.copies import crawl_copies
-from simweb.tasks.crawl.parts import crawl_parts
+from simweb.tasks.crawl.parts import crawl_parts, part_of
+from simweb.tasks.crawl.selection import write_selection
 from simweb.tasks.crawl.read import read_part
 from simweb.tasks.crawl.tables import pages_of, unique_pages
 from simweb.tasks.storage import join, write_parquet_atomic
@@ -255,6 +256,8 @@ def collapse_duplicates(crawl: str, out: str, params: DedupParams = DedupParams(
             table = _redirect(table, position, redirected, reps, rep_urls)
         counts["links_out"] += table.num_rows
         write_parquet_atomic(table, join(out, "links", path.rsplit("/", 1)[-1]))
+    if found.as_of:  # the output is read as of the same date
+        write_selection(out, {part_of(path) for path in found.pages}, found.as_of)
     return {**counts, "clusters": report.counts["clusters"], "duplicate_pairs": report.counts["duplicate_pairs"],
             "mirrors": report.counts["mirrors"], "dedup_seconds": report.seconds}
 

@@ -29,12 +29,19 @@ def page(title: str, words: str, links: dict[str, str]) -> bytes:
     return f"<html><head><title>{title}</title></head><body><p>{words}</p>{anchors}</body></html>".encode()
 
 
-def write_warc(path: Path, date: str, captures: dict[str, bytes | int | str]) -> Path:
+REVISIT = None  # a revisit record of an earlier capture (its digest unknown: the latest page before it)
+
+
+def write_warc(path: Path, date: str, captures: dict[str, bytes | int | str | None]) -> Path:
     """A WARC file of captures dated ``date``: a page (HTML bytes), a status without a page
-    (an int: 404, 410) or a redirect (a str: its Location)."""
+    (an int: 404, 410), a redirect (a str: its Location) or a revisit (:data:`REVISIT`)."""
     with open(path, "wb") as f:
         writer = WARCWriter(f, gzip=True)
         for url, what in captures.items():
+            if what is REVISIT:
+                writer.write_record(writer.create_revisit_record(url, "sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", url, date,
+                                                                 warc_headers_dict={"WARC-Date": date}))
+                continue
             if isinstance(what, bytes):
                 http = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
                 body = what
@@ -132,16 +139,16 @@ HOME = SITE  # captured in every file, so that every build has pages
 DATES = ["2019-01-01T00:00:00Z", "2020-01-01T00:00:00Z", "2021-01-01T00:00:00Z"]
 
 capture_st = st.one_of(
-    st.just(404),
+    st.just(404), st.just(REVISIT), st.sampled_from(URLS),
     st.tuples(st.lists(st.sampled_from(VOCABULARY), min_size=2, max_size=5),
               st.lists(st.sampled_from(URLS), max_size=2)),
 )
 file_st = st.tuples(st.sampled_from(DATES), st.dictionaries(st.sampled_from(URLS), capture_st, min_size=1, max_size=4))
 
 
-def _capture(url: str, what) -> bytes | int:
-    if what == 404:
-        return 404
+def _capture(url: str, what) -> bytes | int | str | None:
+    if what == 404 or what is REVISIT or isinstance(what, str):
+        return what
     words, links = what
     name = url.rsplit("/", 1)[-1]
     return page(f"{name} {' '.join(words[:2])}", " ".join(words), {u: f"{words[0]} link" for u in links if u != url})
@@ -223,4 +230,15 @@ def test_a_revisit_is_a_capture_at_its_date_with_the_revisited_payload(crawls, t
     assert f"alpha{WORD[2020]}" not in words(out, A)  # its content gone; beta's anchor to it stays
     build_index.fn([str(old), str(gone), str(root / "c.warc.gz")], str(out))
     assert {url for url, _ in answers(out)} == {B, C}
+    assert f"alpha{WORD[2020]}" in words(out, A)
+    assert simweb.open_index(str(out)).captures([A, B]) == {A: "20240601000000", B: "20200601000000"}  # replayed at
+
+
+def test_a_build_that_collapses_near_duplicates_reads_the_crawl_as_of_the_same_date(crawls, tmp_path):
+    from simweb.core.strategy import Strategy
+
+    out = tmp_path / "index"
+    build_index.fn([str(p) for p in crawls["old-first"]], str(out), strategy=Strategy.parse("anchor:32+content,dedup"),
+                   as_of="2021-01-01")
+    assert all("2020" in title for _, title in answers(out))
     assert f"alpha{WORD[2020]}" in words(out, A)

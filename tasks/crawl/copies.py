@@ -31,14 +31,24 @@ class DuplicateCopies:
     capture; the ids of the pages merged into another crawled page as its aliases (left out of
     every part); the crawl's resolved aliases; what the rule set aside (``counts``:
     ``captures_superseded`` page rows, ``pages_gone`` and ``pages_redirected`` URLs whose latest
-    capture answered 404/410 or a redirect, ``captures_after_as_of`` captures of any kind); and,
-    for a crawl read as of a date, the oldest and newest capture dates of its pages (``dates``)."""
+    capture answered 404/410 or a redirect, ``captures_after_as_of`` captures of any kind,
+    ``pages_of_revisits``); for a crawl read as of a date, the oldest and newest capture dates of
+    its pages (``dates``); and the pages captured last by a revisit (``redated``)."""
 
     by_part: dict[str, np.ndarray]
     merged: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
     aliases: AliasMap = field(default_factory=AliasMap)
     counts: dict[str, int] = field(default_factory=dict)
     dates: tuple[str, str] | None = None
+    #: (URL ids, 14-digit dates) of the pages whose latest capture is a revisit: captured at that date.
+    redated: tuple[np.ndarray, np.ndarray] = field(default_factory=lambda: (np.zeros(0, np.uint64), np.zeros(0, "<U14")))
+
+    def captured(self, ids: np.ndarray, stamps: np.ndarray) -> np.ndarray:
+        """``stamps``, the dates of the page rows of ``ids``, with a revisit's date for a revisited page."""
+        if not self.redated[0].size:
+            return stamps
+        at = {int(u): str(t) for u, t in zip(*self.redated)}
+        return np.asarray([at.get(int(u), t) for u, t in zip(ids.tolist(), stamps.tolist())], dtype=object)
 
     def of(self, url: str) -> np.ndarray:
         """The URL ids a pages part, or the source ids a links part, loses to other parts or pages."""
@@ -161,9 +171,10 @@ def _latest(every, row_part, rows, pages_n, places, evidence, capture_rows, as_o
     kinds = np.full(rows.size, "page", dtype=object)
     if evidence is not None:
         kinds[pages_n:] = evidence.column("kind").to_numpy(zero_copy_only=False)[capture_rows][rows[pages_n:] - every.size]
-    revisits = _revisited(winner & (kinds == REVISIT), is_page & ~late, url, best,
-                          table.column("digest").to_numpy(zero_copy_only=False))
+    revisits, revisit_rows = _revisited(winner & (kinds == REVISIT), is_page & ~late, url, best,
+                                        table.column("digest").to_numpy(zero_copy_only=False))
     winner[revisits] = True
+    redated = (url[revisit_rows], stamps[revisit_rows])
     lost = ~winner
     counts = {"captures_superseded": int((lost & ~late & is_page).sum()), "captures_after_as_of": int(late.sum()),
               "pages_of_revisits": int(revisits.size)}
@@ -184,32 +195,35 @@ def _latest(every, row_part, rows, pages_n, places, evidence, capture_rows, as_o
     aliases, merged = crawl_aliases(kept_evidence, page_ids)
     dates = None
     if as_of is not None and pages_n:
-        kept = stamps[:pages_n][winner[:pages_n]]
+        kept = stamps[:pages_n].copy()
+        kept[revisits] = stamps[revisit_rows]
+        kept = kept[winner[:pages_n]]
         dates = (str(min(kept.tolist())), str(max(kept.tolist()))) if kept.size else None
-    return DuplicateCopies(by_part, merged, aliases, counts, dates)
+    return DuplicateCopies(by_part, merged, aliases, counts, dates, redated)
 
 
 def _revisited(revisit: np.ndarray, page: np.ndarray, url: np.ndarray, best: np.ndarray,
-               digests: np.ndarray) -> np.ndarray:
+               digests: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The page rows that the winning revisit captures (``revisit``) give their URL: per revisit,
     its URL's latest page capture before it with its payload digest, else its latest page
-    capture before it (none: the revisit's URL has no page)."""
+    capture before it (none: the revisit's URL has no page); and the revisit rows they are of."""
     rows = np.flatnonzero(revisit)
     if not rows.size:
-        return rows
+        return rows, rows
     position = np.empty(best.size, np.int64)
     position[best] = np.arange(best.size)  # by URL, then the rule's order
     pages = np.flatnonzero(page & np.isin(url, url[rows]))
     by_url: dict[int, list[int]] = {}
     for i in pages[np.argsort(position[pages])].tolist():
         by_url.setdefault(int(url[i]), []).append(i)
-    chosen = []
+    chosen, of = [], []
     for r in rows.tolist():
         before = [i for i in by_url.get(int(url[r]), []) if position[i] < position[r]]
         same = [i for i in before if digests[i] and digests[i] == digests[r]]
         if same or before:
             chosen.append((same or before)[-1])
-    return np.asarray(chosen, dtype=np.int64)
+            of.append(r)
+    return np.asarray(chosen, dtype=np.int64), np.asarray(of, dtype=np.int64)
 
 
 def _evidence_kept(evidence: pa.Table, capture_rows: np.ndarray, read: np.ndarray, won: np.ndarray,

@@ -15,7 +15,7 @@ from simweb.tasks.stagecache import file_identities, stage_manifest
 from simweb.tasks.storage import filesystem, join, parts
 
 __all__ = ["CrawlParts", "count_page_rows", "count_part_rows", "crawl_identity", "crawl_of", "crawl_parts", "file_stem",
-           "part_files", "part_of", "parts_identity"]
+           "crawl_files_identity", "part_files", "part_of", "parts_identity"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +105,15 @@ def crawl_identity(crawl_dir: str) -> dict[str, Any]:
     if manifest and manifest.get("stage") and manifest.get("key"):
         return {"crawl": f"{manifest['stage']}:{manifest['key']}"}
     return parts_identity(found)
+
+
+def crawl_files_identity(crawl_dir: str) -> list[str]:
+    """The content identities of the crawl's parts and the rule choosing among a URL's captures
+    (with the date it is read as of): what a stage that reads the crawl's files is keyed by."""
+    from simweb.tasks.crawl.copies import CAPTURE_RULE
+
+    found = crawl_parts(crawl_dir)
+    return [*file_identities(found.files), f"captures:{CAPTURE_RULE}" + (f"@{found.as_of}" if found.as_of else "")]
 
 
 def parts_identity(found: CrawlParts) -> dict[str, Any]:

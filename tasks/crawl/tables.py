@@ -110,12 +110,19 @@ def iter_parts(crawl_dir: str, data_set: str, columns: Sequence[str], key: str,
 
 
 def pages_of(crawl_dir: str, url_ids: Iterable[int] | np.ndarray, columns: Sequence[str]) -> pa.Table:
-    """``columns`` of the pages of ``url_ids`` the crawl holds, each once, part by part."""
+    """``columns`` of the pages of ``url_ids`` the crawl holds, each once, part by part (the
+    ``timestamp`` of a page whose latest capture is a revisit: the revisit's)."""
     columns = list(dict.fromkeys(["url_id", *columns]))
-    tables = list(iter_parts(crawl_dir, "pages", columns, "url_id", url_ids))
+    copies = crawl_copies(crawl_parts(crawl_dir))
+    tables = list(iter_parts(crawl_dir, "pages", columns, "url_id", url_ids, copies))
     pages = pa.concat_tables(tables) if tables else empty_table(schemas.PAGES, columns)
     _, first = np.unique(pages.column("url_id").to_numpy(), return_index=True)
-    return pages.take(pa.array(np.sort(first)))
+    pages = pages.take(pa.array(np.sort(first)))
+    if "timestamp" in columns and copies.redated[0].size:  # a revisited page was captured at the revisit's date
+        at = pages.schema.get_field_index("timestamp")
+        stamps = copies.captured(pages.column("url_id").to_numpy(), pages.column("timestamp").to_numpy(zero_copy_only=False))
+        pages = pages.set_column(at, pages.schema.field(at), pa.array(stamps, pa.string()))
+    return pages
 
 
 def page_titles(crawl_dir: str, url_ids: Iterable[int] | np.ndarray | None = None, *,

@@ -28,10 +28,10 @@ from simweb.core.index_agreement import AgreementParams, index_agreement
 from simweb.core.similarity import EmbeddedSimilarity, ExactRows
 from simweb.core.strategy import Metric, Strategy
 from simweb.tasks.crawl.degrees import in_degrees
-from simweb.tasks.crawl.parts import crawl_parts
+from simweb.tasks.crawl.parts import crawl_files_identity
 from simweb.tasks.logs import run_logger
 from simweb.tasks.signatures import IndexParams
-from simweb.tasks.stagecache import StageOutput, file_identities, run_stage
+from simweb.tasks.stagecache import StageOutput, run_stage
 from simweb.tasks.stages.eval_sample import load_sample
 from simweb.tasks.stages.eval_strategies import EvaluationInputs, save_arrays
 from simweb.tasks.storage import join
@@ -54,7 +54,7 @@ def evaluate_index(crawl: str, sample: StageOutput, strategies: Sequence[Strateg
     params = params or build_agreement_params()
     loaded = load_sample(sample.path)
     inputs = EvaluationInputs.of_sample(crawl, loaded, work)
-    identity = file_identities(crawl_parts(crawl).files)
+    identity = crawl_files_identity(crawl)
     table = in_degrees(crawl, loaded.url_ids)
     degree_of = dict(zip(table.column("url_id").to_pylist(), table.column("in_degree").to_pylist()))
     n = len(loaded.urls)

@@ -26,7 +26,7 @@ from simweb.core.errors import EmptySample
 from simweb.core.gamma import class_codes
 from simweb.core.sampling import PAPER_PAIRS, Sample, describe, sample_class_pairs
 from simweb.core.urls import url_id
-from simweb.tasks.crawl.parts import crawl_parts
+from simweb.tasks.crawl.parts import crawl_files_identity
 from simweb.tasks.crawl.tables import link_targets
 from simweb.tasks.directory_file import directory_format, read_directory_file, read_lines
 from simweb.tasks.logs import run_logger
@@ -63,7 +63,7 @@ def prepare_sample(
 ) -> StageOutput:
     """Stage ``eval-sample``: parse the directory once and draw the sample (cached)."""
     inputs = {
-        "crawl": file_identities(crawl_parts(crawl).files),
+        "crawl": crawl_files_identity(crawl),
         "directory": file_identities([directory]),
         "directory_pages": file_identities([directory_pages]) if directory_pages else [],
     }

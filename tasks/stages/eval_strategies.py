@@ -63,11 +63,11 @@ from simweb.tasks.bag_shares import shared_sample_bags
 from simweb.tasks.bags.sample import sample_bags
 from simweb.tasks.bags.stage import LeftOut
 from simweb.tasks.crawl.graph import CrawlGraph, load_link_graph
-from simweb.tasks.crawl.parts import crawl_parts
+from simweb.tasks.crawl.parts import crawl_files_identity
 from simweb.tasks.crawl.tfidf import content_tfidf
 from simweb.tasks.logs import run_logger
 from simweb.tasks.progress import reporter, track
-from simweb.tasks.stagecache import StageOutput, file_identities, run_stage
+from simweb.tasks.stagecache import StageOutput, run_stage
 from simweb.tasks.stages.eval_sample import LoadedSample, load_sample
 from simweb.tasks.storage import filesystem, join, write_bytes_atomic
 
@@ -150,7 +150,7 @@ def evaluate_group(crawl: str, sample: StageOutput, strategies: Sequence[AnyStra
             "without 'dedup'"
         )
     loaded = load_sample(sample.path)
-    crawl_identity = file_identities(crawl_parts(crawl).files)
+    crawl_identity = crawl_files_identity(crawl)
     inputs = EvaluationInputs.of_sample(crawl, loaded, work)
     log = run_logger(LOGGER)
     outputs = []
