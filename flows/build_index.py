@@ -28,6 +28,7 @@ from simweb.tasks.ingest.stats import nothing_ingested
 from simweb.tasks.layout import IndexLock, check_writable, crawl_folder, set_work_folder, sweep_debris, work_folder
 from simweb.tasks.ledger import crawl_selection
 from simweb.tasks.logs import run_logger
+from simweb.tasks.options import RunOptions
 from simweb.tasks.signatures import IndexParams
 from simweb.tasks.sources import crawl_files
 
@@ -92,6 +93,7 @@ def build_index(
     for folder in {out, crawl_out or out, work or out}:
         check_writable(folder)
     params = IndexParams(m=m, seed=seed, min_in_degree=min_in_degree)
+    options = RunOptions(verify=verify, part_mb=part_mb, partitions=partitions, io_retries=io_retries)
     log.info("build-index: %d archive file(s) into %s, strategy %s", len(files), out, strategy.label)
     # Each stage a task run of its own: the run page shows which one failed, how long each took.
     with IndexLock(out, "build-index", wait=lock_wait_seconds, on_wait=log.info), \
@@ -104,7 +106,7 @@ def build_index(
         for path in sweep_debris(out, crawl_dir):
             log.info("removed %s, left by a run that was killed", path)
         # 1. Ingest (Section 6.1 scans the repository): WARC/ARC files -> pages + link contexts.
-        ingested = ingest_stage(runner, files, crawl_dir, io_retries)
+        ingested = ingest_stage(runner, files, crawl_dir, options.io_retries)
         log.info("ingest: %s", ingest_sentence(ingested))
         if not ingested.usable and not keep_earlier:  # no file gave a page: stop here, publish nothing
             return nothing_ingested(ingested)
@@ -122,8 +124,7 @@ def build_index(
         # on workers that hold no more than a fresh one would (what an ingest left is let go).
         fresh_workers_after_ingest(runner, ingested.files_read, log)
         try:
-            chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions, until, verify,
-                                part_mb)
+            chain = index_chain(runner, crawl_dir, out, strategy, params, directory, until, options=options)
         except NothingToIndex as exc:  # every bag empty: stop, publish nothing, say why (one line, no traceback)
             return Failed(message=str(exc), data=exc)
     summary = BuildSummary(ingest=ingested, stages=chain.records(), index=chain.index)

@@ -22,10 +22,10 @@ from prefect import unmapped
 from simweb.core.markdown import md_block, md_code
 from simweb.core.strategy import Strategy
 from simweb.flows.cluster import call_task, cluster_as_default, fan_out, show_progress, worker_slots
-from simweb.tasks.bags.sizes import PART_MB
 from simweb.tasks.ingest.shards import plan_shards
 from simweb.tasks.ingest.stats import IngestStats
 from simweb.tasks.ingest.task import ingest_shard
+from simweb.tasks.options import RunOptions
 from simweb.tasks.progress import track
 from simweb.tasks.signatures import IndexParams
 from simweb.tasks.stagecache import StageOutput, brief_stats
@@ -121,8 +121,8 @@ def ingest_stage(runner, files: list[str], out: str, io_retries: int = 3) -> Ing
     return ingested(shards, [future.result(raise_on_failure=False) for future in futures], out)
 
 
-def bags_on(runner, crawl: str, strategy: Strategy, out: str, partitions: int | None = None,
-            verify: bool = False, part_mb: int = PART_MB) -> Callable[[bool], StageOutput]:
+def bags_on(runner, crawl: str, strategy: Strategy, out: str,
+            options: RunOptions = RunOptions()) -> Callable[[bool], StageOutput]:
     """``run(reuse_consumed)`` of the bags stage (simweb.tasks.stages.bags) on the flow's runner:
     its sub-stages run from this process, each a task run of its own in a flow run
     (simweb.flows.stage_runs), their parts on the flow's cluster — or, without a runner, on
@@ -131,12 +131,11 @@ def bags_on(runner, crawl: str, strategy: Strategy, out: str, partitions: int | 
     scheduler for each part."""
 
     def run(reuse_consumed: bool = False) -> StageOutput:
+        knobs = {"verify": options.verify, "part_mb": options.part_mb, "reuse_consumed": reuse_consumed}
         if runner is not None and worker_slots(runner) == 1:
-            return bags_stage(crawl, strategy, out, partitions, scheduler="sync", verify=verify, part_mb=part_mb,
-                              reuse_consumed=reuse_consumed)
+            return bags_stage(crawl, strategy, out, options.partitions, scheduler="sync", **knobs)
         with cluster_as_default(runner):  # the parts go to the flow's workers
-            return bags_stage(crawl, strategy, out, partitions, verify=verify, part_mb=part_mb,
-                              reuse_consumed=reuse_consumed)
+            return bags_stage(crawl, strategy, out, options.partitions, **knobs)
 
     return run
 
@@ -183,15 +182,14 @@ class ChainResult:
 
 
 def index_chain(runner, crawl: str, out: str, strategy: Strategy, params: IndexParams,
-                directory: str | None = None, partitions: int | None = None,
-                until: Literal["bags", "index"] = "index", verify: bool = False,
-                part_mb: int = PART_MB) -> ChainResult:
-    """The stages after ingest over the whole crawl folder ``crawl`` into the index folder ``out``.
+                directory: str | None = None, until: Literal["bags", "index"] = "index", *,
+                options: RunOptions = RunOptions()) -> ChainResult:
+    """The stages after ingest over the whole crawl folder ``crawl`` into the index folder ``out``,
+    cut and checked as ``options`` say (simweb.tasks.options.RunOptions).
 
-    The caller holds the index folder's lock (simweb.tasks.layout.IndexLock). With ``verify``
-    every reused output is checked by content (SHA-256), not only by size, and recomputed
-    when damaged. ``part_mb`` bounds the working memory of each task of the bags stage.
+    The caller holds the index folder's lock (simweb.tasks.layout.IndexLock).
     """
+    verify = options.verify
     stages: dict[str, StageOutput] = {}
     bag_crawl = crawl
     if strategy.dedup:
@@ -200,7 +198,7 @@ def index_chain(runner, crawl: str, out: str, strategy: Strategy, params: IndexP
         bag_crawl = stages["dedup"].path
     # Bags (Section 6.1): fragments -> merge by URL -> df, NMDF weighting, normalise; bags an
     # earlier build consumed once it had signed them are weighed again only where they are read.
-    bags = IndexBags(bags_on(runner, bag_crawl, strategy, out, partitions, verify, part_mb), strategy,
+    bags = IndexBags(bags_on(runner, bag_crawl, strategy, out, options), strategy,
                      consumable=until == "index" and strategy.shares is None)
     stages["bags"] = bags.output
     if until == "bags":

@@ -39,6 +39,7 @@ from simweb.tasks.ingest.stats import IngestStats
 from simweb.tasks.layout import IndexLock, IndexLocked, crawl_folder, sweep_debris
 from simweb.tasks.ledger import file_outcomes, mark_indexed, not_indexed, record_ingestion, scan_inbox
 from simweb.tasks.logs import run_logger
+from simweb.tasks.options import RunOptions
 from simweb.tasks.signatures import IndexParams
 
 
@@ -209,6 +210,7 @@ def refresh_index(runner, out: str, crawl_dir: str, strategy: Strategy, params: 
     large = runner is None and in_flow_run() and not in_process(folder_size(crawl_dir), *cluster)
     with stage_runner(*cluster) if large else nullcontext(runner) as runner:
         fresh_workers_after_ingest(runner, files_read, log)
-        chain = index_chain(runner, crawl_dir, out, strategy, params, directory, partitions, part_mb=part_mb)
+        chain = index_chain(runner, crawl_dir, out, strategy, params, directory,
+                            options=RunOptions(part_mb=part_mb, partitions=partitions))
     return chain.index, {name: output.reused for name, output in chain.stages.items()}
 

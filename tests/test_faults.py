@@ -143,6 +143,7 @@ def test_a_same_size_overwrite_is_caught_by_build_verify_and_recomputed(tmp_path
     from simweb.core.strategy import Strategy
     from simweb.flows.chain import index_chain
     from simweb.tasks.layout import crawl_folder
+    from simweb.tasks.options import RunOptions
     from simweb.tasks.signatures import IndexParams
 
     out = _built(tmp_path)
@@ -156,7 +157,7 @@ def test_a_same_size_overwrite_is_caught_by_build_verify_and_recomputed(tmp_path
     # index's bags, consumed once signed, are named by their key: nothing after them changes).
     cheap = index_chain(None, crawl_folder(str(out)), str(out), Strategy(), params)
     assert cheap.stages["bags"].reused and json.loads(merge_manifest.read_text())["finished"] == merged_at
-    checked = index_chain(None, crawl_folder(str(out)), str(out), Strategy(), params, verify=True)
+    checked = index_chain(None, crawl_folder(str(out)), str(out), Strategy(), params, options=RunOptions(verify=True))
     assert json.loads(merge_manifest.read_text())["finished"] != merged_at
     assert checked.stages["signatures"].reused
     assert index_diff(checked.index, first) == []
