@@ -24,6 +24,22 @@
  * document outside offsets, offsets outside terms, or arrays of other sizes raise ValueError
  * before anything is written. The numpy code of simcore/rerank.py (_scores_numpy) is the
  * reference the tests compare with.
+ *
+ * agreements(h, sig, docs, docs_itemsize, counts) -> None
+ *
+ * The step before the re-rank, PROCESSQUERY's count of each candidate (simcore/query.py,
+ * _process_one): how many of the m min-hash positions of the candidate's row of H equal the
+ * query's.
+ *
+ * h       uint32, n_docs × m row-major (the index's H.u32, read where it lies).
+ * sig     uint32, m: the query's signature row.
+ * docs    uint32 or int64 (docs_itemsize 4 or 8): the candidates, each in 0 .. n_docs - 1.
+ * counts  int64, one per candidate, written.
+ *
+ * Without it numpy gathers the candidates' rows, compares and sums (three arrays of the
+ * candidates times m); here each row is read once where it lies. A candidate outside H raises
+ * ValueError before anything is written. The numpy expression (h[docs] == sig).sum(axis=1) is
+ * the reference the tests compare with.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -248,8 +264,67 @@ done:
     return result;
 }
 
+#define AHEAD 8 /* rows of H asked for ahead of the one counted */
+
+static PyObject *
+agreements(PyObject *self, PyObject *args)
+{
+    Py_buffer hb = {0}, sb = {0}, db = {0}, cb = {0};
+    Py_ssize_t width;
+    if (!PyArg_ParseTuple(args, "y*y*y*nw*:agreements", &hb, &sb, &db, &width, &cb))
+        return NULL;
+    PyObject *result = NULL;
+    if (!sized(&hb, 4, "h") || !sized(&sb, 4, "sig") || !sized(&cb, 8, "counts"))
+        goto done;
+    const Py_ssize_t m = sb.len / 4;
+    if (width != 4 && width != 8) {
+        PyErr_SetString(PyExc_ValueError, "agreements: expected candidates of 4 or 8 bytes");
+        goto done;
+    }
+    if (m < 1 || hb.len / 4 % m != 0 || db.len % width != 0 || cb.len / 8 != db.len / width) {
+        PyErr_SetString(PyExc_ValueError, "agreements: expected H of rows of the signature's length and "
+                                          "one count per candidate");
+        goto done;
+    }
+    const Py_ssize_t n_docs = hb.len / 4 / m, n = db.len / width;
+    const uint32_t *h = hb.buf, *sig = sb.buf, *d32 = db.buf;
+    const int64_t *d64 = db.buf;
+    int64_t *counts = cb.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int64_t d = width == 8 ? d64[i] : (int64_t)d32[i];
+        if (d < 0 || d >= n_docs) {
+            PyErr_Format(PyExc_ValueError, "agreements: candidate %lld is not a row of H (0 .. %zd)", (long long)d,
+                         n_docs - 1);
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const uint32_t *row = h + (width == 8 ? d64[i] : (int64_t)d32[i]) * m;
+        if (i + AHEAD < n) { /* the rows lie far apart: ask for a later one while this one is read */
+            const uint32_t *later = h + (width == 8 ? d64[i + AHEAD] : (int64_t)d32[i + AHEAD]) * m;
+            for (Py_ssize_t j = 0; j < m; j += 16)
+                __builtin_prefetch(later + j);
+        }
+        int64_t c = 0;
+        for (Py_ssize_t j = 0; j < m; j++)
+            c += row[j] == sig[j];
+        counts[i] = c;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&hb);
+    PyBuffer_Release(&sb);
+    PyBuffer_Release(&db);
+    PyBuffer_Release(&cb);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scores", scores, METH_VARARGS, "Exact weighted Jaccard and overlap of one bag with many (see simcore/_rerank.c)."},
+    {"agreements", agreements, METH_VARARGS, "The min-hash positions each candidate shares with a query (see simcore/_rerank.c)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -35,6 +35,11 @@ import numpy as np
 
 from simweb.core.minhash import EMPTY
 
+try:
+    from simweb.core._rerank import agreements as _c_agreements
+except ImportError:  # pragma: no cover - depends on the build
+    _c_agreements = None
+
 __all__ = [
     "RERANK_SIGMAS",
     "InvertedIndex",
@@ -354,13 +359,25 @@ def _process_one(index: InvertedIndex, sig: np.ndarray, need: int, top: int | No
     first[0] = True
     np.not_equal(cand[1:], cand[:-1], out=first[1:])
     cand = cand[first]
-    counts = (h.take(cand, axis=0) == sig).sum(axis=1)
+    counts = agreements(h, sig, cand)
     ok = (counts >= need) & (cand != exclude)
     cand, counts = cand[ok].astype(np.int64), counts[ok]
     order = (-counts).argsort(kind="stable")  # count descending; ids rise within a count
     if top is not None:
         order = order[:top]
     return Matches(exclude, cand[order], counts[order], m)
+
+
+def agreements(h: np.ndarray, sig: np.ndarray, docs: np.ndarray) -> np.ndarray:
+    """How many of the m positions of each document's row of H equal ``sig`` (int64, one per
+    document): in C where that is built (simcore/_rerank.c, each row read where it lies), else
+    by gathering the rows."""
+    if (_c_agreements is not None and h.dtype == np.uint32 and sig.dtype == np.uint32 and h.flags.c_contiguous
+            and docs.dtype in (np.uint32, np.int64) and docs.flags.c_contiguous):
+        counts = np.empty(docs.size, np.int64)
+        _c_agreements(h, np.ascontiguousarray(sig), docs, docs.itemsize, counts)
+        return counts
+    return (h.take(docs, axis=0) == sig).sum(axis=1)
 
 
 def _no_match(query: int, m: int) -> Matches:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simweb.core import rerank
+from simweb.core import query, rerank
 from simweb.core.rerank import BagArrays, exact_scores
 from simweb.core.similarity import jaccard, overlap
 
@@ -126,3 +126,34 @@ def test_a_page_with_many_near_copies_is_answered_from_few_of_its_candidates(mon
     counts = np.concatenate([np.full(100, 80), np.full(docs.size - 100, 60)])  # ... but most lie far below
     order, _ = top_exact(arrays, 0, docs, counts, 80, 0.15, 10)
     assert docs[order].tolist() == list(range(1, 11)) and sum(scored) == rerank.FIRST_ROUND
+
+
+# --- PROCESSQUERY's count of agreeing positions (simcore/_rerank.c agreements, simcore/query.py) -----
+
+needs_c_agreements = pytest.mark.skipif(query._c_agreements is None, reason="simweb.core._rerank is not built here")
+
+
+@needs_c_agreements
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 96), st.integers(0, 3), st.integers(0, 2**32 - 1), st.booleans())
+def test_the_c_count_of_agreeing_positions_equals_numpys(n_docs, m, values, seed, wide):
+    rng = np.random.default_rng(seed)
+    # Few distinct values, so that rows agree with the query in some positions and not others.
+    h = rng.integers(0, values + 1, (n_docs, m)).astype(np.uint32) * np.uint32(2**31 + 1)
+    sig = h[rng.integers(n_docs)].copy()
+    sig[rng.random(m) < 0.3] = np.uint32(2**32 - 1)
+    docs = rng.integers(0, n_docs, rng.integers(0, 3 * n_docs)).astype(np.int64 if wide else np.uint32)
+    counts = query.agreements(h, sig, docs)
+    assert counts.dtype == np.int64
+    assert counts.tolist() == (h[docs] == sig).sum(axis=1).tolist()
+
+
+@needs_c_agreements
+def test_the_c_count_refuses_a_candidate_outside_h():
+    h = np.zeros((3, 4), np.uint32)
+    with pytest.raises(ValueError, match="not a row of H"):
+        query._c_agreements(h, h[0], np.array([0, 3], np.int64), 8, np.empty(2, np.int64))
+    with pytest.raises(ValueError, match="one count per candidate"):
+        query._c_agreements(h, h[0], np.array([0, 1], np.uint32), 4, np.empty(1, np.int64))
+    with pytest.raises(ValueError, match="4 or 8 bytes"):
+        query._c_agreements(h, h[0], np.array([0, 1], np.uint32), 2, np.empty(2, np.int64))
