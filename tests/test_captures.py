@@ -242,3 +242,18 @@ def test_a_build_that_collapses_near_duplicates_reads_the_crawl_as_of_the_same_d
                    as_of="2021-01-01")
     assert all("2020" in title for _, title in answers(out))
     assert f"alpha{WORD[2020]}" in words(out, A)
+
+
+@pytest.mark.parametrize("order", [(2020, 2024), (2024, 2020)])
+def test_a_url_captured_twice_in_one_file_has_its_latest_capture(tmp_path, order):
+    path = tmp_path / "both.warc.gz"
+    with open(path, "wb") as f:
+        writer = WARCWriter(f, gzip=True)
+        http = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
+        for year in order:
+            for url, body in year_crawl(year).items():
+                writer.write_record(writer.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=http,
+                                                              warc_headers_dict={"WARC-Date": f"{year}-06-01T00:00:00Z"}))
+    out = tmp_path / "index"
+    build_index.fn([str(path)], str(out))
+    assert_answers_of(out, 2024)

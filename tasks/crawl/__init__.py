@@ -23,7 +23,8 @@ set): a latest capture that redirects makes the URL an alias of its target, one 
 404 or 410 leaves it no page (it stays a link target of the pages that link to it). The other
 captures' pages and the links read from them (a links part shares its pages part's name) are
 dropped and counted, and so is the alias evidence read from those pages (a canonical link, a
-refresh, variant names). Within one WARC file the ingest keeps the first record of a URL only.
+refresh, variant names). Within one WARC file the ingest keeps the latest record of a URL of
+each kind only (simweb.tasks.ingest.records).
 A crawl whose ``CRAWL.json`` names a date (``"as_of"``, 14 digits; ``simweb build --as-of``) is
 read as of that date: every capture dated after it is left out first. Every reader here applies
 that rule (:mod:`.copies`), so the bags stage, the evaluation, the link graph, the signatures'

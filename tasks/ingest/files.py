@@ -26,7 +26,8 @@ __all__ = ["INGEST_FORMAT", "finish_pieces", "ingest_files", "ingest_warc", "par
 #    their record's length, SURT key, timestamp and digest for replay.
 # 5: 404 and 410 records kept as "gone" rows of the aliases data set (a capture with no page).
 # 6: revisit records kept as "revisit" rows of the aliases data set (a capture of an earlier payload).
-INGEST_FORMAT = 6
+# 7: of a URL captured more than once in a file, its latest record is kept (not its first).
+INGEST_FORMAT = 7
 
 # Damaged places listed per file in its FileError (the totals count them all).
 MAX_DAMAGE_LISTED = 100
@@ -136,6 +137,10 @@ def ingest_warc(path: str, out_dir: str, piece: tuple[int, int] = (0, 1)) -> Ing
         fs, fs_path = filesystem(path)
         start, stop = piece_range(int(fs.size(fs_path)), k, n) if n > 1 else (0, None)
         counts = read_archive(path, source, parts, start, stop)
+        if counts.later:  # a URL captured again later in the file: read it again, keeping its latest records
+            parts.discard()
+            parts = IngestParts(out_dir, name)
+            counts = read_archive(path, source, parts, start, stop, keep=counts.later)
         parts.publish()
     except BaseException:
         parts.discard()

@@ -93,17 +93,43 @@ class ArchiveCounts:
     aliases_skipped: Counter = field(default_factory=Counter)
     damage: tuple[tuple[int, int], ...] = ()
     error: str | None = None
+    later: dict[tuple[str, str], int] = field(default_factory=dict)  # see read_archive
 
 
-def read_archive(path: str, source: str, parts: IngestParts, start: int = 0, stop: int | None = None) -> ArchiveCounts:
+class _Captures:
+    """Which record of a URL a file's parts keep, per kind of capture (a page, a redirect, a 404/410,
+    a revisit): the latest by WARC-Date, then offset. Read once, the first of each is written and
+    the later ones noted (``later``); read again with ``keep`` (what the first reading noted),
+    those URLs' latest records are written instead."""
+
+    def __init__(self, keep: dict[tuple[str, str], int] | None = None):
+        self.keep = keep or {}
+        self.seen: dict[tuple[str, str], str] = {}
+        self.later: dict[tuple[str, str], int] = {}
+
+    def admit(self, kind: str, url: str, record, offset: int) -> bool:
+        key = (kind, url)
+        if key in self.keep:
+            return offset == self.keep[key]
+        stamp = timestamp14(record.rec_headers.get_header("WARC-Date")) or ""
+        if key not in self.seen:
+            self.seen[key] = stamp
+            return True
+        if stamp >= self.seen[key]:
+            self.seen[key] = stamp
+            self.later[key] = offset
+        return False
+
+
+def read_archive(path: str, source: str, parts: IngestParts, start: int = 0, stop: int | None = None,
+                 keep: dict[tuple[str, str], int] | None = None) -> ArchiveCounts:
     """Stream the records of one WARC or ARC file (of its records that start in [``start``,
-    ``stop``) when given) into its parts, reading on past damage."""
+    ``stop``) when given) into its parts, reading on past damage. Of a URL's records of one kind
+    the first is written, or with ``keep`` the one at the offset it names (ArchiveCounts.later:
+    the latest records of the URLs a first reading found captured again later in the file)."""
     counts = ArchiveCounts()
     skipped = counts.skipped
-    seen: set[str] = set()
-    redirected: set[str] = set()
-    gone: set[str] = set()
-    revisited: set[str] = set()
+    captures = _Captures(keep)
     fs, fs_path = filesystem(path)
     with fs.open(fs_path, "rb") as raw:
         records = ArchiveRecords(raw, start, stop)
@@ -111,33 +137,28 @@ def read_archive(path: str, source: str, parts: IngestParts, start: int = 0, sto
             counts.records += 1
             reason, found = _page_of(record, records)
             if reason is None:
-                url = found[0]
-                if url in seen:
+                if not captures.admit("page", found[0], record, offset):
                     reason = DUPLICATE
                 else:
-                    seen.add(url)
                     reason = _add_page(found, _record_of(record, offset, records, found), source, parts, counts)
             elif reason == REDIRECT:
                 url, status, media_type, location = found
                 target, why_not = redirect_target(url, location)
                 if target is None:
                     counts.aliases_skipped[why_not] += 1
-                elif url not in redirected:  # as for pages, the first record of a URL in a file wins
-                    redirected.add(url)
+                elif captures.admit(REDIRECT, url, record, offset):  # as for pages, one record of a URL in a file
                     parts.add_alias(url, url_id(url), target, url_id(target), REDIRECT, status, source, offset,
                                     _record_of(record, offset, records, (url, status, media_type)))
                 reason = _status_reason(status)  # not a page: counted as before, its alias beside
             elif reason == GONE:
                 url, status = found
-                if url not in gone:  # a capture that has no page: the URL's page is gone if it is the latest
-                    gone.add(url)
+                if captures.admit(GONE, url, record, offset):  # a capture with no page: the page is gone if latest
                     parts.add_alias(url, url_id(url), "", 0, GONE, status, source, offset,
                                     _record_of(record, offset, records, (url, status, "")))
                 reason = _status_reason(status)
             elif reason == REVISIT:
                 url, refers_to = found
-                if url not in revisited:  # a capture whose payload is an earlier capture's (its digest)
-                    revisited.add(url)
+                if captures.admit(REVISIT, url, record, offset):  # a capture of an earlier capture's payload
                     parts.add_alias(url, url_id(url), refers_to, url_id(refers_to), REVISIT, 200, source, offset,
                                     _record_of(record, offset, records, (url, 200, "")))
                 reason = "revisit record"
@@ -147,6 +168,7 @@ def read_archive(path: str, source: str, parts: IngestParts, start: int = 0, sto
         counts.recovered = records.recovered
         counts.damage = tuple((gap.offset, gap.skipped) for gap in records.gaps)
         counts.error = records.damage_note(source)
+        counts.later = captures.later
     return counts
 
 
