@@ -16,8 +16,10 @@ that load from other processes falls on each alike:
 printing requests/s, p50 and p99 of each and the ratios related/info (goal ≥ 0.5) and
 unknown/related; how long the server took to answer its first request (ready); and the
 memory of its processes from /proc/PID/smaps_rollup, after start and after the load: resident
-(RSS), private (Private_Clean + Private_Dirty: what the process alone holds) and the index's
-file pages each maps (shared by every worker: mapped, not copied).
+(RSS), its own memory (Anonymous: what the process allocated — heap, stacks —, which no
+other process shares) and the index's file pages each maps (shared by every worker: mapped,
+not copied; a file page only one worker has touched yet counts as that worker's Private_Clean,
+so "private" would grow with whatever share of the index a worker's queries read).
 
 ``--code REV`` runs the server of another git revision of this repository (laid out by
 benchmarks._baseline; it must read the index's format), for figures before and after a change
@@ -133,16 +135,16 @@ def memory(pid: int, index_dir: str) -> list[dict[str, float]]:
         except OSError:
             continue
         rows.append({"pid": p, "rss": fields.get("Rss", 0) / 1024,
-                     "private": (fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)) / 1024,
+                     "own": fields.get("Anonymous", 0) / 1024,
                      "index_mapped": mapped / 1024})
     return rows
 
 
 def _memory_line(rows: list[dict[str, float]]) -> str:
-    total = sum(r["private"] for r in rows)
-    each = ", ".join(f"{r['private']:.0f}" for r in rows)
+    total = sum(r["own"] for r in rows)
+    each = ", ".join(f"{r['own']:.0f}" for r in rows)
     mapped = max((r["index_mapped"] for r in rows), default=0.0)
-    return (f"private {total:,.0f} MiB in {len(rows)} processes ({each}), RSS {sum(r['rss'] for r in rows):,.0f} MiB; "
+    return (f"own (anonymous) {total:,.0f} MiB in {len(rows)} processes ({each}), RSS {sum(r['rss'] for r in rows):,.0f} MiB; "
             f"index files resident in each worker up to {mapped:,.0f} MiB (shared)")
 
 
