@@ -102,10 +102,11 @@ def _places(table: pa.Table) -> pa.Table:
 def duplicate_copies(page_parts: Sequence[str], alias_parts: Sequence[str] = (),
                      as_of: str | None = None) -> DuplicateCopies:
     """Which captures of the crawl count: per URL the latest by (WARC-Date, source_file,
-    record_offset, part) among its pages, its redirect records and its 404/410 records, of those
+    record_offset, part) among its pages, its redirect, 404/410 and revisit records, of those
     dated at or before ``as_of`` (14 digits) when given. A page not so chosen is dropped with
-    its links; a redirect chosen makes the URL an alias, a 404/410 chosen leaves it no page; the
-    other records' alias evidence (a page's canonical link and variant names) goes with them.
+    its links; a redirect chosen makes the URL an alias, a 404/410 chosen leaves it no page, a
+    revisit chosen gives it the page it revisits (:func:`_revisited`); the other records' alias
+    evidence (a page's canonical link and variant names) goes with them.
     Repeats within the winning part are left to the Corpus (first row wins); the ingest writes none.
 
     Columnar and light: the URL ids of every part (8 bytes a page) find the URLs captured more
