@@ -43,13 +43,13 @@ LINKS_1 = [
     LinkRow(U("b"), I("b"), U("c"), I("c"), ("gamma",), ("kernel",), ()),
     LinkRow(U("b"), I("b"), U("b"), I("b"), ("self",), (), ()),
 ]
-# A second WARC file crawled page a again (later: "b.warc.gz" sorts after "a.warc.gz"): its copy
-# and the links read from it are skipped.
+# A second WARC file holds an earlier capture of page a (2020; the first file's is of 2024): a
+# URL's page is its latest capture, so this copy and the links read from it are skipped.
 PAGES_2 = [PageRow(U("a"), I("a"), ("alpha", "copy"), ("second", "crawl", "dup", "source"))]
 LINKS_2 = [LinkRow(U("a"), I("a"), U("c"), I("c"), ("dup", "source"), (), ())]
 
 
-def pages_table(rows: list[PageRow], source_file: str) -> pa.Table:
+def pages_table(rows: list[PageRow], source_file: str, timestamp: str = "20240101000000") -> pa.Table:
     return pa.table({
         "url": [r.url for r in rows], "url_id": pa.array([r.url_id for r in rows], pa.uint64()),
         "title": [" ".join(r.title_words) for r in rows],
@@ -58,7 +58,7 @@ def pages_table(rows: list[PageRow], source_file: str) -> pa.Table:
         "charset": ["utf-8"] * len(rows), "source_file": [source_file] * len(rows),
         "record_offset": pa.array(range(len(rows)), pa.int64()),
         "record_length": pa.array([0] * len(rows), pa.int64()), "surt": [""] * len(rows),
-        "timestamp": [""] * len(rows), "digest": ["-"] * len(rows),
+        "timestamp": [timestamp] * len(rows), "digest": ["-"] * len(rows),
     }, schema=schemas.PAGES)
 
 
@@ -86,7 +86,7 @@ def crawl(tmp_path) -> str:
     root = str(tmp_path / "crawl")
     write_parquet_atomic(pages_table(PAGES_1, "a.warc.gz"), f"{root}/pages/part-1111.parquet")
     write_parquet_atomic(links_table(LINKS_1, PAGES_1), f"{root}/links/part-1111.parquet")
-    write_parquet_atomic(pages_table(PAGES_2, "b.warc.gz"), f"{root}/pages/part-2222.parquet")
+    write_parquet_atomic(pages_table(PAGES_2, "b.warc.gz", "20200101000000"), f"{root}/pages/part-2222.parquet")
     write_parquet_atomic(links_table(LINKS_2, PAGES_2), f"{root}/links/part-2222.parquet")
     return root
 
