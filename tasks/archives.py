@@ -218,7 +218,8 @@ class ArchiveRecords:
                     return
                 continue
             else:
-                offset = self._it.offset
+                # Never before the record read last (warcio's offset after a member cut short can be).
+                offset = max(self._it.offset, self._offset)
                 try:
                     record = next(self._records)
                 except StopIteration:
@@ -323,7 +324,9 @@ class ArchiveRecords:
         try:
             it.read_to_end()
             cut = getattr(record.raw_stream, "limit", 0) > 0
-            self.length = it.member_info[1] if it.member_info else None
+            # warcio counts a member cut short by the file's end back from where it stopped
+            # reading, which can fall before the record: no byte range, then.
+            self.length = it.member_info[1] if it.member_info and it.member_info[1] >= 0 else None
         except OSError:
             raise
         except Exception:  # warcio could not read the rest of the block

@@ -8,13 +8,14 @@ hostile files are measured by ``python -m benchmarks.hostile``.
 """
 from __future__ import annotations
 
+import base64
 import gzip
 import io
 import zlib
 
 import brotli
 import zstandard
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
@@ -80,8 +81,23 @@ def read_all(data: bytes) -> tuple[int, list[int]]:
     return len(offsets), offsets
 
 
+# A mutated record the fuzz test once found: its gzip member is cut short, and warcio then
+# counted the record's length back to -10 (and the next record's offset before the first).
+MEMBER_CUT_SHORT = base64.b64decode(
+    "H4sIAGiKD2sC/82UXW+iQBSG7038D9z1agozwFBZSgKIfAiKiojcDTKoWQUimH78+oWtm3a3sduk2WQTSCaHk3fmPE+GlTY3"
+    "WHjL9XurdgXCp4rKzAM5bfZFXl6Kc7opTxlwhjKjnE+FfD7vM5kORCTmdAAynFMgpFwO7iQeA0nCOUJkkKX8QL0EjPYHWpBj"
+    "m5zfdtmX8pA0bQlxCAOIAIdCjpe7R0guDfqh3HwHw/2W1o3M1DsC5algjY2FpCdRvEwCQVoHdjBB5tyMbX+BTKffM8qioUVz"
+    "GYVU1WG/Ic2+LNhua5Dv6SGrX9s8WmybncxA3O/1Xl6Kc7opTxlwhjKjnE+FfD7vM5kORCTmdAAynFMgpFwO7iQeA0nCOUJk"
+    "kKX8QL0EjPYHWpBjm5zfdtmX8pA0bQlxCAOIAIdCjpe7R0guDfqh3HwHw/2W1o3M1DsC5algjY2FpCdRvEwCQVoHdjBB5tyM"
+    "bX+BTKffM8qioUVzGYVU1WG/Ic2+LNhua5Dv6SGrX9s8WmybncxA3O/1e3WZN21bd9Lz83NXeTnKO0QnWldlUdOPEGHKU0oJ"
+    "BphwBAgibhFlfApSboAgFUhK07tfiEJy2tIGLOeOzOyappJZNr+lj+RYHShbcZ8lFpCnQ0my35mth7btLieaF0QT1zekZaJL"
+    "eOKLK3e4tifz0XXauuGPpaFmuXpsx5ZtmVrsSG6EIjzDHh5HH9HupvjGHOtt0366f+X1DjwSOsp2GAYtZdhOxzHT8Z/J"
+)
+
+
 @FUZZ
 @given(mutated() | st.binary(max_size=600))
+@example(MEMBER_CUT_SHORT)
 def test_the_record_reader_reads_any_bytes_to_their_end(data):
     _, offsets = read_all(data)
     assert all(0 <= o < max(len(data), 1) for o in offsets)
