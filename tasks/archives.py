@@ -218,8 +218,7 @@ class ArchiveRecords:
                     return
                 continue
             else:
-                # Never before the record read last (warcio's offset after a member cut short can be).
-                offset = max(self._it.offset, self._offset)
+                offset = max(self._it.offset, self._offset)  # never before the last record read
                 try:
                     record = next(self._records)
                 except StopIteration:
@@ -319,14 +318,12 @@ class ArchiveRecords:
             self.length = 0
             self._end = RecordEnd.CUT if cut else RecordEnd.WHOLE
             return self._end
-        errors = it.err_count
-        self.length = None
+        errors, self.length = it.err_count, None
         try:
             it.read_to_end()
             cut = getattr(record.raw_stream, "limit", 0) > 0
-            # warcio counts a member cut short by the file's end back from where it stopped
-            # reading, which can fall before the record: no byte range, then.
-            self.length = it.member_info[1] if it.member_info and it.member_info[1] >= 0 else None
+            length = it.member_info[1] if it.member_info else -1  # < 0: a member the file cuts short
+            self.length = length if length >= 0 else None
         except OSError:
             raise
         except Exception:  # warcio could not read the rest of the block
