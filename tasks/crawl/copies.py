@@ -21,8 +21,8 @@ __all__ = ["CAPTURE_RULE", "EPOCH", "DuplicateCopies", "capture_dates", "crawl_c
 #: before the ingest kept dates: older than every dated capture.
 EPOCH = "00000000000000"
 #: Named in the identity of every stage that reads the crawl (simweb.tasks.crawl.parts.crawl_identity),
-#: so that outputs computed under another rule are not reused (2: a gone URL is no document).
-CAPTURE_RULE = "latest-capture-2"
+#: so that outputs computed under another rule are not reused.
+CAPTURE_RULE = "latest-capture"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
