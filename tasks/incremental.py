@@ -274,20 +274,12 @@ def _alias_moves(crawl_dir: str, new_parts: list[str]) -> tuple[np.ndarray, np.n
 
 def removed_pages(crawl_dir: str, new_parts: list[str]) -> np.ndarray:
     """The URL ids that were pages of the crawl without ``new_parts`` and are none with them:
-    their latest capture is now one of the new parts' 404, 410 or redirect records; and the
-    URLs that the new parts make gone (404, 410) or bring back, crawled or only linked to."""
+    their latest capture is now one of the new parts' 404, 410 or redirect records."""
     crawl = crawl_parts(crawl_dir)
     new = set(new_parts)
     old_pages = [u for u in crawl.pages if part_of(u) not in new]
     before = duplicate_copies(old_pages, [u for u in crawl.aliases if part_of(u) not in new], crawl.as_of)
     now = crawl_copies(crawl)
-    # A URL gone or back (a page again) changes which documents exist: the full re-weigh.
-    return np.union1d(_no_longer_pages(crawl, old_pages, before, now), np.setxor1d(now.gone, before.gone))
-
-
-def _no_longer_pages(crawl, old_pages: list[str], before, now) -> np.ndarray:
-    """The URL ids that were pages under ``before`` (the crawl without the new parts) and are
-    none under ``now``."""
     ids = [np.zeros(0, np.uint64)]
     for url in old_pages:
         column = read_part(url, schemas.PAGES, ["url_id"]).column("url_id").to_numpy().astype(np.uint64)

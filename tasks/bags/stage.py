@@ -98,8 +98,7 @@ def merge_stages(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: i
         tasks = [(fragments_of_pages_part, u, (strategy, copies.of(u), join(tmp, f"part-pages-{file_stem(u)}"),
                                                size, exclude, level)) for u in crawl.pages]
         tasks += [(fragments_of_links_part, u, (strategy, copies.of(u), join(tmp, f"part-links-{file_stem(u)}"),
-                                                size, exclude, shared_aliases, level, copies.gone))
-                  for u in crawl.links]
+                                                size, exclude, shared_aliases, level)) for u in crawl.links]
         work = []
         for rank, (function, u, args) in enumerate(largest_first(tasks, strategy)):
             with dask.annotate(priority=len(tasks) - rank):

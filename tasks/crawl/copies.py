@@ -42,9 +42,6 @@ class DuplicateCopies:
     dates: tuple[str, str] | None = None
     #: (URL ids, 14-digit dates) of the pages whose latest capture is a revisit: captured at that date.
     redated: tuple[np.ndarray, np.ndarray] = field(default_factory=lambda: (np.zeros(0, np.uint64), np.zeros(0, "<U14")))
-    #: The URL ids whose latest capture answered 404 or 410, crawled as pages before or not: no
-    #: document of the index (the links to them still count in their sources' bags).
-    gone: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
 
     def captured(self, ids: np.ndarray, stamps: np.ndarray) -> np.ndarray:
         """``stamps``, the dates of the page rows of ``ids``, with a revisit's date for a revisited page."""
@@ -189,14 +186,13 @@ def _latest(every, row_part, rows, pages_n, places, evidence, capture_rows, as_o
     dropped = np.zeros(every.size, dtype=bool)
     dropped[rows[loser_page]] = True
     page_ids = np.unique(every[~dropped])
-    kept_evidence, gone = None, np.zeros(0, np.uint64)
+    kept_evidence = None
     if evidence is not None:
         kept_evidence, won = _evidence_kept(evidence, capture_rows, rows[pages_n:] - every.size, winner[pages_n:],
                                             table.slice(0, pages_n), lost[:pages_n])
         had_page = np.isin(won[0], np.unique(every))
         counts.update(pages_redirected=int((had_page & (won[1] == REDIRECT)).sum()),
                       pages_gone=int((had_page & (won[1] == GONE)).sum()))
-        gone = np.unique(np.asarray(won[0], np.uint64)[np.asarray(won[1] == GONE, bool)])
     aliases, merged = crawl_aliases(kept_evidence, page_ids)
     dates = None
     if as_of is not None and pages_n:
@@ -204,7 +200,7 @@ def _latest(every, row_part, rows, pages_n, places, evidence, capture_rows, as_o
         kept[revisits] = stamps[revisit_rows]
         kept = kept[winner[:pages_n]]
         dates = (str(min(kept.tolist())), str(max(kept.tolist()))) if kept.size else None
-    return DuplicateCopies(by_part, merged, aliases, counts, dates, redated, gone)
+    return DuplicateCopies(by_part, merged, aliases, counts, dates, redated)
 
 
 def _revisited(revisit: np.ndarray, page: np.ndarray, url: np.ndarray, best: np.ndarray,
