@@ -113,9 +113,13 @@ def test_three_scheduled_runs_each_ingest_the_files_dropped_before_them(schedule
         _wait_for(lambda: read_ledger(str(crawl)).get(digest, {}).get("indexed"), 300, f"{name} to be indexed",
                   scheduled["proc"], scheduled["log"])
         # The run that indexed it: the one whose artifact names files (the others found nothing new).
-        runs = _wait_for(lambda: [r for r in _runs(api, deployment["id"]) if r["state_type"] == "COMPLETED"
-                                  and _ingested_by(api, r["id"]) is not None], 60, "the run's artifact",
-                         scheduled["proc"], scheduled["log"])
+        # The ledger says "indexed" before that run is Completed: wait for the run, not for any run.
+        def indexing_runs(before: int = len(ingested)) -> list | None:
+            done = [r for r in _runs(api, deployment["id"]) if r["state_type"] == "COMPLETED"
+                    and _ingested_by(api, r["id"]) is not None]
+            return done if len(done) > before else None
+
+        runs = _wait_for(indexing_runs, 60, "the run's artifact", scheduled["proc"], scheduled["log"])
         runs.sort(key=lambda r: r["start_time"])  # a backlog of due runs is not started by its order
         assert len(runs) == len(ingested) + 1, [r["name"] for r in runs]
         assert runs[-1]["auto_scheduled"] and runs[-1]["created_by"]["type"] == "SCHEDULE"
