@@ -12,7 +12,7 @@ Two measurements on the same WARC set, in this run:
    Target: flow / direct ≤ 1.3×. Also shown: the flow on an already running one-worker
    cluster (``dask_address``), which leaves out the cluster start.
 2. **Ingest on 1 vs 2 Dask workers.** The ingest stage alone (one Prefect task per shard of
-   WARC files, two shards per worker, ``simweb.flows.build_index.ingest_stage``) inside an already
+   WARC files, two shards per worker, ``simweb.tasks.stages.ingest.ingest_stage``) inside an already
    started LocalCluster of the flows: one worker (a thread in this process), then two
    single-threaded worker processes (which import the stage modules as they start).
    Target: speed-up ≥ 1.7×.
@@ -142,15 +142,15 @@ def timed_ingest_on_cluster(files: list[str], out: str, n_workers: int) -> tuple
     """Seconds of the ingest stage alone on a LocalCluster of ``n_workers`` that is already up."""
     from prefect import flow
 
-    from simweb.flows.chain import ingest_stage
-    from simweb.flows.cluster import dask_task_runner
+    from simweb.flows.cluster import dask_task_runner, workers
+    from simweb.tasks.stages.ingest import ingest_stage
 
     @flow(name="benchmark-ingest-on-cluster")
     def ingest_on_cluster() -> tuple[float, int]:
         with dask_task_runner(n_workers=n_workers) as runner:
             runner.client.wait_for_workers(n_workers, timeout=120)
             t0 = time.perf_counter()
-            stats = ingest_stage(runner, files, out)
+            stats = ingest_stage(files, out, on=workers(runner))
             return time.perf_counter() - t0, stats.pages_written
 
     return ingest_on_cluster()

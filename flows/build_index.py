@@ -18,8 +18,8 @@ from prefect import flow
 from prefect.states import Failed
 
 from simweb.core.strategy import Strategy
-from simweb.flows.chain import BuildSummary, NothingToIndex, index_chain, ingest_sentence, ingest_stage
-from simweb.flows.cluster import fresh_workers_after_ingest, publish_markdown, stage_runner
+from simweb.flows.chain import BuildSummary, NothingToIndex, index_chain, ingest_sentence
+from simweb.flows.cluster import fresh_workers_after_ingest, publish_markdown, stage_runner, workers
 from simweb.flows.parameters import StrategyParameter
 from simweb.flows.stage_runs import stage_task_runs
 from simweb.tasks.bags.sizes import PART_MB
@@ -31,6 +31,7 @@ from simweb.tasks.logs import run_logger
 from simweb.tasks.options import RunOptions
 from simweb.tasks.signatures import IndexParams
 from simweb.tasks.sources import crawl_files
+from simweb.tasks.stages.ingest import ingest_stage
 
 
 @flow(name="build-index")
@@ -106,7 +107,7 @@ def build_index(
         for path in sweep_debris(out, crawl_dir):
             log.info("removed %s, left by a run that was killed", path)
         # 1. Ingest (Section 6.1 scans the repository): WARC/ARC files -> pages + link contexts.
-        ingested = ingest_stage(runner, files, crawl_dir, options.io_retries)
+        ingested = ingest_stage(files, crawl_dir, options, on=workers(runner))
         log.info("ingest: %s", ingest_sentence(ingested))
         if not ingested.usable and not keep_earlier:  # no file gave a page: stop here, publish nothing
             return nothing_ingested(ingested)

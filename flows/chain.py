@@ -6,32 +6,25 @@ Each stage is cached by simweb.tasks.stagecache: keyed by the identity of what i
 its parameters, a finished stage is reused, so a re-run of a finished build does no work, a
 changed strategy re-runs from the bags stage, and a run that failed in a late stage resumes
 there. The published index (``OUT/versions/<name>`` and ``OUT/CURRENT``) is switched
-atomically, so a query sees the old or the new index, never a mix. Every stage takes the
+atomically, so a query sees the old or the new index, never a mix. The chain takes the
 flow's task runner (``runner``; None runs the same work in this process on Dask's local
-scheduler, as tests and benchmarks do). The stages after the ingest are simweb.tasks.stages',
-one module each; here they are only ordered, and given the runner's cluster.
+scheduler, as tests and benchmarks do). The stages are simweb.tasks.stages', one module each;
+here they are only ordered, and given the runner's cluster (simweb.flows.cluster.workers).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from prefect import unmapped
-
 from simweb.core.markdown import md_block, md_code
 from simweb.core.strategy import Strategy
-from simweb.flows.cluster import call_task, cluster_as_default, fan_out, show_progress, worker_slots
-from simweb.tasks.ingest.shards import plan_shards
+from simweb.flows.cluster import workers
 from simweb.tasks.ingest.stats import IngestStats
-from simweb.tasks.ingest.task import ingest_shard
 from simweb.tasks.options import RunOptions
-from simweb.tasks.progress import track
 from simweb.tasks.signatures import IndexParams
 from simweb.tasks.stagecache import StageOutput, brief_stats
-from simweb.tasks.stages.bags import IndexBags, bags_stage
+from simweb.tasks.stages.bags import IndexBags
 from simweb.tasks.stages.dedup import dedup_stage
-from simweb.tasks.stages.ingest import ingested, large_files
 from simweb.tasks.stages.invert import invert_stage
 from simweb.tasks.stages.publish import publish_stage
 from simweb.tasks.stages.signatures import signatures_stage, signed
@@ -95,52 +88,6 @@ def stages_sentence(stages: dict[str, dict[str, Any]]) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# The stages
-
-
-def ingest_stage(runner, files: list[str], out: str, io_retries: int = 3) -> IngestStats:
-    """Ingest every WARC or ARC file into ``out``: one ``ingest_shard`` task per shard of files
-    or of pieces of a large file (simweb.tasks.ingest.shards.plan_shards), the largest first; summed
-    stats. A file read in pieces is finished here, once all its pieces are in.
-
-    A file that cannot be read (after ``io_retries`` retries of transient I/O errors) is
-    reported in the stats' ``file_errors`` and skipped; the other files are not affected.
-    Without a runner the files are ingested here, one after another (in a flow run, each file a
-    task run of its own).
-    """
-    if runner is None:  # inside a flow run, each file a task run
-        return IngestStats.total(stats for path in track(files, "ingest", "files")
-                                 for stats in call_task(ingest_shard, paths=[path], out=out, io_retries=io_retries))
-    shards = plan_shards(files, worker_slots(runner))
-    futures = runner.map(ingest_shard, {"paths": [[item.path for item in shard] for shard in shards],
-                                        "pieces": [[[item.k, item.n] for item in shard] for shard in shards],
-                                        "out": unmapped(out), "io_retries": unmapped(io_retries)})
-    pieces = [item for shard in shards for item in shard if item.n > 1]
-    show_progress(futures, "ingest", f"shards of {len(files)} WARC file(s)" + (
-        f" ({len(pieces)} pieces of {large_files(len({item.path for item in pieces}))})" if pieces else ""))
-    return ingested(shards, [future.result(raise_on_failure=False) for future in futures], out)
-
-
-def bags_on(runner, crawl: str, strategy: Strategy, out: str,
-            options: RunOptions = RunOptions()) -> Callable[[bool], StageOutput]:
-    """``run(reuse_consumed)`` of the bags stage (simweb.tasks.stages.bags) on the flow's runner:
-    its sub-stages run from this process, each a task run of its own in a flow run
-    (simweb.flows.stage_runs), their parts on the flow's cluster — or, without a runner, on
-    Dask's local scheduler. On a cluster of one worker thread the parts are computed here, one
-    after another, as the scheduler would have it do anyway, without a round trip through the
-    scheduler for each part."""
-
-    def run(reuse_consumed: bool = False) -> StageOutput:
-        knobs = {"verify": options.verify, "part_mb": options.part_mb, "reuse_consumed": reuse_consumed}
-        if runner is not None and worker_slots(runner) == 1:
-            return bags_stage(crawl, strategy, out, options.partitions, scheduler="sync", **knobs)
-        with cluster_as_default(runner):  # the parts go to the flow's workers
-            return bags_stage(crawl, strategy, out, options.partitions, **knobs)
-
-    return run
-
-
-# ---------------------------------------------------------------------------------------------
 # The chain
 
 
@@ -189,7 +136,7 @@ def index_chain(runner, crawl: str, out: str, strategy: Strategy, params: IndexP
 
     The caller holds the index folder's lock (simweb.tasks.layout.IndexLock).
     """
-    verify = options.verify
+    verify, on = options.verify, workers(runner)
     stages: dict[str, StageOutput] = {}
     bag_crawl = crawl
     if strategy.dedup:
@@ -198,23 +145,18 @@ def index_chain(runner, crawl: str, out: str, strategy: Strategy, params: IndexP
         bag_crawl = stages["dedup"].path
     # Bags (Section 6.1): fragments -> merge by URL -> df, NMDF weighting, normalise; bags an
     # earlier build consumed once it had signed them are weighed again only where they are read.
-    bags = IndexBags(bags_on(runner, bag_crawl, strategy, out, options), strategy,
-                     consumable=until == "index" and strategy.shares is None)
+    bags = IndexBags(bag_crawl, strategy, out, options, on=on, consumable=until == "index" and strategy.shares is None)
     stages["bags"] = bags.output
     if until == "bags":
         return ChainResult(stages, None)
     if not bags.output.stats.get("entries"):  # every bag empty: an index of nothing is not published
         raise NothingToIndex(strategy, bags.output.stats)
     stages["bags"] = bags.to_sign(lambda b: signed(b, bag_crawl, params, out, directory, strategy.metric, verify))
-    # Signatures (Section 6.2): m min-hashes per bag -> H and the url <-> doc map. On a cluster, two
-    # signing tasks a worker thread, each a shard of the parts: a task run per part cost about as
-    # much orchestration as signing the part (~0.3 s at 100k pages).
+    # Signatures (Section 6.2): m min-hashes per bag -> H and the url <-> doc map.
     signed_bags = stages["signatures"] = signatures_stage(
-        stages["bags"], bag_crawl, params, out, directory, verify, strategy.metric,
-        fan_out=None if runner is None else fan_out(runner), tasks=None if runner is None else 2 * worker_slots(runner))
+        stages["bags"], bag_crawl, params, out, directory, verify, strategy.metric, on=on)
     # Invert (Section 6.2): H -> I, leaving low in-degree URLs out (Section 7.1).
-    inverted = stages["invert"] = invert_stage(signed_bags, params, out, verify,
-                                               fan_out=None if runner is None else fan_out(runner))
+    inverted = stages["invert"] = invert_stage(signed_bags, params, out, verify, on=on)
     # Publish: queries switch to the new index atomically; its df starts an epoch for
     # incremental updates (simweb.tasks.incremental).
     live = publish_stage(inverted, out, verify)

@@ -21,6 +21,7 @@ from prefect.futures import as_completed
 from prefect_dask import DaskTaskRunner
 
 from simweb.tasks.logs import run_logger
+from simweb.tasks.options import Workers
 from simweb.tasks.progress import progress
 
 #: The module every worker of the flows' local Dask clusters imports as it starts.
@@ -326,12 +327,40 @@ def fan_out(runner) -> Callable[[Any, Sequence[dict[str, Any]]], list[Any]]:
             return []
         if len(calls) == 1:
             return [task.fn(**calls[0])]
-        keys = list(calls[0])
-        futures = runner.map(task, {k: [c[k] for c in calls] for k in keys})
+        futures = _submitted(runner, task, calls)
         show_progress(futures, task.name, "tasks")
         return [f.result() for f in futures]
 
     return fan
+
+
+def map_tasks(runner) -> Callable[[Any, Sequence[dict[str, Any]], str, str], list[Any]]:
+    """``map(task, calls, stage, what)``: the Prefect ``task`` once per keyword dict of ``calls``
+    on ``runner``, each a task of its own (even a single one), its progress shown as ``stage``'s
+    ``what``; each call's outcome in order — its result, or what its failure left (not raised)."""
+
+    def run(task, calls: Sequence[dict[str, Any]], stage: str, what: str) -> list[Any]:
+        futures = _submitted(runner, task, calls) if calls else []
+        show_progress(futures, stage, what)
+        return [future.result(raise_on_failure=False) for future in futures]
+
+    return run
+
+
+def _submitted(runner, task, calls: Sequence[dict[str, Any]]) -> list:
+    keys = list(calls[0])
+    return runner.map(task, {k: [c[k] for c in calls] for k in keys})
+
+
+def workers(runner) -> Workers:
+    """The stages' view of ``runner`` (simweb.tasks.options.Workers): its worker slots, its
+    fan-outs, a task here as a task run of its own, and its cluster as Dask's default. Without a
+    runner, no cluster: the stages' work runs in this process (a task here still a task run of its
+    own inside a flow run)."""
+    if runner is None:
+        return Workers(call=call_task)
+    return Workers(slots=worker_slots(runner), fan_out=fan_out(runner), map=map_tasks(runner), call=call_task,
+                   as_default=lambda: cluster_as_default(runner))
 
 
 def show_progress(futures, stage: str, what: str) -> None:

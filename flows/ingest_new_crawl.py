@@ -25,8 +25,8 @@ from prefect import flow
 
 from simweb.core.markdown import md_block, md_code, md_text
 from simweb.core.strategy import Strategy
-from simweb.flows.chain import index_chain, ingest_sentence, ingest_stage
-from simweb.flows.cluster import fresh_workers_after_ingest, in_flow_run, publish_markdown, stage_runner
+from simweb.flows.chain import index_chain, ingest_sentence
+from simweb.flows.cluster import fresh_workers_after_ingest, in_flow_run, publish_markdown, stage_runner, workers
 from simweb.flows.parameters import StrategyParameter
 from simweb.flows.runsize import SMALL_INPUT_BYTES, folder_size, human_size, in_process
 from simweb.flows.stage_runs import stage_task_runs
@@ -41,6 +41,7 @@ from simweb.tasks.ledger import file_outcomes, mark_indexed, not_indexed, record
 from simweb.tasks.logs import run_logger
 from simweb.tasks.options import RunOptions
 from simweb.tasks.signatures import IndexParams
+from simweb.tasks.stages.ingest import ingest_stage
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +143,9 @@ def ingest_new_crawl(
                      "for under %d MB)", len(scan.new), human_size(new_bytes), SMALL_INPUT_BYTES >> 20)
         with nullcontext(None) if small else stage_runner(dask_address, n_workers) as runner, stage_task_runs():
             # 3. Ingest the new files into the crawl folder (shards of files, each file retried on I/O errors).
-            ingested = ingest_stage(runner, [f.url for f in scan.new], crawl_dir, io_retries) if scan.new else IngestStats()
+            new = [f.url for f in scan.new]
+            ingested = ingest_stage(new, crawl_dir, RunOptions(io_retries=io_retries), on=workers(runner)) \
+                if new else IngestStats()
             # 4. Record each file in the ledger, ingested or failed (rewritten atomically).
             outcomes = file_outcomes(scan.new, ingested)
             record_ingestion(crawl_dir, outcomes)

@@ -1,9 +1,13 @@
-"""The knobs of one run of the stages, built by a flow from its parameters and passed down as one
-record (STYLE.md habit 19): they say how the work is cut and how much of what is reused is
-checked; none of them changes the index a build publishes."""
+"""What a flow hands the stages, built from its parameters and its task runner and passed down as
+two records (STYLE.md habit 19): :class:`RunOptions`, how the work is cut and how much of what is
+reused is checked — none of them changes the index a build publishes — and :class:`Workers`, where
+the stages' tasks run."""
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 from simweb.tasks.bags.sizes import PART_MB
 
@@ -20,3 +24,33 @@ class RunOptions:
     part_mb: int = PART_MB
     partitions: int | None = None
     io_retries: int = 3
+
+
+def _plain_call(task: Any, **parameters: Any) -> Any:
+    return task.fn(**parameters)
+
+
+@dataclass(frozen=True, slots=True)
+class Workers:
+    """Where the stages' tasks run: the flow's Dask cluster, as simweb.flows.cluster.workers builds
+    it from the flow's task runner, or — the default, :data:`HERE` — this process, on Dask's local
+    scheduler.
+
+    ``slots``: how many tasks the cluster runs at once (None: there is no cluster).
+    ``fan_out(task, calls)``: the Prefect ``task`` once per keyword dict of ``calls`` on the
+    cluster, the results in order (a failure raises).
+    ``map(task, calls, stage, what)``: the same, each call a task on the cluster, its progress shown
+    as ``stage``'s ``what``, and each call's outcome — its result, or what its failure left.
+    ``call(task, **parameters)``: the ``task`` here (a task run of its own inside a flow run).
+    ``as_default()``: a context within which ``dask.compute`` in this thread runs on the cluster.
+    """
+
+    slots: int | None = None
+    fan_out: Callable[[Any, Sequence[dict[str, Any]]], list[Any]] | None = None
+    map: Callable[[Any, Sequence[dict[str, Any]], str, str], list[Any]] | None = None
+    call: Callable[..., Any] = _plain_call
+    as_default: Callable[[], AbstractContextManager] = nullcontext
+
+
+#: No cluster: every stage runs its work in this process.
+HERE = Workers()

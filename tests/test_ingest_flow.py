@@ -12,9 +12,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from simweb.flows.build_index import build_index
 
-from simweb.flows.chain import ingest_stage
-
-from simweb.flows.cluster import dask_task_runner, worker_slots
+from simweb.flows.cluster import dask_task_runner, worker_slots, workers
 from simweb.tasks.ingest import files as ingest_files_module
 from simweb.tasks.ingest import retries as ingest_retries
 from simweb.tasks.ingest import shards as ingest_shards
@@ -22,6 +20,8 @@ from simweb.tasks.ingest.files import ingest_files
 from simweb.tasks.ingest.retries import ingest_with_retries, is_transient_io_error
 from simweb.tasks.ingest.shards import plan_shards
 from simweb.tasks.ingest.stats import IngestStats
+from simweb.tasks.options import RunOptions
+from simweb.tasks.stages.ingest import ingest_stage
 from simweb.tasks.storage import read_parquet
 
 
@@ -54,7 +54,7 @@ def test_a_file_that_cannot_be_read_is_reported_and_the_others_are_ingested(pref
     @flow
     def stage() -> IngestStats:
         with ThreadPoolTaskRunner(max_workers=1) as runner:
-            return ingest_stage(runner, files, str(tmp_path / "out"), io_retries=2)
+            return ingest_stage(files, str(tmp_path / "out"), RunOptions(io_retries=2), on=workers(runner))
 
     stats = stage()
     assert stats.files_read == 1 and stats.pages_written == 1
@@ -169,7 +169,7 @@ def test_the_stage_runs_a_few_shards_per_worker(prefect_harness, warc_dir, tmp_p
     @flow
     def stage() -> tuple[IngestStats, int]:
         with ThreadPoolTaskRunner(max_workers=1) as runner:
-            return ingest_stage(runner, files, str(tmp_path / "out")), worker_slots(runner)
+            return ingest_stage(files, str(tmp_path / "out"), on=workers(runner)), worker_slots(runner)
 
     stats, slots = stage()
     assert slots == 1
@@ -286,7 +286,7 @@ def test_the_stage_reads_large_files_in_pieces_and_counts_each_file_once(prefect
     @flow
     def stage() -> IngestStats:
         with ThreadPoolTaskRunner(max_workers=2) as runner:
-            return ingest_stage(runner, files, str(out))
+            return ingest_stage(files, str(out), on=workers(runner))
 
     assert sum(item.n > 1 for shard in plan_shards(files, 2) for item in shard) > 4
     stats = stage()
@@ -346,7 +346,7 @@ def test_pieces_read_by_a_run_stopped_before_their_file_was_finished_are_not_rea
     @flow
     def stage() -> IngestStats:
         with ThreadPoolTaskRunner(max_workers=2) as runner:
-            return ingest_stage(runner, files, str(out))
+            return ingest_stage(files, str(out), on=workers(runner))
 
     stats = stage()
     assert sorted(calls) == sorted(piece_start(i) for s in rest for i in s)  # the other pieces only

@@ -9,9 +9,9 @@ reads its output. simweb.flows.chain only orders them.
     invert       H → I                                                             :mod:`.invert`
     publish      the index folder switched to the new version atomically           :mod:`.publish`
 
-The ingest before them writes the crawl folder (:mod:`.ingest`: the outcome of its shards).
+The ingest before them writes the crawl folder (:mod:`.ingest`: shards of archive files).
 
-A stage's Dask work goes where its caller says: a scheduler (``scheduler``) or a fan-out of Prefect
-tasks (``fan_out``, simweb.flows.cluster.fan_out); without either it runs here, on Dask's local
-scheduler.
+A stage's tasks go where its caller says: the workers of the flow's cluster
+(simweb.tasks.options.Workers, which simweb.flows.cluster.workers builds from the flow's task
+runner); without them it runs here, on Dask's local scheduler.
 """

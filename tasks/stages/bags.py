@@ -14,32 +14,47 @@ from collections.abc import Callable
 from typing import Any
 
 from simweb.core.strategy import Strategy
-from simweb.tasks.bags.sizes import PART_MB
 from simweb.tasks.bags.stage import build_bags_stage
 from simweb.tasks.incremental import epoch_started, start_epoch
 from simweb.tasks.layout import stages_folder
+from simweb.tasks.options import HERE, RunOptions, Workers
 from simweb.tasks.signatures import IndexParams
 from simweb.tasks.stagecache import StageOutput, consume, was_consumed
 
 
-def bags_stage(crawl: str, strategy: Strategy, out: str, partitions: int | None = None, *, scheduler: Any = None,
-               verify: bool = False, part_mb: int = PART_MB, reuse_consumed: bool = False) -> StageOutput:
+def bags_stage(crawl: str, strategy: Strategy, out: str, options: RunOptions = RunOptions(), *,
+               scheduler: Any = None, reuse_consumed: bool = False) -> StageOutput:
     """The weighted bags of ``crawl`` under ``strategy`` (built or reused) in the index folder
-    ``out``'s stages; ``scheduler`` as for simweb.tasks.bags.stage.build_bags_stage, which says
-    what the other parameters do."""
-    return build_bags_stage(crawl, strategy, stages_folder(out), partitions, scheduler=scheduler, verify=verify,
-                            part_mb=part_mb, reuse_consumed=reuse_consumed)
+    ``out``'s stages, cut and checked as ``options`` say; ``scheduler`` as for
+    simweb.tasks.bags.stage.build_bags_stage, which says what the other parameters do."""
+    return build_bags_stage(crawl, strategy, stages_folder(out), options.partitions, scheduler=scheduler,
+                            verify=options.verify, part_mb=options.part_mb, reuse_consumed=reuse_consumed)
 
 
 class IndexBags:
-    """The bags of one index build: ``run(reuse_consumed)`` runs the bags stage. With
-    ``consumable`` (a build through to the index of bags without source shares) bags consumed by
-    an earlier build are taken by their record alone, weighed again only where their files are
+    """The bags of one index build of ``crawl`` under ``strategy`` into the index folder ``out``,
+    built on the workers ``on``: its sub-stages run from this process, each a task run of its own in
+    a flow run (simweb.tasks.stagecache.STAGE_RUN), their parts on the flow's cluster — or, without
+    one, on Dask's local scheduler. On a cluster of one worker thread the parts are computed here,
+    one after another, as the scheduler would have it do anyway, without a round trip through the
+    scheduler for each part.
+
+    With ``consumable`` (a build through to the index of bags without source shares) bags consumed
+    by an earlier build are taken by their record alone, weighed again only where their files are
     read, and consumed again once the index is published (:meth:`release`)."""
 
-    def __init__(self, run: Callable[[bool], StageOutput], strategy: Strategy, consumable: bool):
-        self._run, self._strategy, self._consumable = run, strategy, consumable
-        self.output = run(consumable)
+    def __init__(self, crawl: str, strategy: Strategy, out: str, options: RunOptions = RunOptions(), *,
+                 on: Workers = HERE, consumable: bool = False):
+        self._crawl, self._strategy, self._out, self._options, self._on = crawl, strategy, out, options, on
+        self._consumable = consumable
+        self.output = self._run(consumable)
+
+    def _run(self, reuse_consumed: bool) -> StageOutput:
+        if self._on.slots == 1:
+            return bags_stage(self._crawl, self._strategy, self._out, self._options, scheduler="sync",
+                              reuse_consumed=reuse_consumed)
+        with self._on.as_default():  # the parts go to the flow's workers
+            return bags_stage(self._crawl, self._strategy, self._out, self._options, reuse_consumed=reuse_consumed)
 
     def to_sign(self, signed: Callable[[StageOutput], bool]) -> StageOutput:
         """The bags the signatures stage reads: weighed again if they were consumed and

@@ -1,16 +1,46 @@
-"""The ingest stage's outcome (paper Section 6.1 scans the repository): the shards of WARC and ARC
-files (or of pieces of a large file; simweb.tasks.ingest.shards.plan_shards) that
-simweb.tasks.ingest.task.ingest_shard ingested, their stats summed — a file read in pieces
-finished once all its pieces are in, and a shard whose task failed reported for each of its files.
-The ingest writes the crawl folder that simweb.tasks.crawl reads; simweb.flows.chain maps the
-shards on the flow's runner."""
+"""The ingest stage (paper Section 6.1 scans the repository): WARC and ARC files into the crawl
+folder that simweb.tasks.crawl reads, in shards of files (or of pieces of a large file;
+simweb.tasks.ingest.shards.plan_shards), one simweb.tasks.ingest.task.ingest_shard task each, on
+the workers the flow gives it (simweb.tasks.options.Workers); their stats summed — a file read in
+pieces finished once all its pieces are in, and a shard whose task failed reported for each of its
+files."""
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from simweb.tasks.full_disk import full_disk_error
 from simweb.tasks.ingest.files import finish_pieces
+from simweb.tasks.ingest.shards import plan_shards
 from simweb.tasks.ingest.stats import IngestStats, unreadable
+from simweb.tasks.ingest.task import ingest_shard
+from simweb.tasks.options import HERE, RunOptions, Workers
+from simweb.tasks.progress import track
+
+NAME = "ingest"
+
+
+def ingest_stage(files: list[str], out: str, options: RunOptions = RunOptions(), *,
+                 on: Workers = HERE) -> IngestStats:
+    """Ingest every WARC or ARC file into ``out``: on a cluster (``on``), one ``ingest_shard`` task
+    per shard of files or of pieces of a large file, the largest first; summed stats. A file read
+    in pieces is finished here, once all its pieces are in.
+
+    A file that cannot be read (after ``options.io_retries`` retries of transient I/O errors) is
+    reported in the stats' ``file_errors`` and skipped; the other files are not affected.
+    Without a cluster the files are ingested here, one after another (``on.call``: in a flow run,
+    each file a task run of its own).
+    """
+    if on.slots is None:
+        return IngestStats.total(stats for path in track(files, NAME, "files")
+                                 for stats in on.call(ingest_shard, paths=[path], out=out,
+                                                      io_retries=options.io_retries))
+    shards = plan_shards(files, on.slots)
+    calls = [{"paths": [item.path for item in shard], "pieces": [[item.k, item.n] for item in shard],
+              "out": out, "io_retries": options.io_retries} for shard in shards]
+    pieces = [item for shard in shards for item in shard if item.n > 1]
+    what = f"shards of {len(files)} WARC file(s)" + (
+        f" ({len(pieces)} pieces of {_large_files(len({item.path for item in pieces}))})" if pieces else "")
+    return ingested(shards, on.map(ingest_shard, calls, NAME, what), out)
 
 
 def ingested(shards: Sequence[Sequence], outcomes: Sequence[object], out: str) -> IngestStats:
@@ -33,7 +63,7 @@ def ingested(shards: Sequence[Sequence], outcomes: Sequence[object], out: str) -
     return IngestStats.total(results)
 
 
-def large_files(n: int) -> str:
+def _large_files(n: int) -> str:
     """"N large file(s)", for the ingest's progress line."""
     return f"{n} large file{'s' if n != 1 else ''}"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from simweb.tasks.layout import stages_folder
+from simweb.tasks.options import HERE, Workers
 from simweb.tasks.signatures import IndexParams, write_index_version
 from simweb.tasks.stagecache import StageOutput, run_stage
 
@@ -13,12 +14,12 @@ NAME = "invert"
 
 
 def invert_stage(signed: StageOutput, params: IndexParams, out: str, verify: bool = False, *,
-                 fan_out=None) -> StageOutput:
-    """I over the signatures ``signed`` (built or reused) in the index folder ``out``'s stages;
-    ``fan_out``: see simweb.tasks.signatures.write_index_version."""
+                 on: Workers = HERE) -> StageOutput:
+    """I over the signatures ``signed`` (built or reused) in the index folder ``out``'s stages,
+    fanned out on the cluster ``on`` names: see simweb.tasks.signatures.write_index_version."""
 
     def compute(tmp: str) -> dict[str, Any]:
-        return write_index_version(signed.path, tmp, min_in_degree=params.min_in_degree, fan_out=fan_out)
+        return write_index_version(signed.path, tmp, min_in_degree=params.min_in_degree, fan_out=on.fan_out)
 
     return run_stage(stages_folder(out), NAME, {"signed": signed}, {"min_in_degree": params.min_in_degree}, compute,
                      verify=verify)
