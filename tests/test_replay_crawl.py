@@ -29,29 +29,35 @@ def fixtures_crawl(warc_dir, tmp_path_factory):
 
 
 def warcio_index(path) -> dict[int, int]:
-    """offset → length of each response record, as warcio's own indexer gives them."""
+    """offset → length of each response and revisit record, as warcio's own indexer gives them."""
     buf = io.StringIO()
     Indexer(["offset", "length", "warc-type"], [str(path)], buf).process_all()
     rows = [json.loads(line) for line in buf.getvalue().splitlines()]
-    return {int(r["offset"]): int(r["length"]) for r in rows if r.get("warc-type") == "response"}
+    return {int(r["offset"]): int(r["length"]) for r in rows if r.get("warc-type") in ("response", "revisit")}
 
 
 def test_cdxj_of_the_shared_fixtures(fixtures_crawl, warc_dir, tmp_path):
     out = tmp_path / "index.cdxj"
     counts = write_cdxj(str(fixtures_crawl), str(out))
     # 49 pages; clueweb-quirk.warc.gz's 29 have WARC-Dates that are no dates (day 65 and the like),
-    # and example-bad-non-chunked.warc.gz's is in a file gzipped as a whole: no byte range holds it.
-    assert counts == {"pages": 19, "redirects": 0, "without_timestamp": 29, "not_replayable": 1,
-                      "not_replayable_files": ["example-bad-non-chunked.warc.gz"]}
+    # and example-bad-non-chunked.warc.gz's page and revisit are in a file gzipped as a whole: no
+    # byte range holds them. example.warc.gz's revisit is listed.
+    assert counts == {"pages": 19, "redirects": 0, "revisits": 1, "gone": 0, "without_timestamp": 29,
+                      "not_replayable": 2, "not_replayable_files": ["example-bad-non-chunked.warc.gz"]}
     lines = out.read_text().splitlines()
-    assert len(lines) == 19 and lines == sorted(lines)
+    assert len(lines) == 20 and lines == sorted(lines)
     rows = [(key, stamp, json.loads(data)) for key, stamp, data in (line.split(" ", 2) for line in lines)]
     assert all(len(stamp) == 14 and stamp.isdigit() for _, stamp, _ in rows)
     assert all(list(d) == ["url", "mime", "status", "digest", "length", "offset", "filename"] for *_, d in rows)
     example = [r for r in rows if r[2]["filename"] == "example.warc.gz"]
+    # As webrecorder's indexers list them (warcio.js `cdx-index` of the same file: the revisit at
+    # offset 2621, 586 bytes).
     assert [(k, s, d["url"], d["mime"], d["status"], d["digest"]) for k, s, d in example] == [
         ("com,example)/", "20170306040206", "http://example.com/", "text/html", "200",
+         "G7HRM7BGOKSKMSXZAHMUQTTV53QOFSMK"),
+        ("com,example)/", "20170306040348", "http://example.com/", "warc/revisit", "200",
          "G7HRM7BGOKSKMSXZAHMUQTTV53QOFSMK")]
+    assert (example[1][2]["offset"], example[1][2]["length"]) == ("2621", "586")
     for name in ("example.warc.gz", "warcfile.warc.gz", "example-iana.org-chunked.warc"):
         where = {int(d["offset"]): int(d["length"]) for *_, d in rows if d["filename"] == name}
         reference = warcio_index(warc_dir / name)
@@ -134,3 +140,42 @@ def test_an_alias_url_names_its_document_in_queries(tmp_path, build_in_process):
         assert [r.url for r in index.related(alias, alpha=0.1)] == expected
         assert index.document(alias)["url"] == f"{H}/d/"
     assert f"{H}/elsewhere" not in index
+
+
+def test_the_cdxj_lists_revisits_and_gone_captures_as_a_player_replays_them(tmp_path, capsys):
+    """A URL captured in 2020, revisited in 2024 (identical payload) and a URL that answered 404:
+    one line per capture, the revisit's as `warc/revisit` with the revisited payload's digest and
+    the byte range warcio's own indexer gives it, the 404 with its status."""
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    path = tmp_path / "recrawl.warc.gz"
+    body = b"<html><head><title>Kept</title></head><body><p>same words</p></body></html>"
+    with open(path, "wb") as f:
+        writer = WARCWriter(f, gzip=True)
+        html = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+        original = writer.create_warc_record(f"{H}/kept", "response", payload=io.BytesIO(body), http_headers=html,
+                                             warc_headers_dict={"WARC-Date": "2020-06-01T00:00:00Z"})
+        writer.write_record(original)
+        digest = original.rec_headers.get_header("WARC-Payload-Digest")
+        writer.write_record(writer.create_revisit_record(f"{H}/kept", digest, f"{H}/kept", "2020-06-01T00:00:00Z",
+                                                         warc_headers_dict={"WARC-Date": "2024-06-01T00:00:00Z"}))
+        gone = StatusAndHeaders("404 Not Found", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+        writer.write_record(writer.create_warc_record(f"{H}/lost", "response", payload=io.BytesIO(b"no"),
+                                                      http_headers=gone,
+                                                      warc_headers_dict={"WARC-Date": "2024-06-01T00:00:00Z"}))
+    crawl = str(tmp_path / "crawl")
+    ingest_files([str(path)], crawl)
+    assert simweb_main(["cdxj", crawl, "-o", str(tmp_path / "x.cdxj")]) == 0
+    assert "1 page(s), 0 redirect(s), 1 revisit(s) and 1 404/410 capture(s) indexed" in capsys.readouterr().err
+    rows = [(key, stamp, json.loads(fields)) for key, stamp, fields in
+            (line.split(" ", 2) for line in (tmp_path / "x.cdxj").read_text().splitlines())]
+    assert [(key, stamp, d["mime"], d["status"]) for key, stamp, d in rows] == [
+        ("example,r)/kept", "20200601000000", "text/html", "200"),
+        ("example,r)/kept", "20240601000000", "warc/revisit", "200"),
+        ("example,r)/lost", "20240601000000", "-", "404")]
+    assert rows[0][2]["digest"] == rows[1][2]["digest"] == digest.split(":", 1)[1]
+    buf = io.StringIO()
+    Indexer(["offset", "length", "warc-type"], [str(path)], buf).process_all()
+    reference = {int(r["offset"]): int(r["length"]) for r in map(json.loads, buf.getvalue().splitlines())}
+    assert all(reference[int(d["offset"])] == int(d["length"]) for *_, d in rows)

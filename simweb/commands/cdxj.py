@@ -48,7 +48,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     left_out = f"; {counts['without_timestamp']} record(s) without a valid WARC-Date left out" \
         if counts["without_timestamp"] else ""
-    print(f"simweb cdxj: {counts['pages']} page(s) and {counts['redirects']} redirect(s) indexed"
+    listed = [f"{counts['pages']} page(s)", f"{counts['redirects']} redirect(s)"] + [
+        f"{counts[key]} {name}" for key, name in (("revisits", "revisit(s)"), ("gone", "404/410 capture(s)")) if counts[key]]
+    print(f"simweb cdxj: {', '.join(listed[:-1])} and {listed[-1]} indexed"
           + (f" in {args.out}" if args.out not in (None, "-") else "") + left_out, file=sys.stderr)
     if counts["not_replayable"]:
         files = counts["not_replayable_files"]
