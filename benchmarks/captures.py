@@ -1,6 +1,7 @@
 """`simweb build` of a scale crawl with recaptured pages, before and after a revision, in one run.
 
-    python -m benchmarks.captures --crawl ~/.cache/simweb/scale/scale-100000 [--every 10] [--baseline REV]
+    python -m benchmarks.captures --crawl ~/.cache/simweb/scale/scale-100000 [--every 10] [--baseline REV|none]
+                                  [--keep DIR]
 
 The crawl is a ``simweb corpus scale`` folder (its ``warc/`` files). Beside it a recrawl is made
 once and reused (``<crawl>-recrawl/recrawl-every<K>.warc.gz``): every K-th page of the crawl
@@ -9,7 +10,9 @@ the crawl and the recrawl are built by ``simweb build`` in a fresh process each,
 baseline revision's code (benchmarks._baseline: laid out first on PYTHONPATH), then with this
 checkout's, while the resident set of every process of the command's tree is sampled five times
 a second (benchmarks.memory.watch). Printed for each: the wall time, the peak of the tree and of
-each process over 64 MiB, and the build's summary line.
+each process over 64 MiB, and the build's summary line. ``--baseline none`` builds with this
+checkout's code only (at a million pages one build takes half an hour); ``--keep DIR`` publishes
+this checkout's index in DIR and keeps it, for the query and serve benchmarks to open.
 """
 from __future__ import annotations
 
@@ -101,6 +104,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--crawl", type=Path, required=True, help="a `simweb corpus scale` folder")
     parser.add_argument("--every", type=int, default=10, help="recapture every K-th page (default 10)")
     parser.add_argument("--baseline", default=BASELINE, help=f"the revision compared with (default {BASELINE})")
+    parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
+                        help="build this checkout's index into DIR and keep it (default: a temporary folder)")
     parser.add_argument("--mode", choices=("prefect", "no-prefect"), default="prefect",
                         help="build through Prefect on a local Dask cluster (default) or in the command's process")
     args = parser.parse_args(argv)
@@ -109,14 +114,16 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{len(files) - 1} WARC file(s) of {args.crawl} and {files[-1]} "
           f"({sum(f.stat().st_size for f in files) / 1e6:,.0f} MB gzipped)")
     with tempfile.TemporaryDirectory(prefix="simweb-bench-captures-", dir=args.crawl.parent) as tmp:
-        code = layout(args.baseline, Path(tmp, "baseline"))
-        for label, path in (("before", code), ("after", None)):
-            run = build(files, Path(tmp, label, "index"), path, args.mode)
+        code = None if args.baseline == "none" else layout(args.baseline, Path(tmp, "baseline"))
+        runs = (("before", code), ("after", None)) if code else (("after", None),)
+        where = {"before": Path(tmp, "before", "index"), "after": args.keep.resolve() if args.keep else Path(tmp, "after", "index")}
+        for label, path in runs:
+            run = build(files, where[label], path, args.mode)
             report(label, run)
             lines = [line for line in run["output"].splitlines() if "the pages are" in line or "published" in line]
             print("      " + ("\n      ".join(lines[-2:]) if lines else "(no summary line)"))
-        crawl_dir = Path(tmp, "after", "index", "crawl")
-        for label, path in (("before", code), ("after", None)):
+        crawl_dir = where["after"] / "crawl"
+        for label, path in runs:
             print(f"  captures resolved ({label}): {resolve(crawl_dir, path)}")
 
 
