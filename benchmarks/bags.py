@@ -88,7 +88,7 @@ def _stage(pages: list[PageRow], links: list[LinkRow], strategy: Strategy, n_bag
     import pyarrow as pa
 
     from simweb.tasks import schemas
-    from simweb.tasks.bags.stage import build_bags_stage
+    from simweb.tasks.stages.bags import build_bags_stage
     from simweb.tasks.storage import write_parquet_atomic
 
     # LINKS stores an anchor and its context as word offsets into the source page's words, so

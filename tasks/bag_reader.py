@@ -16,9 +16,10 @@ import scipy.sparse as sp
 from simweb.core.bag_matrix import BagMatrix
 from simweb.core.weighting import Weighting
 from simweb.tasks import schemas
-from simweb.tasks.bags.stage import DF_FILE, STAGE_BAGS
 from simweb.tasks.crawl.corpus import flat_lists
 from simweb.tasks.stagecache import MANIFEST, published, stage_manifest
+from simweb.tasks.stages.weighting import DF_FILE
+from simweb.tasks.stages.weighting import NAME as BAGS
 from simweb.tasks.storage import arrow_threads, filesystem, join, parts
 
 __all__ = ["find_bags", "read_bags"]
@@ -31,20 +32,20 @@ def find_bags(path: str) -> str:
     are none or several.
     """
     manifest = stage_manifest(path)
-    if manifest is not None and manifest.get("stage") == STAGE_BAGS:
+    if manifest is not None and manifest.get("stage") == BAGS:
         return path
     if parts(path) and manifest is None:
         return path  # a plain folder of BAGS parts
     # Bags an index build consumed once signed have no files left (the index keeps its own copy).
-    found = [m for m in published(path, STAGE_BAGS) if not m.get("consumed")]
+    found = [m for m in published(path, BAGS) if not m.get("consumed")]
     if len(found) == 1:
-        return join(path, STAGE_BAGS, found[0]["key"])
+        return join(path, BAGS, found[0]["key"])
     if not found:
         raise FileNotFoundError(
             f"no bags under {path}: expected a folder written by `simweb bags --out {path}` "
-            f"(with {STAGE_BAGS}/<key>/{MANIFEST}) or a bags folder itself"
+            f"(with {BAGS}/<key>/{MANIFEST}) or a bags folder itself"
         )
-    choices = "\n".join(f"  {join(path, STAGE_BAGS, m['key'])}   {m.get('stats', {}).get('label', '?')}" for m in found)
+    choices = "\n".join(f"  {join(path, BAGS, m['key'])}   {m.get('stats', {}).get('label', '?')}" for m in found)
     raise FileNotFoundError(f"{len(found)} bag sets under {path}; pass one of them:\n{choices}")
 
 

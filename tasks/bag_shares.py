@@ -44,13 +44,17 @@ from simweb.core.bag_entries import merge_entries
 from simweb.core.bag_matrix import BagMatrix
 from simweb.core.strategy import Strategy
 from simweb.tasks import schemas
+from simweb.tasks.bags import BAGS_FORMAT
 from simweb.tasks.bags.df import DF, DfSnapshot
 from simweb.tasks.bags.grid import url_ranges
 from simweb.tasks.bags.sample import sample_bags
 from simweb.tasks.bags.sizes import PART_MB
-from simweb.tasks.bags.stage import BAGS_FORMAT, DF_FILE, STAGE_BAGS, LeftOut, build_bags_stage
 from simweb.tasks.crawl.corpus import flat_lists
 from simweb.tasks.stagecache import StageOutput, run_stage
+from simweb.tasks.stages import weighting
+from simweb.tasks.stages.bags import build_bags_stage
+from simweb.tasks.stages.fragments import LeftOut
+from simweb.tasks.stages.weighting import DF_FILE
 from simweb.tasks.storage import filesystem, join, parts, write_parquet_atomic
 
 __all__ = ["SOURCES_FOLDER", "build_shared_bags_stage", "combine_range", "combine_sample_bags", "shared_sample_bags"]
@@ -111,7 +115,7 @@ def build_shared_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, pa
     """The bags of a strategy with source shares (see the module docstring), reused when unchanged.
 
     ``partitions``, ``scheduler``, ``verify`` and ``part_mb`` mean what they mean for
-    :func:`simweb.tasks.bags.stage.build_bags_stage`, which builds each source's bags. A frozen df
+    :func:`simweb.tasks.stages.bags.build_bags_stage`, which builds each source's bags. A frozen df
     (``df_snapshot``) is refused: each source has a df of its own.
     """
     if strategy.shares is None:
@@ -156,7 +160,7 @@ def build_shared_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, pa
             "seconds": {"combine": round(time.perf_counter() - t0, 3)},
         }
 
-    return run_stage(out_dir, STAGE_BAGS, sources, {"format": BAGS_FORMAT, "shares": strategy.bag_params()},
+    return run_stage(out_dir, weighting.NAME, sources, {"format": BAGS_FORMAT, "shares": strategy.bag_params()},
                      combine, verify=verify)
 
 

@@ -54,7 +54,6 @@ from simweb.tasks.bags.cells import FRAGMENTS
 from simweb.tasks.bags.df import DfSnapshot
 from simweb.tasks.bags.merge import merge_rows, write_merged
 from simweb.tasks.bags.sizes import PartSize
-from simweb.tasks.bags.stage import DF_FILE
 from simweb.tasks.bags.weigh import weigh_part
 from simweb.tasks.crawl.aliases import redirect_links
 from simweb.tasks.crawl.copies import crawl_copies, duplicate_copies
@@ -68,6 +67,7 @@ from simweb.tasks.layout import stages_folder
 from simweb.tasks.logs import run_logger
 from simweb.tasks.signatures import SIG_DIR, IndexParams, sign_part, signed_bags, write_index_version
 from simweb.tasks.stagecache import StageOutput, file_identities, lineage, output_path, published, run_stage
+from simweb.tasks.stages.weighting import DF_FILE
 from simweb.tasks.storage import (download, exists, join, local_stand_in, read_parquet_file, write_bytes_atomic,
                                   write_parquet_atomic)
 

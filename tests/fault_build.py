@@ -67,12 +67,13 @@ def arm(point: str) -> None:
 
     stagecache.run_stage = run_stage_and_die
     # The stages imported run_stage by name: point them at the armed one too.
-    import simweb.tasks.bags.stage as bags
+    import simweb.tasks.stages.bags as bags
     import simweb.tasks.stages.dedup as dedup
     import simweb.tasks.stages.invert as invert
+    import simweb.tasks.stages.merge as merge
     import simweb.tasks.stages.signatures as signatures
 
-    bags.run_stage = dedup.run_stage = invert.run_stage = signatures.run_stage = run_stage_and_die
+    bags.run_stage = merge.run_stage = dedup.run_stage = invert.run_stage = signatures.run_stage = run_stage_and_die
 
 
 def build(out: str) -> str:

@@ -179,7 +179,7 @@ def test_the_ingest_command_reports_aliases_and_links_redirected(crawl, tmp_path
 
 
 def test_the_bags_stage_reports_aliases_and_links_redirected(crawl, tmp_path):
-    from simweb.tasks.bags.stage import build_bags_stage
+    from simweb.tasks.stages.bags import build_bags_stage
 
     out, _ = crawl
     stats = build_bags_stage(out, Strategy.parse("anchor:0,nostem"), str(tmp_path / "work"), scheduler="sync").stats
@@ -195,7 +195,7 @@ def test_on_a_dask_cluster_the_alias_map_goes_to_the_workers_once_and_the_bags_a
 
     from simweb.tasks.bag_reader import read_bags
     from simweb.tasks.bags.scheduling import shared
-    from simweb.tasks.bags.stage import build_bags_stage
+    from simweb.tasks.stages.bags import build_bags_stage
 
     out, _ = crawl
     strategy = Strategy.parse("anchor:0,nostem")

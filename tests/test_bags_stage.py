@@ -17,10 +17,13 @@ from simweb.core.urls import url_id
 from simweb.tasks import schemas
 from simweb.tasks.bag_reader import find_bags, read_bags
 from simweb.tasks.bags.fragments import fragments_of_links_part, fragments_of_pages_part, largest_first
-from simweb.tasks.bags.stage import STAGE_BAGS, STAGE_FRAGMENTS, STAGE_MERGE, build_bags_stage
 from simweb.tasks.bags.task import bags_task
 from simweb.tasks.crawl.corpus import load_corpus
 from simweb.tasks.stagecache import published
+from simweb.tasks.stages.bags import build_bags_stage
+from simweb.tasks.stages.fragments import NAME as STAGE_FRAGMENTS
+from simweb.tasks.stages.merge import NAME as STAGE_MERGE
+from simweb.tasks.stages.weighting import NAME as STAGE_BAGS
 from simweb.tasks.storage import write_parquet_atomic
 
 
@@ -400,7 +403,7 @@ def test_fragments_row_groups_hold_the_strings_they_use_alone(tmp_path):
 
 @pytest.mark.parametrize("partitions", [1, 3, 4, 16])
 def test_bags_are_the_same_whatever_cells_the_fragments_are_cut_into(crawl, tmp_path, monkeypatch, partitions):
-    from simweb.tasks.bags import stage
+    from simweb.tasks.stages import fragments as stage
 
     whole = build_bags_stage(crawl, STRATEGY, str(tmp_path / "one"), scheduler="sync")
     monkeypatch.setattr(stage, "fragment_level", lambda rows, size: 3)

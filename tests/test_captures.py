@@ -172,7 +172,7 @@ def test_any_arrival_order_and_split_gives_the_full_builds_bags_and_signatures(t
     from simweb.tasks.stages.invert import invert_stage
     from simweb.tasks.stages.publish import publish_index
     from simweb.tasks.stages.signatures import signatures_stage
-    from simweb.tasks.bags.stage import build_bags_stage
+    from simweb.tasks.stages.bags import build_bags_stage
     from simweb.tasks.incremental import read_epoch
     from simweb.tasks.layout import crawl_folder, stages_folder
     from simweb.tasks.signatures import IndexParams

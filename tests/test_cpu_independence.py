@@ -72,7 +72,7 @@ def build_and_digest(warc_dir: Path, out: Path) -> dict[str, str]:
     from simweb.core.minhash import MinHashParams
     from simweb.core.strategy import Strategy
     from simweb.tasks.bag_reader import read_bags
-    from simweb.tasks.bags.stage import build_bags_stage
+    from simweb.tasks.stages.bags import build_bags_stage
     from simweb.tasks.crawl.corpus import load_corpus
     from simweb.tasks.ingest.files import ingest_files
     from simweb.tasks.signatures import signatures, write_index_version

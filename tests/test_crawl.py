@@ -28,7 +28,6 @@ from simweb.core.weighting import Weighting
 from simweb.tasks import schemas
 from simweb.tasks.bag_reader import read_bags
 from simweb.tasks.bags.df import DfSnapshot
-from simweb.tasks.bags.stage import DF_FILE, build_bags_stage
 from simweb.tasks.crawl.copies import duplicate_copies
 from simweb.tasks.crawl.corpus import load_corpus
 from simweb.tasks.crawl.degrees import in_degrees
@@ -41,7 +40,9 @@ from simweb.tasks.dedup import find_duplicates
 from simweb.tasks.incremental import touched_bags
 from simweb.tasks.ingest.files import ingest_files, part_name
 from simweb.tasks.overlap import estimate_crawl_overlap
+from simweb.tasks.stages.bags import build_bags_stage
 from simweb.tasks.stages.eval_strategies import EvaluationInputs
+from simweb.tasks.stages.weighting import DF_FILE
 from simweb.tasks.storage import file_digest, join, write_parquet_atomic
 
 STRATEGIES = ("anchor:8+content+links,nostem,dist", "links", "content,stem")

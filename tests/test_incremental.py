@@ -18,11 +18,10 @@ from simweb.core.strategy import Strategy
 from simweb.flows.ingest_new_crawl import refresh_index
 from simweb.tasks import incremental
 from simweb.tasks import index_store as store
-from simweb.tasks.bags.stage import build_bags_stage
 from simweb.tasks.ingest.files import ingest_files
 from simweb.tasks.layout import crawl_folder, stages_folder
 from simweb.tasks.signatures import IndexParams
-from simweb.tasks.stages.bags import bags_stage
+from simweb.tasks.stages.bags import bags_stage, build_bags_stage
 from simweb.tasks.stages.invert import invert_stage
 from simweb.tasks.stages.publish import publish_index
 from simweb.tasks.stages.signatures import signatures_stage

@@ -23,10 +23,10 @@ import pytest
 
 from simweb.core.strategy import Strategy
 from simweb.tasks.bag_reader import read_bags
-from simweb.tasks.bags.stage import build_bags_stage
 from simweb.tasks.crawl.corpus import load_corpus
 from simweb.tasks.crawl.tables import alias_report
 from simweb.tasks.ingest.files import ingest_files
+from simweb.tasks.stages.bags import build_bags_stage
 
 # The same crawl read without its aliases data set: the bags as they were before aliases.
 BEFORE_ALIASES = {

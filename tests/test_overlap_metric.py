@@ -139,7 +139,7 @@ def test_the_bags_stage_builds_set_bags_not_normalised(tmp_path):
     from test_bags_stage import LINKS_1, PAGES_1, assert_bags_equal, links_table, pages_table
 
     from simweb.tasks.bag_reader import read_bags
-    from simweb.tasks.bags.stage import build_bags_stage
+    from simweb.tasks.stages.bags import build_bags_stage
     from simweb.tasks.storage import write_parquet_atomic
 
     crawl = str(tmp_path / "crawl")

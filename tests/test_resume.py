@@ -19,8 +19,9 @@ from conftest import InjectedFailure
 
 from simweb.core.strategy import Frequency, Strategy
 from simweb.tasks import stagecache
-from simweb.tasks.bags.stage import DF_FILE, build_bags_stage
 from simweb.tasks.ingest.files import ingest_files
+from simweb.tasks.stages.bags import build_bags_stage
+from simweb.tasks.stages.weighting import DF_FILE
 from simweb.tasks.storage import read_parquet
 
 WARCS = ("warcfile.warc.gz", "example.warc.gz", "example-iana.org-chunked.warc")

@@ -105,7 +105,7 @@ def run_bags(args) -> int:
         print(f"simweb bags: --partitions: expected at least 1, got {args.partitions}", file=sys.stderr)
         return 2
     from simweb.tasks.bag_reader import read_bags
-    from simweb.tasks.bags.stage import build_bags_stage
+    from simweb.tasks.stages.bags import build_bags_stage
     from simweb.tasks.layout import crawl_folder_of
 
     args.crawl = crawl_folder_of(args.crawl)  # an index folder (`simweb build --out`): the crawl it keeps

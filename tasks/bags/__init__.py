@@ -47,9 +47,15 @@ content fragment and its anchors once.
 
 One module each: how much a task holds (:mod:`.sizes`), the grid of URL id ranges the work is
 cut at (:mod:`.grid`), the fragments of a part (:mod:`.fragments`) and their files of cells
-(:mod:`.cells`, the open-file limit they need :mod:`.open_files`), the merge (:mod:`.merge`),
-document frequencies (:mod:`.df`), weighting (:mod:`.weigh`), how tasks go to Dask
-(:mod:`.scheduling`), the three sub-stages built or reused in order (:mod:`.stage`:
-``build_bags_stage``), a sample's bags for the evaluation (:mod:`.sample`) and the Prefect task
-(:mod:`.task`: ``bags_task``). Reading a published bags folder back is simweb.tasks.bag_reader's.
+(:mod:`.cells`, the open-file limit they need :mod:`.open_files`), the merge of a range
+(:mod:`.merge`), document frequencies (:mod:`.df`), the weighting of a partition (:mod:`.weigh`),
+how tasks go to Dask (:mod:`.scheduling`), a sample's bags for the evaluation (:mod:`.sample`)
+and the Prefect task (:mod:`.task`: ``bags_task``). The three sub-stages — their names, keys and
+the work over a whole crawl — are simweb.tasks.stages.fragments, .merge and .weighting, built
+or reused in order by simweb.tasks.stages.bags.build_bags_stage. Reading a published bags folder
+back is simweb.tasks.bag_reader's.
 """
+
+# Bumped when fragments, merged bags or weighted bags change meaning or layout, so old outputs
+# are not reused (2: merge partitions by URL id range, with their term counts).
+BAGS_FORMAT = 2

@@ -15,9 +15,11 @@ from simweb.core.strategy import Strategy
 from simweb.core.weighting import Weighting
 from simweb.tasks.bags.df import sum_counts
 from simweb.tasks.bags.sizes import PART_MB
-from simweb.tasks.bags.stage import LeftOut, as_strategy, merge_stages
 from simweb.tasks.bags.weigh import WEIGHED, weigh_partition
 from simweb.tasks.crawl.corpus import flat_lists
+from simweb.tasks.stages.bags import as_strategy
+from simweb.tasks.stages.fragments import LeftOut
+from simweb.tasks.stages.merge import merge_stages
 from simweb.tasks.storage import parts
 
 

@@ -6,10 +6,8 @@ from prefect.cache_policies import NO_CACHE
 
 from simweb.core.strategy import Strategy
 from simweb.tasks.bags.sizes import PART_MB
-from simweb.tasks.bags.stage import build_bags_stage
-from simweb.tasks.stagecache import (
-    StageOutput,
-)
+from simweb.tasks.stagecache import StageOutput
+from simweb.tasks.stages.bags import build_bags_stage
 
 
 @task(name="bags", cache_policy=NO_CACHE)

@@ -3,8 +3,11 @@ cache key (simweb.tasks.stagecache: what it reads and its parameters), its compu
 reads its output. simweb.flows.chain only orders them.
 
     dedup        (optional) the crawl with each near-duplicate cluster collapsed   :mod:`.dedup`
-    bags         fragments → merge → weighting (simweb.tasks.bags), and the bags
-                 an earlier build consumed once it had signed them                 :mod:`.bags`
+    bags         its sub-stages in order, and the bags an earlier build
+                 consumed once it had signed them                                  :mod:`.bags`
+      bag-fragments  each ingest part's fragments, in cells of URL ids             :mod:`.fragments`
+      bag-merge      per range of URL ids, equal (URL, term) pairs summed          :mod:`.merge`
+      bags           df, then weighting and normalisation per partition            :mod:`.weighting`
     signatures   m min-hashes per bag → H and the url ↔ doc map                    :mod:`.signatures`
     invert       H → I                                                             :mod:`.invert`
     publish      the index folder switched to the new version atomically           :mod:`.publish`

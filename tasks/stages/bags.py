@@ -1,7 +1,7 @@
-"""The bags stage as an index build runs it (paper Section 6.1). Its three sub-stages — fragments,
-merge, weighting — are simweb.tasks.bags.stage's (their names, keys and compute), and
-simweb.tasks.bag_reader reads what they publish; here: where a build keeps them (the index
-folder's stages) and the bags an earlier build consumed.
+"""The bags stage (paper Section 6.1): pages + links → one weighted bag per URL, its three cached
+sub-stages in order — :mod:`.fragments`, :mod:`.merge`, :mod:`.weighting`, one module each (their
+names, keys and compute; simweb.tasks.bags says what their files hold) — built or reused; and the
+bags an earlier build consumed. simweb.tasks.bag_reader reads what the stage publishes.
 
 Once an index has signed them the bags are consumed (the index keeps its own copy, in document
 order; simweb.tasks.stagecache.consume): a later build that finds its signatures needs only their
@@ -14,19 +14,69 @@ from collections.abc import Callable
 from typing import Any
 
 from simweb.core.strategy import Strategy
-from simweb.tasks.bags.stage import build_bags_stage
+from simweb.tasks.bags.df import DfSnapshot
+from simweb.tasks.bags.sizes import PART_MB
 from simweb.tasks.incremental import epoch_started, start_epoch
 from simweb.tasks.layout import stages_folder
 from simweb.tasks.options import HERE, RunOptions, Workers
 from simweb.tasks.signatures import IndexParams
-from simweb.tasks.stagecache import StageOutput, consume, was_consumed
+from simweb.tasks.stagecache import StageOutput, announce_reused, consume, recorded, run_stage, was_consumed
+from simweb.tasks.stages import weighting
+from simweb.tasks.stages.merge import merge_stages
+
+
+def as_strategy(strategy: Strategy | dict | str) -> Strategy:
+    if isinstance(strategy, Strategy):
+        return strategy
+    return Strategy.from_dict(strategy) if isinstance(strategy, dict) else Strategy.parse(str(strategy))
+
+
+def build_bags_stage(crawl_dir: str, strategy: Strategy, out_dir: str, partitions: int | None = None, *,
+                     scheduler: Any = None, df_snapshot: DfSnapshot | None = None,
+                     verify: bool = False, part_mb: int = PART_MB, reuse_consumed: bool = False) -> StageOutput:
+    """Build (or reuse) the weighted bags of the crawl in ``crawl_dir`` under ``strategy`` (Section 6.1).
+
+    ``crawl_dir`` holds the ingest output (``pages/`` and ``links/`` parts). Results go under
+    ``out_dir`` (simweb.tasks.bags says where); the returned :class:`StageOutput` names the BAGS
+    folder, its stats (pages, links, duplicates and self-links skipped, bags, entries,
+    vocabulary, fitted NMDF μ and σ, seconds per sub-stage) and whether it was reused.
+    ``part_mb`` bounds the working memory of each task (simweb.tasks.bags.sizes.PartSize): parts
+    are read in slices, and the merge is cut into as many partitions P as that takes, unless
+    ``partitions`` names P. ``scheduler`` is passed to ``dask.compute`` (a distributed Client,
+    "threads", "processes", "sync"); by default the current Dask client or Dask's local scheduler.
+    ``df_snapshot`` weighs with a frozen df and weighting (an incremental index's epoch, see
+    tasks/incremental.py) instead of the collection's own: terms it does not know count df 1.
+    ``verify`` checks reused sub-stage outputs by content, not only by size (stagecache.output_damage).
+    Neither ``part_mb`` nor ``partitions`` is part of a sub-stage's key: they cut the work, the
+    bags are the same. With ``reuse_consumed``, bags that an index build consumed once it had
+    signed them (:class:`IndexBags`) are returned as their manifest records them — key and
+    stats, no files — for a caller that only needs to name them; otherwise they are weighed again.
+    """
+    strategy = as_strategy(strategy)
+    if strategy.shares is not None:  # each source's bags, then their share-weighted sum
+        from simweb.tasks.bag_shares import build_shared_bags_stage
+
+        return build_shared_bags_stage(crawl_dir, strategy, out_dir, partitions, scheduler=scheduler, verify=verify,
+                                       part_mb=part_mb, df_snapshot=df_snapshot)
+    stages = merge_stages(crawl_dir, strategy, out_dir, partitions, scheduler=scheduler, verify=verify,
+                          part_mb=part_mb)
+    inputs, params = weighting.key(stages.merged, strategy, df_snapshot)
+    if reuse_consumed:
+        known = recorded(out_dir, weighting.NAME, inputs, params)
+        if known is not None and was_consumed(known):
+            return announce_reused(weighting.NAME, known)
+
+    def weigh(tmp: str) -> dict[str, Any]:
+        return weighting.weigh_merged_parts(stages, strategy, df_snapshot, scheduler, tmp)
+
+    return run_stage(out_dir, weighting.NAME, inputs, params, weigh, verify=verify)
 
 
 def bags_stage(crawl: str, strategy: Strategy, out: str, options: RunOptions = RunOptions(), *,
                scheduler: Any = None, reuse_consumed: bool = False) -> StageOutput:
     """The weighted bags of ``crawl`` under ``strategy`` (built or reused) in the index folder
-    ``out``'s stages, cut and checked as ``options`` say; ``scheduler`` as for
-    simweb.tasks.bags.stage.build_bags_stage, which says what the other parameters do."""
+    ``out``'s stages, cut and checked as ``options`` say; ``scheduler`` and ``reuse_consumed`` as
+    for :func:`build_bags_stage`."""
     return build_bags_stage(crawl, strategy, stages_folder(out), options.partitions, scheduler=scheduler,
                             verify=options.verify, part_mb=options.part_mb, reuse_consumed=reuse_consumed)
 

@@ -61,7 +61,7 @@ from simweb.core.simrank import simrank_plan
 from simweb.core.strategy import Strategy
 from simweb.tasks.bag_shares import shared_sample_bags
 from simweb.tasks.bags.sample import sample_bags
-from simweb.tasks.bags.stage import LeftOut
+from simweb.tasks.stages.fragments import LeftOut
 from simweb.tasks.crawl.graph import CrawlGraph, load_link_graph
 from simweb.tasks.crawl.parts import crawl_files_identity
 from simweb.tasks.crawl.tfidf import content_tfidf
