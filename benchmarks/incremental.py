@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         ingest_s = time.perf_counter() - t
 
         t = time.perf_counter()
-        _, stages = refresh_index(None, out, crawl, strategy, params, None, None, new_parts)
+        _, stages = refresh_index(None, out, crawl, strategy, params, None, new_parts)
         inc_s = time.perf_counter() - t
         if set(stages) != {incremental.STAGE_DELTA_BAGS, incremental.STAGE_DELTA_INDEX}:
             raise SystemExit(f"expected an incremental update, the stages were {stages}")

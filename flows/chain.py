@@ -136,12 +136,12 @@ def index_chain(runner, crawl: str, out: str, strategy: Strategy, params: IndexP
 
     The caller holds the index folder's lock (simweb.tasks.layout.IndexLock).
     """
-    verify, on = options.verify, workers(runner)
+    on = workers(runner)
     stages: dict[str, StageOutput] = {}
     bag_crawl = crawl
     if strategy.dedup:
         # Dedup (beyond the paper, strategy option): one page per near-duplicate cluster.
-        stages["dedup"] = dedup_stage(crawl, out, verify=verify)
+        stages["dedup"] = dedup_stage(crawl, out, options=options)
         bag_crawl = stages["dedup"].path
     # Bags (Section 6.1): fragments -> merge by URL -> df, NMDF weighting, normalise; bags an
     # earlier build consumed once it had signed them are weighed again only where they are read.
@@ -151,15 +151,15 @@ def index_chain(runner, crawl: str, out: str, strategy: Strategy, params: IndexP
         return ChainResult(stages, None)
     if not bags.output.stats.get("entries"):  # every bag empty: an index of nothing is not published
         raise NothingToIndex(strategy, bags.output.stats)
-    stages["bags"] = bags.to_sign(lambda b: signed(b, bag_crawl, params, out, directory, strategy.metric, verify))
+    stages["bags"] = bags.to_sign(lambda b: signed(b, bag_crawl, params, out, directory, strategy.metric, options))
     # Signatures (Section 6.2): m min-hashes per bag -> H and the url <-> doc map.
     signed_bags = stages["signatures"] = signatures_stage(
-        stages["bags"], bag_crawl, params, out, directory, verify, strategy.metric, on=on)
+        stages["bags"], bag_crawl, params, out, directory, strategy.metric, options, on=on)
     # Invert (Section 6.2): H -> I, leaving low in-degree URLs out (Section 7.1).
-    inverted = stages["invert"] = invert_stage(signed_bags, params, out, verify, on=on)
+    inverted = stages["invert"] = invert_stage(signed_bags, params, out, options, on=on)
     # Publish: queries switch to the new index atomically; its df starts an epoch for
     # incremental updates (simweb.tasks.incremental).
-    live = publish_stage(inverted, out, verify)
+    live = publish_stage(inverted, out, options)
     stages["bags"] = bags.start_epoch(out, params)
     bags.release()
     return ChainResult(stages, live)

@@ -117,6 +117,7 @@ def ingest_new_crawl(
     """
     log = run_logger("simweb.ingest_new_crawl")
     crawl_dir = crawl_out or crawl_folder(out)
+    options = RunOptions(part_mb=part_mb, partitions=partitions, io_retries=io_retries)
     with ExitStack() as held:
         try:
             held.enter_context(IndexLock(out, "ingest-new-crawl", wait=lock_wait_seconds, on_wait=log.info))
@@ -144,8 +145,7 @@ def ingest_new_crawl(
         with nullcontext(None) if small else stage_runner(dask_address, n_workers) as runner, stage_task_runs():
             # 3. Ingest the new files into the crawl folder (shards of files, each file retried on I/O errors).
             new = [f.url for f in scan.new]
-            ingested = ingest_stage(new, crawl_dir, RunOptions(io_retries=io_retries), on=workers(runner)) \
-                if new else IngestStats()
+            ingested = ingest_stage(new, crawl_dir, options, on=workers(runner)) if new else IngestStats()
             # 4. Record each file in the ledger, ingested or failed (rewritten atomically).
             outcomes = file_outcomes(scan.new, ingested)
             record_ingestion(crawl_dir, outcomes)
@@ -153,8 +153,8 @@ def ingest_new_crawl(
             # 5. Update the index over the grown crawl and switch queries to it atomically:
             #    the touched URLs only within a df epoch, every bag when a new epoch begins.
             new_parts = [part_name(d) for d in not_indexed(crawl_dir)]
-            index, stages = refresh_index(runner, out, crawl_dir, strategy, params, directory, partitions,
-                                          new_parts, max_growth, part_mb, files_read=ingested.files_read,
+            index, stages = refresh_index(runner, out, crawl_dir, strategy, params, directory, new_parts, max_growth,
+                                          options=options, files_read=ingested.files_read,
                                           cluster=(dask_address, n_workers))
         # 6. Mark every ingested file as covered by the index.
         mark_indexed(crawl_dir, not_indexed(crawl_dir))
@@ -177,8 +177,8 @@ def ingest_new_crawl(
 
 
 def refresh_index(runner, out: str, crawl_dir: str, strategy: Strategy, params: IndexParams,
-                  directory: str | None, partitions: int | None, new_parts: list[str] | None = None,
-                  max_growth: float = DEFAULT_MAX_GROWTH, part_mb: int = PART_MB,
+                  directory: str | None, new_parts: list[str] | None = None,
+                  max_growth: float = DEFAULT_MAX_GROWTH, *, options: RunOptions = RunOptions(),
                   files_read: int = 0, cluster: tuple[str | None, int | None] = (None, None)
                   ) -> tuple[str, dict[str, bool]]:
     """Bring the index in ``out`` up to date with the crawl folder; the live version and, per
@@ -194,7 +194,8 @@ def refresh_index(runner, out: str, crawl_dir: str, strategy: Strategy, params: 
     are restarted (simweb.flows.cluster.fresh_workers); the incremental update runs in this
     process and needs no fresh workers. Without a runner (the new files were few and small), a
     re-weighting of a crawl folder of :data:`~simweb.flows.runsize.SMALL_INPUT_BYTES` or more
-    starts the Dask cluster ``cluster`` (its address, its workers) for the chain.
+    starts the Dask cluster ``cluster`` (its address, its workers) for the chain, whose work is
+    cut as ``options`` say.
     """
     log = run_logger("simweb.ingest_new_crawl")
     plan = incremental.plan_update(out, crawl_dir, strategy, params, new_parts, max_growth)
@@ -213,7 +214,6 @@ def refresh_index(runner, out: str, crawl_dir: str, strategy: Strategy, params: 
     large = runner is None and in_flow_run() and not in_process(folder_size(crawl_dir), *cluster)
     with stage_runner(*cluster) if large else nullcontext(runner) as runner:
         fresh_workers_after_ingest(runner, files_read, log)
-        chain = index_chain(runner, crawl_dir, out, strategy, params, directory,
-                            options=RunOptions(part_mb=part_mb, partitions=partitions))
+        chain = index_chain(runner, crawl_dir, out, strategy, params, directory, options=options)
     return chain.index, {name: output.reused for name, output in chain.stages.items()}
 

@@ -221,7 +221,7 @@ def test_a_refresh_of_a_dedup_index_collapses_copies_too(crawl, tmp_path):
 
     strategy = Strategy.parse("anchor:8,nostem,nodist,none,dedup")
     out = str(tmp_path / "index")
-    index, stages = refresh_index(None, out, crawl, strategy, IndexParams(min_in_degree=None), None, None)
+    index, stages = refresh_index(None, out, crawl, strategy, IndexParams(min_in_degree=None), None)
     assert stages["dedup"] is False and set(stages) == {"dedup", "bags", "signatures", "invert"}
     built, _ = _build(crawl, str(tmp_path / "built"), strategy)
     refreshed, reference = open_index(out), open_index(str(tmp_path / "built"))

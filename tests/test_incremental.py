@@ -74,7 +74,7 @@ def updated(files, tmp_path_factory):
     old_h = np.array(before._v.h)
     old_docs = pq.read_table(f"{live}/{store.DOCMAP_FILE}").to_pydict()
     new_parts = list(ingest_files(later, crawl).parts)
-    index, stages = refresh_index(None, out, crawl, STRATEGY, PARAMS, None, None, new_parts)
+    index, stages = refresh_index(None, out, crawl, STRATEGY, PARAMS, None, new_parts)
     return {"out": out, "crawl": crawl, "epoch": epoch, "before": before, "old_h": old_h, "old_docs": old_docs,
             "index": index, "stages": stages, "new_parts": new_parts}
 
@@ -158,7 +158,7 @@ def test_growth_beyond_the_limit_re_weighs_everything_like_a_full_build(files, t
     new_parts = list(ingest_files(later, crawl).parts)
     reason = incremental.full_rebuild_reason(epoch, store.resolve(out), STRATEGY, PARAMS, crawl, max_growth=0.0)
     assert reason is not None and "grew by" in reason
-    index, stages = refresh_index(None, out, crawl, STRATEGY, PARAMS, None, None, new_parts, max_growth=0.0)
+    index, stages = refresh_index(None, out, crawl, STRATEGY, PARAMS, None, new_parts, max_growth=0.0)
     assert set(stages) == {"bags", "signatures", "invert"}
     assert incremental.read_epoch(out).id != epoch.id  # a new epoch began
     reference = build_in_process(first + later, tmp_path / "reference", min_in_degree=None)

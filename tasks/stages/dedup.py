@@ -9,17 +9,19 @@ from typing import Any
 from simweb.tasks.crawl.parts import crawl_identity
 from simweb.tasks.dedup import DedupParams, collapse_duplicates
 from simweb.tasks.layout import stages_folder
+from simweb.tasks.options import RunOptions
 from simweb.tasks.stagecache import StageOutput, run_stage
 
 NAME = "dedup"
 
 
-def dedup_stage(crawl: str, out: str, params: DedupParams = DedupParams(), verify: bool = False) -> StageOutput:
-    """The crawl ``crawl`` deduplicated (built or reused) under the index folder ``out``'s stages;
-    keyed by the crawl's parts and ``params``."""
+def dedup_stage(crawl: str, out: str, params: DedupParams = DedupParams(),
+                options: RunOptions = RunOptions()) -> StageOutput:
+    """The crawl ``crawl`` deduplicated (built or reused) under the index folder ``out``'s stages,
+    a reused one checked as ``options`` say; keyed by the crawl's parts and ``params``."""
     inputs = crawl_identity(crawl)
 
     def compute(tmp: str) -> dict[str, Any]:
         return collapse_duplicates(crawl, tmp, params)
 
-    return run_stage(stages_folder(out), NAME, inputs, params, compute, verify=verify)
+    return run_stage(stages_folder(out), NAME, inputs, params, compute, verify=options.verify)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from simweb.tasks import index_store
+from simweb.tasks.options import RunOptions
 from simweb.tasks.stagecache import STAGE_RUN, StageOutput
 
 NAME = "publish"
@@ -37,16 +38,17 @@ def publish_index(version: StageOutput, out: str, verify: bool = False) -> str:
     return index_store.publish(version.path, out)
 
 
-def publish_stage(version: StageOutput, out: str, verify: bool = False) -> str:
+def publish_stage(version: StageOutput, out: str, options: RunOptions = RunOptions()) -> str:
     """:func:`publish_index` as the stage ``publish`` (a task run of its own in a flow run,
-    *Reused* when the version was live already); the live version folder."""
+    *Reused* when the version was live already), the live copy checked as ``options`` say; the
+    live version folder."""
     before = live_version(out)
 
     def describe(live: str) -> tuple[bool, dict[str, Any]]:
         return live == before, {"version": live, "index": out}
 
     def run() -> str:
-        return publish_index(version, out, verify)
+        return publish_index(version, out, options.verify)
 
     wrap = STAGE_RUN.get()  # a task run of its own where stage runs are (simweb.flows.stage_runs)
     return run() if wrap is None else wrap(NAME, None, run, describe)

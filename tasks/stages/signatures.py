@@ -10,7 +10,7 @@ from simweb.core.strategy import Metric
 from simweb.tasks import index_store
 from simweb.tasks.crawl.parts import crawl_identity
 from simweb.tasks.layout import stages_folder
-from simweb.tasks.options import HERE, Workers
+from simweb.tasks.options import HERE, RunOptions, Workers
 from simweb.tasks.signatures import IndexParams, signatures
 from simweb.tasks.stagecache import StageOutput, file_identities, find, run_stage
 from simweb.tasks.storage import join
@@ -32,15 +32,19 @@ def key(bags: StageOutput, crawl: str, params: IndexParams, directory: str | Non
 
 
 def signed(bags: StageOutput, crawl: str, params: IndexParams, out: str, directory: str | None = None,
-           metric: Metric = Metric.JACCARD, verify: bool = False) -> bool:
-    """Whether the signatures of ``bags`` under these parameters are published whole in ``out``'s stages."""
-    return find(stages_folder(out), NAME, *key(bags, crawl, params, directory, metric), verify=verify) is not None
+           metric: Metric = Metric.JACCARD, options: RunOptions = RunOptions()) -> bool:
+    """Whether the signatures of ``bags`` under these parameters are published whole in ``out``'s
+    stages (checked as ``options`` say)."""
+    return find(stages_folder(out), NAME, *key(bags, crawl, params, directory, metric),
+                verify=options.verify) is not None
 
 
 def signatures_stage(bags: StageOutput, crawl: str, params: IndexParams, out: str, directory: str | None = None,
-                     verify: bool = False, metric: Metric = Metric.JACCARD, *, on: Workers = HERE) -> StageOutput:
-    """m min-hash signatures per bag into H with the url ↔ doc map (Section 6.2); ``metric``
-    (the strategy's) is how the index's queries order what the signatures find. On a cluster
+                     metric: Metric = Metric.JACCARD, options: RunOptions = RunOptions(), *,
+                     on: Workers = HERE) -> StageOutput:
+    """m min-hash signatures per bag into H with the url ↔ doc map (Section 6.2), a reused one
+    checked as ``options`` say; ``metric`` (the strategy's) is how the index's queries order what
+    the signatures find. On a cluster
     (``on``), two signing tasks a worker thread, each a shard of the parts: a task run per part
     cost about as much orchestration as signing the part (~0.3 s at 100k pages); see
     simweb.tasks.signatures.signatures."""
@@ -51,4 +55,4 @@ def signatures_stage(bags: StageOutput, crawl: str, params: IndexParams, out: st
         return signatures(bags.path, tmp, params.minhash(), pages=join(crawl, "pages"), links=join(crawl, "links"),
                           directory=directory, fan_out=on.fan_out, metric=metric.value, tasks=tasks)
 
-    return run_stage(stages_folder(out), NAME, inputs, stage_params, compute, verify=verify)
+    return run_stage(stages_folder(out), NAME, inputs, stage_params, compute, verify=options.verify)
