@@ -238,16 +238,18 @@ def full_rebuild_reason(epoch: Epoch | None, live: str | None, strategy: Strateg
         moved = [u for u in _alias_moves(crawl_dir, new_parts)[0].tolist() if version.doc_of(u) is not None]
         if moved:
             return f"the new files' redirects and URL variants give {len(moved)} URL(s) of the index another document"
-        gone = [u for u in removed_pages(crawl_dir, new_parts).tolist() if version.doc_of(u) is not None]
-        if gone:
-            return f"the new files take {len(gone)} page(s) of the index out (their latest capture is a 404, 410 or redirect)"
+        taken_out = int(np.isin(removed_pages(crawl_dir, new_parts), version.url_ids).sum())
+        if taken_out:
+            return (f"the new files take {taken_out} page(s) of the index out "
+                    "(their latest capture is a 404, 410 or redirect)")
     return None
 
 
 def _alias_moves(crawl_dir: str, new_parts: list[str]) -> tuple[np.ndarray, np.ndarray, AliasMap]:
     """The URL ids whose document the new parts change besides their own pages (simweb.tasks.crawl:
-    an alias, a page merged or no longer merged, a page of an earlier part that is no longer its
-    URL's latest capture, with the targets of its links), the documents they had and have, and the map."""
+    an alias, a page merged or no longer merged, a page of an earlier part that is no longer or
+    again its URL's latest capture, with the targets of its links), the documents they had and
+    have with the URLs no longer gone (their anchors count again), and the map."""
     crawl = crawl_parts(crawl_dir)
     now = crawl_copies(crawl)
     new = set(new_parts)
@@ -261,25 +263,35 @@ def _alias_moves(crawl_dir: str, new_parts: list[str]) -> tuple[np.ndarray, np.n
     for url in crawl.links:
         if part_of(url) in new:
             continue
-        lost = np.setdiff1d(now.of(url), before.of(url))  # its pages no longer the latest captures
-        if lost.size:
+        # Its pages no longer the latest captures, or again (a revisit after a 404 or redirect).
+        changed = np.setxor1d(now.of(url), before.of(url))
+        if changed.size:
             links = read_part(url, schemas.LINKS, ["source_id", "target_id"])
-            targets = links.filter(pc.is_in(links.column("source_id"), value_set=pa.array(lost, pa.uint64())))
+            targets = links.filter(pc.is_in(links.column("source_id"), value_set=pa.array(changed, pa.uint64())))
             targets = targets.column("target_id").to_numpy()
-            superseded += [lost, before.aliases.resolve(targets), now.aliases.resolve(targets)]
+            superseded += [changed, before.aliases.resolve(targets), now.aliases.resolve(targets)]
     superseded = np.concatenate(superseded).astype(np.uint64)
+    back = np.setdiff1d(before.gone, now.gone)
     return (np.union1d(named[moved], merged),
-            np.concatenate([then[moved], later[moved], now.aliases.resolve(merged), superseded]), now.aliases)
+            np.concatenate([then[moved], later[moved], now.aliases.resolve(merged), superseded, back]), now.aliases)
 
 
 def removed_pages(crawl_dir: str, new_parts: list[str]) -> np.ndarray:
     """The URL ids that were pages of the crawl without ``new_parts`` and are none with them:
-    their latest capture is now one of the new parts' 404, 410 or redirect records."""
+    their latest capture is now one of the new parts' 404, 410 or redirect records; and every
+    URL whose latest capture is a 404 or 410, crawled or only linked to (no document: one the
+    live index has, made gone by the new parts or kept by an index of an earlier simweb, goes)."""
     crawl = crawl_parts(crawl_dir)
     new = set(new_parts)
     old_pages = [u for u in crawl.pages if part_of(u) not in new]
     before = duplicate_copies(old_pages, [u for u in crawl.aliases if part_of(u) not in new], crawl.as_of)
     now = crawl_copies(crawl)
+    return np.union1d(_no_longer_pages(crawl, old_pages, before, now), now.gone)
+
+
+def _no_longer_pages(crawl, old_pages: list[str], before, now) -> np.ndarray:
+    """The URL ids that were pages under ``before`` (the crawl without the new parts) and are
+    none under ``now``."""
     ids = [np.zeros(0, np.uint64)]
     for url in old_pages:
         column = read_part(url, schemas.PAGES, ["url_id"]).column("url_id").to_numpy().astype(np.uint64)
@@ -320,6 +332,7 @@ def touched_bags(crawl_dir: str, strategy: Strategy, touched: np.ndarray, snapsh
     found = crawl_parts(crawl_dir)
     copies = crawl_copies(found)
     wanted = pa.array(touched, pa.uint64())
+    gone = copies.gone[np.isin(copies.gone, touched)]  # no bag, as in the bags stage
     size = PartSize()
     fragments = []
     # The bags stage merges its fragment files in name order: links parts, then pages parts.
@@ -328,7 +341,8 @@ def touched_bags(crawl_dir: str, strategy: Strategy, touched: np.ndarray, snapsh
             links = redirect_links(piece.links, copies.aliases)[0]
             links = links.filter(pc.is_in(links.column("target_id"), value_set=wanted))
             if links.num_rows:
-                fragments.append(bag_fragments.fragments(None, links, strategy, piece.sources, where=url)[0])
+                table = bag_fragments.fragments(None, links, strategy, piece.sources, where=url)[0]
+                fragments.append(bag_fragments.without_gone(table, gone)[0] if gone.size else table)
     columns = ["url", "url_id", "title_words", "words"]
     for url in found.pages:
         for piece in page_slices(url, columns, copies.of(url), size.page_rows):

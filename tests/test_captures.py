@@ -9,7 +9,7 @@ import io
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
@@ -131,27 +131,77 @@ def test_a_page_whose_latest_capture_is_a_404_is_no_longer_answered(crawls, tmp_
         simweb.open_index(str(out)).related(C)
 
 
+def test_a_gone_page_that_other_pages_still_link_to_is_neither_answered_nor_returned(tmp_path):
+    """Gamma answers 404 in 2025 while alpha and beta still link to it: no document, through the
+    inbox as in a full build; the links to it still count in the linking pages' own bags (their
+    out-link ids). Captured again in 2026, it is back."""
+    from simweb.core.strategy import Strategy
+
+    word = WORD[2024]
+    linked = {A: page("Alpha", f"shared topic words orchard apple {word} alpha", {B: "beta words", C: "gamma orchard"}),
+              B: page("Beta", f"shared topic words orchard apple {word} beta", {A: "alpha words", C: "gamma apple"}),
+              C: page("Gamma", f"shared topic words orchard apple {word} gamma", {A: "alpha"})}
+    crawl = write_warc(tmp_path / "a.warc.gz", "2024-06-01T00:00:00Z", linked)
+    gone = write_warc(tmp_path / "gone.warc.gz", "2025-06-01T00:00:00Z", {C: 404})
+    back = write_warc(tmp_path / "back.warc.gz", "2026-06-01T00:00:00Z", {C: linked[C]})
+    out, inbox, rebuilt, outlinks = tmp_path / "index", tmp_path / "inbox", tmp_path / "rebuilt", tmp_path / "outlinks"
+    inbox.mkdir()
+    build_index.fn([str(crawl)], str(out))
+    assert C in {url for url, _ in answers(out)}
+    (inbox / gone.name).write_bytes(gone.read_bytes())
+    ingest_new_crawl.fn(str(inbox), str(out), settle_seconds=0)
+    build_index.fn([str(crawl), str(gone)], str(rebuilt))
+    build_index.fn([str(crawl), str(gone)], str(outlinks), strategy=Strategy.parse("anchor:32+content+outlinks"))
+    for index in (out, rebuilt, outlinks):
+        assert {url for url, _ in answers(index)} == {B}
+        with pytest.raises(simweb.UnknownURL):
+            simweb.open_index(str(index)).related(C)
+    assert f"outlink:{C}" in words(outlinks, A) and f"outlink:{C}" in words(outlinks, B)
+    (inbox / back.name).write_bytes(back.read_bytes())
+    ingest_new_crawl.fn(str(inbox), str(out), settle_seconds=0)
+    assert {url for url, _ in answers(out)} == {B, C}
+    assert "gamma" in words(out, C)
+
+
 # -- Property: any arrival order and split of the files gives the full build's bags and signatures --
 
 VOCABULARY = ["orchard", "apple", "quince", "medlar", "sorrel", "thyme"]
 URLS = [SITE + f"p{i}.html" for i in range(4)]
-HOME = SITE  # captured in every file, so that every build has pages
+P0, P1, P2, P3 = URLS
+HOME = SITE  # captured in every file, linking to P0 and P1, so that every build has pages
 DATES = ["2019-01-01T00:00:00Z", "2020-01-01T00:00:00Z", "2021-01-01T00:00:00Z"]
+D2019, D2020, D2021 = DATES
 
 capture_st = st.one_of(
-    st.just(404), st.just(REVISIT), st.sampled_from(URLS),
+    st.sampled_from([404, 410]), st.just(REVISIT), st.sampled_from(URLS),
     st.tuples(st.lists(st.sampled_from(VOCABULARY), min_size=2, max_size=5),
               st.lists(st.sampled_from(URLS), max_size=2)),
 )
 file_st = st.tuples(st.sampled_from(DATES), st.dictionaries(st.sampled_from(URLS), capture_st, min_size=1, max_size=4))
+#: The files, the order they arrive in (indices) and how many of the first a build makes the index of.
+arrivals_st = st.lists(file_st, min_size=2, max_size=4).flatmap(
+    lambda files: st.tuples(st.just(files), st.permutations(range(len(files))), st.integers(1, len(files) - 1)))
 
 
 def _capture(url: str, what) -> bytes | int | str | None:
-    if what == 404 or what is REVISIT or isinstance(what, str):
+    if what in (404, 410) or what is REVISIT or isinstance(what, str):
         return what
     words, links = what
     name = url.rsplit("/", 1)[-1]
     return page(f"{name} {' '.join(words[:2])}", " ".join(words), {u: f"{words[0]} link" for u in links if u != url})
+
+
+def _gone(files: list, order: list[int], built: int, root: Path) -> set[str]:
+    """The URLs whose latest capture answered 404 or 410: by WARC-Date, then the file's path (a
+    build reads ``root``'s files, the inbox its own copies; a file captures a URL once)."""
+    latest = {}
+    for rank, i in enumerate(order):
+        date, captures = files[i]
+        place = str(root / f"f{i}.warc.gz" if rank < built else root / "inbox" / f"f{i}.warc.gz")
+        for url, what in captures.items():
+            if url not in latest or (date, place) > latest[url][0]:
+                latest[url] = ((date, place), what)
+    return {url for url, (_, what) in latest.items() if what in (404, 410)}
 
 
 def _documents(version: str) -> dict[str, tuple]:
@@ -165,10 +215,31 @@ def _documents(version: str) -> dict[str, tuple]:
             for d in docs}
 
 
+def _page(*words: str, links: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
+    return list(words), list(links)
+
+
 @settings(max_examples=4, deadline=None, phases=(Phase.explicit, Phase.reuse, Phase.generate),
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(files=st.lists(file_st, min_size=2, max_size=4), data=st.data())
-def test_any_arrival_order_and_split_gives_the_full_builds_bags_and_signatures(tmp_path_factory, files, data):
+@given(arrivals=arrivals_st)
+# P0 gone before the inbox's file, which links to it again (HOME does): no bag of its in-link anchors.
+@example(arrivals=([(D2019, {P0: _page("orchard", "apple")}), (D2020, {P0: 404}),
+                    (D2021, {P1: _page("quince", "thyme")})], [0, 1, 2], 2))
+# P0's one capture a 404, built first; an older page of it arrives.
+@example(arrivals=([(D2020, {P0: 410}), (D2019, {P0: _page("sorrel", "thyme"), P1: _page("apple", "medlar")})],
+                   [0, 1], 1))
+# P2, linked to only by P3, gone; then P3 arrives linking to it.
+@example(arrivals=([(D2020, {P2: 404}), (D2019, {P3: _page("orchard", "quince", links=(P2,))})], [0, 1], 1))
+# P2 gone, then back by a revisit of its 2019 page, whose link to P3 counts again.
+@example(arrivals=([(D2019, {P2: _page("sorrel", "thyme", links=(P3,))}), (D2020, {P2: 410}), (D2021, {P2: REVISIT})],
+                   [0, 1, 2], 2))
+# P1 gone then back by a page (arriving later), and back then gone (the 404 arriving last).
+@example(arrivals=([(D2019, {P1: 404}), (D2020, {P1: _page("apple", "quince", links=(P2,))})], [0, 1], 1))
+@example(arrivals=([(D2019, {P0: _page("orchard", "thyme", links=(P2,))}), (D2021, {P0: 404}),
+                    (D2020, {P0: _page("medlar", "sorrel", links=(P3,))})], [0, 2, 1], 1))
+def test_any_arrival_order_and_split_gives_the_full_builds_bags_and_signatures(tmp_path_factory, arrivals):
+    """Whatever order the files arrive in, the inbox gives the full build's documents, and a URL
+    whose latest capture is a 404 or 410 is none of them, though pages still link to it."""
     from simweb.tasks.stages.invert import invert_stage
     from simweb.tasks.stages.publish import publish_index
     from simweb.tasks.stages.signatures import signatures_stage
@@ -178,12 +249,12 @@ def test_any_arrival_order_and_split_gives_the_full_builds_bags_and_signatures(t
     from simweb.tasks.signatures import IndexParams
     from simweb.core.strategy import Strategy
 
+    files, arrival, built = arrivals
     root = tmp_path_factory.mktemp("arrivals")
     warcs = [write_warc(root / f"f{i}.warc.gz", date, {HOME: _capture(HOME, (VOCABULARY[i:i + 3], URLS[:2])),
                                                         **{u: _capture(u, w) for u, w in captures.items()}})
              for i, (date, captures) in enumerate(files)]
-    order = data.draw(st.permutations(warcs), label="arrival order")
-    built = data.draw(st.integers(1, len(order) - 1), label="files in the first build")
+    order = [warcs[i] for i in arrival]
     out, inbox = root / "index", root / "inbox"
     inbox.mkdir()
     build_index.fn([str(p) for p in order[:built]], str(out))
@@ -195,7 +266,14 @@ def test_any_arrival_order_and_split_gives_the_full_builds_bags_and_signatures(t
     params = IndexParams(min_in_degree=None)
     bags = build_bags_stage(crawl, Strategy(), stages_folder(ref), df_snapshot=read_epoch(str(out)).snapshot())
     live = publish_index(invert_stage(signatures_stage(bags, crawl, params, ref), params, ref), ref)
-    assert _documents(store.resolve(str(out))) == _documents(live)
+    documents = _documents(store.resolve(str(out)))
+    assert documents == _documents(live)
+    gone = _gone(files, arrival, built, root)
+    assert not gone & documents.keys(), f"gone, yet documents: {sorted(gone & documents.keys())}"
+    index = simweb.open_index(str(out))
+    for url in gone:
+        with pytest.raises(simweb.UnknownURL):
+            index.related(url)
 
 
 def test_the_web_as_of_a_date_answers_with_the_captures_before_it(crawls, tmp_path, capsys):
@@ -227,7 +305,8 @@ def test_a_revisit_is_a_capture_at_its_date_with_the_revisited_payload(crawls, t
                                                          warc_headers_dict={"WARC-Date": "2024-06-01T00:00:00Z"}))
     out = tmp_path / "index"
     build_index.fn([str(old), str(gone)], str(out))
-    assert f"alpha{WORD[2020]}" not in words(out, A)  # its content gone; beta's anchor to it stays
+    with pytest.raises(simweb.UnknownURL):  # gone: no document, though beta still links to it
+        words(out, A)
     build_index.fn([str(old), str(gone), str(root / "c.warc.gz")], str(out))
     assert {url for url, _ in answers(out)} == {B, C}
     assert f"alpha{WORD[2020]}" in words(out, A)

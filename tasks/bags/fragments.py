@@ -154,17 +154,29 @@ def fragments_of_pages_part(url: str, strategy: Strategy, skip_ids: np.ndarray, 
     return stats
 
 
+def without_gone(table: pa.Table, gone: np.ndarray) -> tuple[pa.Table, int]:
+    """The FRAGMENTS ``table`` without the rows of the URL ids ``gone`` (their latest capture a
+    404 or 410: no bag, though the pages linking to them keep their own fragments of the links),
+    and how many rows that left out. The bags stage and an incremental update both drop them so."""
+    of_gone = pc.is_in(table.column("url_id"), value_set=pa.array(gone, pa.uint64()))
+    dropped = pc.sum(of_gone).as_py() or 0
+    return (table.filter(pc.invert(of_gone)) if dropped else table), dropped
+
+
 def fragments_of_links_part(url: str, strategy: Strategy, skip_sources: np.ndarray, out: str,
                             size: PartSize = PartSize(), exclude: Callable[[str], bool] | None = None,
-                            aliases: AliasMap | None = None, level: int = 0) -> dict[str, int]:
+                            aliases: AliasMap | None = None, level: int = 0,
+                            gone: np.ndarray | None = None) -> dict[str, int]:
     """Anchor-window and link-id fragments of one links part, slice by slice (at most
     ``size.link_rows`` links and the row groups of source pages they point into),
     pre-merged per (URL, term) within a slice, to the files ``out``.c<cell>.parquet of its
     cells of 2^``level`` (:class:`CellFiles`); the out-links of the pages
     ``exclude`` names are left out; links to an alias count for its document
-    (simweb.tasks.crawl.aliases.redirect_links)."""
+    (simweb.tasks.crawl.aliases.redirect_links); the URLs of ``gone`` (their latest capture a
+    404 or 410) get no fragment of their own — the link ids in their sources' bags stay."""
     stats = {"links": 0, "links_of_duplicate_pages": 0, "links_from_excluded_pages": 0, "self_links": 0,
-             "fragment_rows": 0, "slices": 0, **({"links_redirected_to_aliases": 0} if aliases else {})}
+             "fragment_rows": 0, "slices": 0, **({"links_redirected_to_aliases": 0} if aliases else {}),
+             **({"fragment_rows_of_gone_urls": 0} if gone is not None and gone.size else {})}
     with CellFiles(out, level, size.buffer_rows) as writer:
         for piece in link_slices(url, skip_sources, size.link_rows, sources=strategy.uses_anchor,
                                  exclude=exclude):
@@ -172,6 +184,9 @@ def fragments_of_links_part(url: str, strategy: Strategy, skip_sources: np.ndarr
             if aliases:
                 stats["links_redirected_to_aliases"] += redirected
             table, piece_stats = fragments(None, links, strategy, piece.sources, where=url)
+            if gone is not None and gone.size:
+                table, dropped = without_gone(table, gone)
+                stats["fragment_rows_of_gone_urls"] += dropped
             writer.write(table)
             stats["links"] += piece.links.num_rows + piece.skipped + piece.excluded
             stats["links_of_duplicate_pages"] += piece.skipped

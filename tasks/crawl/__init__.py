@@ -20,7 +20,8 @@ its **latest capture**, by the record's WARC-Date, then by ``source_file``, then
 before the ingest kept dates, counts as dated at the epoch, 1970). The captures compared are the
 URL's pages, its redirect records and its 404/410 records (the ``gone`` rows of the aliases data
 set): a latest capture that redirects makes the URL an alias of its target, one that answered
-404 or 410 leaves it no page (it stays a link target of the pages that link to it). The other
+404 or 410 leaves it no page and no document (``DuplicateCopies.gone``: its in-link anchors make
+none; it stays a link target of the pages that link to it). The other
 captures' pages and the links read from them (a links part shares its pages part's name) are
 dropped and counted, and so is the alias evidence read from those pages (a canonical link, a
 refresh, variant names). Within one WARC file the ingest keeps the latest record of a URL of

@@ -3,7 +3,7 @@ another as its aliases."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -21,8 +21,8 @@ __all__ = ["CAPTURE_RULE", "EPOCH", "DuplicateCopies", "capture_dates", "crawl_c
 #: before the ingest kept dates: older than every dated capture.
 EPOCH = "00000000000000"
 #: Named in the identity of every stage that reads the crawl (simweb.tasks.crawl.parts.crawl_identity),
-#: so that outputs computed under another rule are not reused.
-CAPTURE_RULE = "latest-capture"
+#: so that outputs computed under another rule are not reused (2: a gone URL is no document).
+CAPTURE_RULE = "latest-capture-2"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -33,7 +33,8 @@ class DuplicateCopies:
     ``captures_superseded`` page rows, ``pages_gone`` and ``pages_redirected`` URLs whose latest
     capture answered 404/410 or a redirect, ``captures_after_as_of`` captures of any kind,
     ``pages_of_revisits``); for a crawl read as of a date, the oldest and newest capture dates of
-    its pages (``dates``); and the pages captured last by a revisit (``redated``)."""
+    its pages (``dates``); the pages captured last by a revisit (``redated``); and the URLs
+    whose latest capture answered 404 or 410 (``gone``)."""
 
     by_part: dict[str, np.ndarray]
     merged: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
@@ -42,6 +43,9 @@ class DuplicateCopies:
     dates: tuple[str, str] | None = None
     #: (URL ids, 14-digit dates) of the pages whose latest capture is a revisit: captured at that date.
     redated: tuple[np.ndarray, np.ndarray] = field(default_factory=lambda: (np.zeros(0, np.uint64), np.zeros(0, "<U14")))
+    #: The URL ids whose latest capture answered 404 or 410, crawled as pages before or not: no
+    #: document at all, though pages link to them (those links count in the linking pages' bags).
+    gone: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
 
     def captured(self, ids: np.ndarray, stamps: np.ndarray) -> np.ndarray:
         """``stamps``, the dates of the page rows of ``ids``, with a revisit's date for a revisited page."""
@@ -104,9 +108,10 @@ def duplicate_copies(page_parts: Sequence[str], alias_parts: Sequence[str] = (),
     """Which captures of the crawl count: per URL the latest by (WARC-Date, source_file,
     record_offset, part) among its pages, its redirect, 404/410 and revisit records, of those
     dated at or before ``as_of`` (14 digits) when given. A page not so chosen is dropped with
-    its links; a redirect chosen makes the URL an alias, a 404/410 chosen leaves it no page, a
-    revisit chosen gives it the page it revisits (:func:`_revisited`); the other records' alias
-    evidence (a page's canonical link and variant names) goes with them.
+    its links; a redirect chosen makes the URL an alias, a 404/410 chosen (or a URL's one
+    capture) leaves it no page and no document (``gone``), a revisit chosen gives it the page it
+    revisits (:func:`_revisited`); the other records' alias evidence (a page's canonical link and
+    variant names) goes with them.
     Repeats within the winning part are left to the Corpus (first row wins); the ingest writes none.
 
     Columnar and light: the URL ids of every part (8 bytes a page) find the URLs captured more
@@ -145,7 +150,10 @@ def duplicate_copies(page_parts: Sequence[str], alias_parts: Sequence[str] = (),
               for i in np.unique(row_part[page_rows]).tolist()]
     if evidence is not None:
         places.append(_places(evidence.take(pa.array(capture_rows[rows[pages_n:] - every.size]))))
-    return _latest(every, row_part, rows, pages_n, places, evidence, capture_rows, as_of, page_parts)
+    copies = _latest(every, row_part, rows, pages_n, places, evidence, capture_rows, as_of, page_parts)
+    # A URL whose one capture is a 404 or 410 was not compared: it is gone as well.
+    lone = ~chosen[every.size:] & (kinds[capture_rows] == GONE)
+    return replace(copies, gone=np.union1d(copies.gone, capture_ids[lone])) if lone.any() else copies
 
 
 def _latest(every, row_part, rows, pages_n, places, evidence, capture_rows, as_of, page_parts) -> DuplicateCopies:
@@ -186,13 +194,14 @@ def _latest(every, row_part, rows, pages_n, places, evidence, capture_rows, as_o
     dropped = np.zeros(every.size, dtype=bool)
     dropped[rows[loser_page]] = True
     page_ids = np.unique(every[~dropped])
-    kept_evidence = None
+    kept_evidence, gone = None, np.zeros(0, np.uint64)
     if evidence is not None:
         kept_evidence, won = _evidence_kept(evidence, capture_rows, rows[pages_n:] - every.size, winner[pages_n:],
                                             table.slice(0, pages_n), lost[:pages_n])
         had_page = np.isin(won[0], np.unique(every))
         counts.update(pages_redirected=int((had_page & (won[1] == REDIRECT)).sum()),
                       pages_gone=int((had_page & (won[1] == GONE)).sum()))
+        gone = np.unique(np.asarray(won[0], np.uint64)[np.asarray(won[1] == GONE, bool)])
     aliases, merged = crawl_aliases(kept_evidence, page_ids)
     dates = None
     if as_of is not None and pages_n:
@@ -200,7 +209,7 @@ def _latest(every, row_part, rows, pages_n, places, evidence, capture_rows, as_o
         kept[revisits] = stamps[revisit_rows]
         kept = kept[winner[:pages_n]]
         dates = (str(min(kept.tolist())), str(max(kept.tolist()))) if kept.size else None
-    return DuplicateCopies(by_part, merged, aliases, counts, dates, redated)
+    return DuplicateCopies(by_part, merged, aliases, counts, dates, redated, gone)
 
 
 def _revisited(revisit: np.ndarray, page: np.ndarray, url: np.ndarray, best: np.ndarray,

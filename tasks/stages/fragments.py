@@ -51,11 +51,12 @@ def fragment_parts(crawl: CrawlParts, strategy: Strategy, size: PartSize, left_o
     copies = crawl_copies(crawl)
     aliases = copies.aliases if len(copies.aliases) else None
     shared_aliases = shared(aliases, scheduler)
+    shared_gone = shared(copies.gone if copies.gone.size else None, scheduler)
     level = fragment_level(estimated_fragment_rows(crawl, strategy), size)
     tasks = [(fragments_of_pages_part, u, (strategy, copies.of(u), join(tmp, f"part-pages-{file_stem(u)}"),
                                            size, exclude, level)) for u in crawl.pages]
     tasks += [(fragments_of_links_part, u, (strategy, copies.of(u), join(tmp, f"part-links-{file_stem(u)}"),
-                                            size, exclude, shared_aliases, level)) for u in crawl.links]
+                                            size, exclude, shared_aliases, level, shared_gone)) for u in crawl.links]
     work = []
     for rank, (function, u, args) in enumerate(largest_first(tasks, strategy)):
         with dask.annotate(priority=len(tasks) - rank):
