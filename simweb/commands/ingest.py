@@ -18,10 +18,11 @@ local one sized to this machine, or the scheduler at --dask-address); --prefect 
 
 A URL captured more than once (a recrawl next week, next year) has one page: its latest
 capture by WARC-Date (then the file, then the offset), whatever the files are named or the
-order they arrive in. A latest capture that answered 404 or 410 takes the page out (the URL
-stays a link target), one that redirects makes the URL an alias of its target; the other
-captures and their links are counted and left out; a revisit record is a capture at its date
-with the revisited capture's content. `simweb build --as-of DATE` builds from the latest
+order they arrive in. A latest capture that answered 404 or 410 takes the URL out: it is no
+longer answered or returned as related, though pages still link to it (those links stay theirs:
+their out-link ids, the link graph). One that redirects makes the URL an alias of its target;
+the other captures and their links are counted and left out; a revisit record is a capture at
+its date with the revisited capture's content. `simweb build --as-of DATE` builds from the latest
 capture at or before DATE.
 """
 from __future__ import annotations
