@@ -18,10 +18,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from simweb.core.formats import ARCHIVE_SUFFIXES, WACZ_SUFFIX
 from simweb.tasks.crawl.selection import read_selection
 from simweb.tasks.ingest.files import part_name
-from simweb.tasks.sources import wacz_members
+from simweb.tasks.readers import reader_named
 from simweb.tasks.storage import filesystem, identify, join, write_bytes_atomic
 
 LEDGER = "_ingested.json"
@@ -149,7 +148,8 @@ def scan_inbox(inbox: str, crawl: str, *, settle_seconds: float = 60.0) -> Inbox
             not_taken.append((kind, join(inbox, name)))
             continue
         url = join(inbox, name)
-        if not name.lower().endswith(ARCHIVE_SUFFIXES + (WACZ_SUFFIX,)):
+        reader = reader_named(name)
+        if reader is None:
             ignored.append(url)
             continue
         try:
@@ -159,8 +159,8 @@ def scan_inbox(inbox: str, crawl: str, *, settle_seconds: float = 60.0) -> Inbox
         if modified is not None and now - modified < settle_seconds:
             unsettled.append(url)
             continue
-        # A WACZ package is its WARC files, each read from inside it (simweb.tasks.sources).
-        members = wacz_members(url) if name.lower().endswith(WACZ_SUFFIX) else [url]
+        # A WACZ package is its WARC files, each read from inside it (simweb.tasks.readers.wacz).
+        members = reader.files(url)
         for member in members:
             size = int(info.get("size") or 0) if member == url else _size(member)
             item = InboxFile(url=member, size=size, digest=identify(member).digest)

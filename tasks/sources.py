@@ -5,7 +5,7 @@ A crawl is named by any mix of:
 - local paths: a WARC or ARC file, a folder (searched recursively), a glob;
 - WACZ packages (``*.wacz``, as Browsertrix and ArchiveWeb.page write them), local or remote:
   the WARC files of their archive/ folder, each read from inside the package
-  (:func:`wacz_members`);
+  (simweb.tasks.readers.wacz);
 - object-store URLs (``s3://bucket/key.warc.gz``; ``s3://bucket/prefix/``, every archive file
   under it; ``s3://bucket/crawl/**/*.warc.gz``, a glob), listed through fsspec (``simweb[s3]``);
 - web URLs (``https://host/path/file.warc.gz``): one file each, since a web server lists no
@@ -26,7 +26,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from simweb.core.formats import ARCHIVE_SUFFIXES, OTHER_COMPRESSION_SUFFIXES, WACZ_SUFFIX
+from simweb.core.formats import ARCHIVE_SUFFIXES, OTHER_COMPRESSION_SUFFIXES
+from simweb.tasks.readers import archive_files, reader_named
+from simweb.tasks.readers.wacz import MEMBER_PROTOCOL
 from simweb.tasks.storage import filesystem, protocol_of
 
 _log = logging.getLogger(__name__)
@@ -55,7 +57,7 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
     packages: list[str] = []  # ZIP files found where archive files were looked for
     left_out: dict[_LeftOut, list[str]] = {kind: [] for kind in _LEFT_OUT}  # files of a kind not read
     for item in items:
-        if "://" in item and item.split("://", 1)[0].lower() in SINGLE_FILE_PROTOCOLS + (_MEMBER_PROTOCOL,):
+        if "://" in item and item.split("://", 1)[0].lower() in SINGLE_FILE_PROTOCOLS + (MEMBER_PROTOCOL,):
             found.append(item)  # a web URL, or a WARC file of a WACZ package already listed
             continue
         fs, path = filesystem(item)
@@ -73,13 +75,10 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
                                         f"{prefix}bucket/crawl/**/*.warc.gz") from None
         elif fs.isdir(path):
             candidates, searched = fs.find(path), path.rstrip("/") + "/"
-        elif fs.isfile(path) and path.lower().endswith(WACZ_SUFFIX):
-            found += wacz_members(prefix + path if prefix else os.path.abspath(path))
-            continue
         elif fs.isfile(path) or (not prefix and os.path.islink(path)):
             # A link whose target is gone (as a folder search finds it) is the ingest's to report
             # as a file it could not read, with the others read.
-            found.append(prefix + path if prefix else os.path.abspath(path))
+            found += archive_files(prefix + path if prefix else os.path.abspath(path))
             continue
         else:
             raise FileNotFoundError(
@@ -91,13 +90,11 @@ def list_archive_files(crawl: str | Iterable[str]) -> list[str]:
                 packages.append(where)
             elif kind := next((k for k in _LEFT_OUT if name.endswith(k.suffixes)), None):
                 left_out[kind].append(where)
-            elif name.endswith(ARCHIVE_SUFFIXES + (WACZ_SUFFIX,)):
+            elif (reader := reader_named(name)) is not None:
                 if searched is not None and _is_hidden(p, searched):
                     hidden.append(where)
-                elif name.endswith(WACZ_SUFFIX):
-                    found += wacz_members(where)
                 else:
-                    found.append(where)
+                    found += reader.files(where)
     unique = list(dict.fromkeys(found))
     hidden = list(dict.fromkeys(hidden))
     if hidden:
@@ -139,51 +136,6 @@ _LEFT_OUT = (
              "they hold the pages' text or metadata, not their HTML and links; name the crawl's WARC files "
              "(Common Crawl: its warc.paths.gz list)"),
 )
-
-_MEMBER_PROTOCOL = "zip"
-
-
-def wacz_members(package: str) -> list[str]:
-    """The WARC (or ARC) files of the WACZ ``package`` (a path or URL), each as an fsspec URL
-    that reads it from inside the package (``zip://archive/data.warc.gz::/crawls/site.wacz``),
-    in name order. A package that is no ZIP file, or holds no archive file under archive/, is
-    listed as itself, for the ingest to report as a file it could not read."""
-    import zipfile
-
-    fs, path = filesystem(package)
-    try:
-        with fs.open(path, "rb") as f, zipfile.ZipFile(f) as z:
-            names = sorted(n for n in z.namelist()
-                           if n.startswith("archive/") and n.lower().endswith(ARCHIVE_SUFFIXES))
-    except (zipfile.BadZipFile, OSError, EOFError):
-        return [package]
-    if not names:
-        _log.warning("%s: a WACZ package with no WARC file in its archive/ folder", package)
-        return [package]
-    return [f"{_MEMBER_PROTOCOL}://{n}::{package}" for n in names]
-
-
-def wacz_problem(package: str) -> str:
-    """What is wrong with a WACZ package that gave no WARC file to read (:func:`wacz_members`
-    listed it as itself), for the ingest to report instead of reading it as an archive file."""
-    import zipfile
-
-    fs, path = filesystem(package)
-    try:
-        with fs.open(path, "rb") as f, zipfile.ZipFile(f) as z:
-            names = z.namelist()
-    except zipfile.BadZipFile as exc:
-        return (f"a WACZ package that is not a readable ZIP file ({exc}): it is cut short or damaged, or no WACZ "
-                "at all; copy or download it again")
-    except (OSError, EOFError) as exc:
-        return f"a WACZ package that cannot be read: {type(exc).__name__}: {exc}"
-    held = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "") if names else "nothing"
-    in_archive = [n for n in names if n.startswith("archive/")]
-    found = (f"its archive/ folder holds no WARC or ARC file ({', '.join(in_archive[:3])})" if in_archive
-             else "it has no archive/ folder")
-    return (f"a WACZ package without a WARC file to read: {found}, and it holds {held}; a WACZ keeps its crawl as "
-            "WARC files under archive/ (e.g. archive/data.warc.gz) — make the package again with its WARC files")
-
 
 def _is_hidden(path: str, searched: str) -> bool:
     """Whether a part of ``path`` below the folder ``searched`` starts with "."."""

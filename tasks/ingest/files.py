@@ -8,12 +8,11 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from simweb.core.formats import WACZ_SUFFIX
 from simweb.tasks.crawl.parts import file_stem, part_files
 from simweb.tasks.ingest.parts import DATA_SETS, IngestParts
 from simweb.tasks.ingest.records import read_archive
 from simweb.tasks.ingest.stats import FileError, IngestStats, unreadable
-from simweb.tasks.sources import wacz_problem
+from simweb.tasks.readers import not_readable
 from simweb.tasks.storage import file_digest, filesystem, identify, join, local_path, remove, write_bytes_atomic
 
 __all__ = ["INGEST_FORMAT", "finish_pieces", "ingest_files", "ingest_warc", "part_name", "piece_name", "piece_range"]
@@ -111,8 +110,9 @@ def ingest_warc(path: str, out_dir: str, piece: tuple[int, int] = (0, 1)) -> Ing
     """
     k, n = piece
     source = local_path(path) or path
-    if path.lower().endswith(WACZ_SUFFIX) and "::" not in path:  # a package with no WARC file in it
-        return unreadable(path, wacz_problem(path)) if k == 0 else IngestStats()
+    problem = not_readable(path)
+    if problem is not None:  # a package with no WARC file in it
+        return unreadable(path, problem) if k == 0 else IngestStats()
     identity = identify(path)
     digest = identity.digest
     part = part_name(digest)

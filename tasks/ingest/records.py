@@ -28,7 +28,7 @@ from simweb.tasks.payloads import (
     decode_content_encoding,
     encoded_payload_ends,
 )
-from simweb.tasks.storage import filesystem
+from simweb.tasks.readers import open_records
 from simweb.tasks.warcio_readers import HeaderParser
 
 __all__ = ["BAD_STATUS", "DUPLICATE", "EMPTY", "GENERIC_TYPES", "HTML_TYPES", "INVALID_URI", "MAX_PAYLOAD_BYTES",
@@ -130,9 +130,7 @@ def read_archive(path: str, source: str, parts: IngestParts, start: int = 0, sto
     counts = ArchiveCounts()
     skipped = counts.skipped
     captures = _Captures(keep)
-    fs, fs_path = filesystem(path)
-    with fs.open(fs_path, "rb") as raw:
-        records = ArchiveRecords(raw, start, stop)
+    with open_records(path, start, stop) as records:
         for offset, record in records:
             counts.records += 1
             reason, found = _page_of(record, records)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-from simweb.tasks.archives import ArchiveRecords
 from simweb.tasks.ingest.files import piece_range
+from simweb.tasks.readers import open_records
 from simweb.tasks.storage import filesystem
 
 __all__ = ["PIECE_BYTES", "SHARDS_PER_SLOT", "SHARD_BYTES", "ShardItem", "plan_shards"]
@@ -93,8 +93,7 @@ def plan_shards(files: list[str], slots: int) -> list[list[ShardItem]]:
 def _cuttable(path: str) -> bool:
     """Whether the archive file's records are compressed one by one (ArchiveRecords.cuttable)."""
     try:
-        fs, p = filesystem(path)
-        with fs.open(p, "rb") as raw:
-            return ArchiveRecords(raw).cuttable
+        with open_records(path) as records:
+            return records.cuttable
     except Exception:  # noqa: BLE001 — read whole; its error is reported by the ingest itself
         return False
