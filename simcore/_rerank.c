@@ -40,6 +40,27 @@
  * candidates times m); here each row is read once where it lies. A candidate outside H raises
  * ValueError before anything is written. The numpy expression (h[docs] == sig).sum(axis=1) is
  * the reference the tests compare with.
+ *
+ * candidates(offsets, offsets_itemsize, postings, buckets, h, sig, need, exclude, seen, out_docs,
+ *            out_counts) -> n
+ *
+ * PROCESSQUERY's candidates and counts for one query in one pass (simcore/query.py,
+ * _process_one): the documents of the given buckets of I, each once, with their agreement count
+ * as above, those with a count of at least `need` and other than `exclude` written in the order
+ * first met.
+ *
+ * offsets   uint32 or uint64 (offsets_itemsize 4 or 8): I's bucket offsets (I.offsets.*).
+ * postings  uint32: I's documents (I.docs.u32), each in 0 .. n_docs - 1.
+ * buckets   int64: the buckets to read (the query's buckets the pigeonhole bound keeps).
+ * h, sig    as for agreements.
+ * seen      uint8, n_docs, all zero: marks of the documents met; zero again on return.
+ * out_docs, out_counts   int64, each at least as long as the buckets' postings together.
+ *
+ * Without it numpy gathers the postings, sorts them to drop repeats and then counts (five
+ * arrays of the postings' length and a sort); here each posting is read once and each
+ * candidate's row once. A bucket outside I, a posting outside H or an output too short raise
+ * ValueError with `seen` left zero. The GIL is held: `seen` is one per opened index. The numpy
+ * path of _process_one is the reference the tests compare with.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -266,6 +287,17 @@ done:
 
 #define AHEAD 8 /* rows of H asked for ahead of the one counted */
 
+/* The agreements of H's row d with sig over m positions. */
+static inline int64_t
+agree(const uint32_t *h, int64_t d, const uint32_t *sig, Py_ssize_t m)
+{
+    const uint32_t *row = h + d * m;
+    int64_t c = 0;
+    for (Py_ssize_t j = 0; j < m; j++)
+        c += row[j] == sig[j];
+    return c;
+}
+
 static PyObject *
 agreements(PyObject *self, PyObject *args)
 {
@@ -300,16 +332,13 @@ agreements(PyObject *self, PyObject *args)
     }
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++) {
-        const uint32_t *row = h + (width == 8 ? d64[i] : (int64_t)d32[i]) * m;
+        const int64_t d = width == 8 ? d64[i] : (int64_t)d32[i];
         if (i + AHEAD < n) { /* the rows lie far apart: ask for a later one while this one is read */
             const uint32_t *later = h + (width == 8 ? d64[i + AHEAD] : (int64_t)d32[i + AHEAD]) * m;
             for (Py_ssize_t j = 0; j < m; j += 16)
                 __builtin_prefetch(later + j);
         }
-        int64_t c = 0;
-        for (Py_ssize_t j = 0; j < m; j++)
-            c += row[j] == sig[j];
-        counts[i] = c;
+        counts[i] = agree(h, d, sig, m);
     }
     Py_END_ALLOW_THREADS
     result = Py_None;
@@ -322,9 +351,106 @@ done:
     return result;
 }
 
+static PyObject *
+candidates(PyObject *self, PyObject *args)
+{
+    Py_buffer ob = {0}, pb = {0}, bb = {0}, hb = {0}, sb = {0}, seenb = {0}, odb = {0}, ocb = {0};
+    Py_ssize_t width, need, exclude;
+    if (!PyArg_ParseTuple(args, "y*ny*y*y*y*nnw*w*w*:candidates", &ob, &width, &pb, &bb, &hb, &sb, &need, &exclude,
+                          &seenb, &odb, &ocb))
+        return NULL;
+    PyObject *result = NULL;
+    if (width != 4 && width != 8) {
+        PyErr_SetString(PyExc_ValueError, "candidates: expected offsets of 4 or 8 bytes");
+        goto done;
+    }
+    if (!sized(&ob, width, "offsets") || !sized(&pb, 4, "postings") || !sized(&bb, 8, "buckets") || !sized(&hb, 4, "h")
+        || !sized(&sb, 4, "sig") || !sized(&odb, 8, "out_docs") || !sized(&ocb, 8, "out_counts"))
+        goto done;
+    const Py_ssize_t m = sb.len / 4, n_buckets = ob.len / width - 1, n_postings = pb.len / 4, nb = bb.len / 8;
+    if (m < 1 || hb.len / 4 % m != 0 || n_buckets < 0 || seenb.len != hb.len / 4 / m) {
+        PyErr_SetString(PyExc_ValueError, "candidates: expected H of rows of the signature's length, bucket offsets "
+                                          "and one mark per row of H");
+        goto done;
+    }
+    const Py_ssize_t n_docs = hb.len / 4 / m, cap = odb.len / 8 < ocb.len / 8 ? odb.len / 8 : ocb.len / 8;
+    const uint32_t *o32 = ob.buf, *postings = pb.buf, *h = hb.buf, *sig = sb.buf;
+    const uint64_t *o64 = ob.buf;
+    const int64_t *buckets = bb.buf;
+    uint8_t *seen = seenb.buf;
+    int64_t *out_d = odb.buf, *out_c = ocb.buf;
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < nb; i++) {
+        const int64_t b = buckets[i];
+        if (b < 0 || b >= n_buckets) {
+            PyErr_Format(PyExc_ValueError, "candidates: bucket %lld is not in I (0 .. %zd)", (long long)b, n_buckets - 1);
+            goto done;
+        }
+        const uint64_t lo = width == 8 ? o64[b] : o32[b], hi = width == 8 ? o64[b + 1] : o32[b + 1];
+        if (hi < lo || hi > (uint64_t)n_postings) {
+            PyErr_Format(PyExc_ValueError, "candidates: bucket %lld lies outside I's postings", (long long)b);
+            goto done;
+        }
+        total += (Py_ssize_t)(hi - lo);
+    }
+    if (total > cap) {
+        PyErr_Format(PyExc_ValueError, "candidates: %zd postings do not fit in outputs of %zd", total, cap);
+        goto done;
+    }
+    /* First pass: each candidate once, in the order met. */
+    Py_ssize_t n = 0;
+    int bad = 0;
+    for (Py_ssize_t i = 0; i < nb && !bad; i++) {
+        const int64_t b = buckets[i];
+        const uint64_t lo = width == 8 ? o64[b] : o32[b], hi = width == 8 ? o64[b + 1] : o32[b + 1];
+        for (uint64_t p = lo; p < hi; p++) {
+            const uint32_t d = postings[p];
+            if ((Py_ssize_t)d >= n_docs) {
+                PyErr_Format(PyExc_ValueError, "candidates: posting %u is not a row of H (0 .. %zd)", d, n_docs - 1);
+                bad = 1;
+                break;
+            }
+            if (!seen[d]) {
+                seen[d] = 1;
+                out_d[n++] = d;
+            }
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        seen[out_d[i]] = 0;
+    if (bad)
+        goto done;
+    /* Second pass: count each candidate's agreements, keeping those the query asks for. */
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i + AHEAD < n) {
+            const uint32_t *later = h + out_d[i + AHEAD] * m;
+            for (Py_ssize_t j = 0; j < m; j += 16)
+                __builtin_prefetch(later + j);
+        }
+        const int64_t d = out_d[i], c = agree(h, d, sig, m);
+        if (c >= need && d != exclude) {
+            out_d[kept] = d;
+            out_c[kept++] = c;
+        }
+    }
+    result = PyLong_FromSsize_t(kept);
+done:
+    PyBuffer_Release(&ob);
+    PyBuffer_Release(&pb);
+    PyBuffer_Release(&bb);
+    PyBuffer_Release(&hb);
+    PyBuffer_Release(&sb);
+    PyBuffer_Release(&seenb);
+    PyBuffer_Release(&odb);
+    PyBuffer_Release(&ocb);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scores", scores, METH_VARARGS, "Exact weighted Jaccard and overlap of one bag with many (see simcore/_rerank.c)."},
     {"agreements", agreements, METH_VARARGS, "The min-hash positions each candidate shares with a query (see simcore/_rerank.c)."},
+    {"candidates", candidates, METH_VARARGS, "One query's candidates and their agreement counts (see simcore/_rerank.c)."},
     {NULL, NULL, 0, NULL},
 };
 

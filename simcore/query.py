@@ -37,8 +37,9 @@ from simweb.core.minhash import EMPTY
 
 try:
     from simweb.core._rerank import agreements as _c_agreements
+    from simweb.core._rerank import candidates as _c_candidates
 except ImportError:  # pragma: no cover - depends on the build
-    _c_agreements = None
+    _c_agreements = _c_candidates = None
 
 __all__ = [
     "RERANK_SIGMAS",
@@ -346,10 +347,15 @@ def _process_one(index: InvertedIndex, sig: np.ndarray, need: int, top: int | No
     if need > 1:
         kept = length.argsort()[: at.size - need + 1]
         end, length = end[kept], length[kept]
+    else:
+        kept = None
     ends = length.cumsum()
     total = int(ends[-1])
     if total == 0:
         return _no_match(exclude, m)
+    ranked = _ranked_in_c(index, at if kept is None else at[kept], total, sig, need, top, exclude, h)
+    if ranked is not None:
+        return ranked
     # Posting i of the gathered array: its bucket's end − (ends − i), bucket by bucket.
     pos = np.subtract(end, ends, dtype=np.int64).repeat(length)
     pos += _ramp(total)
@@ -366,6 +372,30 @@ def _process_one(index: InvertedIndex, sig: np.ndarray, need: int, top: int | No
     if top is not None:
         order = order[:top]
     return Matches(exclude, cand[order], counts[order], m)
+
+
+def _ranked_in_c(index: InvertedIndex, buckets: np.ndarray, total: int, sig: np.ndarray, need: int,
+                 top: int | None, exclude: int, h: np.ndarray) -> Matches | None:
+    """The rest of :func:`_process_one` in one pass in C (simcore/_rerank.c, candidates): the
+    candidates of the given buckets counted, then ranked by one sort of (m − count, id) keys;
+    None where that is not built or the arrays do not suit it (the numpy steps then)."""
+    m = index.m
+    if (_c_candidates is None or h.dtype != np.uint32 or sig.dtype != np.uint32 or not h.flags.c_contiguous
+            or index.offsets.dtype.itemsize not in (4, 8) or h.shape[1] != m):
+        return None
+    seen = index._directory.get("seen")  # the C pass leaves it zero again
+    if seen is None or seen.size != h.shape[0]:
+        seen = index._directory["seen"] = np.zeros(h.shape[0], np.uint8)
+    docs, counts = np.empty(total, np.int64), np.empty(total, np.int64)
+    n = _c_candidates(index.offsets, index.offsets.dtype.itemsize, index.docs, buckets.astype(np.int64, copy=False),
+                      h, np.ascontiguousarray(sig), need, exclude, seen, docs, counts)
+    key = np.subtract(m, counts[:n], out=counts[:n])
+    key <<= 32
+    key |= docs[:n]
+    key.sort()  # count descending; ids rise within a count
+    if top is not None:
+        key = key[:top]
+    return Matches(exclude, key & 0xFFFFFFFF, m - (key >> 32), m)
 
 
 def agreements(h: np.ndarray, sig: np.ndarray, docs: np.ndarray) -> np.ndarray:

@@ -157,3 +157,55 @@ def test_the_c_count_refuses_a_candidate_outside_h():
         query._c_agreements(h, h[0], np.array([0, 1], np.uint32), 4, np.empty(1, np.int64))
     with pytest.raises(ValueError, match="4 or 8 bytes"):
         query._c_agreements(h, h[0], np.array([0, 1], np.uint32), 2, np.empty(2, np.int64))
+
+
+# --- one query's candidates counted in one pass (simcore/_rerank.c candidates, simcore/query.py) -----
+
+needs_c_candidates = pytest.mark.skipif(query._c_candidates is None, reason="simweb.core._rerank is not built here")
+
+
+@needs_c_candidates
+@settings(max_examples=150, deadline=None)
+@given(st.integers(2, 80), st.integers(1, 24), st.integers(1, 6), st.floats(0.0, 1.0), st.integers(0, 2**32 - 1),
+       st.sampled_from([np.uint32, np.uint64]))
+def test_the_c_candidates_of_one_query_equal_a_count_over_every_indexed_document(n, m, values, alpha, seed, wide):
+    rng = np.random.default_rng(seed)
+    h = rng.integers(0, values, (n, m)).astype(np.uint32)
+    indexed = rng.random(n) < 0.8
+    full = query.invert(h, indexed)
+    index = query.InvertedIndex(full.keys, full.offsets.astype(wide), full.docs, m)  # I's offsets as stored
+    need = query.min_count(alpha, m)
+    for q in range(n):
+        counts = (h == h[q]).sum(axis=1)
+        ok = (counts >= need) & indexed & (np.arange(n) != q)
+        want = sorted(((int(d), int(counts[d])) for d in np.flatnonzero(ok)), key=lambda x: (-x[1], x[0]))
+        got = query.process_query(index, h, q, alpha)
+        assert list(zip(got.docs.tolist(), got.counts.tolist())) == want
+        at = query._buckets_of(index, h[q])
+        ranked = query._ranked_in_c(index, at, int(index.docs.size), h[q], need, 3, q, h)
+        assert ranked is not None and list(zip(ranked.docs.tolist(), ranked.counts.tolist())) == want[:3]
+    assert not index._directory["seen"].any()  # the marks are left zero for the next query
+
+
+@needs_c_candidates
+def test_the_c_candidates_refuse_what_is_not_in_the_index_and_leave_the_marks_zero():
+    h = np.array([[1, 2], [1, 3], [4, 2]], np.uint32)
+    index = query.invert(h)
+    seen = np.zeros(3, np.uint8)
+
+    def run(buckets, postings=index.docs, seen=seen, out=4, width=8):
+        return query._c_candidates(index.offsets, width, postings, np.array(buckets, np.int64), h, h[0], 1, -1, seen,
+                                   np.empty(out, np.int64), np.empty(out, np.int64))
+
+    assert run([0, 1]) == 3 and not seen.any()
+    with pytest.raises(ValueError, match="bucket 2 is not in I"):
+        run([0, 2])
+    with pytest.raises(ValueError, match="not a row of H"):
+        run([0, 1], postings=np.array([0, 1, 0, 7], np.uint32))
+    assert not seen.any()
+    with pytest.raises(ValueError, match="do not fit"):
+        run([0, 1], out=3)
+    with pytest.raises(ValueError, match="one mark per row"):
+        run([0], seen=np.zeros(2, np.uint8))
+    with pytest.raises(ValueError, match="4 or 8 bytes"):
+        run([0], width=2)
