@@ -175,35 +175,55 @@ def index_parameters(out: str, follow_index: bool, strategy: Strategy, params: I
     log = log or run_logger("simweb.incremental")
     if not follow_index:
         return strategy, params
-    chain = _live_lineage(out)
-    if chain is None:
+    built = _live_build(out)
+    if built is None:
         log.info("no index built in %s yet: using the given strategy %s, m=%d", out, strategy.label, params.m)
         return strategy, params
-    built = Strategy.from_dict(chain["bags"]["stats"]["strategy"])
-    minhash = MinHashParams.from_dict(chain["signatures"]["params"]["minhash"])
-    followed = IndexParams(m=minhash.m, seed=minhash.seed, algorithm=minhash.algorithm,
-                           min_in_degree=chain["invert"]["params"]["min_in_degree"])
-    if (built, followed) != (strategy, params):
+    if built != (strategy, params):
         log.info("following the live index: strategy %s, m=%d, seed=%d, min_in_degree=%s",
-                 built.label, followed.m, followed.seed, followed.min_in_degree)
-    return built, followed
+                 built[0].label, built[1].m, built[1].seed, built[1].min_in_degree)
+    return built
 
 
-def _live_lineage(out: str) -> dict[str, dict[str, Any]] | None:
-    """The stage manifests behind the live index of ``out`` (the invert output it was published from)."""
+def _live_build(out: str) -> tuple[Strategy, IndexParams] | None:
+    """What the live index of ``out`` was made with: a full build's strategy and parameters as
+    its stages recorded them, an update's those of the epoch it was made in (an update keeps
+    its epoch's); None when neither is recorded."""
+    source = _live_source(out)
+    if source is None:
+        return None
+    stages, (stage, key) = stages_folder(out), source
+    chain = lineage(stages, f"{stage}:{key}")
+    if stage == STAGE_DELTA_INDEX:
+        epoch = read_epoch(out)
+        if epoch is None or chain[STAGE_DELTA_BAGS]["params"]["df_snapshot"] != epoch.snapshot().identity():
+            return None
+        strategy, minhash, min_in_degree = epoch.strategy, epoch.minhash, epoch.min_in_degree
+    else:
+        strategy = chain["bags"]["stats"]["strategy"]
+        minhash, min_in_degree = chain["signatures"]["params"]["minhash"], chain["invert"]["params"]["min_in_degree"]
+    m = MinHashParams.from_dict(minhash)
+    return Strategy.from_dict(strategy), IndexParams(m=m.m, seed=m.seed, algorithm=m.algorithm,
+                                                     min_in_degree=min_in_degree)
+
+
+def _live_source(out: str) -> tuple[str, str] | None:
+    """The stage output the live index of ``out`` was published from, as (stage, key): a full
+    build's invert output or an update's delta-index output."""
     live = live_index(out)
     if live is None:
         return None
     live_manifest = store.read_manifest(live)
     stages = stages_folder(out)
-    for manifest in reversed(published(stages, "invert")):
-        candidate = output_path(stages, "invert", manifest["key"])
-        try:
-            same = store.read_manifest(candidate) == live_manifest
-        except store.IndexFormatError:
-            continue
-        if same:
-            return lineage(stages, f"invert:{manifest['key']}")
+    for stage, version in (("invert", ""), (STAGE_DELTA_INDEX, "version")):
+        for manifest in reversed(published(stages, stage)):
+            candidate = output_path(stages, stage, manifest["key"])
+            try:
+                same = store.read_manifest(join(candidate, version) if version else candidate) == live_manifest
+            except (store.IndexFormatError, FileNotFoundError):
+                continue
+            if same:
+                return stage, manifest["key"]
     return None
 
 
@@ -339,9 +359,15 @@ def touched_bags(crawl_dir: str, strategy: Strategy, touched: np.ndarray, snapsh
     for url in found.links:
         for piece in link_slices(url, copies.of(url), size.link_rows, sources=strategy.uses_anchor):
             links = redirect_links(piece.links, copies.aliases)[0]
-            links = links.filter(pc.is_in(links.column("target_id"), value_set=wanted))
+            # A link gives fragments to its target's bag and, with out-link ids, to its source's.
+            ends = pc.is_in(links.column("target_id"), value_set=wanted)
+            if strategy.uses_outlinks:
+                ends = pc.or_(ends, pc.is_in(links.column("source_id"), value_set=wanted))
+            links = links.filter(ends)
             if links.num_rows:
                 table = bag_fragments.fragments(None, links, strategy, piece.sources, where=url)[0]
+                if strategy.uses_outlinks:  # not the untouched targets' fragments: partial bags
+                    table = table.filter(pc.is_in(table.column("url_id"), value_set=wanted))
                 fragments.append(bag_fragments.without_gone(table, gone)[0] if gone.size else table)
     columns = ["url", "url_id", "title_words", "words"]
     for url in found.pages:

@@ -221,25 +221,34 @@ def _page(*words: str, links: tuple[str, ...] = ()) -> tuple[list[str], list[str
 
 @settings(max_examples=4, deadline=None, phases=(Phase.explicit, Phase.reuse, Phase.generate),
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(arrivals=arrivals_st)
+@given(arrivals=arrivals_st, outlinks=st.booleans())
 # P0 gone before the inbox's file, which links to it again (HOME does): no bag of its in-link anchors.
-@example(arrivals=([(D2019, {P0: _page("orchard", "apple")}), (D2020, {P0: 404}),
+@example(outlinks=False, arrivals=([(D2019, {P0: _page("orchard", "apple")}), (D2020, {P0: 404}),
                     (D2021, {P1: _page("quince", "thyme")})], [0, 1, 2], 2))
 # P0's one capture a 404, built first; an older page of it arrives.
-@example(arrivals=([(D2020, {P0: 410}), (D2019, {P0: _page("sorrel", "thyme"), P1: _page("apple", "medlar")})],
+@example(outlinks=False, arrivals=([(D2020, {P0: 410}), (D2019, {P0: _page("sorrel", "thyme"), P1: _page("apple", "medlar")})],
                    [0, 1], 1))
 # P2, linked to only by P3, gone; then P3 arrives linking to it.
-@example(arrivals=([(D2020, {P2: 404}), (D2019, {P3: _page("orchard", "quince", links=(P2,))})], [0, 1], 1))
+@example(outlinks=False, arrivals=([(D2020, {P2: 404}), (D2019, {P3: _page("orchard", "quince", links=(P2,))})], [0, 1], 1))
 # P2 gone, then back by a revisit of its 2019 page, whose link to P3 counts again.
-@example(arrivals=([(D2019, {P2: _page("sorrel", "thyme", links=(P3,))}), (D2020, {P2: 410}), (D2021, {P2: REVISIT})],
+@example(outlinks=False, arrivals=([(D2019, {P2: _page("sorrel", "thyme", links=(P3,))}), (D2020, {P2: 410}), (D2021, {P2: REVISIT})],
                    [0, 1, 2], 2))
 # P1 gone then back by a page (arriving later), and back then gone (the 404 arriving last).
-@example(arrivals=([(D2019, {P1: 404}), (D2020, {P1: _page("apple", "quince", links=(P2,))})], [0, 1], 1))
-@example(arrivals=([(D2019, {P0: _page("orchard", "thyme", links=(P2,))}), (D2021, {P0: 404}),
+@example(outlinks=False, arrivals=([(D2019, {P1: 404}), (D2020, {P1: _page("apple", "quince", links=(P2,))})], [0, 1], 1))
+@example(outlinks=False, arrivals=([(D2019, {P0: _page("orchard", "thyme", links=(P2,))}), (D2021, {P0: 404}),
                     (D2020, {P0: _page("medlar", "sorrel", links=(P3,))})], [0, 2, 1], 1))
-def test_any_arrival_order_and_split_gives_the_full_builds_bags_and_signatures(tmp_path_factory, arrivals):
+# An index of out-link ids, two files through the inbox one after the other: the second update
+# follows the strategy the first one's index was made with.
+@example(outlinks=True, arrivals=([(D2019, {P0: _page("orchard", "apple", links=(P1,))}),
+                                   (D2020, {P1: _page("quince", "thyme", links=(P2,))}),
+                                   (D2021, {P2: _page("medlar", "sorrel", links=(P0, P3))})], [0, 1, 2], 1))
+# ... and P1 made an alias of P2 by the inbox's file: P0's out-link id to it is P2's now.
+@example(outlinks=True, arrivals=([(D2019, {P0: _page("orchard", "apple", links=(P1,)), P1: _page("quince", "thyme")}),
+                                   (D2020, {P1: P2, P2: _page("medlar", "sorrel")})], [0, 1], 1))
+def test_any_arrival_order_and_split_gives_the_full_builds_bags_and_signatures(tmp_path_factory, arrivals, outlinks):
     """Whatever order the files arrive in, the inbox gives the full build's documents, and a URL
-    whose latest capture is a 404 or 410 is none of them, though pages still link to it."""
+    whose latest capture is a 404 or 410 is none of them, though pages still link to it; with
+    the default strategy and with one of out-link ids too."""
     from simweb.tasks.stages.invert import invert_stage
     from simweb.tasks.stages.publish import publish_index
     from simweb.tasks.stages.signatures import signatures_stage
@@ -250,6 +259,7 @@ def test_any_arrival_order_and_split_gives_the_full_builds_bags_and_signatures(t
     from simweb.core.strategy import Strategy
 
     files, arrival, built = arrivals
+    strategy = Strategy.parse("anchor:32+content+outlinks") if outlinks else Strategy()
     root = tmp_path_factory.mktemp("arrivals")
     warcs = [write_warc(root / f"f{i}.warc.gz", date, {HOME: _capture(HOME, (VOCABULARY[i:i + 3], URLS[:2])),
                                                         **{u: _capture(u, w) for u, w in captures.items()}})
@@ -257,14 +267,14 @@ def test_any_arrival_order_and_split_gives_the_full_builds_bags_and_signatures(t
     order = [warcs[i] for i in arrival]
     out, inbox = root / "index", root / "inbox"
     inbox.mkdir()
-    build_index.fn([str(p) for p in order[:built]], str(out))
+    build_index.fn([str(p) for p in order[:built]], str(out), strategy=strategy)
     for warc in order[built:]:
         (inbox / warc.name).write_bytes(warc.read_bytes())
         ingest_new_crawl.fn(str(inbox), str(out), settle_seconds=0, max_growth=100.0)
     # The reference: a full build over the same files, weighted with the live epoch's df.
     crawl, ref = crawl_folder(str(out)), str(root / "reference")
     params = IndexParams(min_in_degree=None)
-    bags = build_bags_stage(crawl, Strategy(), stages_folder(ref), df_snapshot=read_epoch(str(out)).snapshot())
+    bags = build_bags_stage(crawl, strategy, stages_folder(ref), df_snapshot=read_epoch(str(out)).snapshot())
     live = publish_index(invert_stage(signatures_stage(bags, crawl, params, ref), params, ref), ref)
     documents = _documents(store.resolve(str(out)))
     assert documents == _documents(live)
