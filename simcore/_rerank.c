@@ -59,8 +59,9 @@
  * Without it numpy gathers the postings, sorts them to drop repeats and then counts (five
  * arrays of the postings' length and a sort); here each posting is read once and each
  * candidate's row once. A bucket outside I, a posting outside H or an output too short raise
- * ValueError with `seen` left zero. The GIL is held: `seen` is one per opened index. The numpy
- * path of _process_one is the reference the tests compare with.
+ * ValueError with `seen` left zero. The GIL is let go while the postings and rows are read: `seen`
+ * must be the calling thread's own. The numpy path of _process_one is the reference the tests
+ * compare with.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -397,17 +398,18 @@ candidates(PyObject *self, PyObject *args)
         PyErr_Format(PyExc_ValueError, "candidates: %zd postings do not fit in outputs of %zd", total, cap);
         goto done;
     }
-    /* First pass: each candidate once, in the order met. */
-    Py_ssize_t n = 0;
-    int bad = 0;
-    for (Py_ssize_t i = 0; i < nb && !bad; i++) {
+    /* First pass: each candidate once, in the order met; second: each one's agreements, keeping
+     * those the query asks for. `seen` is the caller's own (one per thread), so the GIL is let go. */
+    Py_ssize_t n = 0, kept = 0;
+    int64_t bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < nb && bad < 0; i++) {
         const int64_t b = buckets[i];
         const uint64_t lo = width == 8 ? o64[b] : o32[b], hi = width == 8 ? o64[b + 1] : o32[b + 1];
         for (uint64_t p = lo; p < hi; p++) {
             const uint32_t d = postings[p];
             if ((Py_ssize_t)d >= n_docs) {
-                PyErr_Format(PyExc_ValueError, "candidates: posting %u is not a row of H (0 .. %zd)", d, n_docs - 1);
-                bad = 1;
+                bad = d;
                 break;
             }
             if (!seen[d]) {
@@ -418,11 +420,7 @@ candidates(PyObject *self, PyObject *args)
     }
     for (Py_ssize_t i = 0; i < n; i++)
         seen[out_d[i]] = 0;
-    if (bad)
-        goto done;
-    /* Second pass: count each candidate's agreements, keeping those the query asks for. */
-    Py_ssize_t kept = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
+    for (Py_ssize_t i = 0; i < n && bad < 0; i++) {
         if (i + AHEAD < n) {
             const uint32_t *later = h + out_d[i + AHEAD] * m;
             for (Py_ssize_t j = 0; j < m; j += 16)
@@ -433,6 +431,12 @@ candidates(PyObject *self, PyObject *args)
             out_d[kept] = d;
             out_c[kept++] = c;
         }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "candidates: posting %lld is not a row of H (0 .. %zd)", (long long)bad,
+                     n_docs - 1);
+        goto done;
     }
     result = PyLong_FromSsize_t(kept);
 done:

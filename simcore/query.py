@@ -29,6 +29,7 @@ time is their fixed cost plus the cache misses of its m random look-ups; its pat
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -383,9 +384,12 @@ def _ranked_in_c(index: InvertedIndex, buckets: np.ndarray, total: int, sig: np.
     if (_c_candidates is None or h.dtype != np.uint32 or sig.dtype != np.uint32 or not h.flags.c_contiguous
             or index.offsets.dtype.itemsize not in (4, 8) or h.shape[1] != m):
         return None
-    seen = index._directory.get("seen")  # the C pass leaves it zero again
+    # One mark per document, the calling thread's own (the C pass runs without the GIL and leaves
+    # it zero again): a server answers queries on the same index from several threads.
+    marks = index._directory.get("marks") or index._directory.setdefault("marks", threading.local())
+    seen = getattr(marks, "seen", None)
     if seen is None or seen.size != h.shape[0]:
-        seen = index._directory["seen"] = np.zeros(h.shape[0], np.uint8)
+        seen = marks.seen = np.zeros(h.shape[0], np.uint8)
     docs, counts = np.empty(total, np.int64), np.empty(total, np.int64)
     n = _c_candidates(index.offsets, index.offsets.dtype.itemsize, index.docs, buckets.astype(np.int64, copy=False),
                       h, np.ascontiguousarray(sig), need, exclude, seen, docs, counts)

@@ -184,7 +184,7 @@ def test_the_c_candidates_of_one_query_equal_a_count_over_every_indexed_document
         at = query._buckets_of(index, h[q])
         ranked = query._ranked_in_c(index, at, int(index.docs.size), h[q], need, 3, q, h)
         assert ranked is not None and list(zip(ranked.docs.tolist(), ranked.counts.tolist())) == want[:3]
-    assert not index._directory["seen"].any()  # the marks are left zero for the next query
+    assert not index._directory["marks"].seen.any()  # the marks are left zero for the next query
 
 
 @needs_c_candidates
@@ -209,3 +209,17 @@ def test_the_c_candidates_refuse_what_is_not_in_the_index_and_leave_the_marks_ze
         run([0], seen=np.zeros(2, np.uint8))
     with pytest.raises(ValueError, match="4 or 8 bytes"):
         run([0], width=2)
+
+
+@needs_c_candidates
+def test_queries_from_many_threads_on_one_index_get_the_answers_of_one_thread():
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(11)
+    h = rng.integers(0, 3, (3000, 16)).astype(np.uint32)
+    index = query.invert(h)
+    alone = [query.process_query(index, h, q, 0.3) for q in range(0, 3000, 7)]
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(lambda q: query.process_query(index, h, q, 0.3), range(0, 3000, 7)))
+    for a, b in zip(alone, together):
+        assert a.docs.tolist() == b.docs.tolist() and a.counts.tolist() == b.counts.tolist()
