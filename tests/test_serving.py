@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 import urllib.request
 
 import pytest
@@ -101,9 +102,14 @@ def test_every_listing_is_in_rank_order_with_the_score_it_is_ranked_by_first(fix
 def test_serve_answers_from_worker_processes_that_share_the_mapped_index(small_index):
     proc, base = start_server(small_index, "--workers", "2")
     try:
-        with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
-            children = [int(p) for p in f.read().split()]
-        workers = [p for p in children if _maps(p, "H.u32")]
+        # The server answers once one worker is up; the other may still be opening the index.
+        deadline, workers = time.monotonic() + 60, []
+        while len(workers) < 2 and time.monotonic() < deadline:
+            with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+                children = [int(p) for p in f.read().split()]
+            workers = [p for p in children if _maps(p, "H.u32")]
+            if len(workers) < 2:
+                time.sleep(0.2)
         assert len(workers) == 2  # both map the index's files; neither holds a copy of them
         expected = simweb.open_index(small_index).related(JAVA1, top=5)
         for _ in range(6):  # whichever worker answers, the same answer
