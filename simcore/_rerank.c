@@ -288,6 +288,15 @@ done:
 
 #define AHEAD 8 /* rows of H asked for ahead of the one counted */
 
+/* Ask for H's row d (m positions) ahead of its use: the rows lie far apart. */
+static inline void
+prefetch_row(const uint32_t *h, int64_t d, Py_ssize_t m)
+{
+    const uint32_t *row = h + d * m;
+    for (Py_ssize_t j = 0; j < m; j += 16)
+        __builtin_prefetch(row + j);
+}
+
 /* The agreements of H's row d with sig over m positions. */
 static inline int64_t
 agree(const uint32_t *h, int64_t d, const uint32_t *sig, Py_ssize_t m)
@@ -334,11 +343,8 @@ agreements(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++) {
         const int64_t d = width == 8 ? d64[i] : (int64_t)d32[i];
-        if (i + AHEAD < n) { /* the rows lie far apart: ask for a later one while this one is read */
-            const uint32_t *later = h + (width == 8 ? d64[i + AHEAD] : (int64_t)d32[i + AHEAD]) * m;
-            for (Py_ssize_t j = 0; j < m; j += 16)
-                __builtin_prefetch(later + j);
-        }
+        if (i + AHEAD < n) /* ask for a later row while this one is read */
+            prefetch_row(h, width == 8 ? d64[i + AHEAD] : (int64_t)d32[i + AHEAD], m);
         counts[i] = agree(h, d, sig, m);
     }
     Py_END_ALLOW_THREADS
@@ -421,11 +427,8 @@ candidates(PyObject *self, PyObject *args)
     for (Py_ssize_t i = 0; i < n; i++)
         seen[out_d[i]] = 0;
     for (Py_ssize_t i = 0; i < n && bad < 0; i++) {
-        if (i + AHEAD < n) {
-            const uint32_t *later = h + out_d[i + AHEAD] * m;
-            for (Py_ssize_t j = 0; j < m; j += 16)
-                __builtin_prefetch(later + j);
-        }
+        if (i + AHEAD < n)
+            prefetch_row(h, out_d[i + AHEAD], m);
         const int64_t d = out_d[i], c = agree(h, d, sig, m);
         if (c >= need && d != exclude) {
             out_d[kept] = d;

@@ -347,14 +347,12 @@ def _process_one(index: InvertedIndex, sig: np.ndarray, need: int, top: int | No
     length = np.subtract(end, index.offsets.take(at), dtype=np.int64)
     if need > 1:
         kept = length.argsort()[: at.size - need + 1]
-        end, length = end[kept], length[kept]
-    else:
-        kept = None
+        at, end, length = at[kept], end[kept], length[kept]
     ends = length.cumsum()
     total = int(ends[-1])
     if total == 0:
         return _no_match(exclude, m)
-    ranked = _ranked_in_c(index, at if kept is None else at[kept], total, sig, need, top, exclude, h)
+    ranked = _ranked_in_c(index, at, total, sig, need, top, exclude, h)
     if ranked is not None:
         return ranked
     # Posting i of the gathered array: its bucket's end − (ends − i), bucket by bucket.
