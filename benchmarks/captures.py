@@ -12,7 +12,8 @@ checkout's, while the resident set of every process of the command's tree is sam
 a second (benchmarks.memory.watch). Printed for each: the wall time, the peak of the tree and of
 each process over 64 MiB, and the build's summary line. ``--baseline none`` builds with this
 checkout's code only (at a million pages one build takes half an hour); ``--keep DIR`` publishes
-this checkout's index in DIR and keeps it, for the query and serve benchmarks to open.
+this checkout's index in DIR and keeps it, for the query and serve benchmarks to open; ``--only
+before|after`` builds with one revision only (a million-page comparison in two sittings).
 """
 from __future__ import annotations
 
@@ -106,6 +107,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--baseline", default=BASELINE, help=f"the revision compared with (default {BASELINE})")
     parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
                         help="build this checkout's index into DIR and keep it (default: a temporary folder)")
+    parser.add_argument("--only", choices=("before", "after"), default=None,
+                        help="build with one revision's code only (with --keep, the 'after' index kept by an earlier "
+                             "run is the one whose captures are resolved)")
     parser.add_argument("--mode", choices=("prefect", "no-prefect"), default="prefect",
                         help="build through Prefect on a local Dask cluster (default) or in the command's process")
     args = parser.parse_args(argv)
@@ -115,7 +119,8 @@ def main(argv: list[str] | None = None) -> None:
           f"({sum(f.stat().st_size for f in files) / 1e6:,.0f} MB gzipped)")
     with tempfile.TemporaryDirectory(prefix="simweb-bench-captures-", dir=args.crawl.parent) as tmp:
         code = None if args.baseline == "none" else layout(args.baseline, Path(tmp, "baseline"))
-        runs = (("before", code), ("after", None)) if code else (("after", None),)
+        revisions = (("before", code), ("after", None)) if code else (("after", None),)
+        runs = tuple(run for run in revisions if args.only in (None, run[0]))
         where = {"before": Path(tmp, "before", "index"), "after": args.keep.resolve() if args.keep else Path(tmp, "after", "index")}
         for label, path in runs:
             run = build(files, where[label], path, args.mode)
@@ -123,7 +128,7 @@ def main(argv: list[str] | None = None) -> None:
             lines = [line for line in run["output"].splitlines() if "the pages are" in line or "published" in line]
             print("      " + ("\n      ".join(lines[-2:]) if lines else "(no summary line)"))
         crawl_dir = where["after"] / "crawl"
-        for label, path in runs:
+        for label, path in revisions if crawl_dir.is_dir() else ():
             print(f"  captures resolved ({label}): {resolve(crawl_dir, path)}")
 
 
