@@ -12,15 +12,16 @@ update alike, so the arrays always hold exactly the bags of the files beside the
     bags.weights.f32                their weights, as the bags files hold them
     bags.sums.f64                   each document's sum of weights (simweb.core.rerank.weight_sums)
 
-Two passes over the bags files, one file at a time (memory: one file's bags and the
-vocabulary): the first collects each file's dictionary of terms into the vocabulary, the
-second maps each file's terms to their ids and appends its entries. The bags stage writes each
+Two passes over the bags files, one file at a time (memory: one file's dictionary-encoded bags,
+a slice of its entries and the vocabulary): the first collects each file's dictionary of terms
+into the vocabulary, the second maps each file's terms to their ids and appends its entries,
+SLICE_DOCS documents at a time. The bags stage writes each
 bag's terms in that order already; a bag that is not (an index written otherwise) is sorted.
 """
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -33,9 +34,14 @@ from simweb.tasks import index_store as store
 __all__ = ["write_bag_arrays"]
 
 
-def _file_terms(path: str) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
-    """One bags file's dictionary of terms, its entries' codes into it, its bags' lengths and
-    the entries' weights."""
+#: Documents whose entries are mapped, checked and written at once (memory: a slice's entries as
+#: 64-bit ids, beside one file's dictionary-encoded bags).
+SLICE_DOCS = 8192
+
+
+def _file_entries(path: str, vocabulary: pa.Array) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """One bags file's bags, SLICE_DOCS documents at a time: each slice's bag lengths, its
+    entries' term ids (into ``vocabulary``) and their weights."""
     table = pq.read_table(path, columns=["terms", "weights"], read_dictionary=["terms.list.element"])
     terms = table.column("terms")
     lengths = pc.list_value_length(terms).to_numpy(zero_copy_only=False).astype(np.int64) if len(terms) else \
@@ -43,15 +49,25 @@ def _file_terms(path: str) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray
     flat = pa.chunked_array([c.flatten() for c in terms.chunks], terms.type.value_type).unify_dictionaries() \
         if terms.num_chunks else pa.chunked_array([], pa.dictionary(pa.int32(), pa.string()))
     dictionary = flat.chunk(0).dictionary if flat.num_chunks else pa.array([], pa.string())
-    codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in flat.chunks]).astype(np.int64) \
-        if flat.num_chunks else np.zeros(0, np.int64)
+    ids = pc.index_in(pc.cast(dictionary, pa.string()), value_set=vocabulary).to_numpy(zero_copy_only=False) \
+        .astype(np.int64)
     weights = table.column("weights")
-    flat_w = (np.concatenate([c.flatten().to_numpy(zero_copy_only=False) for c in weights.chunks])
-              if weights.num_chunks else np.zeros(0)).astype(np.float32)
-    if codes.size != flat_w.size:
-        raise store.IndexFormatError(f"{path}: expected one weight per term, found {codes.size} terms and "
-                                     f"{flat_w.size} weights; rebuild the index")
-    return pc.cast(dictionary, pa.string()), codes, lengths, flat_w
+    flat_w = pa.chunked_array([c.flatten() for c in weights.chunks], weights.type.value_type) \
+        if weights.num_chunks else pa.chunked_array([], pa.float32())
+    if len(flat) != len(flat_w):
+        raise store.IndexFormatError(f"{path}: expected one weight per term, found {len(flat)} terms and "
+                                     f"{len(flat_w)} weights; rebuild the index")
+    ends = np.cumsum(lengths)
+    for a in range(0, lengths.size, SLICE_DOCS):
+        b = min(a + SLICE_DOCS, lengths.size)
+        lo, hi = (int(ends[a - 1]) if a else 0), int(ends[b - 1])
+        codes = flat.slice(lo, hi - lo)
+        codes = (np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in codes.chunks])
+                 if codes.num_chunks else np.zeros(0, np.int64)).astype(np.int64)
+        w = flat_w.slice(lo, hi - lo)
+        w = (np.concatenate([c.to_numpy(zero_copy_only=False) for c in w.chunks])
+             if w.num_chunks else np.zeros(0)).astype(np.float32)
+        yield lengths[a:b], ids[codes], w
 
 
 def _vocabulary(paths: Sequence[str]) -> pa.Array:
@@ -85,16 +101,14 @@ def write_bag_arrays(folder: str, files: Sequence[str], n_docs: int) -> dict[str
                 open(tmp[store.BAG_WEIGHTS_FILE], "wb") as f_weights, open(tmp[store.BAG_SUMS_FILE], "wb") as f_sums:
             np.zeros(1, "<u8").tofile(f_off)
             for path in paths:
-                dictionary, codes, lengths, weights = _file_terms(path)
-                ids = pc.index_in(dictionary, value_set=vocabulary).to_numpy(zero_copy_only=False)
-                terms = ids.astype(np.int64)[codes] if codes.size else np.zeros(0, np.int64)
-                terms, weights = _rising(terms, weights, lengths, path)
-                (entries + np.cumsum(lengths)).astype("<u8").tofile(f_off)
-                terms.astype("<u4").tofile(f_terms)
-                weights.astype("<f4").tofile(f_weights)
-                weight_sums(np.concatenate([[0], np.cumsum(lengths)]), weights).astype("<f8").tofile(f_sums)
-                entries += int(lengths.sum())
-                docs += lengths.size
+                for lengths, terms, weights in _file_entries(path, vocabulary):
+                    terms, weights = _rising(terms, weights, lengths, path)
+                    (entries + np.cumsum(lengths)).astype("<u8").tofile(f_off)
+                    terms.astype("<u4").tofile(f_terms)
+                    weights.astype("<f4").tofile(f_weights)
+                    weight_sums(np.concatenate([[0], np.cumsum(lengths)]), weights).astype("<f8").tofile(f_sums)
+                    entries += int(lengths.sum())
+                    docs += lengths.size
         if docs != n_docs:
             raise store.IndexFormatError(f"{folder}: expected the bags of {n_docs} documents, found {docs} in its "
                                          "bags files; rebuild the index")

@@ -124,6 +124,21 @@ def test_bags_whose_terms_are_not_in_order_are_sorted_into_the_arrays(tmp_path, 
     assert np.array_equal(again.bag_arrays.terms, v.bag_arrays.terms)
 
 
+@pytest.mark.parametrize("slice_docs", [1, 3, 7])
+def test_the_arrays_written_a_slice_of_documents_at_a_time_are_the_same(tmp_path, small_files, monkeypatch, slice_docs):
+    from simweb.tasks import bag_arrays
+
+    bags, expected = _bags_folder(tmp_path)
+    v = _index(tmp_path, bags, None)
+    version = tmp_path / "version"
+    whole = {name: (version / name).read_bytes() for name in (store.BAG_OFFSETS_FILE, store.BAG_TERMS_FILE,
+                                                              store.BAG_WEIGHTS_FILE, store.BAG_SUMS_FILE)}
+    monkeypatch.setattr(bag_arrays, "SLICE_DOCS", slice_docs)
+    counts = bag_arrays.write_bag_arrays(str(version), [f.file for f in v.bag_files], v.n_docs)
+    assert counts["entries"] == sum(len(b) for b in expected)
+    assert {name: (version / name).read_bytes() for name in whole} == whole
+
+
 def test_an_index_of_an_earlier_format_is_refused_with_the_advice_to_rebuild(tmp_path, small_files):
     bags, _ = _bags_folder(tmp_path)
     _index(tmp_path, bags, None)
