@@ -20,11 +20,12 @@ import tempfile
 from pathlib import Path
 
 from benchmarks._baseline import environment, layout
+from simweb.tasks import index_store as store
 
 #: The commit before the arrays were written a slice of documents at a time.
 BASELINE = "e3131a8"
-ARRAYS = ("bags.offsets.u64", "bags.terms.u32", "bags.weights.f32", "bags.sums.f64", "terms.utf8",
-          "terms.offsets.u64")
+ARRAYS = (store.BAG_OFFSETS_FILE, store.BAG_TERMS_FILE, store.BAG_WEIGHTS_FILE, store.BAG_SUMS_FILE,
+          store.VOCAB_FILE, store.VOCAB_OFFSETS_FILE)
 
 WRITE = """
 import json, resource, sys, time
@@ -50,15 +51,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--baseline", default=BASELINE, help=f"the revision compared with (default {BASELINE})")
     parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds (default 1)")
     args = parser.parse_args(argv)
-    from simweb.tasks import index_store
-
-    version = Path(index_store.open_version(str(args.index)).path)
+    version = Path(store.open_version(str(args.index)).path)
     with tempfile.TemporaryDirectory(prefix="simweb-bench-bag-arrays-", dir=args.index.parent) as tmp:
         code = layout(args.baseline, Path(tmp, "baseline"))
         scratch = Path(tmp, "version")
         scratch.mkdir()
         for f in version.iterdir():
-            if f.name.startswith("bags-") or f.name == "index.json":
+            if f.name.startswith("bags-") or f.name == store.MANIFEST:
                 os.link(f, scratch / f.name)
         print(f"the bag arrays of {version} written anew ({sum(1 for _ in scratch.glob('bags-*'))} bags files)")
         for r in range(args.rounds):

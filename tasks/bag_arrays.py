@@ -61,13 +61,14 @@ def _file_entries(path: str, vocabulary: pa.Array) -> Iterator[tuple[np.ndarray,
     for a in range(0, lengths.size, SLICE_DOCS):
         b = min(a + SLICE_DOCS, lengths.size)
         lo, hi = (int(ends[a - 1]) if a else 0), int(ends[b - 1])
-        codes = flat.slice(lo, hi - lo)
-        codes = (np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in codes.chunks])
-                 if codes.num_chunks else np.zeros(0, np.int64)).astype(np.int64)
-        w = flat_w.slice(lo, hi - lo)
-        w = (np.concatenate([c.to_numpy(zero_copy_only=False) for c in w.chunks])
-             if w.num_chunks else np.zeros(0)).astype(np.float32)
-        yield lengths[a:b], ids[codes], w
+        codes = _values(flat.slice(lo, hi - lo), lambda c: c.indices).astype(np.int64)
+        yield lengths[a:b], ids[codes], _values(flat_w.slice(lo, hi - lo), lambda c: c).astype(np.float32)
+
+
+def _values(column: pa.ChunkedArray, part) -> np.ndarray:
+    """The values ``part`` takes of each chunk of ``column``, as one numpy array."""
+    return np.concatenate([part(c).to_numpy(zero_copy_only=False) for c in column.chunks]) if column.num_chunks \
+        else np.zeros(0)
 
 
 def _vocabulary(paths: Sequence[str]) -> pa.Array:
