@@ -12,10 +12,9 @@ update alike, so the arrays always hold exactly the bags of the files beside the
     bags.weights.f32                their weights, as the bags files hold them
     bags.sums.f64                   each document's sum of weights (simweb.core.rerank.weight_sums)
 
-Two passes over the bags files, one file at a time (memory: one file's dictionary-encoded bags,
-a slice of its entries and the vocabulary): the first collects each file's dictionary of terms
-into the vocabulary, the second maps each file's terms to their ids and appends its entries,
-SLICE_DOCS documents at a time. The bags stage writes each
+Two passes over the bags files, a row group of documents at a time (memory: its entries and
+the vocabulary): the first collects each batch's dictionary of terms into the vocabulary, the
+second maps each batch's terms to their ids and appends its entries. The bags stage writes each
 bag's terms in that order already; a bag that is not (an index written otherwise) is sorted.
 """
 from __future__ import annotations
@@ -34,50 +33,36 @@ from simweb.tasks import index_store as store
 __all__ = ["write_bag_arrays"]
 
 
-#: Documents whose entries are mapped, checked and written at once (memory: a slice's entries as
-#: 64-bit ids, beside one file's dictionary-encoded bags).
-SLICE_DOCS = 8192
+def _batches(path: str, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
+    """A bags file's ``columns``, a row group (simweb.tasks.index_store.BAG_ROW_GROUP documents) at
+    a time, the terms dictionary-encoded with the row group's own dictionary."""
+    with pq.ParquetFile(path, read_dictionary=["terms.list.element"]) as f:
+        for group in range(f.num_row_groups):
+            yield from f.read_row_group(group, columns=list(columns), use_threads=False).combine_chunks().to_batches()
 
 
 def _file_entries(path: str, vocabulary: pa.Array) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """One bags file's bags, SLICE_DOCS documents at a time: each slice's bag lengths, its
+    """One bags file's bags, a row group at a time: each group's bag lengths, its
     entries' term ids (into ``vocabulary``) and their weights."""
-    table = pq.read_table(path, columns=["terms", "weights"], read_dictionary=["terms.list.element"])
-    terms = table.column("terms")
-    lengths = pc.list_value_length(terms).to_numpy(zero_copy_only=False).astype(np.int64) if len(terms) else \
-        np.zeros(0, np.int64)
-    flat = pa.chunked_array([c.flatten() for c in terms.chunks], terms.type.value_type).unify_dictionaries() \
-        if terms.num_chunks else pa.chunked_array([], pa.dictionary(pa.int32(), pa.string()))
-    dictionary = flat.chunk(0).dictionary if flat.num_chunks else pa.array([], pa.string())
-    ids = pc.index_in(pc.cast(dictionary, pa.string()), value_set=vocabulary).to_numpy(zero_copy_only=False) \
-        .astype(np.int64)
-    weights = table.column("weights")
-    flat_w = pa.chunked_array([c.flatten() for c in weights.chunks], weights.type.value_type) \
-        if weights.num_chunks else pa.chunked_array([], pa.float32())
-    if len(flat) != len(flat_w):
-        raise store.IndexFormatError(f"{path}: expected one weight per term, found {len(flat)} terms and "
-                                     f"{len(flat_w)} weights; rebuild the index")
-    ends = np.cumsum(lengths)
-    for a in range(0, lengths.size, SLICE_DOCS):
-        b = min(a + SLICE_DOCS, lengths.size)
-        lo, hi = (int(ends[a - 1]) if a else 0), int(ends[b - 1])
-        codes = _values(flat.slice(lo, hi - lo), lambda c: c.indices).astype(np.int64)
-        yield lengths[a:b], ids[codes], _values(flat_w.slice(lo, hi - lo), lambda c: c).astype(np.float32)
-
-
-def _values(column: pa.ChunkedArray, part) -> np.ndarray:
-    """The values ``part`` takes of each chunk of ``column``, as one numpy array."""
-    return np.concatenate([part(c).to_numpy(zero_copy_only=False) for c in column.chunks]) if column.num_chunks \
-        else np.zeros(0)
+    for batch in _batches(path, ["terms", "weights"]):
+        terms, weights = batch.column(0), batch.column(1)
+        lengths = pc.list_value_length(terms).to_numpy(zero_copy_only=False).astype(np.int64)
+        flat, flat_w = terms.flatten(), weights.flatten()
+        if len(flat) != len(flat_w):
+            raise store.IndexFormatError(f"{path}: expected one weight per term, found {len(flat)} terms and "
+                                         f"{len(flat_w)} weights; rebuild the index")
+        ids = pc.index_in(pc.cast(flat.dictionary, pa.string()), value_set=vocabulary) \
+            .to_numpy(zero_copy_only=False).astype(np.int64)
+        codes = flat.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        yield lengths, ids[codes], flat_w.to_numpy(zero_copy_only=False).astype(np.float32)
 
 
 def _vocabulary(paths: Sequence[str]) -> pa.Array:
     """Every term of the files once, in UTF-8 byte order."""
-    found = []
+    found: list[pa.Array] = []
     for path in paths:
-        table = pq.read_table(path, columns=["terms"], read_dictionary=["terms.list.element"])
-        for chunk in table.column("terms").chunks:
-            found.append(pc.cast(chunk.flatten().dictionary, pa.string()))
+        for batch in _batches(path, ["terms"]):
+            found.append(pc.cast(batch.column(0).flatten().dictionary, pa.string()))
         # One file's dictionaries at a time, folded into the vocabulary so far.
         found = [pc.unique(pa.concat_arrays(found))] if found else []
     if not found:
@@ -95,30 +80,22 @@ def write_bag_arrays(folder: str, files: Sequence[str], n_docs: int) -> dict[str
     if len(vocabulary) >= 2**32:
         raise ValueError(f"{len(vocabulary)} distinct terms: the index holds at most 2^32 − 1 (term ids are uint32)")
     names = (store.BAG_OFFSETS_FILE, store.BAG_TERMS_FILE, store.BAG_WEIGHTS_FILE, store.BAG_SUMS_FILE)
-    tmp = {name: os.path.join(folder, f".tmp-{name}") for name in names}
     entries = docs = 0
-    try:
-        with open(tmp[store.BAG_OFFSETS_FILE], "wb") as f_off, open(tmp[store.BAG_TERMS_FILE], "wb") as f_terms, \
-                open(tmp[store.BAG_WEIGHTS_FILE], "wb") as f_weights, open(tmp[store.BAG_SUMS_FILE], "wb") as f_sums:
-            np.zeros(1, "<u8").tofile(f_off)
-            for path in paths:
-                for lengths, terms, weights in _file_entries(path, vocabulary):
-                    terms, weights = _rising(terms, weights, lengths, path)
-                    (entries + np.cumsum(lengths)).astype("<u8").tofile(f_off)
-                    terms.astype("<u4").tofile(f_terms)
-                    weights.astype("<f4").tofile(f_weights)
-                    weight_sums(np.concatenate([[0], np.cumsum(lengths)]), weights).astype("<f8").tofile(f_sums)
-                    entries += int(lengths.sum())
-                    docs += lengths.size
+    with store.appending(folder, names) as f:
+        np.zeros(1, "<u8").tofile(f[store.BAG_OFFSETS_FILE])
+        for path in paths:
+            for lengths, terms, weights in _file_entries(path, vocabulary):
+                terms, weights = _rising(terms, weights, lengths, path)
+                (entries + np.cumsum(lengths)).astype("<u8").tofile(f[store.BAG_OFFSETS_FILE])
+                terms.astype("<u4").tofile(f[store.BAG_TERMS_FILE])
+                weights.astype("<f4").tofile(f[store.BAG_WEIGHTS_FILE])
+                weight_sums(np.concatenate([[0], np.cumsum(lengths)]), weights).astype("<f8") \
+                    .tofile(f[store.BAG_SUMS_FILE])
+                entries += int(lengths.sum())
+                docs += lengths.size
         if docs != n_docs:
             raise store.IndexFormatError(f"{folder}: expected the bags of {n_docs} documents, found {docs} in its "
                                          "bags files; rebuild the index")
-        for name in names:
-            os.replace(tmp[name], os.path.join(folder, name))
-    finally:
-        for path in tmp.values():
-            if os.path.exists(path):
-                os.remove(path)
     data = vocabulary.buffers()[2]
     offsets = np.frombuffer(vocabulary.buffers()[1], dtype="<i4", count=len(vocabulary) + 1) if len(vocabulary) \
         else np.zeros(1, np.int32)

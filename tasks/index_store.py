@@ -70,7 +70,8 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -290,6 +291,29 @@ def write_array_atomic(array: np.ndarray, path: str) -> None:
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
+
+
+@contextmanager
+def appending(folder: str, names: Sequence[str]) -> Iterator[dict[str, Any]]:
+    """Open files of ``names`` in ``folder`` to be written piece by piece (raw little-endian arrays
+    appended with ``ndarray.tofile``), each appearing whole under its name only when the block ends
+    without an error: memory holds a piece, never a whole array."""
+    tmp = {name: os.path.join(folder, f".tmp-{uuid.uuid4().hex[:8]}-{name}") for name in names}
+    files: dict[str, Any] = {}
+    try:
+        for name in names:
+            files[name] = open(tmp[name], "wb")
+        yield files
+        for f in files.values():
+            f.close()
+        for name in names:
+            os.replace(tmp[name], os.path.join(folder, name))
+    finally:
+        for f in files.values():
+            f.close()
+        for path in tmp.values():
+            if os.path.exists(path):
+                os.remove(path)
 
 
 def sha256(path: str, chunk: int = 1 << 22) -> str:

@@ -439,17 +439,26 @@ def invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | N
 
 def _invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | None) -> dict[str, int]:
     shuffle = os.path.join(out, SHUFFLE_DIR)
-    parts = [np.load(os.path.join(shuffle, _reduce_file(r))) for r in range(n_reducers)]
-    keys = np.concatenate([p["keys"] for p in parts]) if parts else np.zeros(0, np.uint64)
-    sizes = np.concatenate([p["sizes"] for p in parts]) if parts else np.zeros(0, np.uint64)
-    docs = np.concatenate([p["docs"] for p in parts]) if parts else np.zeros(0, np.uint32)
-    for p in parts:
-        p.close()
-    off_dtype = np.uint32 if docs.size < 2**32 else np.uint64
-    offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.uint64)]).astype(off_dtype)
-    store.write_array_atomic(keys.astype(np.uint64), os.path.join(out, store.KEYS_FILE))
-    store.write_array_atomic(offsets, os.path.join(out, store.offsets_file(off_dtype)))
-    store.write_array_atomic(docs.astype(np.uint32), os.path.join(out, store.DOCS_FILE))
+    reduced = [os.path.join(shuffle, _reduce_file(r)) for r in range(n_reducers)]
+    # I is written a reducer's buckets at a time (memory: one reducer's, not the whole of I); the
+    # offsets' width is known first from the bucket sizes alone.
+    n_postings = 0
+    for path in reduced:
+        with np.load(path) as z:
+            n_postings += int(z["sizes"].sum())
+    off_dtype = np.dtype(np.uint32 if n_postings < 2**32 else np.uint64).newbyteorder("<")
+    n_keys = at = 0
+    offsets_name = store.offsets_file(off_dtype)
+    with store.appending(out, (store.KEYS_FILE, offsets_name, store.DOCS_FILE)) as files:
+        np.zeros(1, off_dtype).tofile(files[offsets_name])
+        for path in reduced:
+            with np.load(path) as z:
+                keys, sizes, docs = z["keys"], z["sizes"], z["docs"]
+            keys.astype("<u8").tofile(files[store.KEYS_FILE])
+            (at + np.cumsum(sizes, dtype=np.uint64)).astype(off_dtype).tofile(files[offsets_name])
+            docs.astype("<u4").tofile(files[store.DOCS_FILE])
+            n_keys, at = n_keys + int(keys.size), at + int(sizes.sum())
+            del keys, sizes, docs
     shutil.rmtree(shuffle, ignore_errors=True)
     info = _signed_info(signed)
     mask = _indexed_mask(signed, min_in_degree)
@@ -466,8 +475,7 @@ def _invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | 
     crawled = docmap.column("crawled")
     n_crawled = int(pc.sum(crawled).as_py() or 0) if crawled.null_count == 0 else None
     arrays = write_bag_arrays(out, _bag_names(signed), info["n_docs"])  # the bags as the re-rank reads them
-    counts = {"n_docs": info["n_docs"], "n_indexed": int(mask.sum()), "n_buckets": int(keys.size),
-              "n_postings": int(docs.size)}
+    counts = {"n_docs": info["n_docs"], "n_indexed": int(mask.sum()), "n_buckets": n_keys, "n_postings": at}
     store.write_manifest(out, {
         **counts,
         "n_crawled": n_crawled,

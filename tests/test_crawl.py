@@ -405,3 +405,39 @@ def test_link_counts_of_a_part_not_written_page_by_page_are_counted_by_arrow():
     assert _sorted_counts(crawl_module.link_counts(links)) == [(7, 2), (8, 1), (9, 1)]
     with pytest.raises(ValueError, match="first links"):
         crawl_module._c_first_links(sources, targets[:-1], np.empty(links.num_rows, np.uint8))
+
+
+@pytest.mark.parametrize("batch", [1, 2, 3, 1 << 20])
+def test_in_degrees_read_in_batches_count_what_a_whole_part_counts(twice, pool, monkeypatch, batch):
+    # A batch never splits a page's links (the C count marks a source's first link to a target in
+    # its run), so any batch size gives the counts of the whole parts, duplicate copies left out.
+    from simweb.tasks.crawl import degrees as crawl_module
+
+    want = {name: _sorted_counts(in_degrees(fixture["crawl"])) for name, fixture in (("twice", twice), ("pool", pool))}
+    monkeypatch.setattr(crawl_module, "LINK_BATCH", batch)
+    for name, fixture in (("twice", twice), ("pool", pool)):
+        assert _sorted_counts(in_degrees(fixture["crawl"])) == want[name]
+    assert dict(want["pool"])[I("x1")] == 2  # from y1 and z1
+
+
+def test_in_degrees_of_a_part_whose_pages_links_are_apart_count_each_pair_once(tmp_path, monkeypatch):
+    # A links part not written page by page: page a's link to b twice, apart, with b's links between
+    # and after, then page c's. Read a link at a time, a count per batch would count a → b twice; the part is counted whole.
+    from simweb.tasks.crawl import degrees as crawl_module
+
+    path = write_warc(tmp_path / "ab.warc.gz", {"a": page("a", "words", {"b": "one", "c": "two"}),
+                                                 "b": page("b", "words", {"a": "back", "c": "three"}),
+                                                 "c": page("c", "words", {"a": "four"})})
+    crawl = tmp_path / "crawl"
+    ingest_files([str(path)], str(crawl))
+    (part,) = crawl_parts(str(crawl)).links
+    table = pq.read_table(part)
+    sources = table.column("source_id").to_pylist()
+    a_rows = [i for i, s in enumerate(sources) if s == I("a")]
+    b_rows = [i for i, s in enumerate(sources) if s == I("b")]
+    c_rows = [i for i, s in enumerate(sources) if s == I("c")]
+    order = [a_rows[0], b_rows[0], a_rows[0], b_rows[1], a_rows[1], *c_rows]  # a → b, b, a → b again, b, a, c
+    pq.write_table(table.take(pa.array(order)), part)
+    monkeypatch.setattr(crawl_module, "LINK_BATCH", 1)
+    degree = dict(_sorted_counts(in_degrees(str(crawl))))
+    assert degree[I("b")] == 1 and degree[I("c")] == 2 and degree[I("a")] == 2

@@ -2,14 +2,18 @@
 filters I by (paper Section 7.1)."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from simweb.tasks.crawl.copies import DuplicateCopies
-from simweb.tasks.crawl.tables import add_counts, iter_parts
+from simweb.tasks import schemas
+from simweb.tasks.crawl.aliases import redirect_links
+from simweb.tasks.crawl.copies import DuplicateCopies, crawl_copies
+from simweb.tasks.crawl.parts import crawl_parts
+from simweb.tasks.crawl.read import open_part, part_batches, read_links, without
+from simweb.tasks.crawl.tables import add_counts, wanted_ids
 
 try:
     from simweb.core._gather import first_links as _c_first_links
@@ -18,24 +22,64 @@ except ImportError:  # pragma: no cover - depends on the build
 
 __all__ = ["in_degrees", "link_counts"]
 
+#: Links of a part read at once (memory: a batch of ids, not a part's: a recrawl's part of 12.6
+#: million links held 200 MB of ids and several times that in temporaries).
+LINK_BATCH = 1 << 20
+_COLUMNS = ["source_id", "target_id"]
+
 
 def in_degrees(crawl_dir: str, url_ids: Iterable[int] | np.ndarray | None = None, *,
                copies: DuplicateCopies | None = None) -> pa.Table:
     """(url_id, in_degree): the number of distinct other pages linking to each URL (to those of
     ``url_ids`` when given), the in-degree the index filters I by (Section 7.1).
 
-    Part by part: a page's links all lie in the part of its kept copy, so the (target, source)
-    pairs of two parts never coincide and each part's counts add up. Memory holds one links
-    part's ids and a count per linked URL, not the crawl's links. ``copies`` as for
-    :func:`page_titles`."""
+    Part by part, batch by batch: a page's links all lie in the part of its kept copy, next to
+    each other, so the (target, source) pairs of two batches never coincide and their counts add
+    up. Memory holds a batch of a part's ids (LINK_BATCH links) and a count per linked URL, not
+    the crawl's links nor a part's. ``copies`` as for simweb.tasks.crawl.tables.page_titles."""
+    found = crawl_parts(crawl_dir)
+    copies = crawl_copies(found) if copies is None else copies
+    wanted = wanted_ids(url_ids)
     total = pa.table({"url_id": pa.array([], pa.uint64()), "in_degree": pa.array([], pa.int64())})
-    pending = []
-    for links in iter_parts(crawl_dir, "links", ["source_id", "target_id"], "target_id", url_ids, copies):
-        pending.append(link_counts(links))
-        if len(pending) >= 8:
-            total, pending = add_counts([total, *pending], "url_id", "in_degree"), []
-    total = add_counts([total, *pending], "url_id", "in_degree")
+    for url in found.links:
+        total = add_counts([total, *_part_counts(url, copies, wanted)], "url_id", "in_degree")
     return pa.table({"url_id": total.column("url_id"), "in_degree": pc.cast(total.column("in_degree"), pa.int32())})
+
+
+def _part_counts(url: str, copies: DuplicateCopies, wanted: pa.Array | None) -> list[pa.Table]:
+    """The counts of :func:`link_counts` of one links part, without the links of the pages it loses
+    to other parts: a table per batch of about LINK_BATCH links, a batch never splitting one
+    source's links; one table of the whole part where a source's links are not all next to each
+    other (a part the ingest did not write), so that no pair is counted in two batches."""
+    skip = copies.of(url)
+
+    def count(links: pa.Table) -> pa.Table:
+        if skip.size:
+            links = without(links, "source_id", skip)[0]
+        links = redirect_links(links, copies.aliases)[0]
+        if wanted is not None:
+            links = links.filter(pc.is_in(links.column("target_id"), value_set=wanted))
+        return link_counts(links)
+
+    counts, held, seen = [], None, np.zeros(0, np.uint64)
+    for batch in part_batches(open_part(url, schemas.LINKS, _COLUMNS), url, _COLUMNS, LINK_BATCH):
+        batch = pa.concat_tables([held, batch]) if held is not None else batch
+        sources = batch.column("source_id").to_numpy()
+        # The last source's links may go on in the next batch: they are held back until they end.
+        other = np.flatnonzero(sources != sources[-1])
+        end = int(other[-1]) + 1 if other.size else 0
+        held = batch.slice(end)
+        if end:
+            runs = np.unique(sources[:end])
+            if np.isin(runs, seen, assume_unique=True).any():  # a source met again after others
+                return [count(read_links(url, None, _COLUMNS)[0])]
+            seen = np.union1d(seen, runs)
+            counts.append(count(batch.slice(0, end)))
+    if held is not None and held.num_rows:
+        if np.isin(held.column("source_id").to_numpy()[:1], seen).any():
+            return [count(read_links(url, None, _COLUMNS)[0])]
+        counts.append(count(held))
+    return counts
 
 
 def link_counts(links: pa.Table) -> pa.Table:
