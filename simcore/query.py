@@ -49,12 +49,14 @@ __all__ = [
     "all_pairs",
     "bucket_keys",
     "candidate_alpha",
+    "count_candidates",
     "exact_order",
     "invert",
     "min_count",
     "prepare",
     "process_queries",
     "process_query",
+    "query_buckets",
 ]
 
 # Postings gathered per batch step: small enough for the counting sort to stay in cache.
@@ -337,22 +339,41 @@ def _process_one(index: InvertedIndex, sig: np.ndarray, need: int, top: int | No
     Same result as the batch path: the buckets of the query's keys minus the need − 1 largest
     give every candidate (pigeonhole), whose counts are read from H.
     """
-    m = index.m
+    buckets, _ = query_buckets(index, sig)
+    if buckets.size < need:
+        return _no_match(exclude, index.m)  # fewer than `need` positions collide with anything
+    return count_candidates(index, buckets[: buckets.size - need + 1], sig, need, top, exclude, h)
+
+
+def query_buckets(index: InvertedIndex, sig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The buckets of I that the query's keys (j << 32) | sig[j] fall in, smallest first (ties:
+    any order), and their sizes; a key I does not hold has none (no other document shares it)."""
     if sig[0] == EMPTY and (sig == EMPTY).all():
-        return _no_match(exclude, m)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     at = _buckets_of(index, sig)
-    if at.size < need:
-        return _no_match(exclude, m)  # fewer than `need` positions collide with anything
-    end = index.offsets.take(at + 1)
-    length = np.subtract(end, index.offsets.take(at), dtype=np.int64)
-    if need > 1:
-        kept = length.argsort()[: at.size - need + 1]
-        at, end, length = at[kept], end[kept], length[kept]
+    length = np.subtract(index.offsets.take(at + 1), index.offsets.take(at), dtype=np.int64)
+    order = length.argsort()
+    return at[order], length[order]
+
+
+def count_candidates(index: InvertedIndex, buckets: np.ndarray, sig: np.ndarray, need: int, top: int | None,
+                     exclude: int, h: np.ndarray) -> Matches:
+    """The documents of the given buckets other than ``exclude`` that agree with ``sig`` in at
+    least ``need`` positions of H, by count descending (ids rising within a count), at most ``top``.
+
+    Read from all the query's buckets but the need − 1 largest, they are PROCESSQUERY's answer
+    (pigeonhole); read from fewer, every document with a count above the number of buckets left
+    out is among them (simweb.core.rerank.related_top reads the smallest buckets first)."""
+    m = index.m
+    if buckets.size == 0:
+        return _no_match(exclude, m)
+    end = index.offsets.take(buckets + 1)
+    length = np.subtract(end, index.offsets.take(buckets), dtype=np.int64)
     ends = length.cumsum()
     total = int(ends[-1])
     if total == 0:
         return _no_match(exclude, m)
-    ranked = _ranked_in_c(index, at, total, sig, need, top, exclude, h)
+    ranked = _ranked_in_c(index, buckets, total, sig, need, top, exclude, h)
     if ranked is not None:
         return ranked
     # Posting i of the gathered array: its bucket's end − (ends − i), bucket by bucket.

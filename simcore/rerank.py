@@ -24,18 +24,20 @@ than 2σ.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from simweb.core.query import RERANK_SIGMAS, candidate_alpha, exact_order
+from simweb.core.query import (RERANK_SIGMAS, InvertedIndex, Matches, candidate_alpha, count_candidates, exact_order,
+                                min_count, query_buckets)
 
 try:
     from simweb.core._rerank import scores as _c_scores
 except ImportError:  # pragma: no cover - depends on the build
     _c_scores = None
 
-__all__ = ["BagArrays", "exact_scores", "top_exact", "weight_sums"]
+__all__ = ["BagArrays", "exact_scores", "related_top", "top_exact", "weight_sums"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -133,6 +135,88 @@ def top_exact(bags: BagArrays, query: int, docs: np.ndarray, counts: np.ndarray,
         return order, overlap[order]
     order = exact_order(scored, jaccard[:done], alpha, top)
     return order, jaccard[order]
+
+
+#: Postings the first stage of :func:`related_top` reads, from the query's smallest buckets.
+FIRST_POSTINGS = 4096
+
+
+def related_top(index: InvertedIndex, h: np.ndarray, bags: BagArrays, query: int, alpha: float, top: int, *,
+                sigmas: float = RERANK_SIGMAS, first_postings: int = FIRST_POSTINGS) -> tuple[Matches, np.ndarray]:
+    """The ``top`` pages most like document ``query`` by exact weighted Jaccard (≥ α), found by
+    reading the query's buckets of I smallest first, only as many as its answer needs; returns
+    them (ids and counts of agreeing min-hash positions) and their exact similarities.
+
+    The rule is :func:`top_exact`'s over the candidates estimated ≥ α − 2σ(α): every candidate
+    is scored, best estimate first, until ``top`` reach an exact τ and every candidate left is
+    estimated below τ − 2σ(τ). Such a candidate agrees with the query in at least
+    c = ⌈m·(τ − 2σ(τ))⌉ positions, so it lies in at least one of any k − c + 1 of the query's k
+    buckets (pigeonhole): the smallest of them give every candidate that can still matter. A page
+    with near-copies (τ near 1) is answered from its few smallest buckets, where the full count
+    reads all but α − 2σ(α)·m of them — at a million pages thousands of postings against a
+    hundred thousand. Stages: the smallest buckets up to ``first_postings`` postings; then, with τ
+    known, the k − c + 1 smallest; without ``top`` answers yet, all but the need − 1 largest
+    (the full count). Each stage counts its buckets' documents anew (the first is small); a
+    document scored once is not scored again. A query whose full count reads at most four times
+    ``first_postings`` is counted in one stage."""
+    m = index.m
+    need = min_count(candidate_alpha(alpha, m, sigmas), m)
+    sig = np.asarray(h[query])
+    buckets, sizes = query_buckets(index, sig)
+    k = int(buckets.size)
+    full = k - need + 1
+    if full < 1:
+        return Matches(query, np.zeros(0, np.int64), np.zeros(0, np.int64), m), np.zeros(0)
+    cumulative = sizes.cumsum()
+    # A query whose full count is small is counted at once (a stage costs its fixed steps too).
+    read = full if cumulative[full - 1] <= 4 * first_postings else \
+        max(1, int(np.searchsorted(cumulative, first_postings, side="right")))
+    known_docs, known_exact = np.zeros(0, np.int64), np.zeros(0)
+    while True:
+        found = count_candidates(index, buckets[:read], sig, need, None, query, h)
+        docs, counts, exact, tau = _score_until(bags, query, found.docs, found.counts, m, alpha, top, sigmas,
+                                                known_docs, known_exact)
+        # A document in none of the buckets read agrees in at most the k − read others.
+        beyond = k - read
+        if read < full and tau is None:
+            read = full
+        elif read < full and beyond >= m * candidate_alpha(tau, m, sigmas) - 1e-9:
+            # Documents not met yet might be estimated ≥ τ − 2σ(τ): read down to that count.
+            c = math.ceil(m * candidate_alpha(tau, m, sigmas) - 1e-9)
+            read = min(full, max(read + 1, k - c + 1))
+        else:
+            order = exact_order(docs, exact, alpha, top)
+            return Matches(query, docs[order], counts[order], m), exact[order]
+        known_docs, known_exact = docs, exact
+
+
+def _score_until(bags: BagArrays, query: int, docs: np.ndarray, counts: np.ndarray, m: int, alpha: float, top: int,
+                 sigmas: float, known_docs: np.ndarray, known_exact: np.ndarray):
+    """Score the candidates ``docs`` (by count descending) in rounds, as :func:`top_exact`, until
+    ``top`` reach τ and the next one is estimated below τ − 2σ(τ), or none is left. Returns the
+    candidates scored (by id), their counts and exact Jaccard, and τ (None: fewer than ``top``
+    reach α). The exact values of ``known_docs`` (rising) are taken, not computed again."""
+    n = docs.size
+    exact = np.empty(n)
+    done, end, tau = 0, min(n, max(FIRST_ROUND, 8 * top)), None
+    while done < n:
+        part = docs[done:end]
+        at = np.searchsorted(known_docs, part).clip(max=max(known_docs.size - 1, 0))
+        old = known_docs[at] == part if known_docs.size else np.zeros(part.size, bool)
+        values = np.empty(part.size)
+        values[old] = known_exact[at[old]]
+        if not old.all():
+            values[~old] = exact_scores(bags, query, part[~old])[0]
+        exact[done:end] = values
+        done = end
+        found = exact[:done][exact[:done] >= alpha - 1e-12]
+        if found.size >= top:
+            tau = float(np.partition(found, found.size - top)[found.size - top])
+            if done >= n or counts[done] < m * candidate_alpha(tau, m, sigmas) - 1e-9:
+                break
+        end = min(n, 2 * done)
+    order = np.argsort(docs[:done], kind="stable")
+    return docs[:done][order], counts[:done][order], exact[:done][order], tau
 
 
 def weight_sums(offsets: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from simweb.core.query import Matches, all_pairs, candidate_alpha, process_queries
-from simweb.core.rerank import exact_scores, top_exact
+from simweb.core.rerank import exact_scores, related_top, top_exact
 from simweb.tasks import index_store as store
 
 __all__ = ["Index", "Related", "UnknownURL", "open_index"]
@@ -267,13 +267,19 @@ class Index:
         v = self._v
         docs = np.array([self._doc(v, u) for u in urls], dtype=np.int64)
         m = v.params.m
-        # Re-ranked, every candidate is scored exactly: none is cut by its estimate.
-        cand_alpha, depth = (candidate_alpha(alpha, m), None) if rerank else (alpha, top)
-        matches = process_queries(v.inverted, v.h[docs] if docs.size else np.zeros((0, m), np.uint32),
-                                  cand_alpha, depth, docs, v.h)
+        if rerank and v.metric != "overlap":
+            # Each query reads its smallest buckets first, as many as its answer needs.
+            found = [related_top(v.inverted, v.h, v.bag_arrays, int(d), alpha, top) for d in docs.tolist()]
+            answers = [self._rows(v, match, exact) for match, exact in found]
+        else:
+            # Re-ranked by overlap, every candidate is scored exactly: none is cut by its estimate.
+            cand_alpha, depth = (candidate_alpha(alpha, m), None) if rerank else (alpha, top)
+            matches = process_queries(v.inverted, v.h[docs] if docs.size else np.zeros((0, m), np.uint32),
+                                      cand_alpha, depth, docs, v.h)
+            answers = [self._exact(v, match, alpha, top) if rerank else self._rows(v, match) for match in matches]
         out: dict[str, list[Related]] = {}
-        for url, match in zip(urls, matches):
-            out[url] = self._exact(v, match, alpha, top) if rerank else self._rows(v, match)
+        for url, answer in zip(urls, answers):
+            out[url] = answer
             if dedup:
                 out[url] = self.without_duplicates(url, out[url])[:wanted]
             if replay_prefix:
