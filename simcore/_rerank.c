@@ -62,6 +62,21 @@
  * ValueError with `seen` left zero. The GIL is let go while the postings and rows are read: `seen`
  * must be the calling thread's own. The numpy path of _process_one is the reference the tests
  * compare with.
+ *
+ * counted(offsets, offsets_itemsize, postings, buckets, need, exclude, counts, out_docs, out_counts) -> n
+ *
+ * PROCESSQUERY as Figure 11 counts (simcore/query.py, count_candidates): each document's postings in
+ * the given buckets counted, those with a count of at least `need` and other than `exclude`
+ * written in the order first met. Read from every bucket of the query, the counts are the
+ * agreements candidates() reads from H, without reading H: a posting is a read of 4 bytes in
+ * order and an increment, where a candidate's row of H is a read of 4·m bytes far from the last.
+ *
+ * counts    uint8, n_docs, all zero: each document's count so far (so at most 255 buckets);
+ *           zero again on return.
+ * offsets, postings, buckets, out_docs, out_counts   as for candidates (postings each < n_docs).
+ *
+ * Errors as candidates', `counts` left zero; the GIL is let go while the postings are read, so
+ * `counts` must be the calling thread's own.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -454,10 +469,98 @@ done:
     return result;
 }
 
+static PyObject *
+counted(PyObject *self, PyObject *args)
+{
+    Py_buffer ob = {0}, pb = {0}, bb = {0}, cb = {0}, odb = {0}, ocb = {0};
+    Py_ssize_t width, need, exclude;
+    if (!PyArg_ParseTuple(args, "y*ny*y*nnw*w*w*:counted", &ob, &width, &pb, &bb, &need, &exclude, &cb, &odb, &ocb))
+        return NULL;
+    PyObject *result = NULL;
+    if (width != 4 && width != 8) {
+        PyErr_SetString(PyExc_ValueError, "counted: expected offsets of 4 or 8 bytes");
+        goto done;
+    }
+    if (!sized(&ob, width, "offsets") || !sized(&pb, 4, "postings") || !sized(&bb, 8, "buckets")
+        || !sized(&odb, 8, "out_docs") || !sized(&ocb, 8, "out_counts"))
+        goto done;
+    const Py_ssize_t n_buckets = ob.len / width - 1, n_postings = pb.len / 4, nb = bb.len / 8, n_docs = cb.len;
+    const Py_ssize_t cap = odb.len / 8 < ocb.len / 8 ? odb.len / 8 : ocb.len / 8;
+    if (n_buckets < 0 || nb > 255) {
+        PyErr_SetString(PyExc_ValueError, "counted: expected bucket offsets and at most 255 buckets");
+        goto done;
+    }
+    const uint32_t *o32 = ob.buf, *postings = pb.buf;
+    const uint64_t *o64 = ob.buf;
+    const int64_t *buckets = bb.buf;
+    uint8_t *counts = cb.buf;
+    int64_t *out_d = odb.buf, *out_c = ocb.buf;
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < nb; i++) {
+        const int64_t b = buckets[i];
+        if (b < 0 || b >= n_buckets) {
+            PyErr_Format(PyExc_ValueError, "counted: bucket %lld is not in I (0 .. %zd)", (long long)b, n_buckets - 1);
+            goto done;
+        }
+        const uint64_t lo = width == 8 ? o64[b] : o32[b], hi = width == 8 ? o64[b + 1] : o32[b + 1];
+        if (hi < lo || hi > (uint64_t)n_postings) {
+            PyErr_Format(PyExc_ValueError, "counted: bucket %lld lies outside I's postings", (long long)b);
+            goto done;
+        }
+        total += (Py_ssize_t)(hi - lo);
+    }
+    if (total > cap) {
+        PyErr_Format(PyExc_ValueError, "counted: %zd postings do not fit in outputs of %zd", total, cap);
+        goto done;
+    }
+    /* First pass: count, each document written once when first met; second: keep those counted
+     * `need` times or more, clearing every count. */
+    Py_ssize_t n = 0, kept = 0;
+    int64_t bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < nb && bad < 0; i++) {
+        const int64_t b = buckets[i];
+        const uint64_t lo = width == 8 ? o64[b] : o32[b], hi = width == 8 ? o64[b + 1] : o32[b + 1];
+        for (uint64_t p = lo; p < hi; p++) {
+            const uint32_t d = postings[p];
+            if ((Py_ssize_t)d >= n_docs) {
+                bad = d;
+                break;
+            }
+            if (!counts[d]++)
+                out_d[n++] = d;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int64_t d = out_d[i], c = counts[d];
+        counts[d] = 0;
+        if (c >= need && d != exclude && bad < 0) {
+            out_d[kept] = d;
+            out_c[kept++] = c;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "counted: posting %lld is not a document (0 .. %zd)", (long long)bad,
+                     n_docs - 1);
+        goto done;
+    }
+    result = PyLong_FromSsize_t(kept);
+done:
+    PyBuffer_Release(&ob);
+    PyBuffer_Release(&pb);
+    PyBuffer_Release(&bb);
+    PyBuffer_Release(&cb);
+    PyBuffer_Release(&odb);
+    PyBuffer_Release(&ocb);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scores", scores, METH_VARARGS, "Exact weighted Jaccard and overlap of one bag with many (see simcore/_rerank.c)."},
     {"agreements", agreements, METH_VARARGS, "The min-hash positions each candidate shares with a query (see simcore/_rerank.c)."},
     {"candidates", candidates, METH_VARARGS, "One query's candidates and their agreement counts (see simcore/_rerank.c)."},
+    {"counted", counted, METH_VARARGS, "One query's candidates counted from I's postings alone (see simcore/_rerank.c)."},
     {NULL, NULL, 0, NULL},
 };
 

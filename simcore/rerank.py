@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simweb.core.query import (RERANK_SIGMAS, InvertedIndex, Matches, candidate_alpha, count_candidates, exact_order,
-                                min_count, query_buckets)
+                                full_count, min_count, query_buckets)
 
 try:
     from simweb.core._rerank import scores as _c_scores
@@ -173,7 +173,8 @@ def related_top(index: InvertedIndex, h: np.ndarray, bags: BagArrays, query: int
         max(1, int(np.searchsorted(cumulative, first_postings, side="right")))
     known_docs, known_exact = np.zeros(0, np.int64), np.zeros(0)
     while True:
-        found = count_candidates(index, buckets[:read], sig, need, None, query, h)
+        found = (full_count(index, buckets, sizes, sig, need, None, query, h) if read == full else
+                 count_candidates(index, buckets[:read], sig, need, None, query, h))
         docs, counts, exact, tau = _score_until(bags, query, found.docs, found.counts, m, alpha, top, sigmas,
                                                 known_docs, known_exact)
         # A document in none of the buckets read agrees in at most the k − read others.

@@ -214,6 +214,53 @@ def test_the_c_candidates_refuse_what_is_not_in_the_index_and_leave_the_marks_ze
 
 
 @needs_c_candidates
+@settings(max_examples=150, deadline=None)
+@given(st.integers(2, 80), st.integers(1, 24), st.integers(1, 6), st.floats(0.0, 1.0), st.integers(0, 2**32 - 1),
+       st.sampled_from([np.uint32, np.uint64]), st.integers(0, 2))
+def test_counts_from_every_buckets_postings_are_the_counts_read_from_h(n, m, values, alpha, seed, wide, top):
+    # Figure 11's count over every bucket of the query (simcore/_rerank.c counted) against the
+    # count of agreeing positions read from H for the candidates of all but the need − 1 largest.
+    rng = np.random.default_rng(seed)
+    h = rng.integers(0, values, (n, m)).astype(np.uint32)
+    full = query.invert(h, rng.random(n) < 0.8)
+    index = query.InvertedIndex(full.keys, full.offsets.astype(wide), full.docs, m)
+    need = query.min_count(alpha, m)
+    for q in range(n):
+        buckets, sizes = query.query_buckets(index, h[q])
+        if buckets.size < need:
+            continue
+        from_h = query.count_candidates(index, buckets[: buckets.size - need + 1], h[q], need, top or None, q, h)
+        counted = query.count_candidates(index, buckets, h[q], need, top or None, q, h, every=True)
+        assert counted.docs.tolist() == from_h.docs.tolist() and counted.counts.tolist() == from_h.counts.tolist()
+    marks = index._directory.get("marks")
+    assert marks is None or not marks.counts.any()  # the counts are left zero for the next query
+
+
+@needs_c_candidates
+def test_the_count_from_postings_refuses_what_is_not_in_the_index_and_leaves_the_counts_zero():
+    h = np.array([[1, 2], [1, 3], [4, 2]], np.uint32)
+    index = query.invert(h)
+    counts = np.zeros(3, np.uint8)
+
+    def run(buckets, postings=index.docs, out=4, width=8):
+        return query._c_counted(index.offsets, width, postings, np.array(buckets, np.int64), 1, -1, counts,
+                                np.empty(out, np.int64), np.empty(out, np.int64))
+
+    assert run([0, 1]) == 3 and not counts.any()
+    with pytest.raises(ValueError, match="bucket 2 is not in I"):
+        run([0, 2])
+    with pytest.raises(ValueError, match="not a document"):
+        run([0, 1], postings=np.array([0, 1, 0, 7], np.uint32))
+    assert not counts.any()
+    with pytest.raises(ValueError, match="do not fit"):
+        run([0, 1], out=3)
+    with pytest.raises(ValueError, match="at most 255 buckets"):
+        run([0] * 256, out=600)
+    with pytest.raises(ValueError, match="4 or 8 bytes"):
+        run([0], width=2)
+
+
+@needs_c_candidates
 def test_queries_from_many_threads_on_one_index_get_the_answers_of_one_thread():
     from concurrent.futures import ThreadPoolExecutor
 
@@ -314,8 +361,9 @@ def test_a_page_with_near_copies_is_answered_from_its_smallest_buckets(monkeypat
     h = np.array(rows, np.uint32)
     index, arrays = query.invert(h), _arrays(bags)
     read = []
-    real = rerank.count_candidates
-    monkeypatch.setattr(rerank, "count_candidates", lambda i, b, *a: (read.append(b.size), real(i, b, *a))[1])
+    real = query.count_candidates
+    for module in (rerank, query):  # the stages' counts, and the full count's
+        monkeypatch.setattr(module, "count_candidates", lambda i, b, *a, **k: (read.append(b.size), real(i, b, *a, **k))[1])
     found, exact = related_top(index, h, arrays, 0, 0.15, 10, first_postings=64)
     assert found.docs.tolist() == list(range(1, 11)) and min(exact) > 0.9  # the copies, ties by id
     assert max(read) <= 16 and query.min_count(query.candidate_alpha(0.15, m), m) == 1
