@@ -12,6 +12,9 @@
  *             signatures, only the work changes).
  * thresholds  uint64: the Poisson(1) table of dartminhash.POISSON_THRESHOLDS.
  * out         uint32, n x m, written for every non-empty bag.
+ * once        (optional, default false) one pass at the absolute rank threshold theta, whatever
+ *             the bag's total weight, a label without a dart below it written EMPTY (0xFFFFFFFF):
+ *             the second signatures of dartminhash.sign_darts_once.
  * Returns -1, or the first bag whose total weight lies beyond the grid (nothing after it is
  * written; the caller raises).
  *
@@ -203,9 +206,10 @@ visit_term(Sampler *sp, uint64_t elem, double s, int nu_top, int rho_top, double
     }
 }
 
-/* Sign bag b into row; 0, or -1 when its grid would exceed the limits. */
+/* Sign bag b into row; 0, or -1 when its grid would exceed the limits. With `once`, one pass at
+ * the absolute rank threshold theta, a label without a dart below it left EMPTY (0xFFFFFFFF). */
 static int
-sign_bag(Sampler *sp, Py_ssize_t b, uint32_t *row)
+sign_bag(Sampler *sp, Py_ssize_t b, uint32_t *row, int once)
 {
     int64_t s_ = sp->offsets[b], e_ = sp->offsets[b + 1];
     double total = 0.0;
@@ -215,9 +219,9 @@ sign_bag(Sampler *sp, Py_ssize_t b, uint32_t *row)
         sp->best_rank[j] = INFINITY;
         sp->best_id[j] = UINT64_MAX;
     }
-    double t = sp->theta / total, t_prev = 0.0;
+    double t = once ? sp->theta : sp->theta / total, t_prev = 0.0;
     int rho = top_band(t);
-    if (rho > 0 && t <= (pow2(rho) - 1.0) * SNAP)
+    if (!once && rho > 0 && t <= (pow2(rho) - 1.0) * SNAP)
         t = pow2(rho) - 1.0;  /* a sliver of a rank band costs a row of cells per column: leave it */
     for (;;) {
         if (!(t < LIMIT))
@@ -236,13 +240,13 @@ sign_bag(Sampler *sp, Py_ssize_t b, uint32_t *row)
         uint32_t filled = 0;
         for (uint32_t j = 0; j < sp->m; j++)
             filled += sp->best_rank[j] != INFINITY;
-        if (filled == sp->m)
+        if (filled == sp->m || once)
             break;
         t_prev = t;
         t *= 2.0;
     }
     for (uint32_t j = 0; j < sp->m; j++)
-        row[j] = (uint32_t)(sp->best_id[j] & LOW32);
+        row[j] = sp->best_rank[j] != INFINITY ? (uint32_t)(sp->best_id[j] & LOW32) : UINT32_C(0xFFFFFFFF);
     return 0;
 }
 
@@ -254,8 +258,9 @@ sign(PyObject *module, PyObject *args)
     unsigned int m;
     unsigned long long key;
     double lam, theta;
-    if (!PyArg_ParseTuple(args, "y*y*y*OIKddy*w*:sign", &codes, &offsets, &hashes, &weights_obj, &m, &key,
-                          &lam, &theta, &thresholds, &out))
+    int once = 0;
+    if (!PyArg_ParseTuple(args, "y*y*y*OIKddy*w*|p:sign", &codes, &offsets, &hashes, &weights_obj, &m, &key,
+                          &lam, &theta, &thresholds, &out, &once))
         return NULL;
     PyObject *result = NULL;
     double *best_rank = NULL;
@@ -310,7 +315,7 @@ sign(PyObject *module, PyObject *args)
     for (Py_ssize_t b = 0; b < n; b++) {
         if (offset[b + 1] == offset[b])
             continue;
-        if (sign_bag(sp, b, rows + (size_t)b * m) < 0) {
+        if (sign_bag(sp, b, rows + (size_t)b * m, once) < 0) {
             failed = b;
             break;
         }

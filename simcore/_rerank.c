@@ -77,6 +77,20 @@
  *
  * Errors as candidates', `counts` left zero; the GIL is let go while the postings are read, so
  * `counts` must be the calling thread's own.
+ *
+ * fine_agreements(h2, sig, docs, matches, defined) -> None
+ *
+ * The fine estimate's counts for each candidate (simcore/fine.py): of the m2 one-byte codes of
+ * the candidate's row of H2 and of the query's, how many are equal and not 0 (an agreement), and
+ * how many are not 0 in both (a label either bag has a dart for).
+ *
+ * h2        uint8, n_docs × m2 row-major (the index's H2.u8, read where it lies).
+ * sig       uint8, m2: the query's row.
+ * docs      int64: the candidates, each in 0 .. n_docs - 1.
+ * matches, defined   int64, one per candidate, written.
+ *
+ * A candidate outside H2 raises ValueError before anything is written; the GIL is let go. The
+ * numpy expressions of simcore/fine.py are the reference the tests compare with.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -556,10 +570,64 @@ done:
     return result;
 }
 
+static PyObject *
+fine_agreements(PyObject *self, PyObject *args)
+{
+    Py_buffer hb = {0}, sb = {0}, db = {0}, mb = {0}, fb = {0};
+    if (!PyArg_ParseTuple(args, "y*y*y*w*w*:fine_agreements", &hb, &sb, &db, &mb, &fb))
+        return NULL;
+    PyObject *result = NULL;
+    if (!sized(&db, 8, "docs") || !sized(&mb, 8, "matches") || !sized(&fb, 8, "defined"))
+        goto done;
+    const Py_ssize_t m = sb.len, n = db.len / 8;
+    if (m < 1 || hb.len % m != 0 || mb.len / 8 != n || fb.len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "fine_agreements: expected H2 of rows of the query's length and two "
+                                          "counts per candidate");
+        goto done;
+    }
+    const Py_ssize_t n_docs = hb.len / m;
+    const uint8_t *h = hb.buf, *sig = sb.buf;
+    const int64_t *docs = db.buf;
+    int64_t *matches = mb.buf, *defined = fb.buf;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (docs[i] < 0 || docs[i] >= n_docs) {
+            PyErr_Format(PyExc_ValueError, "fine_agreements: candidate %lld is not a row of H2 (0 .. %zd)",
+                         (long long)docs[i], n_docs - 1);
+            goto done;
+        }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i + AHEAD < n) {
+            const uint8_t *ahead = h + docs[i + AHEAD] * m;
+            for (Py_ssize_t j = 0; j < m; j += 64)
+                __builtin_prefetch(ahead + j);
+        }
+        const uint8_t *row = h + docs[i] * m;
+        int64_t same = 0, any = 0;
+        for (Py_ssize_t j = 0; j < m; j++) {
+            same += (row[j] == sig[j]) & (sig[j] != 0);
+            any += (row[j] | sig[j]) != 0;
+        }
+        matches[i] = same;
+        defined[i] = any;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&hb);
+    PyBuffer_Release(&sb);
+    PyBuffer_Release(&db);
+    PyBuffer_Release(&mb);
+    PyBuffer_Release(&fb);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scores", scores, METH_VARARGS, "Exact weighted Jaccard and overlap of one bag with many (see simcore/_rerank.c)."},
     {"agreements", agreements, METH_VARARGS, "The min-hash positions each candidate shares with a query (see simcore/_rerank.c)."},
     {"candidates", candidates, METH_VARARGS, "One query's candidates and their agreement counts (see simcore/_rerank.c)."},
+    {"fine_agreements", fine_agreements, METH_VARARGS, "The fine estimate's counts of each candidate (see simcore/_rerank.c)."},
     {"counted", counted, METH_VARARGS, "One query's candidates counted from I's postings alone (see simcore/_rerank.c)."},
     {NULL, NULL, 0, NULL},
 };

@@ -95,7 +95,7 @@ try:  # the sampler in C; without a C compiler at install, the same signatures f
 except ImportError:  # pragma: no cover - depends on the build
     _c_sign = None
 
-__all__ = ["POISSON_THRESHOLDS", "darts_per_unit", "sign_darts", "sign_darts_numpy"]
+__all__ = ["POISSON_THRESHOLDS", "darts_per_unit", "sign_darts", "sign_darts_numpy", "sign_darts_once"]
 
 _MASK32 = np.uint64(0xFFFFFFFF)
 # First-pass darts: m (ln m + _SPARE); all m labels are then present with probability ≈ 1 − e^−_SPARE.
@@ -260,14 +260,41 @@ def sign_darts(codes: np.ndarray, offsets: np.ndarray, hashes: np.ndarray, weigh
         raise _grid_error(failed, float(e - s) if x is None else float(x[s:e].sum()), m)
 
 
+def sign_darts_once(codes: np.ndarray, offsets: np.ndarray, hashes: np.ndarray, weights: np.ndarray | None,
+                    m: int, seed: int, lam: float, threshold: float, out: np.ndarray) -> None:
+    """One pass of the darts of every bag below the same rank ``threshold``, ``lam`` darts per unit
+    of weight × rank, into ``out`` (n × m uint32): at label j the identity of the bag's lowest dart
+    labelled j, or EMPTY where it has none below the threshold. Arguments as :func:`sign_darts`.
+
+    With one threshold for every bag, two bags agree at a label that either has (not EMPTY in
+    both) exactly when the lowest dart of that label in the union of their regions lies in both:
+    with probability Σmin/Σmax, the positions independent. So agreements / labels not EMPTY in
+    both estimate the weighted Jaccard as the signatures of :func:`sign_darts` do, from a number
+    of labels that varies by pair, at the cost of λ·Σx·threshold darts a bag with no coupon
+    collecting (m(ln m + 2) darts for :func:`sign_darts`'s m labels). In C where it was built,
+    else numpy: the same bits."""
+    if _c_sign is None:
+        sign_darts_numpy(codes, offsets, hashes, weights, m, seed, out, once=(lam, threshold))
+        return
+    codes = np.ascontiguousarray(codes, dtype=np.int64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    x = None if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+    failed = _c_sign(codes, offsets, np.ascontiguousarray(hashes, dtype=np.uint64), x, m, int(seed_key(seed)),
+                     float(lam), float(threshold), POISSON_THRESHOLDS, out, True)
+    if failed >= 0:
+        s, e = offsets[failed], offsets[failed + 1]
+        raise _grid_error(failed, float(e - s) if x is None else float(x[s:e].sum()), m)
+
+
 def sign_darts_numpy(codes: np.ndarray, offsets: np.ndarray, hashes: np.ndarray, weights: np.ndarray | None,
-                     m: int, seed: int, out: np.ndarray) -> None:
+                     m: int, seed: int, out: np.ndarray, *, once: tuple[float, float] | None = None) -> None:
     """:func:`sign_darts` in numpy: the reference of simcore/_dart.c, and its stand-in where it was not built.
 
     Bags are signed in blocks; a pass draws the darts of every bag of the block below its rank
     threshold at once, and the bags with a label still missing go round again with T doubled.
+    ``once`` = (λ, T): :func:`sign_darts_once`'s one pass at the absolute threshold T instead.
     """
-    lam = darts_per_unit(m)
+    lam = darts_per_unit(m) if once is None else float(once[0])
     key = seed_key(seed)
     lengths = np.diff(offsets)
     x = np.ones(codes.size) if weights is None else np.asarray(weights, dtype=np.float64)
@@ -285,13 +312,16 @@ def sign_darts_numpy(codes: np.ndarray, offsets: np.ndarray, hashes: np.ndarray,
         elem = hashes[codes[s_:e_]] ^ key
         s = x[s_:e_] * lam
         totals = np.add.reduceat(x[s_:e_], offsets[bags] - s_)
-        thresholds = _first_thresholds(totals)
+        thresholds = _first_thresholds(totals) if once is None else np.full(bags.size, float(once[1]))
         pending = np.arange(bags.size)
         while pending.size:
             sel = np.isin(occ_bag, pending)
             local = np.searchsorted(pending, occ_bag[sel])
             _check_grid(s[sel], local, thresholds[pending], totals[pending], bags[pending], m)
             values, filled = _pass(elem[sel], s[sel], local, thresholds[pending], m)
+            if once is not None:
+                out[bags[pending]] = np.where(filled, values, np.uint32(0xFFFFFFFF))
+                break
             done = filled.all(axis=1)
             out[bags[pending[done]]] = values[done]
             pending = pending[~done]

@@ -66,6 +66,7 @@ __all__ = [
     "SignatureMismatch",
     "encode_bags",
     "estimate",
+    "positive",
     "sign",
     "sign_bags",
     "term_hashes",
@@ -278,7 +279,24 @@ def sign(
     the row ``EMPTY``.
     """
     hashes = np.asarray(hashes, dtype=np.uint64)
-    codes, offsets = _check_layout(codes, offsets, hashes.size)
+    codes, offsets, weights = positive(codes, offsets, weights, hashes.size)
+    n = offsets.size - 1
+    out = np.full((n, params.m), EMPTY, dtype=np.uint32)
+    if codes.size:
+        if params.algorithm == "icws":
+            _sign_icws(codes, offsets, hashes, weights, params, out)
+        elif params.algorithm == "dart":
+            dartminhash.sign_darts(codes, offsets, hashes, weights, params.m, params.seed, out)
+        else:
+            _sign_oph(codes, offsets, hashes, params, out)
+    return Signatures(out, params)
+
+
+def positive(codes: np.ndarray, offsets: np.ndarray, weights: np.ndarray | None,
+             n_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The bags of :func:`sign`'s layout checked (codes into ``n_terms`` hashes, rising offsets,
+    finite weights ≥ 0, one per code) and without their zero weights, which are absent terms."""
+    codes, offsets = _check_layout(codes, offsets, n_terms)
     n = offsets.size - 1
     if weights is not None:
         weights = np.asarray(weights, dtype=np.float64)
@@ -297,15 +315,7 @@ def sign(
             row = np.repeat(np.arange(n), np.diff(offsets))
             codes, weights = codes[keep], weights[keep]
             offsets = np.concatenate([[0], np.cumsum(np.bincount(row[keep], minlength=n))]).astype(np.int64)
-    out = np.full((n, params.m), EMPTY, dtype=np.uint32)
-    if codes.size:
-        if params.algorithm == "icws":
-            _sign_icws(codes, offsets, hashes, weights, params, out)
-        elif params.algorithm == "dart":
-            dartminhash.sign_darts(codes, offsets, hashes, weights, params.m, params.seed, out)
-        else:
-            _sign_oph(codes, offsets, hashes, params, out)
-    return Signatures(out, params)
+    return codes, offsets, weights
 
 
 def _sign_icws(codes, offsets, hashes, weights, params, out) -> None:

@@ -29,8 +29,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simweb.core.query import (RERANK_SIGMAS, InvertedIndex, Matches, candidate_alpha, count_candidates, exact_order,
-                                full_count, min_count, query_buckets)
+from simweb.core.fine import agreements as fine_agreements
+from simweb.core.fine import spread
+from simweb.core.query import (
+    RERANK_SIGMAS,
+    InvertedIndex,
+    Matches,
+    candidate_alpha,
+    count_candidates,
+    exact_order,
+    full_count,
+    min_count,
+    query_buckets,
+)
 
 try:
     from simweb.core._rerank import scores as _c_scores
@@ -139,10 +150,14 @@ def top_exact(bags: BagArrays, query: int, docs: np.ndarray, counts: np.ndarray,
 
 #: Postings the first stage of :func:`related_top` reads, from the query's smallest buckets.
 FIRST_POSTINGS = 4096
+#: Candidates :func:`related_top` scores by H's estimate before it reads the fine one (H2) for
+#: the rest: a query whose rule stops within them never reads H2.
+FINE_AFTER = 1024
 
 
 def related_top(index: InvertedIndex, h: np.ndarray, bags: BagArrays, query: int, alpha: float, top: int, *,
-                sigmas: float = RERANK_SIGMAS, first_postings: int = FIRST_POSTINGS) -> tuple[Matches, np.ndarray]:
+                h2: np.ndarray | None = None, sigmas: float = RERANK_SIGMAS, first_postings: int = FIRST_POSTINGS,
+                fine_after: int = FINE_AFTER) -> tuple[Matches, np.ndarray]:
     """The ``top`` pages most like document ``query`` by exact weighted Jaccard (≥ α), found by
     reading the query's buckets of I smallest first, only as many as its answer needs; returns
     them (ids and counts of agreeing min-hash positions) and their exact similarities.
@@ -158,7 +173,13 @@ def related_top(index: InvertedIndex, h: np.ndarray, bags: BagArrays, query: int
     known, the k − c + 1 smallest; without ``top`` answers yet, all but the need − 1 largest
     (the full count). Each stage counts its buckets' documents anew (the first is small); a
     document scored once is not scored again. A query whose full count reads at most four times
-    ``first_postings`` is counted in one stage."""
+    ``first_postings`` is counted in one stage.
+
+    With ``h2`` (the index's fine signatures, simweb.core.fine), a query of every candidate whose
+    scoring goes on past ``fine_after`` candidates goes on by the fine estimate instead: the rest are
+    scored best fine estimate first until each one left lies below τ − 2σ₂(τ) (σ₂ its own, from
+    the labels the pair has; τ is α while fewer than ``top`` reach α) — the same rule with a
+    finer estimate, which leaves a tenth as many to score on crawls of many loosely similar pages."""
     m = index.m
     need = min_count(candidate_alpha(alpha, m, sigmas), m)
     sig = np.asarray(h[query])
@@ -175,8 +196,9 @@ def related_top(index: InvertedIndex, h: np.ndarray, bags: BagArrays, query: int
     while True:
         found = (full_count(index, buckets, sizes, sig, need, None, query, h) if read == full else
                  count_candidates(index, buckets[:read], sig, need, None, query, h))
+        fine = (h2, np.asarray(h2[query]), fine_after) if h2 is not None and read == full else None
         docs, counts, exact, tau = _score_until(bags, query, found.docs, found.counts, m, alpha, top, sigmas,
-                                                known_docs, known_exact)
+                                                known_docs, known_exact, fine)
         # A document in none of the buckets read agrees in at most the k − read others.
         beyond = k - read
         if read < full and tau is None:
@@ -192,32 +214,76 @@ def related_top(index: InvertedIndex, h: np.ndarray, bags: BagArrays, query: int
 
 
 def _score_until(bags: BagArrays, query: int, docs: np.ndarray, counts: np.ndarray, m: int, alpha: float, top: int,
-                 sigmas: float, known_docs: np.ndarray, known_exact: np.ndarray):
+                 sigmas: float, known_docs: np.ndarray, known_exact: np.ndarray,
+                 fine: tuple[np.ndarray, np.ndarray, int] | None = None):
     """Score the candidates ``docs`` (by count descending) in rounds, as :func:`top_exact`, until
-    ``top`` reach τ and the next one is estimated below τ − 2σ(τ), or none is left. Returns the
-    candidates scored (by id), their counts and exact Jaccard, and τ (None: fewer than ``top``
-    reach α). The exact values of ``known_docs`` (rising) are taken, not computed again."""
+    ``top`` reach τ and the next one is estimated below τ − 2σ(τ), or none is left; with ``fine``
+    (H2, the query's row and a number of candidates) past that number, by :func:`_score_by_fine`. Returns the candidates
+    scored (by id), their counts and exact Jaccard, and τ (None: fewer than ``top`` reach α).
+    The exact values of ``known_docs`` (rising) are taken, not computed again."""
     n = docs.size
     exact = np.empty(n)
-    done, end, tau = 0, min(n, max(FIRST_ROUND, 8 * top)), None
+    first = max(FIRST_ROUND, 8 * top) if fine is None else min(fine[2], max(FIRST_ROUND, 8 * top))
+    done, end, tau, stopped = 0, min(n, first), None, False
     while done < n:
-        part = docs[done:end]
-        at = np.searchsorted(known_docs, part).clip(max=max(known_docs.size - 1, 0))
-        old = known_docs[at] == part if known_docs.size else np.zeros(part.size, bool)
-        values = np.empty(part.size)
-        values[old] = known_exact[at[old]]
-        if not old.all():
-            values[~old] = exact_scores(bags, query, part[~old])[0]
-        exact[done:end] = values
+        exact[done:end] = _scores(bags, query, docs[done:end], known_docs, known_exact)
         done = end
         found = exact[:done][exact[:done] >= alpha - 1e-12]
         if found.size >= top:
             tau = float(np.partition(found, found.size - top)[found.size - top])
             if done >= n or counts[done] < m * candidate_alpha(tau, m, sigmas) - 1e-9:
+                stopped = True
                 break
+        if fine is not None and done >= fine[2]:
+            break
         end = min(n, 2 * done)
-    order = np.argsort(docs[:done], kind="stable")
-    return docs[:done][order], counts[:done][order], exact[:done][order], tau
+    scored = np.zeros(n, bool)
+    scored[:done] = True
+    if fine is not None and not stopped and done < n:
+        tau = _score_by_fine(bags, query, docs, exact, scored, fine, alpha, top, sigmas, known_docs, known_exact)
+    order = np.flatnonzero(scored)
+    order = order[np.argsort(docs[order], kind="stable")]
+    return docs[order], counts[order], exact[order], tau
+
+
+def _score_by_fine(bags: BagArrays, query: int, docs: np.ndarray, exact: np.ndarray, scored: np.ndarray,
+                   fine: tuple[np.ndarray, np.ndarray, int], alpha: float, top: int, sigmas: float,
+                   known_docs: np.ndarray, known_exact: np.ndarray) -> float | None:
+    """Score the candidates not yet ``scored`` best fine estimate first, in rounds, until none left
+    is estimated within ``sigmas`` of its own spread below τ (α while fewer than ``top`` reach
+    α); fills ``exact`` and ``scored`` in place and returns τ (None: fewer than ``top`` reach α)."""
+    h2, row, _ = fine
+    rest = np.flatnonzero(~scored)
+    same, defined = fine_agreements(h2, row, docs[rest])
+    estimate = same / np.maximum(defined, 1)
+    order = np.argsort(-estimate, kind="stable")
+    by_estimate, estimate, defined = rest[order], estimate[order], defined[order]
+    step = 64
+    while True:
+        found = exact[scored][exact[scored] >= alpha - 1e-12]
+        tau = float(np.partition(found, found.size - top)[found.size - top]) if found.size >= top else None
+        at = max(alpha, tau or alpha)
+        wanted = ~scored[by_estimate] & (estimate >= at - sigmas * spread(at, defined) - 1e-12)
+        pick = by_estimate[wanted][:step]
+        if not pick.size:
+            return tau
+        exact[pick] = _scores(bags, query, docs[pick], known_docs, known_exact)
+        scored[pick] = True
+        step *= 2
+
+
+def _scores(bags: BagArrays, query: int, docs: np.ndarray, known_docs: np.ndarray,
+            known_exact: np.ndarray) -> np.ndarray:
+    """The exact Jaccard of ``docs`` with ``query``: those of ``known_docs`` (rising) as known."""
+    if not known_docs.size:
+        return exact_scores(bags, query, docs)[0]
+    at = np.searchsorted(known_docs, docs).clip(max=known_docs.size - 1)
+    old = known_docs[at] == docs
+    values = np.empty(docs.size)
+    values[old] = known_exact[at[old]]
+    if not old.all():
+        values[~old] = exact_scores(bags, query, docs[~old])[0]
+    return values
 
 
 def weight_sums(offsets: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -269,7 +269,7 @@ class Index:
         m = v.params.m
         if rerank and v.metric != "overlap":
             # Each query reads its smallest buckets first, as many as its answer needs.
-            found = [related_top(v.inverted, v.h, v.bag_arrays, int(d), alpha, top) for d in docs.tolist()]
+            found = [related_top(v.inverted, v.h, v.bag_arrays, int(d), alpha, top, h2=v.h2) for d in docs.tolist()]
             answers = [self._rows(v, match, exact) for match, exact in found]
         else:
             # Re-ranked by overlap, every candidate is scored exactly: none is cut by its estimate.

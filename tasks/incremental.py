@@ -418,11 +418,12 @@ def updated_version(live: str, delta_bags: str, crawl_dir: str, params, director
     os.makedirs(signed, exist_ok=True)
     minhash = params.minhash()
     delta_part = join(delta_bags, "part-00000.parquet")
-    sign_part(delta_part, signed, 0, minhash)
+    v = store.open_version(live)
+    fine_m = 0 if v.h2 is None else v.h2.shape[1]  # the live version's fine signatures, if it has them
+    sign_part(delta_part, signed, 0, minhash, fine_m)
     meta = pq.read_table(os.path.join(signed, SIG_DIR, "part-00000.parquet"))
     bags = signed_bags(delta_part, meta.column("row").to_numpy())
     sigs = np.fromfile(os.path.join(signed, SIG_DIR, "part-00000.u32"), dtype="<u4").reshape(meta.num_rows, minhash.m)
-    v = store.open_version(live)
     if v.params.to_dict() != minhash.to_dict():
         raise ValueError(f"the live index {live} was signed with {v.params.to_dict()}, not {minhash.to_dict()}")
     prev_docs = pq.read_table(os.path.join(v.path, store.DOCMAP_FILE)).cast(store.DOCMAP)
@@ -438,6 +439,11 @@ def updated_version(live: str, delta_bags: str, crawl_dir: str, params, director
     h[:n_prev] = v.h
     h[doc] = sigs
     store.write_array_atomic(h.reshape(-1), os.path.join(signed, store.H_FILE))
+    if fine_m:  # H2 likewise
+        h2 = np.empty((n, fine_m), dtype=np.uint8)
+        h2[:n_prev] = v.h2
+        h2[doc] = np.fromfile(os.path.join(signed, SIG_DIR, "part-00000.u8"), dtype=np.uint8).reshape(-1, fine_m)
+        store.write_array_atomic(h2.reshape(-1), os.path.join(signed, store.H2_FILE))
     # Doc map.
     info = _touched_metadata(crawl_dir, new_ids, directory)
     columns = {name: prev_docs.column(name).to_pylist() for name in store.DOCMAP.names}

@@ -15,6 +15,9 @@ so each is one ``np.memmap``):
                       size in bytes and SHA-256.
     H.u32             n_docs × m uint32, row-major: document d's signatures are the 4·m bytes at
                       offset 4·m·d (one seek, Section 6.2).
+    H2.u8             n_docs × 256 uint8, row-major: the fine signatures the default query reads for
+                      its candidates (simweb.core.fine); absent from an index ordered by overlap,
+                      and from an index built before them (its queries use H alone).
     I.keys.u64        n_buckets uint64, strictly rising: (j << 32) | h for position j ∈ [0, m)
                       and signature value h, one per bucket: a value that two or more
                       documents of H share at position j and that holds an indexed document.
@@ -95,6 +98,7 @@ CURRENT = "CURRENT"
 LIVE = "live"
 VERSIONS = "versions"
 H_FILE = "H.u32"
+H2_FILE = "H2.u8"
 KEYS_FILE = "I.keys.u64"
 DOCS_FILE = "I.docs.u32"
 URLS_FILE = "urls.u64"
@@ -541,6 +545,7 @@ class IndexVersion:
     bag_arrays: BagArrays
     vocabulary: tuple[np.ndarray, np.ndarray]  # (terms.offsets.u64, terms.utf8)
     docs: pa.Table  # docs.arrow, memory-mapped
+    h2: np.ndarray | None = None  # H2.u8 (simweb.core.fine), None where the version has none
     _cache: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -723,10 +728,21 @@ def _open_version(index: str, verify: bool) -> IndexVersion:
         ),
         vocabulary=(vocab_offsets, _memmap(os.path.join(path, VOCAB_FILE), "u1", (int(vocab_offsets[-1]),))),
         docs=_mapped_docs(os.path.join(path, DOCMAP_ARROW_FILE), n),
+        h2=_fine_rows(path, manifest, n),
     )
     if verify:
         version.verify()
     return version
+
+
+def _fine_rows(path: str, manifest: Mapping[str, Any], n: int) -> np.ndarray | None:
+    """H2 mapped (n rows of the width its size gives), or None where the version has none."""
+    meta = manifest["files"].get(H2_FILE)
+    if meta is None or n == 0:
+        return None
+    if meta["bytes"] % n:
+        raise IndexFormatError(f"{path}/{H2_FILE}: {meta['bytes']} bytes are not {n} rows; rebuild the index")
+    return _memmap(os.path.join(path, H2_FILE), "u1", (n, meta["bytes"] // n))
 
 
 def _items(path: str, name: str, size: int) -> int:

@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from prefect import task
 
+from simweb.core import fine
 from simweb.core.aliases import AliasMap
 from simweb.core.minhash import EMPTY, INDEX_ALGORITHM, MinHashParams, sign, term_hashes
 from simweb.core.query import buckets_from_pairs
@@ -43,6 +44,7 @@ from simweb.tasks.crawl.tables import page_titles
 from simweb.tasks.directory_file import url_categories
 from simweb.tasks.storage import (
     download,
+    exists,
     is_remote,
     join,
     local_path,
@@ -110,11 +112,13 @@ def _part_name(i: int) -> str:
     return f"part-{i:05d}"
 
 
-def sign_part(part: str, out: str, index: int, params: MinHashParams = MinHashParams()) -> dict[str, int]:
+def sign_part(part: str, out: str, index: int, params: MinHashParams = MinHashParams(),
+              fine_m: int = 0) -> dict[str, int]:
     """Sign the bags of one BAGS part into ``out/_sig/part-<index>.{u32,parquet}`` (``out`` a
     local folder or one on an object store): the signatures, and per signed row its url id,
     URL, number of terms and row in the part (the bags themselves are read from the part
-    again where they are needed: writing a copy of them here was a third of the signing).
+    again where they are needed: writing a copy of them here was a third of the signing); with
+    ``fine_m``, also the rows of H2 (simweb.core.fine) in ``part-<index>.u8``.
 
     A row whose terms and weights differ in length, or whose weights are negative or not
     finite, is skipped and counted.
@@ -148,7 +152,9 @@ def sign_part(part: str, out: str, index: int, params: MinHashParams = MinHashPa
     codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     vocabulary = encoded.dictionary.to_pylist()
     offsets = np.concatenate([[0], np.cumsum(t_len)]).astype(np.int64)
-    sigs = sign(codes, offsets, term_hashes(vocabulary, params.hash_family), flat_w, params)
+    hashes = term_hashes(vocabulary, params.hash_family)
+    sigs = sign(codes, offsets, hashes, flat_w, params)
+    fine_rows = fine.sign(codes, offsets, hashes, flat_w, params.seed, fine_m) if fine_m else None
     meta = pa.table(
         {
             "url_id": table.column("url_id"),
@@ -161,6 +167,8 @@ def sign_part(part: str, out: str, index: int, params: MinHashParams = MinHashPa
         os.makedirs(os.path.join(local, SIG_DIR), exist_ok=True)
         base = os.path.join(local, SIG_DIR, _part_name(index))
         store.write_array_atomic(sigs.values, base + ".u32")
+        if fine_rows is not None:
+            store.write_array_atomic(fine_rows, base + ".u8")
         tmp = base + ".tmp.parquet"
         pq.write_table(meta, tmp)
         os.replace(tmp, base + ".parquet")
@@ -252,6 +260,16 @@ def assemble_signatures(
             sig[keep[at:at + rows]].tofile(f)
             at += rows
     os.replace(tmp, h_path)
+    # H2 (the fine signatures) the same way, where the parts were signed with them.
+    fine_parts = [os.path.join(out, SIG_DIR, _part_name(i) + ".u8") for i in range(len(metas))]
+    if metas and all(os.path.exists(f) for f in fine_parts):
+        at = 0
+        with store.appending(out, (store.H2_FILE,)) as files:
+            for path, meta in zip(fine_parts, metas):
+                if meta.num_rows:
+                    rows = np.fromfile(path, dtype=np.uint8).reshape(meta.num_rows, -1)
+                    rows[keep[at:at + meta.num_rows]].tofile(files[store.H2_FILE])
+                at += meta.num_rows
     docmap = pa.concat_tables(metas).filter(pa.array(keep)) if metas else pa.table(
         {"url_id": pa.array([], pa.uint64()), "url": pa.array([], pa.string()), "n_terms": pa.array([], pa.int32())})
     docmap = docmap.append_column("doc_id", pa.array(np.arange(n, dtype=np.uint32)))
@@ -431,7 +449,8 @@ def invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | N
     reduced = [f"{SHUFFLE_DIR}/{_reduce_file(r)}" for r in range(n_reducers)]
     with local_stand_in(out, fetch=reduced) as local:
         for name in (*_SHARED_FILES, *_bag_names(signed)):
-            download(join(signed, name), os.path.join(local, name))
+            if name != store.H2_FILE or exists(join(signed, name)):
+                download(join(signed, name), os.path.join(local, name))
         stats = _invert_finish(signed, local, n_reducers, min_in_degree)
     remove(join(out, SHUFFLE_DIR))
     return stats
@@ -466,6 +485,8 @@ def _invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | 
     # they share the files (a hard link; a copy where the file system has none). Publishing
     # copies them out of the cache, checked against their digests (index_store.publish).
     for name in (*_SHARED_FILES, *_bag_names(signed)):
+        if name == store.H2_FILE and not os.path.exists(os.path.join(signed, name)):
+            continue  # signed without the fine signatures (an index ordered by overlap)
         if not is_remote(signed) and os.path.abspath(signed) != os.path.abspath(out):
             _link_or_copy(os.path.join(signed, name), os.path.join(out, name))
     docmap = read_parquet(join(signed, store.DOCMAP_FILE))
@@ -497,7 +518,8 @@ def _invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | 
 
 
 #: The files of a version the invert stage takes from the signatures stage as they are.
-_SHARED_FILES = (store.H_FILE, store.URLS_FILE, store.URL_DOCS_FILE, store.ALIASES_FILE, store.ALIAS_DOCS_FILE)
+_SHARED_FILES = (store.H_FILE, store.H2_FILE, store.URLS_FILE, store.URL_DOCS_FILE, store.ALIASES_FILE,
+                 store.ALIAS_DOCS_FILE)
 
 
 def _link_or_copy(src: str, dst: str) -> None:
@@ -563,7 +585,9 @@ def signatures(
     parts = dataset_parts(bags)
     if not parts:
         raise FileNotFoundError(f"no BAGS parts in {bags}: expected the bags stage's Parquet folder")
-    calls = [{"part": p, "out": out, "index": i, "params": params} for i, p in enumerate(parts)]
+    # The fine signatures (H2) of bags normalised to one total; an index ordered by overlap has none.
+    fine_m = fine.M if metric != "overlap" else 0
+    calls = [{"part": p, "out": out, "index": i, "params": params, "fine_m": fine_m} for i, p in enumerate(parts)]
     # The crawl's in-degrees and titles are read here while the workers sign (at 100,000 pages
     # 1.5–2.3 s, which the stage spent after the signing while the workers idled).
     with ThreadPoolExecutor(1, thread_name_prefix="simweb-page-facts") as reader:
@@ -574,7 +598,8 @@ def signatures(
             per_part = [r for shard in _run(fan_out, sign_parts_task, [{"calls": c} for c in shards(calls, tasks)])
                         for r in shard]
         # On an object store the signed parts are fetched, and H, the maps and the bags uploaded.
-        signed = [f"{SIG_DIR}/{_part_name(i)}.{ext}" for i in range(len(parts)) for ext in ("u32", "parquet")]
+        exts = ("u32", "parquet", "u8") if fine_m else ("u32", "parquet")
+        signed = [f"{SIG_DIR}/{_part_name(i)}.{ext}" for i in range(len(parts)) for ext in exts]
         with local_stand_in(out, fetch=signed if is_remote(out) else ()) as local:
             assembled = assemble_signatures(parts, local, params, facts=facts.result())
             # The bags in document order, a file a run of parts, written on the workers.

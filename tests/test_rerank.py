@@ -226,7 +226,7 @@ def test_counts_from_every_buckets_postings_are_the_counts_read_from_h(n, m, val
     index = query.InvertedIndex(full.keys, full.offsets.astype(wide), full.docs, m)
     need = query.min_count(alpha, m)
     for q in range(n):
-        buckets, sizes = query.query_buckets(index, h[q])
+        buckets, _ = query.query_buckets(index, h[q])
         if buckets.size < need:
             continue
         from_h = query.count_candidates(index, buckets[: buckets.size - need + 1], h[q], need, top or None, q, h)
@@ -376,7 +376,7 @@ def test_a_page_whose_estimate_reaches_the_rule_only_through_the_largest_buckets
     # k − c + 1 = 19 smallest buckets, one of them X's, finds it.
     from simweb.core.rerank import related_top
 
-    m, rng = 32, np.random.default_rng(4)
+    m = 32
     q_row = np.arange(1, m + 1, dtype=np.uint32) * np.uint32(1000)
     rows, bags = [q_row], [{t: 1.0 for t in range(100)}]
     for i in range(10):
@@ -397,3 +397,73 @@ def test_a_page_whose_estimate_reaches_the_rule_only_through_the_largest_buckets
     found, exact = related_top(index, h, arrays, 0, 0.15, 10, first_postings=8)
     assert found.docs.tolist() == [11, *range(1, 10)] and found.counts.tolist() == [14] + [32] * 9
     assert exact[0] == pytest.approx(98 / 101) and exact[1:] == pytest.approx([0.6] * 9)
+
+
+def _with_fine(bags: list[dict[int, float]]) -> np.ndarray:
+    """H2 of integer-term bags (simweb.core.fine), each normalised to a total weight of 1."""
+    from simweb.core import fine
+    from simweb.core.minhash import term_hashes
+
+    codes = np.array([t for bag in bags for t in sorted(bag)], np.int64)
+    weights = np.array([bag[t] / sum(bag.values()) for bag in bags for t in sorted(bag)], np.float64)
+    offsets = np.concatenate([[0], np.cumsum([len(b) for b in bags])]).astype(np.int64)
+    return fine.sign(codes, offsets, term_hashes(range(int(codes.max(initial=0)) + 1), "identity"), weights, 9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.floats(0.0, 0.4), st.integers(0, 40))
+def test_the_answer_by_the_fine_estimate_is_the_top_of_every_candidate_its_rule_reaches(seed, top, alpha, after):
+    # Past `after` candidates scored by H's estimate, the rest by the fine one: a candidate left
+    # out beats no answer unless the scoring stopped by H's rule (estimate below τ − 2σ(τ)) or
+    # its fine estimate lies below τ' − 2σ₂(τ') (τ' = τ, or α with fewer than `top` answers).
+    from simweb.core import fine
+    from simweb.core.rerank import related_top
+
+    rng = np.random.default_rng(seed)
+    bags = _clustered_bags(rng, 150)
+    m = 32
+    h, index, arrays = _minhash_index(bags, m, seed)
+    h2 = _with_fine(bags)
+    low = query.candidate_alpha(alpha, m)
+    for q in rng.choice(len(bags), 5, replace=False).tolist():
+        found, exact = related_top(index, h, arrays, q, alpha, top, h2=h2, fine_after=after)
+        every = query.process_query(index, h, q, low)
+        count = dict(zip(every.docs.tolist(), every.counts.tolist()))
+        truth = dict(zip(every.docs.tolist(), exact_scores(arrays, q, every.docs)[0].tolist()))
+        same, defined = fine.agreements(h2, h2[q], every.docs)
+        fine_est = dict(zip(every.docs.tolist(), (same / np.maximum(defined, 1)).tolist()))
+        spreads = dict(zip(every.docs.tolist(), defined.tolist()))
+        got = found.docs.tolist()
+        assert len(got) <= top and exact.tolist() == [truth[d] for d in got]
+        assert all(x >= alpha - 1e-12 for x in exact) and got == sorted(got, key=lambda d: (-truth[d], d))
+        tau = truth[got[-1]] if len(got) == top else None
+        at = max(alpha, tau if tau is not None else alpha)
+        for d in truth:
+            if d in got or truth[d] < alpha - 1e-12 or (tau is not None and (-truth[d], d) > (-tau, got[-1])):
+                continue
+            by_h = tau is not None and count[d] < m * query.candidate_alpha(tau, m) - 1e-9
+            by_fine = fine_est[d] < at - 2 * float(fine.spread(at, np.array([spreads[d]]))[0]) - 1e-12
+            assert by_h or by_fine, (d, truth[d], count[d], fine_est[d])
+
+
+def test_many_loosely_similar_candidates_are_cut_by_the_fine_estimate(monkeypatch):
+    # A query with 3 true answers (J ≈ 0.5) among 3,000 candidates of J ≈ 0.06: with fewer than
+    # 10 answers H's rule scores every candidate; the fine estimate scores a few hundred.
+    from simweb.core.rerank import related_top
+
+    m, rng = 32, np.random.default_rng(6)
+    base = {t: 1.0 for t in range(60)}
+    bags = [base] + [{t: 1.0 for t in range(40)} | {1000 + 30 * i + t: 1.0 for t in range(20)} for i in range(3)]
+    for i in range(3000):  # share 7 of the query's terms: J = 7 / 113
+        bags.append({int(t): 1.0 for t in rng.choice(60, 7, replace=False)} | {10**5 + 50 * i + t: 1.0 for t in range(46)})
+    h, index, arrays = _minhash_index(bags, m, 1)
+    h2 = _with_fine(bags)
+    scored = []
+    real = rerank.exact_scores
+    monkeypatch.setattr(rerank, "exact_scores", lambda b, q, d: (scored.append(len(d)), real(b, q, d))[1])
+    plain, _ = related_top(index, h, arrays, 0, 0.15, 10)
+    by_h = sum(scored)
+    scored.clear()
+    finer, _ = related_top(index, h, arrays, 0, 0.15, 10, h2=h2, fine_after=64)
+    assert plain.docs.tolist() == finer.docs.tolist() == [1, 2, 3]
+    assert by_h > 2000 and sum(scored) < by_h / 4, (by_h, sum(scored))

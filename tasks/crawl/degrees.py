@@ -2,7 +2,7 @@
 filters I by (paper Section 7.1)."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa

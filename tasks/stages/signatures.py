@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from simweb.core import fine
 from simweb.core.strategy import Metric
 from simweb.tasks import index_store
 from simweb.tasks.crawl.parts import crawl_identity
@@ -28,6 +29,8 @@ def key(bags: StageOutput, crawl: str, params: IndexParams, directory: str | Non
     stage_params: dict[str, Any] = {"minhash": params.minhash().to_dict(), "index_format": index_store.FORMAT_VERSION}
     if metric is not Metric.JACCARD:
         stage_params["metric"] = metric.value
+    if metric is not Metric.OVERLAP:  # with the fine signatures (simweb.core.fine)
+        stage_params["fine"] = {"m": fine.M, "darts": fine.DARTS}
     return inputs, stage_params
 
 
