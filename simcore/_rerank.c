@@ -67,13 +67,16 @@
  *
  * PROCESSQUERY as Figure 11 counts (simcore/query.py, count_candidates): each document's postings in
  * the given buckets counted, those with a count of at least `need` and other than `exclude`
- * written in the order first met. Read from every bucket of the query, the counts are the
- * agreements candidates() reads from H, without reading H: a posting is a read of 4 bytes in
- * order and an increment, where a candidate's row of H is a read of 4·m bytes far from the last.
+ * written by count descending, ids rising within a count. Read from every bucket of the query,
+ * the counts are the agreements candidates() reads from H, without reading H: a posting is a read
+ * of 4 bytes in order and an increment, where a candidate's row of H is a read of 4·m bytes far
+ * from the last. The buckets are swept COUNT_BLOCK documents at a time (their postings rise), so
+ * the increments land in a block of counts a core's cache holds.
  *
  * counts    uint8, n_docs, all zero: each document's count so far (so at most 255 buckets);
  *           zero again on return.
- * offsets, postings, buckets, out_docs, out_counts   as for candidates (postings each < n_docs).
+ * offsets, postings, buckets, out_docs, out_counts   as for candidates (postings each < n_docs,
+ *           rising within a bucket as I holds them).
  *
  * Errors as candidates', `counts` left zero; the GIL is let go while the postings are read, so
  * `counts` must be the calling thread's own.
@@ -483,6 +486,8 @@ done:
     return result;
 }
 
+#define COUNT_BLOCK 65536 /* documents counted at once: their counts stay in a core's cache */
+
 static PyObject *
 counted(PyObject *self, PyObject *args)
 {
@@ -491,6 +496,8 @@ counted(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*ny*y*nnw*w*w*:counted", &ob, &width, &pb, &bb, &need, &exclude, &cb, &odb, &ocb))
         return NULL;
     PyObject *result = NULL;
+    uint64_t *pos = NULL, *end = NULL;
+    int64_t *tmp = NULL;
     if (width != 4 && width != 8) {
         PyErr_SetString(PyExc_ValueError, "counted: expected offsets of 4 or 8 bytes");
         goto done;
@@ -509,6 +516,12 @@ counted(PyObject *self, PyObject *args)
     const int64_t *buckets = bb.buf;
     uint8_t *counts = cb.buf;
     int64_t *out_d = odb.buf, *out_c = ocb.buf;
+    pos = PyMem_RawMalloc(sizeof(uint64_t) * (nb + 1));
+    end = PyMem_RawMalloc(sizeof(uint64_t) * (nb + 1));
+    if (!pos || !end) {
+        PyErr_NoMemory();
+        goto done;
+    }
     Py_ssize_t total = 0;
     for (Py_ssize_t i = 0; i < nb; i++) {
         const int64_t b = buckets[i];
@@ -516,51 +529,92 @@ counted(PyObject *self, PyObject *args)
             PyErr_Format(PyExc_ValueError, "counted: bucket %lld is not in I (0 .. %zd)", (long long)b, n_buckets - 1);
             goto done;
         }
-        const uint64_t lo = width == 8 ? o64[b] : o32[b], hi = width == 8 ? o64[b + 1] : o32[b + 1];
-        if (hi < lo || hi > (uint64_t)n_postings) {
+        pos[i] = width == 8 ? o64[b] : o32[b];
+        end[i] = width == 8 ? o64[b + 1] : o32[b + 1];
+        if (end[i] < pos[i] || end[i] > (uint64_t)n_postings) {
             PyErr_Format(PyExc_ValueError, "counted: bucket %lld lies outside I's postings", (long long)b);
             goto done;
         }
-        total += (Py_ssize_t)(hi - lo);
+        total += (Py_ssize_t)(end[i] - pos[i]);
     }
     if (total > cap) {
         PyErr_Format(PyExc_ValueError, "counted: %zd postings do not fit in outputs of %zd", total, cap);
         goto done;
     }
-    /* First pass: count, each document written once when first met; second: keep those counted
-     * `need` times or more, clearing every count. */
-    Py_ssize_t n = 0, kept = 0;
-    int64_t bad = -1;
+    /* A bucket's documents rise, so the postings of one block of documents are a run of each
+     * bucket: the buckets are swept block by block, each block's counts in cache, then the block's
+     * documents read in order; so they come out rising, and a counting sort (stable) orders them by
+     * count, descending. */
+    Py_ssize_t n = 0, left = 0;
+    Py_ssize_t per_count[256] = {0};
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < nb && bad < 0; i++) {
-        const int64_t b = buckets[i];
-        const uint64_t lo = width == 8 ? o64[b] : o32[b], hi = width == 8 ? o64[b + 1] : o32[b + 1];
-        for (uint64_t p = lo; p < hi; p++) {
-            const uint32_t d = postings[p];
-            if ((Py_ssize_t)d >= n_docs) {
-                bad = d;
-                break;
+    for (Py_ssize_t b0 = 0; b0 < n_docs; b0 += COUNT_BLOCK) {
+        const uint32_t b1 = (uint32_t)(b0 + COUNT_BLOCK < n_docs ? b0 + COUNT_BLOCK : n_docs);
+        int touched = 0;
+        for (Py_ssize_t i = 0; i < nb; i++) {
+            uint64_t p = pos[i];
+            const uint64_t e = end[i];
+            while (p < e && postings[p] < b1) {
+                counts[postings[p]]++;
+                p++;
             }
-            if (!counts[d]++)
-                out_d[n++] = d;
+            touched |= p != pos[i];
+            pos[i] = p;
+        }
+        if (!touched)
+            continue;
+        for (Py_ssize_t d = b0; d < (Py_ssize_t)b1; d += 8) {
+            if (d + 8 <= (Py_ssize_t)b1) {
+                uint64_t word;
+                memcpy(&word, counts + d, 8);
+                if (!word)
+                    continue;
+            }
+            const Py_ssize_t stop = d + 8 < (Py_ssize_t)b1 ? d + 8 : (Py_ssize_t)b1;
+            for (Py_ssize_t x = d; x < stop; x++) {
+                const int64_t c = counts[x];
+                if (!c)
+                    continue;
+                counts[x] = 0;
+                if (c >= need && x != exclude) {
+                    out_d[n] = x;
+                    out_c[n++] = c;
+                    per_count[c]++;
+                }
+            }
         }
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const int64_t d = out_d[i], c = counts[d];
-        counts[d] = 0;
-        if (c >= need && d != exclude && bad < 0) {
-            out_d[kept] = d;
-            out_c[kept++] = c;
-        }
-    }
+    for (Py_ssize_t i = 0; i < nb; i++)
+        left += pos[i] < end[i];
     Py_END_ALLOW_THREADS
-    if (bad >= 0) {
-        PyErr_Format(PyExc_ValueError, "counted: posting %lld is not a document (0 .. %zd)", (long long)bad,
-                     n_docs - 1);
+    if (left) {
+        PyErr_SetString(PyExc_ValueError, "counted: a bucket holds a posting that is not a document, or postings "
+                                          "that do not rise");
         goto done;
     }
-    result = PyLong_FromSsize_t(kept);
+    tmp = PyMem_RawMalloc(sizeof(int64_t) * (n > 0 ? n : 1));
+    if (!tmp) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t at[256], next = 0;
+    for (int c = 255; c >= 0; c--) {
+        at[c] = next;
+        next += per_count[c];
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        tmp[at[out_c[i]]++] = out_d[i];
+    next = 0;
+    for (int c = 255; c >= 0; c--)
+        for (Py_ssize_t k = 0; k < per_count[c]; k++, next++) {
+            out_d[next] = tmp[next];
+            out_c[next] = c;
+        }
+    result = PyLong_FromSsize_t(n);
 done:
+    PyMem_RawFree(pos);
+    PyMem_RawFree(end);
+    PyMem_RawFree(tmp);
     PyBuffer_Release(&ob);
     PyBuffer_Release(&pb);
     PyBuffer_Release(&bb);
