@@ -148,7 +148,7 @@ def top_exact(bags: BagArrays, query: int, docs: np.ndarray, counts: np.ndarray,
 
 #: Candidates :func:`related_top` scores by H's estimate before it reads the fine one (H2) for
 #: the rest: a query whose rule stops within them never reads H2.
-FINE_AFTER = 256
+FINE_AFTER = 1024
 #: Candidates :func:`related_top` scores at most for one answer (the best by the fine estimate).
 FINE_BUDGET = 4096
 
