@@ -4,9 +4,10 @@
 the installed package is laid out (``simweb``, ``simweb.core`` from ``simcore/``, …, as
 pyproject.toml's package-dir says); with that folder first on ``PYTHONPATH`` a Python process
 and every process it starts (Dask workers) import that revision's ``simweb`` instead of this
-checkout's editable install, with the same third-party packages. Compiled extensions are
-copied from this checkout where their C source is the same at both revisions (without them the
-revision's pure-Python twins run).
+checkout's editable install, with the same third-party packages. The revision's compiled
+extensions are built from its own C sources (``setup.py build_ext``); where that fails (no
+compiler), they are copied from this checkout where their C source is the same at both revisions,
+and the revision's pure-Python twins run for the others.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import io
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -32,9 +34,11 @@ def layout(rev: str, into: Path) -> Path:
     source = into / "_source"
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(source, filter="data")
+    built_here = (source / "setup.py").exists() and subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=source, capture_output=True).returncode == 0
     for package, folder in sorted(PACKAGES.items()):  # parents before children
         shutil.copytree(source / folder, into / package, dirs_exist_ok=True)
-    for built in (ROOT / "simcore").glob("_*.so"):
+    for built in (ROOT / "simcore").glob("_*.so") if not built_here else ():
         c_source = built.name.split(".", 1)[0] + ".c"
         theirs = source / "simcore" / c_source
         if theirs.exists() and theirs.read_bytes() == (ROOT / "simcore" / c_source).read_bytes():
