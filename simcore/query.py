@@ -20,7 +20,10 @@ radix directory over the keys (:class:`_Directory`, about 2 bytes per key, built
 opened index; a binary search when the keys are too crowded for it) and one sort counts the
 collisions; a batch of queries shares both. Given H, the count skips each query's largest
 buckets by a pigeonhole bound and reads the candidates' counts from H (same result, see
-:func:`process_queries`).
+:func:`process_queries`). A single query counts every one of its buckets' postings instead where
+that reads at most EVERY_BUCKET_RATIO times as many (:func:`full_count`): a posting is 4 bytes
+next to the last, a row of H 320 bytes anywhere, and the postings are swept a block of documents
+at a time so that their counts stay in cache (simcore/_rerank.c, counted).
 
 A single query costs a few dozen array operations on arrays of a few hundred elements, so its
 time is their fixed cost plus the cache misses of its m random look-ups; its path
@@ -51,7 +54,6 @@ __all__ = [
     "bucket_keys",
     "candidate_alpha",
     "count_candidates",
-    "every_bucket",
     "exact_order",
     "full_count",
     "invert",
@@ -356,7 +358,7 @@ def _process_one(index: InvertedIndex, sig: np.ndarray, need: int, top: int | No
 EVERY_BUCKET_RATIO = 16
 
 
-def every_bucket(sizes: np.ndarray, read: int) -> bool:
+def _every_bucket(sizes: np.ndarray, read: int) -> bool:
     """Whether counting every one of a query's buckets (``sizes``, smallest first) from their
     postings costs less than counting the ``read`` smallest from H."""
     return int(sizes.sum()) <= EVERY_BUCKET_RATIO * int(sizes[:read].sum())
@@ -365,10 +367,10 @@ def every_bucket(sizes: np.ndarray, read: int) -> bool:
 def full_count(index: InvertedIndex, buckets: np.ndarray, sizes: np.ndarray, sig: np.ndarray, need: int,
                top: int | None, exclude: int, h: np.ndarray) -> Matches:
     """PROCESSQUERY's answer from the query's ``buckets`` (smallest first, ``sizes`` their sizes):
-    counted from every bucket's postings where that costs less (:func:`every_bucket`), else from
+    counted from every bucket's postings where that costs less (:func:`_every_bucket`), else from
     all but the need − 1 largest, each candidate's count read from H."""
     kept = buckets.size - need + 1
-    every = every_bucket(sizes, kept)
+    every = _every_bucket(sizes, kept)
     return count_candidates(index, buckets if every else buckets[:kept], sig, need, top, exclude, h, every=every)
 
 
@@ -389,10 +391,9 @@ def count_candidates(index: InvertedIndex, buckets: np.ndarray, sig: np.ndarray,
     least ``need`` positions of H, by count descending (ids rising within a count), at most ``top``.
 
     Read from all the query's buckets but the need − 1 largest, they are PROCESSQUERY's answer
-    (pigeonhole); read from fewer, every document with a count above the number of buckets left
-    out is among them (simweb.core.rerank.related_top reads the smallest buckets first). Each
-    count is read from the document's row of H; with ``every`` (``buckets`` are all the query's
-    buckets in I) it is counted from the postings instead, as Figure 11 counts: the same counts."""
+    (pigeonhole); each count is read from the document's row of H. With ``every`` (``buckets``
+    are all the query's buckets in I) the counts come from the postings instead, as Figure 11
+    counts: the same counts."""
     m = index.m
     if buckets.size == 0:
         return _no_match(exclude, m)

@@ -20,7 +20,9 @@ of τ or more the rest are left when even the best of their estimates lies below
 the rule by which the candidates are chosen at α (simweb.core.query.candidate_alpha), applied
 at τ ≥ α. A page with many near-copies (τ near 1) is then answered from a few dozen of its
 candidates rather than thousands, with the same answer but where an estimate strays by more
-than 2σ.
+than 2σ. :func:`related_top` is the default query of an index: its candidates counted, then
+the same rule, past a thousand candidates with the finer estimate of the index's fine
+signatures (simweb.core.fine) and a bounded number scored.
 """
 from __future__ import annotations
 
