@@ -234,14 +234,24 @@ shared_min(const Table *table, const uint32_t *q, const float *wq, Py_ssize_t nq
         }
         return inter;
     }
-    for (Py_ssize_t j = 0; j < nc; j++) {
-        const uint32_t b = bit_of(table, c[j]);
-        if (!((table->bits[b >> 6] >> (b & 63)) & 1))
-            continue;
-        const int32_t i = table_find(table, c[j]);
-        if (i >= 0) {
-            const double x = (double)wq[i], y = (double)wc[j];
-            inter += x < y ? x : y;
+    /* The bitmap's answers for 64 terms at a time go into one word without a branch, and only
+     * the terms it lets through are looked up: a similar page shares about half its terms, and a
+     * branch on each answer would be mispredicted as often as not. */
+    for (Py_ssize_t j0 = 0; j0 < nc; j0 += 64) {
+        const Py_ssize_t len = nc - j0 < 64 ? nc - j0 : 64;
+        uint64_t hits = 0;
+        for (Py_ssize_t k = 0; k < len; k++) {
+            const uint32_t b = bit_of(table, c[j0 + k]);
+            hits |= ((table->bits[b >> 6] >> (b & 63)) & 1) << k;
+        }
+        while (hits) {
+            const Py_ssize_t j = j0 + __builtin_ctzll(hits);
+            hits &= hits - 1;
+            const int32_t i = table_find(table, c[j]);
+            if (i >= 0) {
+                const double x = (double)wq[i], y = (double)wc[j];
+                inter += x < y ? x : y;
+            }
         }
     }
     return inter;
@@ -624,6 +634,8 @@ done:
     return result;
 }
 
+#define FINE_RUN 128 /* codes summed in one byte at a time */
+
 static PyObject *
 fine_agreements(PyObject *self, PyObject *args)
 {
@@ -658,7 +670,19 @@ fine_agreements(PyObject *self, PyObject *args)
         }
         const uint8_t *row = h + docs[i] * m;
         int64_t same = 0, any = 0;
-        for (Py_ssize_t j = 0; j < m; j++) {
+        Py_ssize_t j = 0;
+        /* One-byte sums over runs of FINE_RUN codes (at most FINE_RUN each, so they do not wrap):
+         * the compiler does these 16 or 32 bytes at a time, twice as fast as wide sums. */
+        for (; j + FINE_RUN <= m; j += FINE_RUN) {
+            uint8_t s = 0, a = 0;
+            for (Py_ssize_t k = j; k < j + FINE_RUN; k++) {
+                s += (row[k] == sig[k]) & (sig[k] != 0);
+                a += (row[k] | sig[k]) != 0;
+            }
+            same += s;
+            any += a;
+        }
+        for (; j < m; j++) {
             same += (row[j] == sig[j]) & (sig[j] != 0);
             any += (row[j] | sig[j]) != 0;
         }

