@@ -389,8 +389,9 @@ def run_index(path: str, n_queries: int, alpha: float, rounds: int, truth: int, 
     i_bytes = sum(b for name, b in size.items() if name.startswith("I."))
     arrays = sum(size.get(name, 0) for name in (index_store.BAG_OFFSETS_FILE, index_store.BAG_TERMS_FILE,
                                                  index_store.BAG_WEIGHTS_FILE))
-    print(f"  bytes per page: H {size[index_store.H_FILE]:.0f}, I {i_bytes:.0f}, bag arrays {arrays:.0f} (read by the "
-          f"re-rank), all files {sum(size.values()):.0f} (best of {rounds} interleaved rounds each; the peer's "
+    fine = f", H2 {size[index_store.H2_FILE]:.0f} (the fine estimate)" if index_store.H2_FILE in size else ""
+    print(f"  bytes per page: H {size[index_store.H_FILE]:.0f}{fine}, I {i_bytes:.0f}, bag arrays {arrays:.0f} (read by "
+          f"the re-rank), all files {sum(size.values()):.0f} (best of {rounds} interleaved rounds each; the peer's "
           f"tables are in this process's memory)")
 
 

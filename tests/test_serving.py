@@ -1,23 +1,27 @@
 """Serving the index: an unknown URL costs what an answer costs (the index resolves aliases
 itself, nothing of the crawl is read), every listing is in rank order with the score it is
 ranked by first, page counts are of crawled pages, and `simweb serve` answers from several
-worker processes that map one copy of the index."""
+worker processes that map one copy of the index, each dealt its share of the connections."""
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import shutil
+import socket
 import subprocess
 import time
 import urllib.request
 
+import anyio
+import psutil
 import pytest
 from fastapi.testclient import TestClient
 from test_http import LOCAL, start_server
 
 import simweb
 from simweb.cli import main as cli
-from simweb.http import create_app
+from simweb.http import REQUEST_THREADS, _bounded_threads, create_app
 
 JAVA1 = "http://java1.example.com/"
 
@@ -123,6 +127,75 @@ def test_serve_answers_from_worker_processes_that_share_the_mapped_index(small_i
         except subprocess.TimeoutExpired:
             proc.kill()
     assert proc.returncode is not None
+
+
+def test_serve_deals_connections_kept_open_out_to_every_worker(small_index):
+    # 64 connections opened at once: on one shared socket the first worker awake takes most of
+    # them; on a socket each, the system deals them out by a hash of the client's port (fewer
+    # than 16 to either of two workers: a chance of 1 in 15,000).
+    proc, base = start_server(small_index, "--workers", "2")
+    port = int(base.rsplit(":", 1)[1])
+    connections = []
+    try:
+        deadline, workers = time.monotonic() + 60, []
+        while len(workers) < 2 and time.monotonic() < deadline:
+            workers = [p for p in psutil.Process(proc.pid).children()
+                       if any(c.status == psutil.CONN_LISTEN and c.laddr.port == port for c in _tcp(p))]
+            if len(workers) < 2:
+                time.sleep(0.2)
+        assert len(workers) == 2
+        for _ in range(64):
+            connections.append(http.client.HTTPConnection("127.0.0.1", port, timeout=10))
+            connections[-1].connect()
+        for c in connections:
+            c.request("GET", "/api/info")
+            response = c.getresponse()
+            assert response.status == 200 and json.loads(response.read())["current"]["served"]
+        held = [sum(c.status == psutil.CONN_ESTABLISHED and c.laddr.port == port for c in _tcp(w)) for w in workers]
+        assert sum(held) == 64 and min(held) >= 16, held
+        # Each answer is sent at once: on a connection that waits for the client's delayed
+        # acknowledgement of the headers before it sends the body (Nagle's rule, no TCP_NODELAY)
+        # nearly every request takes 40 ms or more; here /api/info takes about one.
+        took = []
+        for _ in range(40):
+            started = time.perf_counter()
+            connections[0].request("GET", "/api/info")
+            connections[0].getresponse().read()
+            took.append(time.perf_counter() - started)
+        assert sorted(took)[20] < 0.030, took
+    finally:
+        for c in connections:
+            c.close()
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    assert proc.returncode == 0  # SIGTERM: the workers finish and the server exits cleanly
+
+
+def _tcp(process: psutil.Process) -> list:
+    try:
+        return process.net_connections("tcp")
+    except psutil.Error:
+        return []
+
+
+def test_serve_refuses_a_port_another_server_listens_on(small_index, capfd):
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        assert cli(["serve", "--index", small_index, "--workers", "2", "--port", str(port)]) == 1
+    assert f"simweb serve: cannot bind 127.0.0.1:{port}: Address already in use" in capfd.readouterr().err
+
+
+def test_a_worker_answers_as_many_requests_at_once_as_the_machine_has_use_for():
+    async def tokens():
+        async with _bounded_threads(None):
+            return anyio.to_thread.current_default_thread_limiter().total_tokens
+
+    assert anyio.run(tokens) == REQUEST_THREADS == 2
 
 
 def _maps(pid: int, name: str) -> bool:

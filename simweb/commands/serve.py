@@ -9,9 +9,11 @@ read it through DNS rebinding. Name the others it is reached by with --allow-hos
 proxy's name, the machine's network name when bound to 0.0.0.0), once each.
 
 Answers come from --workers processes (default: one per core this process may run on), which
-share the listening socket and the index: each maps the index's files, so its pages are in
-memory once whatever the number of workers, and a worker's own memory does not grow with the
-load. --workers 1 answers from this process.
+share the port and the index: each maps the index's files, so its pages are in memory once
+whatever the number of workers, and a worker's own memory does not grow with the load. Each
+worker listens on a socket of its own (Linux's SO_REUSEPORT), among which the system deals the
+connections out evenly; on one shared socket the first worker awake would take every connection
+open at once. A worker that exits is replaced. --workers 1 answers from this process.
 
 Before serving, the version's files are checked against the sizes its index.json records;
 with --verify, against their SHA-256s too (reads the whole index once, and each version
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import socket
 import sys
 
 
@@ -101,9 +104,94 @@ def run(args: argparse.Namespace) -> int:
 
     del index
     os.environ[SERVE_ENVIRONMENT] = worker_environment(args.index, args.crawl, args.verify, args.replay_prefix, hosts)
-    uvicorn.run("simweb.http:app_from_environment", factory=True, host=args.host, port=args.port,
-                workers=workers, log_level="warning")
+    if not hasattr(socket, "SO_REUSEPORT"):  # a system without it: one socket, shared
+        uvicorn.run(WORKER_APP, factory=True, host=args.host, port=args.port, workers=workers, log_level="warning")
+        return 0
+    return serve_workers(args.host, args.port, workers)
+
+
+#: The application each worker process builds (uvicorn's factory).
+WORKER_APP = "simweb.http:app_from_environment"
+#: Seconds between a worker's exit and its replacement's start.
+RESTART_PAUSE = 1.0
+
+
+def serve_workers(host: str, port: int, workers: int) -> int:
+    """Run ``workers`` processes answering on ``host``:``port``, each on its own SO_REUSEPORT
+    socket, until SIGINT or SIGTERM; a worker that exits meanwhile is replaced. This process
+    holds a socket bound to the port (never listening: no connection comes to it), so the port
+    stays the group's while workers come and go."""
+    import multiprocessing
+    import multiprocessing.connection
+    import signal
+    import time
+
+    try:
+        _port_socket(host, port, shared=False).close()  # in use by another server: refused, not shared
+        held = _port_socket(host, port)
+    except OSError as e:
+        print(f"simweb serve: cannot bind {host}:{port}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    spawn = multiprocessing.get_context("spawn")
+    stop: list[int] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda number, _frame: stop.append(number))
+
+    def start() -> multiprocessing.process.BaseProcess:
+        process = spawn.Process(target=_worker, args=(host, port), daemon=False)
+        process.start()
+        return process
+
+    running = [start() for _ in range(workers)]
+    try:
+        while not stop:
+            multiprocessing.connection.wait([p.sentinel for p in running], timeout=0.5)
+            for i, process in enumerate(running):
+                if process.exitcode is not None and not stop:
+                    logging.getLogger("simweb.http").info(
+                        "worker %d exited with code %s; starting another", process.pid, process.exitcode)
+                    time.sleep(RESTART_PAUSE)
+                    running[i] = start()
+    finally:
+        for process in running:
+            if process.exitcode is None:
+                process.terminate()  # SIGTERM: uvicorn finishes the requests under way
+        for process in running:
+            process.join(timeout=20)
+            if process.exitcode is None:
+                process.kill()
+        held.close()
     return 0
+
+
+def _port_socket(host: str, port: int, shared: bool = True) -> socket.socket:
+    """A TCP socket bound to ``host``:``port`` (with SO_REUSEPORT where ``shared``), not yet listening.
+
+    Made from getaddrinfo's answer, so its protocol is TCP's: asyncio turns Nagle's rule off
+    (TCP_NODELAY) only on connections accepted from such a socket. On uvicorn's own shared
+    socket (protocol 0) it stayed on, and every answer after a connection's first few waited
+    40 ms for the client's delayed acknowledgement of its headers before sending its body."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                         flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if shared:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    try:
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _worker(host: str, port: int) -> None:
+    """One worker process: the app on a socket of its own in the port's group (uvicorn listens)."""
+    import uvicorn
+
+    sock = _port_socket(host, port)
+    config = uvicorn.Config(WORKER_APP, factory=True, log_level="warning")
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 def log_to_stderr(worker: bool = False) -> None:
