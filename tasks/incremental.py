@@ -68,8 +68,15 @@ from simweb.tasks.logs import run_logger
 from simweb.tasks.signatures import SIG_DIR, IndexParams, sign_part, signed_bags, write_index_version
 from simweb.tasks.stagecache import StageOutput, file_identities, lineage, output_path, published, run_stage
 from simweb.tasks.stages.weighting import DF_FILE
-from simweb.tasks.storage import (download, exists, join, local_stand_in, read_parquet_file, write_bytes_atomic,
-                                  write_parquet_atomic)
+from simweb.tasks.storage import (
+    download,
+    exists,
+    join,
+    local_stand_in,
+    read_parquet_file,
+    write_bytes_atomic,
+    write_parquet_atomic,
+)
 
 EPOCH_FILE = "EPOCH.json"
 EPOCHS_DIR = "epochs"
