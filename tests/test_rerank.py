@@ -410,3 +410,22 @@ def test_many_loosely_similar_candidates_are_cut_by_the_fine_estimate(monkeypatc
     scored.clear()  # ... but not below 32 per answer asked for
     related_top(index, h, arrays, 0, 0.12, 4, h2=h2, fine_after=0, budget=50)
     assert sum(scored) == 128
+
+
+@needs_c_candidates
+@pytest.mark.parametrize("need", [1, 6, 127, 128, 129, 200, 255])
+def test_the_count_from_postings_finds_every_count_reaching_need_whatever_its_size(need):
+    # The C sweep judges eight counts at once where 1 <= need <= 128 and one at a time otherwise:
+    # counts of 0 to 255 in 255 buckets, over 21 documents (two words of eight and a tail).
+    rng = np.random.default_rng(need)
+    n, nb = 21, 255
+    member = rng.random((nb, n)) < np.linspace(0.0, 1.0, n)  # document d in about d/20 of the buckets
+    member[:, n - 1] = True  # and one in all 255
+    postings = np.concatenate([np.flatnonzero(row) for row in member]).astype(np.uint32)
+    offsets = np.concatenate([[0], np.cumsum(member.sum(axis=1))]).astype(np.uint64)
+    counts, docs, found = np.zeros(n, np.uint8), np.empty(postings.size, np.int64), np.empty(postings.size, np.int64)
+    k = query._c_counted(offsets, 8, postings, np.arange(nb, dtype=np.int64), need, 3, counts, docs, found)
+    total = member.sum(axis=0)
+    want = sorted((-int(total[d]), d) for d in range(n) if total[d] >= need and d != 3)
+    assert list(zip((-found[:k]).tolist(), docs[:k].tolist())) == want
+    assert not counts.any()
