@@ -134,11 +134,9 @@ def top_exact(bags: BagArrays, query: int, docs: np.ndarray, counts: np.ndarray,
             break
         # The top-th best exact Jaccard so far (≥ α): the rest can only matter if their
         # estimates reach within 2σ of it.
-        found = jaccard[:done][jaccard[:done] >= alpha - 1e-12]
-        if found.size >= top:
-            tau = float(np.partition(found, found.size - top)[found.size - top])
-            if counts[done] / m < candidate_alpha(tau, m, sigmas):
-                break
+        tau = _tau(jaccard[:done], alpha, top)
+        if tau is not None and counts[done] / m < candidate_alpha(tau, m, sigmas):
+            break
         end = min(n, 2 * done)
     scored = docs[:done]
     if by_overlap:
@@ -202,12 +200,10 @@ def _score_until(bags: BagArrays, query: int, docs: np.ndarray, counts: np.ndarr
     while done < n:
         exact[done:end] = exact_scores(bags, query, docs[done:end])[0]
         done = end
-        found = exact[:done][exact[:done] >= alpha - 1e-12]
-        if found.size >= top:
-            tau = float(np.partition(found, found.size - top)[found.size - top])
-            if done >= n or counts[done] < m * candidate_alpha(tau, m, sigmas) - 1e-9:
-                stopped = True
-                break
+        tau = _tau(exact[:done], alpha, top)
+        if tau is not None and (done >= n or counts[done] < m * candidate_alpha(tau, m, sigmas) - 1e-9):
+            stopped = True
+            break
         if fine is not None and done >= fine[2]:
             break
         end = min(n, 2 * done)
@@ -229,14 +225,14 @@ def _score_by_fine(bags: BagArrays, query: int, docs: np.ndarray, exact: np.ndar
     estimate = same / np.maximum(defined, 1)
     # τ′ only rises as candidates are scored, so no threshold below will be under τ′₀ − sigmas·σ
     # at the widest spread from τ′₀ up: only the candidates above that are sorted (the same order).
-    at = _tau(exact[scored], alpha, top)
+    at = _tau_or_alpha(exact[scored], alpha, top)
     widest = np.sqrt((0.25 if at <= 0.5 else at * (1.0 - at)) / np.maximum(defined, 1))
     near = np.flatnonzero(estimate >= at - sigmas * widest - 1e-12)
     order = near[np.argsort(-estimate[near], kind="stable")]
     by_estimate, estimate, defined = rest[order], estimate[order], defined[order]
     step, left = 64, budget - int(scored.sum())
     while left > 0:
-        at = _tau(exact[scored], alpha, top)
+        at = _tau_or_alpha(exact[scored], alpha, top)
         wanted = ~scored[by_estimate] & (estimate >= at - sigmas * spread(at, defined) - 1e-12)
         pick = by_estimate[wanted][:min(step, left)]
         if not pick.size:
@@ -246,10 +242,16 @@ def _score_by_fine(bags: BagArrays, query: int, docs: np.ndarray, exact: np.ndar
         step, left = 2 * step, left - pick.size
 
 
-def _tau(exact: np.ndarray, alpha: float, top: int) -> float:
-    """The ``top``-th best of the ``exact`` similarities ≥ α, or α while fewer reach it."""
+def _tau(exact: np.ndarray, alpha: float, top: int) -> float | None:
+    """τ: the ``top``-th best of the ``exact`` similarities ≥ α; None while fewer reach α."""
     found = exact[exact >= alpha - 1e-12]
-    return float(np.partition(found, found.size - top)[found.size - top]) if found.size >= top else alpha
+    return float(np.partition(found, found.size - top)[found.size - top]) if found.size >= top else None
+
+
+def _tau_or_alpha(exact: np.ndarray, alpha: float, top: int) -> float:
+    """τ′ of the fine rule: τ, or α while fewer than ``top`` reach α."""
+    tau = _tau(exact, alpha, top)
+    return alpha if tau is None else tau
 
 
 def weight_sums(offsets: np.ndarray, weights: np.ndarray) -> np.ndarray:
