@@ -63,11 +63,15 @@
  * must be the calling thread's own. The numpy path of _process_one is the reference the tests
  * compare with.
  *
- * counted(offsets, offsets_itemsize, postings, buckets, need, exclude, counts, out_docs, out_counts) -> n
+ * counted(offsets, offsets_itemsize, postings, buckets, need, left_out, exclude, counts, out_docs, out_counts) -> n
  *
  * PROCESSQUERY as Figure 11 counts (simcore/query.py, count_candidates): each document's postings in
  * the given buckets counted, those with a count of at least `need` and other than `exclude`
- * written by count descending, ids rising within a count. Read from every bucket of the query,
+ * written by count descending, ids rising within a count. The last `left_out` buckets (fewer
+ * than need; the query's largest) are not swept: a document whose count in the others reaches
+ * need − left_out is looked for in each of them by a galloping search from where the last one
+ * was found, so a bucket of a million postings costs a search per such document, not a read of
+ * each posting. Read from every bucket of the query,
  * the counts are the agreements candidates() reads from H, without reading H: a posting is a read
  * of 4 bytes in order and an increment, where a candidate's row of H is a read of 4·m bytes far
  * from the last. The buckets are swept COUNT_BLOCK documents at a time (their postings rise), so
@@ -497,13 +501,34 @@ done:
 }
 
 #define COUNT_BLOCK 65536 /* documents counted at once: their counts stay in a core's cache */
+#define SEARCH_COST 32    /* postings swept in the time of one galloping search of a large bucket */
+
+/* How many of the n counts are >= thr (1 <= thr <= 128, eight at a time as counted() judges
+ * them; more than n, so "many", otherwise). */
+static Py_ssize_t
+block_reaching(const uint8_t *counts, Py_ssize_t n, Py_ssize_t thr)
+{
+    if (thr < 1 || thr > 128)
+        return n + 1;
+    const uint64_t high = 0x8080808080808080ull, low = 0x0101010101010101ull * (uint64_t)thr;
+    Py_ssize_t found = 0, d = 0;
+    for (; d + 8 <= n; d += 8) {
+        uint64_t word;
+        memcpy(&word, counts + d, 8);
+        found += __builtin_popcountll((((word | high) - low) | word) & high);
+    }
+    for (; d < n; d++)
+        found += counts[d] >= thr;
+    return found;
+}
 
 static PyObject *
 counted(PyObject *self, PyObject *args)
 {
     Py_buffer ob = {0}, pb = {0}, bb = {0}, cb = {0}, odb = {0}, ocb = {0};
-    Py_ssize_t width, need, exclude;
-    if (!PyArg_ParseTuple(args, "y*ny*y*nnw*w*w*:counted", &ob, &width, &pb, &bb, &need, &exclude, &cb, &odb, &ocb))
+    Py_ssize_t width, need, left_out, exclude;
+    if (!PyArg_ParseTuple(args, "y*ny*y*nnnw*w*w*:counted", &ob, &width, &pb, &bb, &need, &left_out, &exclude, &cb,
+                          &odb, &ocb))
         return NULL;
     PyObject *result = NULL;
     uint64_t *pos = NULL, *end = NULL;
@@ -521,6 +546,12 @@ counted(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "counted: expected bucket offsets and at most 255 buckets");
         goto done;
     }
+    if (left_out < 0 || left_out > nb || (left_out > 0 && left_out >= need)) {
+        PyErr_Format(PyExc_ValueError, "counted: expected fewer buckets left out than need (%zd), got %zd", need,
+                     left_out);
+        goto done;
+    }
+    const Py_ssize_t swept = nb - left_out, partial = need - left_out;
     const uint32_t *o32 = ob.buf, *postings = pb.buf;
     const uint64_t *o64 = ob.buf;
     const int64_t *buckets = bb.buf;
@@ -564,13 +595,13 @@ counted(PyObject *self, PyObject *args)
      * being 128 or more before need is taken away, and a byte of 128 or more is >= need). On the
      * 1M-page scale crawl's index this took the sweep of a median query from 5.0 ms to 1.4 ms,
      * the counting itself being 0.8 ms of it. */
-    const int swar = need >= 1 && need <= 128;
-    const uint64_t high = 0x8080808080808080ull, low = 0x0101010101010101ull * (uint64_t)(swar ? need : 0);
+    const uint64_t high = 0x8080808080808080ull, ones = 0x0101010101010101ull;
+    int searched[256];
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t b0 = 0; b0 < n_docs; b0 += COUNT_BLOCK) {
         const uint32_t b1 = (uint32_t)(b0 + COUNT_BLOCK < n_docs ? b0 + COUNT_BLOCK : n_docs);
         int touched = 0;
-        for (Py_ssize_t i = 0; i < nb; i++) {
+        for (Py_ssize_t i = 0; i < swept; i++) {
             uint64_t p = pos[i];
             const uint64_t e = end[i];
             while (p < e && postings[p] < b1) {
@@ -581,7 +612,28 @@ counted(PyObject *self, PyObject *args)
             pos[i] = p;
         }
         if (!touched)
-            continue;
+            continue; /* no document here reaches need: at most left_out < need of its count is left */
+        /* Each left-out bucket's run in this block is swept after all where that reads fewer
+         * postings than SEARCH_COST searches, one per document that could reach need. */
+        Py_ssize_t thr = partial, n_searched = 0;
+        if (left_out) {
+            const Py_ssize_t within = block_reaching(counts + b0, (Py_ssize_t)b1 - b0, partial);
+            for (Py_ssize_t i = swept; i < nb; i++) {
+                const Py_ssize_t lo = gallop(postings, (Py_ssize_t)pos[i], (Py_ssize_t)end[i], (uint32_t)b0);
+                const Py_ssize_t hi = gallop(postings, lo, (Py_ssize_t)end[i], b1);
+                pos[i] = (uint64_t)lo;
+                if (hi - lo > SEARCH_COST * within) {
+                    searched[n_searched++] = (int)i;
+                    continue;
+                }
+                for (Py_ssize_t p = lo; p < hi; p++)
+                    counts[postings[p]]++;
+                pos[i] = (uint64_t)hi;
+                thr++;
+            }
+        }
+        const int swar = thr >= 1 && thr <= 128;
+        const uint64_t low = ones * (uint64_t)(swar ? thr : 0);
         for (Py_ssize_t d = b0; d < (Py_ssize_t)b1; d += 8) {
             uint8_t word_counts[8];
             const Py_ssize_t stop = d + 8 < (Py_ssize_t)b1 ? d + 8 : (Py_ssize_t)b1;
@@ -599,8 +651,15 @@ counted(PyObject *self, PyObject *args)
                 memset(counts + d, 0, (size_t)(stop - d));
             }
             for (Py_ssize_t x = d; x < stop; x++) {
-                const int64_t c = word_counts[x - d];
-                if (c && c >= need && x != exclude) {
+                int64_t c = word_counts[x - d];
+                if (!c || c < thr)
+                    continue;
+                for (Py_ssize_t k = 0; k < n_searched; k++) {
+                    const int i = searched[k];
+                    pos[i] = (uint64_t)gallop(postings, (Py_ssize_t)pos[i], (Py_ssize_t)end[i], (uint32_t)x);
+                    c += pos[i] < end[i] && postings[pos[i]] == (uint32_t)x;
+                }
+                if (c >= need && x != exclude) {
                     out_d[n] = x;
                     out_c[n++] = c;
                     per_count[c]++;
@@ -608,7 +667,7 @@ counted(PyObject *self, PyObject *args)
             }
         }
     }
-    for (Py_ssize_t i = 0; i < nb; i++)
+    for (Py_ssize_t i = 0; i < swept; i++)
         left += pos[i] < end[i];
     Py_END_ALLOW_THREADS
     if (left) {

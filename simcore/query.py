@@ -50,12 +50,14 @@ __all__ = [
     "RERANK_SIGMAS",
     "InvertedIndex",
     "Matches",
+    "agreements",
     "all_pairs",
     "bucket_keys",
     "candidate_alpha",
     "count_candidates",
     "exact_order",
     "full_count",
+    "gather",
     "invert",
     "min_count",
     "prepare",
@@ -214,7 +216,7 @@ def _lookup(index: InvertedIndex, qkeys: np.ndarray) -> tuple[np.ndarray, np.nda
     return starts.reshape(qkeys.shape), lengths.reshape(qkeys.shape)
 
 
-def _gather(index: InvertedIndex, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+def gather(index: InvertedIndex, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """The doc ids of the given buckets, concatenated, without a Python loop."""
     total = int(lengths.sum())
     if total == 0:
@@ -354,9 +356,10 @@ def _process_one(index: InvertedIndex, sig: np.ndarray, need: int, top: int | No
 #: and still beat reading each of their candidates' rows of H (a row is far from the last, a
 #: posting next to it). On the 1M-page scale crawl's index counting every bucket took 4.9 ms at
 #: the median against 30 ms for the pigeonhole's buckets from H, and 4.2 ms against 11.9 ms where
-#: it read five times their postings or more (measured before the count's sweep judged eight
-#: counts at once, which took a median query's count to about 1.4 ms: the ratio is a floor).
-EVERY_BUCKET_RATIO = 16
+#: it read five times their postings or more; since the sweep judges eight counts at once and
+#: searches the largest buckets, 256 answered the default query at 1M in 4.2 ms at the median
+#: against 4.5 ms with 64 and 5.4 ms with 16 (400 queries, one core).
+EVERY_BUCKET_RATIO = 256
 
 
 def _every_bucket(sizes: np.ndarray, read: int) -> bool:
@@ -365,14 +368,33 @@ def _every_bucket(sizes: np.ndarray, read: int) -> bool:
     return int(sizes.sum()) <= EVERY_BUCKET_RATIO * int(sizes[:read].sum())
 
 
+#: A query's buckets of this many postings or more are not swept where need allows leaving
+#: them out (:func:`_left_out`): on a crawl of mirrored pages a query's five largest buckets
+#: hold about half its postings, and only the documents within their number of need after the
+#: others are counted are looked for in them (simcore/_rerank.c, counted).
+BIG_BUCKET = 65_536
+#: At most this share of need is left out of the sweep.
+LEFT_OUT_SHARE = 1.0
+
+
 def full_count(index: InvertedIndex, buckets: np.ndarray, sizes: np.ndarray, sig: np.ndarray, need: int,
                top: int | None, exclude: int, h: np.ndarray) -> Matches:
     """PROCESSQUERY's answer from the query's ``buckets`` (smallest first, ``sizes`` their sizes):
-    counted from every bucket's postings where that costs less (:func:`_every_bucket`), else from
-    all but the need − 1 largest, each candidate's count read from H."""
+    counted from their postings where that costs less (:func:`_every_bucket`; the largest
+    searched for the documents within reach of need, :func:`_left_out`), else from all but the
+    need − 1 largest, each candidate's count read from H."""
     kept = buckets.size - need + 1
-    every = _every_bucket(sizes, kept)
-    return count_candidates(index, buckets if every else buckets[:kept], sig, need, top, exclude, h, every=every)
+    if not _every_bucket(sizes, kept):
+        return count_candidates(index, buckets[:kept], sig, need, top, exclude, h)
+    return count_candidates(index, buckets, sig, need, top, exclude, h, every=True, left_out=_left_out(sizes, need))
+
+
+def _left_out(sizes: np.ndarray, need: int) -> int:
+    """How many of a query's largest buckets (``sizes``, smallest first) the count from postings
+    searches rather than sweeps: those of BIG_BUCKET postings or more, at most LEFT_OUT_SHARE of
+    ``need`` (so that the documents searched for must agree in the rest of need)."""
+    most = min(int(LEFT_OUT_SHARE * need), need - 1)
+    return int((sizes[sizes.size - most:] >= BIG_BUCKET).sum()) if most > 0 else 0
 
 
 def query_buckets(index: InvertedIndex, sig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -387,14 +409,15 @@ def query_buckets(index: InvertedIndex, sig: np.ndarray) -> tuple[np.ndarray, np
 
 
 def count_candidates(index: InvertedIndex, buckets: np.ndarray, sig: np.ndarray, need: int, top: int | None,
-                     exclude: int, h: np.ndarray, *, every: bool = False) -> Matches:
+                     exclude: int, h: np.ndarray, *, every: bool = False, left_out: int = 0) -> Matches:
     """The documents of the given buckets other than ``exclude`` that agree with ``sig`` in at
     least ``need`` positions of H, by count descending (ids rising within a count), at most ``top``.
 
     Read from all the query's buckets but the need − 1 largest, they are PROCESSQUERY's answer
     (pigeonhole); each count is read from the document's row of H. With ``every`` (``buckets``
     are all the query's buckets in I) the counts come from the postings instead, as Figure 11
-    counts: the same counts."""
+    counts, the last ``left_out`` buckets (the largest, fewer than need) searched for each
+    document within their number of need rather than read: the same counts."""
     m = index.m
     if buckets.size == 0:
         return _no_match(exclude, m)
@@ -404,7 +427,7 @@ def count_candidates(index: InvertedIndex, buckets: np.ndarray, sig: np.ndarray,
     total = int(ends[-1])
     if total == 0:
         return _no_match(exclude, m)
-    ranked = (_counted_in_c(index, buckets, total, need, top, exclude, h.shape[0]) if every else
+    ranked = (_counted_in_c(index, buckets, total, need, top, exclude, h.shape[0], left_out) if every else
               _ranked_in_c(index, buckets, total, sig, need, top, exclude, h))
     if ranked is not None:
         return ranked
@@ -448,7 +471,7 @@ def _ranked_in_c(index: InvertedIndex, buckets: np.ndarray, total: int, sig: np.
 
 
 def _counted_in_c(index: InvertedIndex, buckets: np.ndarray, total: int, need: int, top: int | None, exclude: int,
-                  n_docs: int) -> Matches | None:
+                  n_docs: int, left_out: int = 0) -> Matches | None:
     """The candidates of every one of the query's ``buckets`` counted from their postings in one
     sweep in C (simcore/_rerank.c, counted), which ranks them as :func:`_ranked_in_c` does; None
     where that is not built or the arrays do not suit it."""
@@ -460,7 +483,7 @@ def _counted_in_c(index: InvertedIndex, buckets: np.ndarray, total: int, need: i
         counts = local.counts = np.zeros(n_docs, np.uint8)
     docs, found = np.empty(total, np.int64), np.empty(total, np.int64)
     n = _c_counted(index.offsets, index.offsets.dtype.itemsize, index.docs, buckets.astype(np.int64, copy=False),
-                   need, exclude, counts, docs, found)  # ranked already: count descending, ids rising
+                   need, left_out, exclude, counts, docs, found)  # ranked: count descending, ids rising
     n = n if top is None else min(n, top)
     return Matches(exclude, docs[:n], found[:n], index.m)
 
@@ -551,7 +574,7 @@ def process_queries(
         q1 = q0 + 1 + int(np.searchsorted(np.cumsum(per_query[q0 + 1:]), _POSTINGS_BUDGET))
         q1 = min(q, q1)
         ln = lengths[q0:q1].ravel()
-        docs = _gather(index, starts[q0:q1].ravel(), ln)
+        docs = gather(index, starts[q0:q1].ravel(), ln)
         qi = np.repeat(np.arange(q1 - q0, dtype=np.int64), lengths[q0:q1].sum(axis=1))
         if q1 - q0 == 1 and docs.size and docs.size * 8 > int(docs.max()) and h is None:
             # One query gathering many postings: a dense count beats sorting them.

@@ -20,9 +20,10 @@ of τ or more the rest are left when even the best of their estimates lies below
 the rule by which the candidates are chosen at α (simweb.core.query.candidate_alpha), applied
 at τ ≥ α. A page with many near-copies (τ near 1) is then answered from a few dozen of its
 candidates rather than thousands, with the same answer but where an estimate strays by more
-than 2σ. :func:`related_top` is the default query of an index: its candidates counted, then
-the same rule, past a thousand candidates with the finer estimate of the index's fine
-signatures (simweb.core.fine) and a bounded number scored.
+than 2σ. :func:`related_top` is the default query of an index: a first guess of τ from the
+query's rarest min-hash values, its candidates counted at that guess, then the same rule, past
+a few hundred candidates with the finer estimate of the index's fine signatures
+(simweb.core.fine), and a bounded number of candidates and of their bag entries scored.
 """
 from __future__ import annotations
 
@@ -36,9 +37,11 @@ from simweb.core.query import (
     RERANK_SIGMAS,
     InvertedIndex,
     Matches,
+    agreements,
     candidate_alpha,
     exact_order,
     full_count,
+    gather,
     min_count,
     query_buckets,
 )
@@ -149,9 +152,18 @@ def top_exact(bags: BagArrays, query: int, docs: np.ndarray, counts: np.ndarray,
 
 #: Candidates :func:`related_top` scores by H's estimate before it reads the fine one (H2) for
 #: the rest: a query whose rule stops within them never reads H2.
-FINE_AFTER = 1024
-#: Candidates :func:`related_top` scores at most for one answer (the best by the fine estimate).
+FINE_AFTER = 256
+#: Candidates :func:`related_top` scores at most for one answer (the best by the fine estimate),
+#: and bag entries per candidate of that budget: a page's entries are the cost of its score, and
+#: on the 1M-page scale crawl the slowest answers were those of pages of 3,000 words or more
+#: whose candidates are as long (2,000 candidates, 6 M entries, 50 ms).
 FINE_BUDGET = 4096
+ENTRIES_PER_SCORE = 512
+#: Postings of a query's smallest buckets :func:`related_top` reads for its first guess of τ.
+FIRST_POSTINGS = 4096
+#: Postings of all a query's buckets past which :func:`related_top` makes that guess (fewer are
+#: counted in less time than the guess takes, about 0.2 ms).
+GUESS_PAST = 262_144
 
 
 def related_top(index: InvertedIndex, h: np.ndarray, bags: BagArrays, query: int, alpha: float, top: int, *,
@@ -160,9 +172,13 @@ def related_top(index: InvertedIndex, h: np.ndarray, bags: BagArrays, query: int
     """The ``top`` pages most like document ``query`` by exact weighted Jaccard (≥ α): returns them
     (ids and counts of agreeing min-hash positions, of H's m) and their exact similarities.
 
-    The candidates are PROCESSQUERY's at α − 2σ(α) (simweb.core.query.full_count). Without
-    ``h2`` the rule is :func:`top_exact`'s: every candidate is scored, best estimate first, until
-    ``top`` reach an exact τ and every candidate left is estimated below τ − 2σ(τ).
+    First a guess: the documents of the query's smallest buckets (FIRST_POSTINGS postings), the
+    best of them by their counts (:func:`_first_guess`), scored; if ``top`` of them reach α, the
+    top-th best, τ₀, is a floor of the answer's τ, and the candidates are PROCESSQUERY's at
+    τ₀ − 2σ(τ₀), else at α − 2σ(α) (simweb.core.query.full_count): on the 1M-page scale crawl a
+    median query's τ needs a tenth of its postings read and a hundredth of its candidates at α.
+    Without ``h2`` the rule is :func:`top_exact`'s: every candidate is scored, best estimate
+    first, until ``top`` reach an exact τ and every candidate left is estimated below τ − 2σ(τ).
 
     With ``h2`` (the index's fine signatures, simweb.core.fine), past ``fine_after`` candidates
     scored so the rest go by the fine estimate: best first, until each one left lies below
@@ -180,28 +196,63 @@ def related_top(index: InvertedIndex, h: np.ndarray, bags: BagArrays, query: int
     buckets, sizes = query_buckets(index, sig)
     if buckets.size < need:
         return Matches(query, np.zeros(0, np.int64), np.zeros(0, np.int64), m), np.zeros(0)
+    first, first_counts, first_exact = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    if int(sizes.sum()) > GUESS_PAST:
+        first, first_counts = _first_guess(index, h, sig, buckets, sizes, need, query, max(FIRST_ROUND, 8 * top))
+        first_exact = exact_scores(bags, query, first)[0]
+        tau = _tau(first_exact, alpha, top)
+        if tau is not None:
+            need = max(need, min_count(candidate_alpha(tau, m, sigmas), m))
     found = full_count(index, buckets, sizes, sig, need, None, query, h)
+    # The guess's documents first (scored), then the other candidates by count descending.
+    rest = ~np.isin(found.docs, first, assume_unique=True)
+    docs, counts = np.concatenate((first, found.docs[rest])), np.concatenate((first_counts, found.counts[rest]))
     fine = (h2, np.asarray(h2[query]), fine_after, max(budget, 32 * top)) if h2 is not None else None
-    docs, counts, exact = _score_until(bags, query, found.docs, found.counts, m, alpha, top, sigmas, fine)
+    docs, counts, exact = _score_until(bags, query, docs, counts, m, alpha, top, sigmas, fine, first_exact)
     order = exact_order(docs, exact, alpha, top)
     return Matches(query, docs[order], counts[order], m), exact[order]
 
 
+def _first_guess(index: InvertedIndex, h: np.ndarray, sig: np.ndarray, buckets: np.ndarray, sizes: np.ndarray,
+                 need: int, query: int, want: int) -> tuple[np.ndarray, np.ndarray]:
+    """The documents of the query's smallest buckets (FIRST_POSTINGS postings, at least four
+    buckets) that agree with it in ``need`` positions or more, the ``want`` best by their count
+    of agreeing positions (read from H; ids rising within a count): the rarest values a page has
+    are the ones its near-copies share. Returns their ids and counts."""
+    reach = max(int(np.searchsorted(sizes.cumsum(), FIRST_POSTINGS, side="right")), min(4, buckets.size))
+    starts = index.offsets.take(buckets[:reach]).astype(np.int64)
+    docs, shared = np.unique(gather(index, starts, sizes[:reach]), return_counts=True)
+    docs = docs[docs != query].astype(np.int64) if docs.size else np.zeros(0, np.int64)
+    if docs.size > 2 * want:  # the most shared among the buckets read, then their counts from H
+        docs = np.sort(docs[np.argpartition(-shared[:docs.size], 2 * want)[:2 * want]])
+    counts = agreements(h, sig, docs)
+    order = np.lexsort((docs, -counts))
+    order = order[counts[order] >= need][:want]
+    return docs[order], counts[order]
+
+
 def _score_until(bags: BagArrays, query: int, docs: np.ndarray, counts: np.ndarray, m: int, alpha: float, top: int,
-                 sigmas: float, fine: tuple[np.ndarray, np.ndarray, int, int] | None = None):
-    """Score the candidates ``docs`` (by count descending) in rounds, as :func:`top_exact`, until
-    ``top`` reach τ and the next one is estimated below τ − 2σ(τ), or none is left; with ``fine``
-    (H2, the query's row, a number of candidates and a budget) past that number, by
-    :func:`_score_by_fine`. Returns the candidates scored, their counts and exact Jaccard."""
+                 sigmas: float, fine: tuple[np.ndarray, np.ndarray, int, int] | None = None,
+                 known: np.ndarray | None = None):
+    """Score the candidates ``docs`` (by count descending after the first len(``known``), whose
+    exact Jaccard ``known`` holds) in rounds, as :func:`top_exact`, until ``top`` reach τ and the
+    next one is estimated below τ − 2σ(τ), or none is left; with ``fine`` (H2, the query's row, a
+    number of candidates and a budget) past that number, by :func:`_score_by_fine`. Returns the
+    candidates scored, their counts and exact Jaccard."""
     n = docs.size
     exact = np.empty(n)
+    done = 0 if known is None else known.size
+    exact[:done] = known if known is not None else 0
     first = max(FIRST_ROUND, 8 * top) if fine is None else min(fine[2], max(FIRST_ROUND, 8 * top))
-    done, end, stopped = 0, min(n, first), False
-    while done < n:
-        exact[done:end] = exact_scores(bags, query, docs[done:end])[0]
-        done = end
+    end, stopped = max(done, min(n, first)), False
+    while True:
+        if end > done:
+            exact[done:end] = exact_scores(bags, query, docs[done:end])[0]
+            done = end
+        if done >= n:
+            break
         tau = _tau(exact[:done], alpha, top)
-        if tau is not None and (done >= n or counts[done] < m * candidate_alpha(tau, m, sigmas) - 1e-9):
+        if tau is not None and counts[done] < m * candidate_alpha(tau, m, sigmas) - 1e-9:
             stopped = True
             break
         if fine is not None and done >= fine[2]:
@@ -210,17 +261,23 @@ def _score_until(bags: BagArrays, query: int, docs: np.ndarray, counts: np.ndarr
     scored = np.zeros(n, bool)
     scored[:done] = True
     if fine is not None and not stopped and done < n:
-        _score_by_fine(bags, query, docs, exact, scored, fine, alpha, top, sigmas)
+        _score_by_fine(bags, query, docs, counts, m, exact, scored, fine, alpha, top, sigmas)
     return docs[scored], counts[scored], exact[scored]
 
 
-def _score_by_fine(bags: BagArrays, query: int, docs: np.ndarray, exact: np.ndarray, scored: np.ndarray,
-                   fine: tuple[np.ndarray, np.ndarray, int, int], alpha: float, top: int, sigmas: float) -> None:
+def _score_by_fine(bags: BagArrays, query: int, docs: np.ndarray, counts: np.ndarray, m: int, exact: np.ndarray,
+                   scored: np.ndarray, fine: tuple[np.ndarray, np.ndarray, int, int], alpha: float, top: int,
+                   sigmas: float) -> None:
     """Score the candidates not yet ``scored`` best fine estimate first, in rounds, until none left
     is estimated within ``sigmas`` of its own spread below τ (α while fewer than ``top`` reach
-    α), or the budget is scored; fills ``exact`` and ``scored`` in place."""
+    α), or the budget is scored; fills ``exact`` and ``scored`` in place. Where τ is known, the
+    fine estimate is read only for the candidates whose ``counts`` (of H's m) are those of
+    PROCESSQUERY at τ − 2σ(τ), as :func:`related_top` chooses candidates at its first guess of τ."""
     h2, row, _, budget = fine
     rest = np.flatnonzero(~scored)
+    tau = _tau(exact[scored], alpha, top)
+    if tau is not None:
+        rest = rest[counts[rest] >= m * candidate_alpha(tau, m, sigmas) - 1e-9]
     same, defined = fine_agreements(h2, row, docs[rest])
     estimate = same / np.maximum(defined, 1)
     # τ′ only rises as candidates are scored, so no threshold below will be under τ′₀ − sigmas·σ
@@ -231,15 +288,26 @@ def _score_by_fine(bags: BagArrays, query: int, docs: np.ndarray, exact: np.ndar
     order = near[np.argsort(-estimate[near], kind="stable")]
     by_estimate, estimate, defined = rest[order], estimate[order], defined[order]
     step, left = 64, budget - int(scored.sum())
-    while left > 0:
+    entries = budget * ENTRIES_PER_SCORE - int(_entries(bags, docs[scored]).sum())
+    while left > 0 and entries > 0:
         at = _tau_or_alpha(exact[scored], alpha, top)
         wanted = ~scored[by_estimate] & (estimate >= at - sigmas * spread(at, defined) - 1e-12)
         pick = by_estimate[wanted][:min(step, left)]
         if not pick.size:
             return
+        cost = _entries(bags, docs[pick]).cumsum()
+        within = int(np.searchsorted(cost, entries, side="right"))
+        if not within:
+            return
+        pick, cost = pick[:within], int(cost[within - 1])
         exact[pick] = exact_scores(bags, query, docs[pick])[0]
         scored[pick] = True
-        step, left = 2 * step, left - pick.size
+        step, left, entries = 2 * step, left - pick.size, entries - cost
+
+
+def _entries(bags: BagArrays, docs: np.ndarray) -> np.ndarray:
+    """The number of bag entries of each of ``docs``."""
+    return np.subtract(bags.offsets.take(docs + 1), bags.offsets.take(docs), dtype=np.int64)
 
 
 def _tau(exact: np.ndarray, alpha: float, top: int) -> float | None:

@@ -2,6 +2,8 @@
 twin both equal Section 4's weighted Jaccard of the bags as dictionaries, on random bags."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -214,10 +216,11 @@ def test_the_c_candidates_refuse_what_is_not_in_the_index_and_leave_the_marks_ze
 @needs_c_candidates
 @settings(max_examples=150, deadline=None)
 @given(st.integers(2, 80), st.integers(1, 24), st.integers(1, 6), st.floats(0.0, 1.0), st.integers(0, 2**32 - 1),
-       st.sampled_from([np.uint32, np.uint64]), st.integers(0, 2))
-def test_counts_from_every_buckets_postings_are_the_counts_read_from_h(n, m, values, alpha, seed, wide, top):
-    # Figure 11's count over every bucket of the query (simcore/_rerank.c counted) against the
-    # count of agreeing positions read from H for the candidates of all but the need − 1 largest.
+       st.sampled_from([np.uint32, np.uint64]), st.integers(0, 2), st.integers(0, 6))
+def test_counts_from_every_buckets_postings_are_the_counts_read_from_h(n, m, values, alpha, seed, wide, top, left):
+    # Figure 11's count over every bucket of the query (simcore/_rerank.c counted; the `left`
+    # largest searched, as many as need allows) against the count of agreeing positions read
+    # from H for the candidates of all but the need − 1 largest; and full_count's own choice.
     rng = np.random.default_rng(seed)
     h = rng.integers(0, values, (n, m)).astype(np.uint32)
     full = query.invert(h, rng.random(n) < 0.8)
@@ -228,8 +231,16 @@ def test_counts_from_every_buckets_postings_are_the_counts_read_from_h(n, m, val
         if buckets.size < need:
             continue
         from_h = query.count_candidates(index, buckets[: buckets.size - need + 1], h[q], need, top or None, q, h)
-        counted = query.count_candidates(index, buckets, h[q], need, top or None, q, h, every=True)
+        left_out = min(left, need - 1, buckets.size)
+        counted = query.count_candidates(index, buckets, h[q], need, top or None, q, h, every=True, left_out=left_out)
         assert counted.docs.tolist() == from_h.docs.tolist() and counted.counts.tolist() == from_h.counts.tolist()
+        big, query.BIG_BUCKET = query.BIG_BUCKET, 1 + left % 3  # every bucket large enough to leave out
+        try:
+            chosen = query.full_count(index, buckets, np.diff(index.offsets.astype(np.int64))[buckets], h[q], need,
+                                      top or None, q, h)
+        finally:
+            query.BIG_BUCKET = big
+        assert chosen.docs.tolist() == from_h.docs.tolist() and chosen.counts.tolist() == from_h.counts.tolist()
     marks = index._directory.get("marks")
     assert marks is None or not marks.counts.any()  # the counts are left zero for the next query
 
@@ -241,7 +252,7 @@ def test_the_count_from_postings_refuses_what_is_not_in_the_index_and_leaves_the
     counts = np.zeros(3, np.uint8)
 
     def run(buckets, postings=index.docs, out=4, width=8):
-        return query._c_counted(index.offsets, width, postings, np.array(buckets, np.int64), 1, -1, counts,
+        return query._c_counted(index.offsets, width, postings, np.array(buckets, np.int64), 1, 0, -1, counts,
                                 np.empty(out, np.int64), np.empty(out, np.int64))
 
     assert run([0, 1]) == 3 and not counts.any()
@@ -256,6 +267,9 @@ def test_the_count_from_postings_refuses_what_is_not_in_the_index_and_leaves_the
         run([0] * 256, out=600)
     with pytest.raises(ValueError, match="4 or 8 bytes"):
         run([0], width=2)
+    with pytest.raises(ValueError, match="fewer buckets left out than need"):  # need 1: none may be
+        query._c_counted(index.offsets, 8, index.docs, np.array([0, 1], np.int64), 1, 1, -1, counts,
+                         np.empty(4, np.int64), np.empty(4, np.int64))
 
 
 @needs_c_candidates
@@ -302,12 +316,24 @@ def _clustered_bags(rng, n: int) -> list[dict[int, float]]:
     return bags
 
 
+@contextmanager
+def _guessing(guess: bool):
+    """related_top's first guess of τ made for every query (``guess``) or for none."""
+    kept = rerank.GUESS_PAST
+    rerank.GUESS_PAST = -1 if guess else 2**62
+    try:
+        yield
+    finally:
+        rerank.GUESS_PAST = kept
+
+
 @settings(max_examples=120, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(1, 15), st.floats(0.0, 0.5), st.sampled_from([8, 16, 32]))
-def test_the_answer_is_the_top_of_every_candidate_the_rule_reaches(seed, top, alpha, m):
+@given(st.integers(0, 2**32 - 1), st.integers(1, 15), st.floats(0.0, 0.5), st.sampled_from([8, 16, 32]), st.booleans())
+def test_the_answer_is_the_top_of_every_candidate_the_rule_reaches(seed, top, alpha, m, guess):
     # The answer is the top of the candidates (estimated ≥ α − 2σ(α)) by exact Jaccard ≥ α, and a
     # candidate left out beats no answer unless its estimate lies below τ − 2σ(τ) (τ: the last
-    # answer's); with fewer than `top` answers, it is every one.
+    # answer's); with fewer than `top` answers, it is every one. The same with the candidates
+    # counted at a first guess of τ (a floor of τ: none the rule reaches is left out).
     from simweb.core.rerank import related_top
 
     rng = np.random.default_rng(seed)
@@ -315,7 +341,8 @@ def test_the_answer_is_the_top_of_every_candidate_the_rule_reaches(seed, top, al
     h, index, arrays = _minhash_index(bags, m, seed)
     low = query.candidate_alpha(alpha, m)
     for q in rng.choice(len(bags), 6, replace=False).tolist():
-        found, exact = related_top(index, h, arrays, q, alpha, top)
+        with _guessing(guess):
+            found, exact = related_top(index, h, arrays, q, alpha, top)
         every = query.process_query(index, h, q, low)
         count = dict(zip(every.docs.tolist(), every.counts.tolist()))
         truth = dict(zip(every.docs.tolist(), exact_scores(arrays, q, every.docs)[0].tolist()))
@@ -334,6 +361,35 @@ def test_the_answer_is_the_top_of_every_candidate_the_rule_reaches(seed, top, al
             assert not beaten
 
 
+@settings(max_examples=12, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([8, 16]), st.integers(3, 12))
+def test_candidates_counted_at_the_first_guess_leave_out_none_the_rule_reaches(seed, m, top):
+    # Topics of 500 pages: a query has hundreds of candidates, more than the guess scores, so the
+    # count at τ₀ − 2σ(τ₀) leaves some out; none it leaves out beats an answer unless its
+    # estimate lies below τ − 2σ(τ) of the answer's τ (a τ₀ above the answer's τ, or a cut
+    # nearer τ₀, leaves out candidates the rule reaches).
+    from simweb.core.rerank import related_top
+
+    rng = np.random.default_rng(seed)
+    bags = _clustered_bags(rng, 2000)
+    h, index, arrays = _minhash_index(bags, m, seed)
+    alpha = 0.1
+    low = query.candidate_alpha(alpha, m)
+    for q in rng.choice(len(bags), 4, replace=False).tolist():
+        with _guessing(True):
+            found, exact = related_top(index, h, arrays, q, alpha, top)
+        every = query.process_query(index, h, q, low)
+        count = dict(zip(every.docs.tolist(), every.counts.tolist()))
+        truth = dict(zip(every.docs.tolist(), exact_scores(arrays, q, every.docs)[0].tolist()))
+        got = found.docs.tolist()
+        assert got == sorted((d for d in truth if truth[d] >= alpha - 1e-12), key=lambda d: (-truth[d], d))[:len(got)] \
+            or len(got) == top
+        if len(got) == top:
+            last = (-truth[got[-1]], got[-1])
+            reach = m * query.candidate_alpha(truth[got[-1]], m) - 1e-9
+            assert not [d for d in truth if d not in got and count[d] >= reach and (-truth[d], d) < last]
+
+
 def _with_fine(bags: list[dict[int, float]]) -> np.ndarray:
     """H2 of integer-term bags (simweb.core.fine), each normalised to a total weight of 1."""
     from simweb.core import fine
@@ -346,8 +402,9 @@ def _with_fine(bags: list[dict[int, float]]) -> np.ndarray:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.floats(0.0, 0.4), st.integers(0, 40))
-def test_the_answer_by_the_fine_estimate_is_the_top_of_every_candidate_its_rule_reaches(seed, top, alpha, after):
+@given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.floats(0.0, 0.4), st.integers(0, 40), st.booleans())
+def test_the_answer_by_the_fine_estimate_is_the_top_of_every_candidate_its_rule_reaches(seed, top, alpha, after,
+                                                                                        guess):
     # Past `after` candidates scored by H's estimate, the rest by the fine one: a candidate left
     # out beats no answer unless the scoring stopped by H's rule (estimate below τ − 2σ(τ)) or
     # its fine estimate lies below τ' − 2σ₂(τ') (τ' = τ, or α with fewer than `top` answers).
@@ -361,7 +418,8 @@ def test_the_answer_by_the_fine_estimate_is_the_top_of_every_candidate_its_rule_
     h2 = _with_fine(bags)
     low = query.candidate_alpha(alpha, m)
     for q in rng.choice(len(bags), 5, replace=False).tolist():
-        found, exact = related_top(index, h, arrays, q, alpha, top, h2=h2, fine_after=after, budget=10**9)
+        with _guessing(guess):
+            found, exact = related_top(index, h, arrays, q, alpha, top, h2=h2, fine_after=after, budget=10**9)
         every = query.process_query(index, h, q, low)
         count = dict(zip(every.docs.tolist(), every.counts.tolist()))
         truth = dict(zip(every.docs.tolist(), exact_scores(arrays, q, every.docs)[0].tolist()))
@@ -410,6 +468,48 @@ def test_many_loosely_similar_candidates_are_cut_by_the_fine_estimate(monkeypatc
     scored.clear()  # ... but not below 32 per answer asked for
     related_top(index, h, arrays, 0, 0.12, 4, h2=h2, fine_after=0, budget=50)
     assert sum(scored) == 128
+    # ... and at most ENTRIES_PER_SCORE bag entries per candidate of the budget, the last round
+    # cut where it would pass them (a loose candidate has 53 entries, a true answer 60).
+    entries = []
+    monkeypatch.setattr(rerank, "exact_scores", lambda b, q, d: (entries.append(int(rerank._entries(b, d).sum())),
+                                                                 real(b, q, d))[1])
+    monkeypatch.setattr(rerank, "ENTRIES_PER_SCORE", 10)
+    related_top(index, h, arrays, 0, 0.12, 4, h2=h2, fine_after=0, budget=200)
+    assert 2000 - 60 < sum(entries) <= 2000
+
+
+@needs_c_candidates
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 3), st.integers(2, 30), st.data())
+def test_the_count_searching_its_largest_buckets_finds_the_counts_of_sweeping_them(seed, blocks, need, data):
+    # The count from postings with its `left_out` largest buckets searched for the documents
+    # within their number of need (swept instead in a block where that reads less): the same
+    # documents and counts as a count of every posting, over several blocks of 65,536 documents,
+    # with buckets of every size from a few postings to most of the documents.
+    rng = np.random.default_rng(seed)
+    n = blocks * 65_536 - int(rng.integers(0, 5_000))
+    near = rng.choice(n, 40, replace=False)  # pages like the query: in most of its buckets
+    nb = data.draw(st.integers(need, min(need + 12, 255)))
+    left_out = data.draw(st.integers(0, min(need - 1, nb)))
+    members = []
+    for b in range(nb):
+        dense = b >= nb - left_out - 1 and rng.random() < 0.8  # the largest: up to most documents
+        loose = rng.random(n) < (rng.uniform(0.2, 0.9) if dense else rng.uniform(0.0, 0.002))
+        loose[near[rng.random(near.size) < 0.7]] = True
+        members.append(np.flatnonzero(loose))
+    members.sort(key=len)  # smallest first, as a query's buckets are
+    postings = np.concatenate(members).astype(np.uint32)
+    offsets = np.concatenate([[0], np.cumsum([len(x) for x in members])]).astype(np.uint64)
+    counts, docs, found = np.zeros(n, np.uint8), np.empty(postings.size, np.int64), np.empty(postings.size, np.int64)
+    exclude = int(near[0])
+    k = query._c_counted(offsets, 8, postings, np.arange(nb, dtype=np.int64), need, left_out, exclude, counts, docs,
+                         found)
+    total = np.bincount(postings, minlength=n)
+    want = np.flatnonzero(total >= need)
+    want = want[want != exclude]
+    order = np.lexsort((want, -total[want]))
+    assert docs[:k].tolist() == want[order].tolist() and found[:k].tolist() == total[want[order]].tolist()
+    assert not counts.any()
 
 
 @needs_c_candidates
@@ -424,7 +524,7 @@ def test_the_count_from_postings_finds_every_count_reaching_need_whatever_its_si
     postings = np.concatenate([np.flatnonzero(row) for row in member]).astype(np.uint32)
     offsets = np.concatenate([[0], np.cumsum(member.sum(axis=1))]).astype(np.uint64)
     counts, docs, found = np.zeros(n, np.uint8), np.empty(postings.size, np.int64), np.empty(postings.size, np.int64)
-    k = query._c_counted(offsets, 8, postings, np.arange(nb, dtype=np.int64), need, 3, counts, docs, found)
+    k = query._c_counted(offsets, 8, postings, np.arange(nb, dtype=np.int64), need, 0, 3, counts, docs, found)
     total = member.sum(axis=0)
     want = sorted((-int(total[d]), d) for d in range(n) if total[d] >= need and d != 3)
     assert list(zip((-found[:k]).tolist(), docs[:k].tolist())) == want
