@@ -21,7 +21,7 @@ opened index; a binary search when the keys are too crowded for it) and one sort
 collisions; a batch of queries shares both. Given H, the count skips each query's largest
 buckets by a pigeonhole bound and reads the candidates' counts from H (same result, see
 :func:`process_queries`). A single query counts every one of its buckets' postings instead where
-that reads at most EVERY_BUCKET_RATIO times as many (:func:`full_count`): a posting is 4 bytes
+that reads at most EVERY_BUCKET_RATIOS times as many (:func:`full_count`): a posting is 4 bytes
 next to the last, a row of H 320 bytes anywhere, and the postings are swept a block of documents
 at a time so that their counts stay in cache (simcore/_rerank.c, counted).
 
@@ -354,18 +354,20 @@ def _process_one(index: InvertedIndex, sig: np.ndarray, need: int, top: int | No
 
 #: Postings a count from every bucket may read, per posting of the buckets a count from H reads,
 #: and still beat reading each of their candidates' rows of H (a row is far from the last, a
-#: posting next to it). On the 1M-page scale crawl's index counting every bucket took 4.9 ms at
-#: the median against 30 ms for the pigeonhole's buckets from H, and 4.2 ms against 11.9 ms where
-#: it read five times their postings or more; since the sweep judges eight counts at once and
-#: searches the largest buckets, 256 answered the default query at 1M in 4.2 ms at the median
-#: against 4.5 ms with 64 and 5.4 ms with 16 (400 queries, one core).
-EVERY_BUCKET_RATIO = 256
+#: posting next to it), by the size of H: a row costs more the less of H the caches hold. On the
+#: 1M-page scale crawl's index (H 330 MB) counting every bucket took 4.9 ms at the median against
+#: 30 ms for the pigeonhole's buckets from H; since the sweep judges eight counts at once and
+#: searches the largest buckets, the default query's p50 was 4.2 ms with 256, 4.5 ms with 64 and
+#: 5.4 ms with 16 there, 0.65 ms with 64 against 0.69 ms with 16 or 256 on the 100k index (H 51
+#: MB), and 0.18 ms with 16 against 0.20 ms with 256 on DebDocs (H 3 MB; 2,000 queries, one core).
+EVERY_BUCKET_RATIOS = ((16 << 20, 16), (128 << 20, 64), (None, 256))
 
 
-def _every_bucket(sizes: np.ndarray, read: int) -> bool:
+def _every_bucket(sizes: np.ndarray, read: int, h_bytes: int) -> bool:
     """Whether counting every one of a query's buckets (``sizes``, smallest first) from their
-    postings costs less than counting the ``read`` smallest from H."""
-    return int(sizes.sum()) <= EVERY_BUCKET_RATIO * int(sizes[:read].sum())
+    postings costs less than counting the ``read`` smallest from H (of ``h_bytes``)."""
+    ratio = next(r for most, r in EVERY_BUCKET_RATIOS if most is None or h_bytes <= most)
+    return int(sizes.sum()) <= ratio * int(sizes[:read].sum())
 
 
 #: A query's buckets of this many postings or more are not swept where need allows leaving
@@ -384,7 +386,7 @@ def full_count(index: InvertedIndex, buckets: np.ndarray, sizes: np.ndarray, sig
     searched for the documents within reach of need, :func:`_left_out`), else from all but the
     need − 1 largest, each candidate's count read from H."""
     kept = buckets.size - need + 1
-    if not _every_bucket(sizes, kept):
+    if not _every_bucket(sizes, kept, h.nbytes):
         return count_candidates(index, buckets[:kept], sig, need, top, exclude, h)
     return count_candidates(index, buckets, sig, need, top, exclude, h, every=True, left_out=_left_out(sizes, need))
 

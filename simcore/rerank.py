@@ -196,7 +196,7 @@ def related_top(index: InvertedIndex, h: np.ndarray, bags: BagArrays, query: int
     buckets, sizes = query_buckets(index, sig)
     if buckets.size < need:
         return Matches(query, np.zeros(0, np.int64), np.zeros(0, np.int64), m), np.zeros(0)
-    first, first_counts, first_exact = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    first_exact = None
     if int(sizes.sum()) > GUESS_PAST:
         first, first_counts = _first_guess(index, h, sig, buckets, sizes, need, query, max(FIRST_ROUND, 8 * top))
         first_exact = exact_scores(bags, query, first)[0]
@@ -204,9 +204,10 @@ def related_top(index: InvertedIndex, h: np.ndarray, bags: BagArrays, query: int
         if tau is not None:
             need = max(need, min_count(candidate_alpha(tau, m, sigmas), m))
     found = full_count(index, buckets, sizes, sig, need, None, query, h)
-    # The guess's documents first (scored), then the other candidates by count descending.
-    rest = ~np.isin(found.docs, first, assume_unique=True)
-    docs, counts = np.concatenate((first, found.docs[rest])), np.concatenate((first_counts, found.counts[rest]))
+    docs, counts = found.docs, found.counts
+    if first_exact is not None:  # the guess's documents first (scored), then the others by count descending
+        rest = ~np.isin(docs, first, assume_unique=True)
+        docs, counts = np.concatenate((first, docs[rest])), np.concatenate((first_counts, counts[rest]))
     fine = (h2, np.asarray(h2[query]), fine_after, max(budget, 32 * top)) if h2 is not None else None
     docs, counts, exact = _score_until(bags, query, docs, counts, m, alpha, top, sigmas, fine, first_exact)
     order = exact_order(docs, exact, alpha, top)
