@@ -223,15 +223,21 @@ def related_top(index: InvertedIndex, h: np.ndarray, bags: BagArrays, query: int
 def _first_guess(index: InvertedIndex, h: np.ndarray, sig: np.ndarray, buckets: np.ndarray, sizes: np.ndarray,
                  need: int, query: int, want: int) -> tuple[np.ndarray, np.ndarray]:
     """The documents of the query's smallest buckets (FIRST_POSTINGS postings, at least four
-    buckets) that agree with it in ``need`` positions or more, the ``want`` best by their count
+    buckets but at most 16 times as many postings; none where even the smallest holds more) that
+    agree with it in ``need`` positions or more, the ``want`` best by their count
     of agreeing positions (read from H; ids rising within a count): the rarest values a page has
     are the ones its near-copies share. Returns their ids and counts."""
-    reach = max(int(np.searchsorted(sizes.cumsum(), FIRST_POSTINGS, side="right")), min(4, buckets.size))
+    cum = sizes.cumsum()
+    reach = max(int(np.searchsorted(cum, FIRST_POSTINGS, side="right")), min(4, buckets.size))
+    reach = min(reach, int(np.searchsorted(cum, 16 * FIRST_POSTINGS, side="right")))  # no bucket of millions
+    if not reach:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     starts = index.offsets.take(buckets[:reach]).astype(np.int64)
     docs, shared = np.unique(gather(index, starts, sizes[:reach]), return_counts=True)
-    docs = docs[docs != query].astype(np.int64) if docs.size else np.zeros(0, np.int64)
+    other = docs != query
+    docs, shared = docs[other].astype(np.int64), shared[other]
     if docs.size > 2 * want:  # the most shared among the buckets read, then their counts from H
-        docs = np.sort(docs[np.argpartition(-shared[:docs.size], 2 * want)[:2 * want]])
+        docs = np.sort(docs[np.argpartition(-shared, 2 * want)[:2 * want]])
     counts = agreements(h, sig, docs)
     order = np.lexsort((docs, -counts))
     order = order[counts[order] >= need][:want]

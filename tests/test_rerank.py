@@ -390,6 +390,23 @@ def test_candidates_counted_at_the_first_guess_leave_out_none_the_rule_reaches(s
             assert not [d for d in truth if d not in got and count[d] >= reach and (-truth[d], d) < last]
 
 
+def test_a_query_whose_smallest_bucket_is_too_large_to_guess_from_is_answered_without_a_guess(monkeypatch):
+    from simweb.core.rerank import related_top
+
+    rng = np.random.default_rng(5)
+    bags = _clustered_bags(rng, 300)
+    h, index, arrays = _minhash_index(bags, 16, 5)
+    gathered = []
+    real = query.gather
+    monkeypatch.setattr(rerank, "gather", lambda *a: (gathered.append(1), real(*a))[1])
+    with _guessing(False):
+        plain = [related_top(index, h, arrays, q, 0.1, 5)[0].docs.tolist() for q in range(0, 300, 7)]
+    monkeypatch.setattr(rerank, "FIRST_POSTINGS", 0)  # 16 × 0: every bucket is too large
+    with _guessing(True):
+        unguessed = [related_top(index, h, arrays, q, 0.1, 5)[0].docs.tolist() for q in range(0, 300, 7)]
+    assert unguessed == plain and not gathered
+
+
 def _with_fine(bags: list[dict[int, float]]) -> np.ndarray:
     """H2 of integer-term bags (simweb.core.fine), each normalised to a total weight of 1."""
     from simweb.core import fine
