@@ -366,7 +366,9 @@ EVERY_BUCKET_RATIOS = ((16 << 20, 16), (128 << 20, 64), (None, 256))
 def _every_bucket(sizes: np.ndarray, read: int, h_bytes: int) -> bool:
     """Whether counting every one of a query's buckets (``sizes``, smallest first) from their
     postings costs less than counting the ``read`` smallest from H (of ``h_bytes``)."""
-    ratio = next(r for most, r in EVERY_BUCKET_RATIOS if most is None or h_bytes <= most)
+    for most, ratio in EVERY_BUCKET_RATIOS:
+        if most is None or h_bytes <= most:
+            break
     return int(sizes.sum()) <= ratio * int(sizes[:read].sum())
 
 
@@ -375,8 +377,6 @@ def _every_bucket(sizes: np.ndarray, read: int, h_bytes: int) -> bool:
 #: hold about half its postings, and only the documents within their number of need after the
 #: others are counted are looked for in them (simcore/_rerank.c, counted).
 BIG_BUCKET = 65_536
-#: At most this share of need is left out of the sweep.
-LEFT_OUT_SHARE = 1.0
 
 
 def full_count(index: InvertedIndex, buckets: np.ndarray, sizes: np.ndarray, sig: np.ndarray, need: int,
@@ -393,10 +393,11 @@ def full_count(index: InvertedIndex, buckets: np.ndarray, sizes: np.ndarray, sig
 
 def _left_out(sizes: np.ndarray, need: int) -> int:
     """How many of a query's largest buckets (``sizes``, smallest first) the count from postings
-    searches rather than sweeps: those of BIG_BUCKET postings or more, at most LEFT_OUT_SHARE of
-    ``need`` (so that the documents searched for must agree in the rest of need)."""
-    most = min(int(LEFT_OUT_SHARE * need), need - 1)
-    return int((sizes[sizes.size - most:] >= BIG_BUCKET).sum()) if most > 0 else 0
+    searches rather than sweeps: those of BIG_BUCKET postings or more, fewer than ``need`` (so
+    that a document searched for must agree in one of the rest at least)."""
+    if need < 2 or sizes[-1] < BIG_BUCKET:
+        return 0
+    return int((sizes[max(0, sizes.size - need + 1):] >= BIG_BUCKET).sum())
 
 
 def query_buckets(index: InvertedIndex, sig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

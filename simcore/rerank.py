@@ -159,6 +159,10 @@ def top_exact(bags: BagArrays, query: int, docs: np.ndarray, counts: np.ndarray,
 #: Candidates :func:`related_top` scores by H's estimate before it reads the fine one (H2) for
 #: the rest: a query whose rule stops within them never reads H2.
 FINE_AFTER = 256
+#: ... where more candidates than this are left: fewer are scored by H's estimate sooner than the
+#: fine estimate's steps take (on DebDocs a query of 286 candidates took 103 µs scoring them all,
+#: 156 µs reading H2 for the last 30; 256 measured as fast as 1,024 at 100k, 0.3 ms sooner at 1M).
+FINE_REST = 256
 #: Candidates :func:`related_top` scores at most for one answer (the best by the fine estimate),
 #: and bag entries per candidate of that budget: a page's entries are the cost of its score, and
 #: on the 1M-page scale crawl the slowest answers were those of pages of 3,000 words or more
@@ -254,8 +258,9 @@ def _score_until(bags: BagArrays, query: int, docs: np.ndarray, counts: np.ndarr
     candidates scored, their counts and exact Jaccard."""
     n = docs.size
     exact = np.empty(n)
-    done = 0 if known is None else known.size
-    exact[:done] = known if known is not None else 0
+    done = 0
+    if known is not None:
+        done, exact[:known.size] = known.size, known
     first = _first_round(top) if fine is None else min(fine[2], _first_round(top))
     end, stopped = max(done, min(n, first)), False
     while True:
@@ -268,7 +273,7 @@ def _score_until(bags: BagArrays, query: int, docs: np.ndarray, counts: np.ndarr
         if tau is not None and counts[done] < m * candidate_alpha(tau, m, sigmas) - 1e-9:
             stopped = True
             break
-        if fine is not None and done >= fine[2]:
+        if fine is not None and done >= fine[2] and n - done > FINE_REST:
             break
         end = min(n, 2 * done)
     scored = np.zeros(n, bool)
