@@ -275,7 +275,7 @@ def _score_until(bags: BagArrays, query: int, docs: np.ndarray, counts: np.ndarr
             break
         if fine is not None and done >= fine[2] and n - done > FINE_REST:
             break
-        end = min(n, 2 * done)
+        end = min(n, max(2 * done, _first_round(top)))
     scored = np.zeros(n, bool)
     scored[:done] = True
     if fine is not None and not stopped and done < n:
