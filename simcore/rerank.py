@@ -301,7 +301,7 @@ def _score_by_fine(bags: BagArrays, query: int, docs: np.ndarray, counts: np.nda
     estimate = same / np.maximum(defined, 1)
     # τ′ only rises as candidates are scored, so no threshold below will be under τ′₀ − sigmas·σ
     # at the widest spread from τ′₀ up: only the candidates above that are sorted (the same order).
-    at = _tau_or_alpha(exact[scored], alpha, top)
+    at = alpha if tau is None else tau
     widest = np.sqrt((0.25 if at <= 0.5 else at * (1.0 - at)) / np.maximum(defined, 1))
     near = np.flatnonzero(estimate >= at - sigmas * widest - 1e-12)
     order = near[np.argsort(-estimate[near], kind="stable")]
