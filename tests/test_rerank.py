@@ -339,26 +339,34 @@ def test_the_answer_is_the_top_of_every_candidate_the_rule_reaches(seed, top, al
     rng = np.random.default_rng(seed)
     bags = _clustered_bags(rng, 120)
     h, index, arrays = _minhash_index(bags, m, seed)
-    low = query.candidate_alpha(alpha, m)
     for q in rng.choice(len(bags), 6, replace=False).tolist():
         with _guessing(guess):
             found, exact = related_top(index, h, arrays, q, alpha, top)
-        every = query.process_query(index, h, q, low)
-        count = dict(zip(every.docs.tolist(), every.counts.tolist()))
-        truth = dict(zip(every.docs.tolist(), exact_scores(arrays, q, every.docs)[0].tolist()))
-        got = found.docs.tolist()
-        assert len(got) <= top and all(d in count for d in got)
-        assert found.counts.tolist() == [count[d] for d in got]
-        assert exact.tolist() == [truth[d] for d in got] and all(x >= alpha - 1e-12 for x in exact)
-        assert got == sorted(got, key=lambda d: (-truth[d], d))
-        if len(got) < top:
-            assert got == sorted((d for d in truth if truth[d] >= alpha - 1e-12), key=lambda d: (-truth[d], d))
-        else:
-            last = (-truth[got[-1]], got[-1])
-            reach = m * query.candidate_alpha(truth[got[-1]], m) - 1e-9
-            beaten = [d for d in truth if d not in got and count[d] >= reach and (-truth[d], d) < last
-                      and truth[d] >= alpha - 1e-12]
-            assert not beaten
+        _assert_the_top_of_the_rule(index, h, arrays, q, alpha, top, found, exact)
+
+
+def _assert_the_top_of_the_rule(index, h, arrays, q, alpha, top, found, exact):
+    """``found`` and ``exact`` (related_top's answer for ``q``) are the top of the candidates
+    estimated ≥ α − 2σ(α) by exact Jaccard ≥ α, ordered by it, with their counts; with fewer than
+    ``top`` answers every one, else none left out beats the last unless its estimate lies below
+    τ − 2σ(τ) of the last answer's τ."""
+    m = index.m
+    every = query.process_query(index, h, q, query.candidate_alpha(alpha, m))
+    count = dict(zip(every.docs.tolist(), every.counts.tolist()))
+    truth = dict(zip(every.docs.tolist(), exact_scores(arrays, q, every.docs)[0].tolist()))
+    got = found.docs.tolist()
+    assert len(got) <= top and all(d in count for d in got)
+    assert found.counts.tolist() == [count[d] for d in got]
+    assert exact.tolist() == [truth[d] for d in got] and all(x >= alpha - 1e-12 for x in exact)
+    assert got == sorted(got, key=lambda d: (-truth[d], d))
+    if len(got) < top:
+        assert got == sorted((d for d in truth if truth[d] >= alpha - 1e-12), key=lambda d: (-truth[d], d))
+    else:
+        last = (-truth[got[-1]], got[-1])
+        reach = m * query.candidate_alpha(truth[got[-1]], m) - 1e-9
+        beaten = [d for d in truth if d not in got and count[d] >= reach and (-truth[d], d) < last
+                  and truth[d] >= alpha - 1e-12]
+        assert not beaten
 
 
 @settings(max_examples=12, deadline=None)
@@ -374,20 +382,10 @@ def test_candidates_counted_at_the_first_guess_leave_out_none_the_rule_reaches(s
     bags = _clustered_bags(rng, 2000)
     h, index, arrays = _minhash_index(bags, m, seed)
     alpha = 0.1
-    low = query.candidate_alpha(alpha, m)
     for q in rng.choice(len(bags), 4, replace=False).tolist():
         with _guessing(True):
             found, exact = related_top(index, h, arrays, q, alpha, top)
-        every = query.process_query(index, h, q, low)
-        count = dict(zip(every.docs.tolist(), every.counts.tolist()))
-        truth = dict(zip(every.docs.tolist(), exact_scores(arrays, q, every.docs)[0].tolist()))
-        got = found.docs.tolist()
-        assert got == sorted((d for d in truth if truth[d] >= alpha - 1e-12), key=lambda d: (-truth[d], d))[:len(got)] \
-            or len(got) == top
-        if len(got) == top:
-            last = (-truth[got[-1]], got[-1])
-            reach = m * query.candidate_alpha(truth[got[-1]], m) - 1e-9
-            assert not [d for d in truth if d not in got and count[d] >= reach and (-truth[d], d) < last]
+        _assert_the_top_of_the_rule(index, h, arrays, q, alpha, top, found, exact)
 
 
 def test_a_query_whose_smallest_bucket_is_too_large_to_guess_from_is_answered_without_a_guess(monkeypatch):
