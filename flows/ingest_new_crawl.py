@@ -42,6 +42,8 @@ from simweb.tasks.logs import run_logger
 from simweb.tasks.options import RunOptions
 from simweb.tasks.signatures import IndexParams
 from simweb.tasks.stages.ingest import ingest_stage
+from simweb.tasks.stages.related_table import NAME as TABLE_STAGE
+from simweb.tasks.stages.related_table import related_table_stage
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +92,7 @@ def ingest_new_crawl(
     io_retries: int = 3,
     max_growth: float = DEFAULT_MAX_GROWTH,
     lock_wait_seconds: float | None = 0.0,
+    related_table: bool = True,
 ) -> IncrementalIngest:
     """Ingest the WARC files in ``inbox`` that the build in ``out`` does not hold yet, then
     update its index (incrementally within a df epoch; see the module's docstring).
@@ -114,6 +117,7 @@ def ingest_new_crawl(
         io_retries: How often a file that could not be read (a transient I/O error) is tried again.
         max_growth: Growth of the crawl since the df epoch began (a fraction of its pages) beyond which every bag is re-weighed.
         lock_wait_seconds: How long to wait for a build writing into OUT (empty: as long as it takes; 0: do nothing and leave the inbox to the next run).
+        related_table: Once the index is published, compute every page's related pages ahead (the default query), so that such a query is a look-up; the index answers by live queries until it is done.
     """
     log = run_logger("simweb.ingest_new_crawl")
     crawl_dir = crawl_out or crawl_folder(out)
@@ -156,8 +160,11 @@ def ingest_new_crawl(
             index, stages = refresh_index(runner, out, crawl_dir, strategy, params, directory, new_parts, max_growth,
                                           options=options, files_read=ingested.files_read,
                                           cluster=(dask_address, n_workers))
-        # 6. Mark every ingested file as covered by the index.
-        mark_indexed(crawl_dir, not_indexed(crawl_dir))
+            # 6. Mark every ingested file as covered by the index.
+            mark_indexed(crawl_dir, not_indexed(crawl_dir))
+            # 7. Every page's related pages computed ahead, so that the default query is a look-up.
+            if index is not None and related_table:
+                stages[TABLE_STAGE] = bool(related_table_stage(index, options, on=workers(runner)).get("reused"))
     report = IncrementalIngest(
         inbox=scan.summary(),
         ingested=[f.name for f, _, error in outcomes if error is None],

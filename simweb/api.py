@@ -35,6 +35,7 @@ import numpy as np
 from simweb.core.query import Matches, all_pairs, candidate_alpha, process_queries
 from simweb.core.rerank import exact_scores, related_top, top_exact
 from simweb.tasks import index_store as store
+from simweb.tasks.precomputed import open_table
 
 __all__ = ["Index", "Related", "UnknownURL", "open_index"]
 
@@ -188,6 +189,7 @@ class Index:
         files = man["files"]
         h_bytes = files[store.H_FILE]["bytes"]
         i_bytes = sum(meta["bytes"] for name, meta in files.items() if name.startswith("I."))
+        table = open_table(v, verify=self._verify)
         return {
             "path": self.path,
             "version": os.path.basename(v.path),
@@ -203,6 +205,8 @@ class Index:
             "min_in_degree": man["min_in_degree"],
             "bytes": {"H": h_bytes, "I": i_bytes, "H_per_doc": h_bytes / n, "I_per_doc": i_bytes / n},
             "signature_stats": man.get("signature_stats", {}),
+            "related_table": None if table is None else {"documents": table.n_docs, "width": table.width,
+                                                         "alpha": table.alpha},
         }
 
     def _doc(self, v: store.IndexVersion, url: str) -> int:
@@ -268,8 +272,13 @@ class Index:
         docs = np.array([self._doc(v, u) for u in urls], dtype=np.int64)
         m = v.params.m
         if rerank and v.metric != "overlap":
-            # Each query reads its smallest buckets first, as many as its answer needs.
-            found = [related_top(v.inverted, v.h, v.bag_arrays, int(d), alpha, top, h2=v.h2) for d in docs.tolist()]
+            # The answers computed ahead where they cover the request (simweb.tasks.precomputed),
+            # else each query live, its smallest buckets first, as many as its answer needs.
+            table = open_table(v, verify=self._verify)
+            if table is not None and table.covers(alpha, top):
+                found = [table.answer(int(d), alpha, top) for d in docs.tolist()]
+            else:
+                found = [related_top(v.inverted, v.h, v.bag_arrays, int(d), alpha, top, h2=v.h2) for d in docs.tolist()]
             answers = [self._rows(v, match, exact) for match, exact in found]
         else:
             # Re-ranked by overlap, every candidate is scored exactly: none is cut by its estimate.

@@ -598,6 +598,11 @@ class IndexVersion:
         return [bytes(text[a:b]).decode("utf-8") for a, b in zip(lo, hi)]
 
     @property
+    def held(self) -> dict[str, Any]:
+        """What is read once from this version and kept with it (by this module and its readers)."""
+        return self._cache
+
+    @property
     def bag_files(self) -> list[BagFile]:
         """The bags files of this version, in id order."""
         files = self._cache.get("bag_files")

@@ -54,3 +54,17 @@ class Workers:
 
 #: No cluster: every stage runs its work in this process.
 HERE = Workers()
+
+
+def run_calls(fan_out: Callable[[Any, Sequence[dict[str, Any]]], list[Any]] | None, task: Any,
+              calls: Sequence[dict[str, Any]]) -> list[Any]:
+    """Run the Prefect ``task``'s function once per keyword dict of ``calls``: through
+    ``fan_out(task, calls)`` (a flow's fan-out over its Dask cluster, simweb.flows.cluster), or
+    without one on Dask's local scheduler (one call: here, in this process)."""
+    if fan_out is not None:
+        return fan_out(task, calls)
+    if len(calls) <= 1:
+        return [task.fn(**c) for c in calls]
+    import dask
+
+    return list(dask.compute(*[dask.delayed(task.fn, pure=False)(**c) for c in calls]))

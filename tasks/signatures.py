@@ -42,6 +42,7 @@ from simweb.tasks.crawl.degrees import in_degrees
 from simweb.tasks.crawl.parts import crawl_of, crawl_parts
 from simweb.tasks.crawl.tables import page_titles
 from simweb.tasks.directory_file import url_categories
+from simweb.tasks.options import run_calls
 from simweb.tasks.storage import (
     download,
     exists,
@@ -542,19 +543,6 @@ def _signed_info(signed: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------- stages
 
 
-def _run(fan_out, task, calls: list[dict[str, Any]]) -> list[Any]:
-    """Run the Prefect ``task``'s function once per keyword dict of ``calls``: through
-    ``fan_out(task, calls)`` (a flow's fan-out over its Dask cluster, simweb.flows.cluster), or
-    without one on Dask's local scheduler (one call: here, in this process)."""
-    if fan_out is not None:
-        return fan_out(task, calls)
-    if len(calls) <= 1:
-        return [task.fn(**c) for c in calls]
-    import dask
-
-    return list(dask.compute(*[dask.delayed(task.fn, pure=False)(**c) for c in calls]))
-
-
 def signatures(
     bags: str,
     out: str,
@@ -574,7 +562,7 @@ def signatures(
     how queries order the candidates the signatures find (the strategy's: ``jaccard``, or
     ``overlap`` for bags compared by overlap), recorded for the index's manifest.
     Returns the stage's stats (bags read, empty, bad rows skipped, duplicate urls skipped).
-    ``fan_out`` runs the signing tasks (see :func:`_run`): ``tasks`` of them, each signing a
+    ``fan_out`` runs the signing tasks (see simweb.tasks.options.run_calls): ``tasks`` of them, each signing a
     shard of consecutive parts (None: one a part). Each task run costs its orchestration — a
     Prefect task run's records on the server, its hand-off to a worker — which on a small
     cluster takes the cores the signing needs: the flow's cluster asks for two a worker thread.
@@ -593,9 +581,9 @@ def signatures(
     with ThreadPoolExecutor(1, thread_name_prefix="simweb-page-facts") as reader:
         facts = reader.submit(PageFacts.read, pages, links, directory)
         if tasks is None:
-            per_part = _run(fan_out, sign_part_task, calls)
+            per_part = run_calls(fan_out, sign_part_task, calls)
         else:
-            per_part = [r for shard in _run(fan_out, sign_parts_task, [{"calls": c} for c in shards(calls, tasks)])
+            per_part = [r for shard in run_calls(fan_out, sign_parts_task, [{"calls": c} for c in shards(calls, tasks)])
                         for r in shard]
         # On an object store the signed parts are fetched, and H, the maps and the bags uploaded.
         exts = ("u32", "parquet", "u8") if fine_m else ("u32", "parquet")
@@ -604,7 +592,7 @@ def signatures(
             assembled = assemble_signatures(parts, local, params, facts=facts.result())
             # The bags in document order, a file a run of parts, written on the workers.
             bag_calls = index_bags_calls(parts, out, assembled["kept"], assembled["dropped"], tasks or 1)
-            bag_files = [f for files in _run(fan_out, write_index_bags_task, bag_calls) for f in files]
+            bag_files = [f for files in run_calls(fan_out, write_index_bags_task, bag_calls) for f in files]
             shutil.rmtree(os.path.join(local, SIG_DIR), ignore_errors=True)
     remove(join(out, SIG_DIR))
     total = Counter()
@@ -644,10 +632,10 @@ def write_index_version(
     n_blocks = max(1, math.ceil(n / block_docs))
     # As many reducers as the volume needs (each task run costs more than a small reduce).
     n_red = max(1, min(reducers, m, math.ceil(n * m / ENTRIES_PER_REDUCER)))
-    _run(fan_out, invert_map_task, [
+    run_calls(fan_out, invert_map_task, [
         {"signed": signed, "out": out, "block": b, "n_blocks": n_blocks, "n_reducers": n_red,
          "min_in_degree": min_in_degree} for b in range(n_blocks)])
-    _run(fan_out, invert_reduce_task, [
+    run_calls(fan_out, invert_reduce_task, [
         {"out": out, "reducer": r, "n_blocks": n_blocks, "m": m} for r in range(n_red)])
     return invert_finish(signed, out, n_red, min_in_degree)
 

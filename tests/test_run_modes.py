@@ -53,7 +53,8 @@ def test_in_process_and_prefect_builds_give_the_same_index(prefect_harness, warc
     assert plain.index and flowed.index
     assert plain.ingest == flowed.ingest
     assert index_diff(index_store.resolve(str(tmp_path / "plain")), index_store.resolve(str(tmp_path / "flowed"))) == []
-    assert [s["reused"] for s in plain.stages.values()] == [False] * 3
+    assert [s["reused"] for s in plain.stages.values()] == [False] * 4
+    assert list(plain.stages)[-1] == "related-table" and flowed.stages["related-table"]["stats"]["documents"] > 40
     # The Prefect run published its summary as a markdown artifact, saying where the index is.
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
@@ -134,6 +135,7 @@ def test_a_small_build_runs_in_process_says_so_and_prints_each_thing_once(warc_d
     # one sentence per stage that was computed, one for the ingest and one for the build
     for stage in ("bag-fragments", "bag-merge", "bags", "signatures", "invert"):
         assert len(re.findall(rf"stage {stage}: computed \w+ in [\d.]+ s: \d", done.stderr)) == 1, stage
+    assert len(re.findall(r"stage related-table: computed in [\d.]+ s: 1,190 documents, 10 answers a page", done.stderr)) == 1
     assert len(re.findall(r"^\S+ ingest: 8 files read, 49 pages", done.stderr, re.M)) == 1
     assert index_store.resolve(str(tmp_path / "index"))
 

@@ -78,7 +78,8 @@ def test_a_failed_stage_is_the_red_task_run_and_the_uis_retry_resumes_there(tmp_
         # The second attempt of the same flow run: every stage before signatures reused, and said so.
         second = _task_runs(api, run["id"], 2)
         assert [second[stage] for stage in BEFORE] == ["Reused"] * len(BEFORE), second
-        assert [second[stage] for stage in ("signatures", "invert", "publish")] == ["Completed"] * 3, second
+        assert [second[stage] for stage in ("signatures", "invert", "publish", "related-table")] == ["Completed"] * 4, \
+            second
     finally:
         stop_process_group(proc, timeout=60)
     assert (data / "index" / "CURRENT").exists()

@@ -1,0 +1,250 @@
+"""The table of related pages computed ahead (simweb.core.precomputed) of a published index
+version: the one module that writes and reads it.
+
+It lives in the version's folder, beside the version's own files, and is computed after the
+version is published (the index answers by live queries meanwhile):
+
+    answers.docs.i32     n × w int32: row d, document d's related documents, best first; −1 past them
+    answers.counts.u16   n × w uint16: the min-hash positions each shares with d (of H's m)
+    answers.exact.f64    n × w float64: their exact weighted Jaccard
+    answers.json         written last: format, the SHA-256 of the version's index.json (a table
+                         answers only for the version it was computed for), n_docs, width,
+                         alpha, m, each file's bytes and SHA-256, and what computing it took
+
+While it is computed, ``.answers-work/`` in the version folder holds one file per shard of
+SHARD_DOCS documents (the shard's three arrays one after the other), each written whole or not at
+all: a run that stops leaves them, and the next one computes only the shards that are missing.
+Two runs at once compute the same bytes, so whichever renames a file last changes nothing.
+A version replaced by a newer one while its table is computed is left: its shards are skipped.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import shutil
+import time
+import uuid
+from typing import Any
+
+import numpy as np
+from simweb.core.precomputed import AnswerTable, answer_rows
+from simweb.tasks import index_store as store
+from simweb.tasks.options import run_calls
+
+#: The answers each row holds: the default query's (simweb.api.DEFAULT_TOP).
+WIDTH = 10
+#: The threshold the table is computed at: the default query's (simweb.api.DEFAULT_ALPHA).
+ALPHA = 0.15
+#: Documents in one shard: one task on a worker (at a million pages, about 9 ms a document: 40 s).
+SHARD_DOCS = 4096
+
+TABLE_MANIFEST = "answers.json"
+DOCS_FILE = "answers.docs.i32"
+COUNTS_FILE = "answers.counts.u16"
+EXACT_FILE = "answers.exact.f64"
+WORK_FOLDER = ".answers-work"
+FORMAT = "simweb-answers"
+FORMAT_VERSION = 1
+_COLUMNS = ((DOCS_FILE, "<i4"), (COUNTS_FILE, "<u2"), (EXACT_FILE, "<f8"))
+_ROW_BYTES = sum(np.dtype(dtype).itemsize for _, dtype in _COLUMNS)  # per answer: 14 bytes
+
+#: Versions this process has opened to compute shards of (a worker computes many shards of one).
+_OPENED: dict[str, tuple[str, store.IndexVersion]] = {}
+
+
+def index_identity(version: str) -> str:
+    """The SHA-256 of the version's index.json: the version a table belongs to."""
+    return store.sha256(os.path.join(version, store.MANIFEST))
+
+
+def _shard_path(version: str, first: int) -> str:
+    return os.path.join(version, WORK_FOLDER, f"shard-{first:010d}.bin")
+
+
+def _shard_bytes(count: int, width: int) -> int:
+    return count * width * _ROW_BYTES
+
+
+def _open(version: str, identity: str) -> store.IndexVersion | None:
+    """The version, opened once per process; None when its index.json is no longer ``identity``."""
+    try:
+        if index_identity(version) != identity:
+            return None
+    except FileNotFoundError:  # pruned by a newer publish
+        return None
+    held = _OPENED.get(version)
+    if held is None or held[0] != identity:
+        held = _OPENED[version] = (identity, store.open_version(version))
+    return held[1]
+
+
+def compute_shard(version: str, identity: str, first: int, count: int, alpha: float, width: int) -> dict[str, Any]:
+    """The rows of documents first … first + count − 1 into their shard file; skipped (and said so)
+    when the version is no longer the one of ``identity`` (replaced and pruned)."""
+    t0 = time.perf_counter()
+    v = _open(version, identity)
+    if v is None:
+        return {"docs": 0, "skipped": count, "seconds": 0.0}
+    docs, counts, exact = answer_rows(v.inverted, v.h, v.bag_arrays, range(first, first + count), alpha, width,
+                                      h2=v.h2)
+    path = _shard_path(version, first)
+    tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
+    try:
+        with open(tmp, "wb") as f:
+            for array, (_, dtype) in zip((docs, counts, exact), _COLUMNS):
+                np.ascontiguousarray(array, dtype=dtype).tofile(f)
+        os.replace(tmp, path)
+    except FileNotFoundError:  # the version folder was pruned meanwhile
+        return {"docs": 0, "skipped": count, "seconds": round(time.perf_counter() - t0, 3)}
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return {"docs": count, "skipped": 0, "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def compute_table(version: str, shard_task, *, alpha: float = ALPHA, width: int = WIDTH, fan_out=None,
+                  verify: bool = False, shard_docs: int = SHARD_DOCS) -> dict[str, Any]:
+    """Compute the table of ``version`` (a published version folder) unless it has a whole one
+    for ``alpha`` and ``width`` (checked by size, and with ``verify`` by content): :func:`compute_shard`
+    as the Prefect task ``shard_task`` once per shard missing, through ``fan_out``
+    (simweb.tasks.options.run_calls). Returns its figures: documents, shards computed
+    and found, bytes, seconds, and whether it was reused, or left because a newer version replaced
+    this one meanwhile."""
+    t0 = time.perf_counter()
+    manifest = store.read_manifest(version)
+    n, m = int(manifest["n_docs"]), int(manifest["minhash"]["m"])
+    if m > np.iinfo(np.uint16).max:
+        raise ValueError(f"a table of answers holds counts of up to {np.iinfo(np.uint16).max} min-hashes, "
+                         f"the index has m = {m}")
+    identity = index_identity(version)
+    found = table_manifest(version)
+    if found is not None and found.get("alpha") == alpha and found.get("width") == width \
+            and not table_problems(version, digests=verify):
+        return {"documents": n, "reused": True, "bytes": _table_bytes(found), "seconds": found.get("seconds")}
+    os.makedirs(os.path.join(version, WORK_FOLDER), exist_ok=True)
+    shards = [(first, min(shard_docs, n - first)) for first in range(0, n, shard_docs)]
+    missing = [(first, count) for first, count in shards
+               if not _whole(_shard_path(version, first), _shard_bytes(count, width))]
+    done = run_calls(fan_out, shard_task, [
+        {"version": version, "identity": identity, "first": first, "count": count, "alpha": alpha, "width": width}
+        for first, count in missing])
+    figures = {"documents": n, "answers_a_page": width, "alpha": alpha, "shards": len(shards),
+               "shards_computed": len(missing), "shards_found": len(shards) - len(missing),
+               "compute_seconds": round(sum(d["seconds"] for d in done), 1)}
+    if any(d["skipped"] for d in done) or index_identity_or_none(version) != identity:
+        return {**figures, "reused": False, "superseded": True}
+    files = _join_shards(version, shards, width)
+    seconds = round(time.perf_counter() - t0, 1)
+    table = {"format": FORMAT, "format_version": FORMAT_VERSION, "index": identity, "n_docs": n, "width": width,
+             "alpha": alpha, "m": m, "files": files, "seconds": seconds,
+             "compute_seconds": figures["compute_seconds"],
+             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    tmp = os.path.join(version, f".tmp-{uuid.uuid4().hex[:8]}-{TABLE_MANIFEST}")
+    with open(tmp, "w") as f:
+        json.dump(table, f, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, os.path.join(version, TABLE_MANIFEST))
+    shutil.rmtree(os.path.join(version, WORK_FOLDER), ignore_errors=True)
+    return {**figures, "reused": False, "bytes": _table_bytes(table), "seconds": seconds}
+
+
+def index_identity_or_none(version: str) -> str | None:
+    try:
+        return index_identity(version)
+    except FileNotFoundError:
+        return None
+
+
+def _whole(path: str, size: int) -> bool:
+    try:
+        return os.path.getsize(path) == size
+    except OSError:
+        return False
+
+
+def _join_shards(version: str, shards: list[tuple[int, int]], width: int) -> dict[str, dict[str, Any]]:
+    """The shards' columns appended into the table's files (each whole or not at all): their sizes
+    and SHA-256."""
+    import hashlib
+
+    names = [name for name, _ in _COLUMNS]
+    digests = {name: hashlib.sha256() for name in names}
+    with store.appending(version, names) as out:
+        for first, count in shards:
+            with open(_shard_path(version, first), "rb") as f:
+                raw = memoryview(f.read())
+            at = 0
+            for name, dtype in _COLUMNS:
+                size = count * width * np.dtype(dtype).itemsize
+                piece = raw[at:at + size]
+                out[name].write(piece)
+                digests[name].update(piece)
+                at += size
+        for f in out.values():
+            f.flush()
+            os.fsync(f.fileno())
+    return {name: {"bytes": os.path.getsize(os.path.join(version, name)), "sha256": digests[name].hexdigest()}
+            for name in names}
+
+
+def _table_bytes(table: dict[str, Any]) -> int:
+    return sum(int(meta["bytes"]) for meta in table["files"].values())
+
+
+def table_manifest(version: str) -> dict[str, Any] | None:
+    """The version's answers.json, None when it has none (or one that cannot be read)."""
+    try:
+        with open(os.path.join(version, TABLE_MANIFEST)) as f:
+            found = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) and found.get("format") == FORMAT else None
+
+
+def table_problems(version: str, *, digests: bool = False) -> list[str]:
+    """What keeps the version's table from answering: [] when it is whole and the version's own."""
+    found = table_manifest(version)
+    if found is None:
+        return [f"no {TABLE_MANIFEST}"]
+    if found.get("format_version") != FORMAT_VERSION:
+        return [f"{TABLE_MANIFEST} is of format {found.get('format_version')}, not {FORMAT_VERSION}"]
+    if found.get("index") != index_identity_or_none(version):
+        return ["it was computed for another version of the index"]
+    n, width = int(found["n_docs"]), int(found["width"])
+    problems = []
+    for name, dtype in _COLUMNS:
+        meta = found["files"].get(name, {})
+        path = os.path.join(version, name)
+        want = n * width * np.dtype(dtype).itemsize
+        if not _whole(path, want) or meta.get("bytes") != want:
+            problems.append(f"{name}: missing or not {want} bytes")
+        elif digests and store.sha256(path) != meta.get("sha256"):
+            problems.append(f"{name}: its content differs from the SHA-256 {TABLE_MANIFEST} records")
+    return problems
+
+
+def open_table(v: store.IndexVersion, *, verify: bool = False) -> AnswerTable | None:
+    """The table of the opened version ``v``, memory-mapped; None when it has none that answers
+    (none computed yet, computed for another version, or damaged: the queries are then live).
+    Looked for again at each call until found (a stat of answers.json, when it has not changed)."""
+    path = os.path.join(v.path, TABLE_MANIFEST)
+    try:
+        st = os.stat(path)
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        stamp = None
+    held = v.held.get("answers")
+    if held is not None and held[0] == stamp:
+        return held[1]
+    table = None
+    if stamp is not None and not table_problems(v.path, digests=verify):
+        found = table_manifest(v.path) or {}
+        n, width = int(found["n_docs"]), int(found["width"])
+        if n == v.n_docs and int(found["m"]) == v.params.m:
+            arrays = [np.asarray(np.memmap(os.path.join(v.path, name), dtype=dtype, mode="r", shape=(n, width)))
+                      if n * width else np.zeros((n, width), dtype) for name, dtype in _COLUMNS]
+            table = AnswerTable(*arrays, alpha=float(found["alpha"]), m=v.params.m)
+    v.held["answers"] = (stamp, table)
+    return table

@@ -1,0 +1,214 @@
+"""The related pages computed ahead (simweb.tasks.precomputed, simweb.core.precomputed): a table
+row is the default query's answer, every query it covers is answered from it and equals the
+live query, the rest run live, and a table that is not the version's own or is damaged is not used."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import dask
+import numpy as np
+import pytest
+
+from simweb.api import open_index
+from simweb.core.precomputed import AnswerTable
+from simweb.core.rerank import related_top
+from simweb.tasks import index_store as store
+from simweb.tasks import precomputed
+from simweb.tasks.stages.related_table import related_table_shard, related_table_stage
+from tests.conftest import build_small_index
+
+
+@pytest.fixture
+def index(tmp_path) -> str:
+    """A fresh copy of the synthetic index (48 pages in 4 topics of 12) without a table."""
+    return build_small_index(tmp_path)
+
+
+def _table(index: str, **kw) -> dict:
+    return precomputed.compute_table(store.resolve(index), related_table_shard, **kw)
+
+
+def _no_table(version: str) -> None:
+    os.remove(os.path.join(version, precomputed.TABLE_MANIFEST))
+
+
+def _answers(ix, urls, **kw):
+    return {u: [r.to_dict() for r in ix.related(u, **kw)] for u in urls}
+
+
+def test_every_row_is_the_default_query_of_its_page(index):
+    figures = _table(index, shard_docs=7)  # 48 documents: 7 shards, the last one short
+    assert (figures["documents"], figures["shards"], figures["shards_computed"]) == (48, 7, 7)
+    v = store.open_version(index)
+    table = precomputed.open_table(v)
+    assert (table.n_docs, table.width, table.alpha) == (48, precomputed.WIDTH, precomputed.ALPHA)
+    for d in range(v.n_docs):
+        match, exact = related_top(v.inverted, v.h, v.bag_arrays, d, precomputed.ALPHA, precomputed.WIDTH, h2=v.h2)
+        k = len(match)
+        assert k == int((table.docs[d] >= 0).sum())
+        assert table.docs[d, :k].tolist() == match.docs.tolist()
+        assert table.counts[d, :k].tolist() == match.counts.tolist()
+        assert table.exact[d, :k].tolist() == exact.tolist()
+        assert (table.docs[d, k:] == -1).all()
+    # A topic of 12 pages gives its pages up to 11 answers: the rows are cut at the width.
+    assert max(int((table.docs[d] >= 0).sum()) for d in range(v.n_docs)) == precomputed.WIDTH
+
+
+def test_answers_from_the_table_equal_live_answers(index, monkeypatch):
+    _table(index)
+    ix = open_index(index)
+    urls = [ix._v.doc_rows([d])[0]["url"] for d in range(len(ix))]
+    requests = [{}, {"top": 3}, {"top": 10, "alpha": 0.4}, {"alpha": 0.9}, {"top": 1, "alpha": 0.15}]
+    from_table = [_answers(ix, urls, **kw) for kw in requests]
+    assert any(len(a) == 10 for a in from_table[0].values())  # rows that are full
+    _no_table(store.resolve(index))
+    live = open_index(index)
+    assert live.info()["related_table"] is None
+    for kw, answers in zip(requests, from_table):
+        expected = _answers(live, urls, **kw)
+        if kw.get("top", 10) == 10:
+            assert answers == expected, kw
+        else:  # a shorter answer is the first of the row's: the live query's own top is the same pages here
+            assert answers == {u: a[: kw["top"]] for u, a in _answers(live, urls, alpha=kw.get("alpha", 0.15)).items()}
+
+
+def test_the_table_answers_what_it_covers_and_only_that(index, monkeypatch):
+    _table(index)
+    ix = open_index(index)
+    url = ix._v.doc_rows([13])[0]["url"]
+    assert ix.info()["related_table"] == {"documents": 48, "width": 10, "alpha": 0.15}
+
+    def no_live_query(*a, **k):
+        raise AssertionError("a live query")
+
+    monkeypatch.setattr("simweb.api.related_top", no_live_query)
+    assert len(ix.related(url)) == 10
+    assert len(ix.related(url, top=4, alpha=0.3)) <= 4
+    for uncovered in ({"top": 11}, {"alpha": 0.1}):  # more answers, or a lower threshold: live
+        with pytest.raises(AssertionError, match="a live query"):
+            ix.related(url, **uncovered)
+    ix.related(url, rerank=False)  # the estimate alone is PROCESSQUERY's, never the table's
+
+
+def test_an_index_opened_before_its_table_uses_it_once_whole(index, monkeypatch):
+    ix = open_index(index)
+    url = ix._v.doc_rows([5])[0]["url"]
+    before = ix.related(url)
+    calls = []
+    monkeypatch.setattr("simweb.api.related_top", lambda *a, **k: calls.append(1) or related_top(*a, **k))
+    ix.related(url)
+    assert calls == [1]
+    _table(index)
+    assert ix.related(url) == before and calls == [1]  # from the table: no further live query
+
+
+def test_a_stopped_run_resumes_with_the_shards_missing(index, tmp_path):
+    version = store.resolve(index)
+    real = precomputed.compute_shard
+    done = []
+
+    def stops_at_the_fourth(**call):
+        if len(done) == 3:
+            raise RuntimeError("the run is stopped")
+        done.append(call["first"])
+        return real(**call)
+
+    class Stopping:
+        name = "related-table-shard"
+        fn = staticmethod(stops_at_the_fourth)
+
+    with dask.config.set(scheduler="synchronous"), pytest.raises(RuntimeError, match="the run is stopped"):
+        precomputed.compute_table(version, Stopping, shard_docs=5)  # 10 shards, one after another
+    assert precomputed.open_table(store.open_version(index)) is None  # no table until every shard is in
+    work = sorted(os.listdir(os.path.join(version, precomputed.WORK_FOLDER)))
+    assert work == sorted(f"shard-{first:010d}.bin" for first in done)
+    figures = _table(index, shard_docs=5)
+    assert (figures["shards_found"], figures["shards_computed"]) == (3, 7)
+    assert not os.path.exists(os.path.join(version, precomputed.WORK_FOLDER))
+    resumed = precomputed.open_table(store.open_version(index))
+    other = build_small_index(tmp_path / "again")
+    _table(other)  # the same index computed in one go
+    whole = precomputed.open_table(store.open_version(other))
+    for name in ("docs", "counts", "exact"):
+        assert np.array_equal(getattr(resumed, name), getattr(whole, name))
+    assert _table(index, shard_docs=5)["reused"] is True
+
+
+def test_a_table_of_another_version_or_a_damaged_one_is_not_used(index, tmp_path):
+    _table(index)
+    version = store.resolve(index)
+    v = store.open_version(index)
+    assert precomputed.open_table(v) is not None
+    # Another version of the index (a rebuild with another m): the table is not its own.
+    other = build_small_index(tmp_path / "other")
+    other_version = store.resolve(other)
+    for name in os.listdir(version):
+        if name.startswith("answers."):
+            shutil.copy(os.path.join(version, name), os.path.join(other_version, name))
+    manifest = json.loads(open(os.path.join(other_version, store.MANIFEST)).read())
+    manifest["created"] = "2020-01-01T00:00:00+00:00"  # the same files, written at another time
+    with open(os.path.join(other_version, store.MANIFEST), "w") as f:
+        json.dump(manifest, f)
+    assert precomputed.table_problems(other_version) == ["it was computed for another version of the index"]
+    assert precomputed.open_table(store.open_version(other)) is None
+    # A file cut short: not used, and computed anew by the next run.
+    exact = os.path.join(version, precomputed.EXACT_FILE)
+    with open(exact, "r+b") as f:
+        f.truncate(os.path.getsize(exact) - 8)
+    assert precomputed.table_problems(version) == [f"{precomputed.EXACT_FILE}: missing or not {48 * 10 * 8} bytes"]
+    assert precomputed.open_table(store.open_version(index)) is None
+    assert _table(index)["reused"] is False
+    assert precomputed.open_table(store.open_version(index)) is not None
+    # A byte changed: found by its digest when verified.
+    with open(exact, "r+b") as f:
+        f.seek(100)
+        byte = f.read(1)
+        f.seek(100)
+        f.write(bytes([byte[0] ^ 1]))
+    assert precomputed.table_problems(version) == []
+    assert "differs from the SHA-256" in precomputed.table_problems(version, digests=True)[0]
+    assert precomputed.open_table(store.open_version(index), verify=True) is None
+    assert open_index(index, verify=True).info()["related_table"] is None
+    assert _table(index, verify=True)["reused"] is False
+
+
+def test_a_version_replaced_while_its_table_is_computed_is_left(index, monkeypatch):
+    version = store.resolve(index)
+    real = precomputed.compute_shard
+
+    def replaced_meanwhile(**call):
+        if call["first"] == 0:  # a newer publish prunes this version under the run
+            os.remove(os.path.join(version, store.MANIFEST))
+        return real(**call)
+
+    class Replaced:
+        name = "related-table-shard"
+        fn = staticmethod(replaced_meanwhile)
+
+    figures = precomputed.compute_table(version, Replaced, shard_docs=16)
+    assert figures["superseded"] is True
+    assert not os.path.exists(os.path.join(version, precomputed.TABLE_MANIFEST))
+
+
+def test_the_stage_reports_a_whole_table_as_reused(index):
+    live = store.resolve(index)
+    first = related_table_stage(live)
+    assert (first["reused"], first["documents"], first["shards_computed"]) == (False, 48, 1)
+    assert related_table_stage(live)["reused"] is True
+
+
+def test_a_row_is_cut_by_the_threshold_and_top_asked():
+    docs = np.array([[4, 7, 2, -1], [-1, -1, -1, -1]], dtype=np.int32)
+    counts = np.array([[60, 30, 20, 0], [0, 0, 0, 0]], dtype=np.uint16)
+    exact = np.array([[0.8, 0.4, 0.2, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    table = AnswerTable(docs, counts, exact, alpha=0.15, m=80)
+    match, scores = table.answer(0, 0.15, 4)
+    assert match.docs.tolist() == [4, 7, 2] and match.counts.tolist() == [60, 30, 20] and scores.tolist() == [0.8, 0.4, 0.2]
+    assert table.answer(0, 0.4, 4)[0].docs.tolist() == [4, 7]  # 0.4 itself reaches 0.4
+    assert table.answer(0, 0.15, 2)[0].docs.tolist() == [4, 7]
+    assert len(table.answer(1, 0.15, 4)[0]) == 0
+    assert not table.covers(0.15, 5) and not table.covers(0.1, 4) and table.covers(0.15 - 1e-13, 4)
+    with pytest.raises(ValueError, match="top ≤ 4 at alpha ≥ 0.15"):
+        table.answer(0, 0.15, 5)
