@@ -10,15 +10,22 @@ Jaccard (Section 4), best first, ties by id; past a row's answers its ids are �
 Such a row answers every request for d's ``top`` ≤ w best at a threshold α′ ≥ α: its first
 entries whose exact similarity is ≥ α′, at most ``top``. (The ``top`` best of the pages ≥ α′
 are among the w best of those ≥ α, in the same order.)
+
+When an index is updated in place — some documents' bags replaced, new ones appended, every
+other document as it was — only some rows change (:func:`rows_to_update`): the updated
+documents' own, those that name an updated document, and those an updated document now
+enters: a page u enters row q only if its exact similarity to q reaches the row's last
+(tenth) score, or α while the row is not full.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from simweb.core.query import InvertedIndex, Matches
-from simweb.core.rerank import BagArrays, related_top
+from simweb.core.query import InvertedIndex, Matches, agreements, candidate_alpha, min_count, process_queries
+from simweb.core.rerank import BagArrays, exact_scores, related_top
 
 #: Below the least similarity asked for by this much, an exact score still counts as reaching it
 #: (as simweb.core.query.exact_order rounds).
@@ -68,7 +75,7 @@ class AnswerTable:
                 np.array(exact[:k], dtype=np.float64))
 
 
-def answer_rows(index: InvertedIndex, h: np.ndarray, bags: BagArrays, queries: range, alpha: float, width: int, *,
+def answer_rows(index: InvertedIndex, h: np.ndarray, bags: BagArrays, queries: Sequence[int], alpha: float, width: int, *,
                 h2: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The rows of the documents ``queries`` of a table of ``width`` at ``alpha``: each one
     :func:`related_top`'s answer for the ``width`` best (with the index's fine signatures ``h2``,
@@ -84,3 +91,35 @@ def answer_rows(index: InvertedIndex, h: np.ndarray, bags: BagArrays, queries: r
         counts[row, :k] = match.counts
         exact[row, :k] = scores
     return docs, counts, exact
+
+
+def rows_to_update(index: InvertedIndex, h: np.ndarray, bags: BagArrays, old: AnswerTable, updated: np.ndarray,
+                   not_indexed: np.ndarray) -> np.ndarray:
+    """The rows of an updated index whose answers may differ from ``old``'s (the table of the index
+    it was updated from, at the same α, width and min-hash functions), rising: the ``updated``
+    documents (replaced or appended; every document past old's is one), the rows of ``old`` that
+    name one of them, and the rows an updated document may now enter — those of the documents it
+    is estimated at least α − 2σ similar to (PROCESSQUERY over the index ``index``, and over the
+    rows of H of the documents ``not_indexed`` in it, which can be asked about but are not in I)
+    whose exact similarity to it reaches the row's last score, or α when the row is not full.
+    (Found as the default query finds its candidates: a document estimated more than 2σ below α
+    is missed by both.)"""
+    updated = np.unique(np.asarray(updated, dtype=np.int64))
+    n_old, alpha, m = old.n_docs, old.alpha, old.m
+    rows = [updated, np.flatnonzero(np.isin(old.docs, updated).any(axis=1))]
+    floor = np.where(old.docs[:, -1] >= 0, old.exact[:, -1], alpha)  # what a page must reach to enter a row
+    low = candidate_alpha(alpha, m)
+    need = min_count(low, m)
+    not_indexed = np.asarray(not_indexed, dtype=np.int64)
+    entering = updated[~np.isin(updated, not_indexed)]  # a page outside I is no page's answer
+    matches = process_queries(index, h[entering], low, None, entering, h) if entering.size else []
+    for u, match in zip(entering.tolist(), matches):
+        near = match.docs
+        if not_indexed.size:  # pages asked about but not in I: their rows of H, compared one by one
+            counts = agreements(h, np.asarray(h[u]), not_indexed)
+            near = np.concatenate((near, not_indexed[(counts >= need) & (not_indexed != u)]))
+        near = near[near < n_old]
+        if near.size:
+            exact = exact_scores(bags, u, near)[0]
+            rows.append(near[exact >= floor[near] - _ROUNDING])
+    return np.unique(np.concatenate(rows))

@@ -99,8 +99,12 @@ class Index:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, verify: bool = False,
-                 crawl: str | os.PathLike[str] | None = None, verify_refresh: bool | None = None) -> None:
+                 crawl: str | os.PathLike[str] | None = None, verify_refresh: bool | None = None,
+                 precomputed: bool = True) -> None:
         self.path = os.fspath(path)
+        self.precomputed = precomputed
+        """Whether queries of the default kind answer from the version's related pages computed
+        ahead, where it has them whole (simweb.tasks.precomputed); else every query is live."""
         self._verify = verify
         self._v = self._open(self.path)
         self._verify = verify if verify_refresh is None else verify_refresh
@@ -274,7 +278,7 @@ class Index:
         if rerank and v.metric != "overlap":
             # The answers computed ahead where they cover the request (simweb.tasks.precomputed),
             # else each query live, its smallest buckets first, as many as its answer needs.
-            table = open_table(v, verify=self._verify)
+            table = open_table(v, verify=self._verify) if self.precomputed else None
             if table is not None and table.covers(alpha, top):
                 found = [table.answer(int(d), alpha, top) for d in docs.tolist()]
             else:
@@ -474,10 +478,12 @@ def _pages(v: store.IndexVersion) -> str:
 
 
 def open_index(path: str | os.PathLike[str], *, verify: bool = False,
-               crawl: str | os.PathLike[str] | None = None, verify_refresh: bool | None = None) -> Index:
+               crawl: str | os.PathLike[str] | None = None, verify_refresh: bool | None = None,
+               precomputed: bool = True) -> Index:
     """Open a published index folder (or one version folder) for queries; ``verify`` checks
     every file against the SHA-256 its manifest records (raises IndexFormatError naming the
     file, the digest expected and the one found), ``verify_refresh`` those of the versions
     published later that it switches to (default: as ``verify``); ``crawl`` is the ingested
-    crawl it was built from when not ``INDEX/crawl``."""
-    return Index(path, verify=verify, crawl=crawl, verify_refresh=verify_refresh)
+    crawl it was built from when not ``INDEX/crawl``; ``precomputed=False`` answers every query
+    live, even where the version has its related pages computed ahead."""
+    return Index(path, verify=verify, crawl=crawl, verify_refresh=verify_refresh, precomputed=precomputed)

@@ -474,8 +474,11 @@ def updated_version(live: str, delta_bags: str, crawl_dir: str, params, director
     found = crawl_parts(crawl_dir)
     store.write_aliases(signed, crawl_copies(found).aliases, ids[order], order)
     bag_files = _write_bags(v, bags, doc, signed)
+    # What changed, for what is kept per document beside the index (simweb.tasks.precomputed).
+    store.write_array_atomic(np.sort(doc).astype(np.uint32), os.path.join(signed, store.UPDATED_DOCS_FILE))
     with open(os.path.join(signed, "signatures.json"), "w") as f:
         json.dump({"n_docs": n, "minhash": minhash.to_dict(), "metric": v.metric,
+                   "updated_from": store.sha256(os.path.join(live, store.MANIFEST)),
                    "stats": {"updated_docs": int((~appended).sum()), "new_docs": int(appended.sum())},
                    "bags": bag_files}, f, indent=1)
     shutil.rmtree(os.path.join(signed, SIG_DIR), ignore_errors=True)

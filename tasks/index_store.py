@@ -31,6 +31,10 @@ so each is one ``np.memmap``):
                       without being its URL (a redirect, a canonical link, a slash or index
                       variant: simweb.core.aliases), as the crawl resolved them at the build;
     aliases.docs.u32  uint32: the document id each entry of aliases.u64 names.
+    updated.docs.u32  (a version an incremental update made, whose manifest's "updated_from" is
+                      the SHA-256 of the index.json it was made from) uint32, rising: the
+                      documents whose rows it replaced or appended; every other document is
+                      the same as there (simweb.tasks.precomputed updates a table by it).
     bags.offsets.u64  n_docs + 1 rising uint64: document d's bag is entries offsets[d] …
                       offsets[d + 1] − 1 of the two arrays below (simweb.core.rerank).
     bags.terms.u32    uint32 term ids (places in terms.offsets.u64), rising within a document.
@@ -107,6 +111,7 @@ DOCMAP_FILE = "docs.parquet"
 DOCMAP_ARROW_FILE = "docs.arrow"
 ALIASES_FILE = "aliases.u64"
 ALIAS_DOCS_FILE = "aliases.docs.u32"
+UPDATED_DOCS_FILE = "updated.docs.u32"
 BAG_OFFSETS_FILE = "bags.offsets.u64"
 BAG_TERMS_FILE = "bags.terms.u32"
 BAG_WEIGHTS_FILE = "bags.weights.f32"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import sys
 
-from simweb.tasks import index_store, layout
+from simweb.tasks import index_store, layout, precomputed
 
 
 def _schema_table(schema) -> str:
@@ -23,10 +23,11 @@ def render() -> str:
     """The markdown page."""
     folder = inspect.getdoc(layout)
     version = inspect.getdoc(index_store)
+    table = inspect.getdoc(precomputed)
     return f"""# The index on disk
 
 <!-- Written by `python -m simweb.tasks.layout_doc docs/INDEX-LAYOUT.md` from the docstrings of
-tasks/layout.py and tasks/index_store.py; edit those, not this file. -->
+tasks/layout.py, tasks/index_store.py and tasks/precomputed.py; edit those, not this file. -->
 
 `simweb build CRAWL --out OUT` writes an index folder `OUT`. The live version is the folder
 `OUT/live` points to (or the one `OUT/CURRENT` names): read `OUT/live/docs.parquet` with pandas
@@ -47,6 +48,10 @@ or DuckDB, or memory-map `OUT/live/H.u32`, without looking into `versions/`.
 ### bags-<first>.parquet (each bags file)
 
 {_schema_table(index_store.INDEX_BAGS)}
+
+## The related pages computed ahead (`simweb.tasks.precomputed`)
+
+{table}
 """
 
 

@@ -16,6 +16,15 @@ SHARD_DOCS documents (the shard's three arrays one after the other), each writte
 all: a run that stops leaves them, and the next one computes only the shards that are missing.
 Two runs at once compute the same bytes, so whichever renames a file last changes nothing.
 A version replaced by a newer one while its table is computed is left: its shards are skipped.
+
+A version an incremental update made (its manifest's "updated_from", with updated.docs.u32) whose
+source version is still beside it with a whole table has its table made from that one: only the
+rows the update may change are computed (simweb.core.precomputed.rows_to_update, listed in
+``.answers-work/rows-<source>.u32``), the others copied. The table of a version answers a query
+of :class:`simweb.api.Index` when the query is the default kind (re-ranked, by Jaccard) and asks
+for at most w answers at a threshold of at least the table's α; a table that is missing, of
+another version or damaged (sizes; and SHA-256 when the index is opened with ``verify``) is not
+used, and the queries run live.
 """
 from __future__ import annotations
 
@@ -28,7 +37,8 @@ import uuid
 from typing import Any
 
 import numpy as np
-from simweb.core.precomputed import AnswerTable, answer_rows
+
+from simweb.core.precomputed import AnswerTable, answer_rows, rows_to_update
 from simweb.tasks import index_store as store
 from simweb.tasks.options import run_calls
 
@@ -79,15 +89,29 @@ def _open(version: str, identity: str) -> store.IndexVersion | None:
     return held[1]
 
 
-def compute_shard(version: str, identity: str, first: int, count: int, alpha: float, width: int) -> dict[str, Any]:
+def compute_shard(version: str, identity: str, first: int, count: int, alpha: float, width: int,
+                  base: str | None = None, base_identity: str | None = None, rows: str | None = None) -> dict[str, Any]:
     """The rows of documents first … first + count − 1 into their shard file; skipped (and said so)
-    when the version is no longer the one of ``identity`` (replaced and pruned)."""
+    when the version is no longer the one of ``identity`` (replaced and pruned). With ``base`` (the
+    version this one was updated from, of ``base_identity``, whose table is whole) only the rows
+    the file ``rows`` names are computed, the others taken from the base's table."""
     t0 = time.perf_counter()
     v = _open(version, identity)
-    if v is None:
+    old = None if base is None else _open(base, base_identity)
+    if v is None or (base is not None and (old is None or (table := open_table(old)) is None)):
         return {"docs": 0, "skipped": count, "seconds": 0.0}
-    docs, counts, exact = answer_rows(v.inverted, v.h, v.bag_arrays, range(first, first + count), alpha, width,
-                                      h2=v.h2)
+    wanted = np.arange(first, first + count)
+    if base is not None:
+        wanted = wanted[(wanted >= table.n_docs) | np.isin(wanted, np.fromfile(rows, dtype="<u4"))]
+    computed = answer_rows(v.inverted, v.h, v.bag_arrays, wanted.tolist(), alpha, width, h2=v.h2)
+    if base is None:
+        docs, counts, exact = computed
+    else:
+        kept = np.arange(first, min(first + count, table.n_docs))
+        docs, counts, exact = (np.empty((count, width), dtype=a.dtype) for a in computed)
+        for out, old_rows, new_rows in zip((docs, counts, exact), (table.docs, table.counts, table.exact), computed):
+            out[kept - first] = old_rows[kept]
+            out[wanted - first] = new_rows
     path = _shard_path(version, first)
     tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
     try:
@@ -126,11 +150,14 @@ def compute_table(version: str, shard_task, *, alpha: float = ALPHA, width: int 
     shards = [(first, min(shard_docs, n - first)) for first in range(0, n, shard_docs)]
     missing = [(first, count) for first, count in shards
                if not _whole(_shard_path(version, first), _shard_bytes(count, width))]
+    update = _update(version, manifest, alpha, width) if missing else {}
     done = run_calls(fan_out, shard_task, [
-        {"version": version, "identity": identity, "first": first, "count": count, "alpha": alpha, "width": width}
+        {"version": version, "identity": identity, "first": first, "count": count, "alpha": alpha, "width": width,
+         **{k: update[k] for k in ("base", "base_identity", "rows") if k in update}}
         for first, count in missing])
     figures = {"documents": n, "answers_a_page": width, "alpha": alpha, "shards": len(shards),
                "shards_computed": len(missing), "shards_found": len(shards) - len(missing),
+               **{k: v for k, v in update.items() if k.startswith("rows_")},
                "compute_seconds": round(sum(d["seconds"] for d in done), 1)}
     if any(d["skipped"] for d in done) or index_identity_or_none(version) != identity:
         return {**figures, "reused": False, "superseded": True}
@@ -148,6 +175,35 @@ def compute_table(version: str, shard_task, *, alpha: float = ALPHA, width: int 
     os.replace(tmp, os.path.join(version, TABLE_MANIFEST))
     shutil.rmtree(os.path.join(version, WORK_FOLDER), ignore_errors=True)
     return {**figures, "reused": False, "bytes": _table_bytes(table), "seconds": seconds}
+
+
+def _update(version: str, manifest: dict[str, Any], alpha: float, width: int) -> dict[str, Any]:
+    """For a version an incremental update made (its manifest's "updated_from") from a version
+    whose whole table at ``alpha`` and ``width`` is still beside it: that version (``base``), and
+    the rows to compute in a file (``rows``: simweb.core.precomputed.rows_to_update), with their
+    figures; {} when the table is to be computed whole."""
+    source = manifest.get("updated_from")
+    if not source:
+        return {}
+    parent = os.path.dirname(os.path.abspath(version))
+    for name in sorted(os.listdir(parent)):
+        base = os.path.join(parent, name)
+        found = table_manifest(base)
+        if base == os.path.abspath(version) or found is None or found.get("index") != source \
+                or found.get("alpha") != alpha or found.get("width") != width or table_problems(base):
+            continue
+        v, old = store.open_version(version), store.open_version(base)
+        table = open_table(old)
+        if table is None or v.params.to_dict() != old.params.to_dict():
+            return {}
+        updated = np.fromfile(os.path.join(version, store.UPDATED_DOCS_FILE), dtype="<u4").astype(np.int64)
+        indexed = np.asarray(v.docs.column("indexed").to_numpy(zero_copy_only=False), dtype=bool)
+        rows = rows_to_update(v.inverted, v.h, v.bag_arrays, table, updated, np.flatnonzero(~indexed))
+        path = os.path.join(version, WORK_FOLDER, f"rows-{source[:16]}.u32")
+        store.write_array_atomic(rows.astype(np.uint32), path)
+        return {"base": base, "base_identity": source, "rows": path, "rows_computed": int(rows.size),
+                "rows_kept": table.n_docs - int((rows < table.n_docs).sum())}
+    return {}
 
 
 def index_identity_or_none(version: str) -> str | None:
@@ -223,6 +279,15 @@ def table_problems(version: str, *, digests: bool = False) -> list[str]:
         elif digests and store.sha256(path) != meta.get("sha256"):
             problems.append(f"{name}: its content differs from the SHA-256 {TABLE_MANIFEST} records")
     return problems
+
+
+def remove_table(version: str) -> None:
+    """Take the version's table away (answers.json first: what is left is no table)."""
+    for name in (TABLE_MANIFEST, *(name for name, _ in _COLUMNS)):
+        path = os.path.join(version, name)
+        if os.path.exists(path):
+            os.remove(path)
+    shutil.rmtree(os.path.join(version, WORK_FOLDER), ignore_errors=True)
 
 
 def open_table(v: store.IndexVersion, *, verify: bool = False) -> AnswerTable | None:

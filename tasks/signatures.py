@@ -450,7 +450,7 @@ def invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | N
     reduced = [f"{SHUFFLE_DIR}/{_reduce_file(r)}" for r in range(n_reducers)]
     with local_stand_in(out, fetch=reduced) as local:
         for name in (*_SHARED_FILES, *_bag_names(signed)):
-            if name != store.H2_FILE or exists(join(signed, name)):
+            if name not in _OPTIONAL_FILES or exists(join(signed, name)):
                 download(join(signed, name), os.path.join(local, name))
         stats = _invert_finish(signed, local, n_reducers, min_in_degree)
     remove(join(out, SHUFFLE_DIR))
@@ -486,8 +486,8 @@ def _invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | 
     # they share the files (a hard link; a copy where the file system has none). Publishing
     # copies them out of the cache, checked against their digests (index_store.publish).
     for name in (*_SHARED_FILES, *_bag_names(signed)):
-        if name == store.H2_FILE and not os.path.exists(os.path.join(signed, name)):
-            continue  # signed without the fine signatures (an index ordered by overlap)
+        if name in _OPTIONAL_FILES and not os.path.exists(os.path.join(signed, name)):
+            continue
         if not is_remote(signed) and os.path.abspath(signed) != os.path.abspath(out):
             _link_or_copy(os.path.join(signed, name), os.path.join(out, name))
     docmap = read_parquet(join(signed, store.DOCMAP_FILE))
@@ -509,6 +509,7 @@ def _invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | 
         "offsets_dtype": np.dtype(off_dtype).name,
         "signature_stats": info.get("stats", {}),
         "bags": info["bags"],
+        **({"updated_from": info["updated_from"]} if "updated_from" in info else {}),
     })
     # The stage's counts as a build's summary shows them: the documents are crawled pages and
     # pages only linked to (each has a bag and can be asked about).
@@ -520,7 +521,10 @@ def _invert_finish(signed: str, out: str, n_reducers: int, min_in_degree: int | 
 
 #: The files of a version the invert stage takes from the signatures stage as they are.
 _SHARED_FILES = (store.H_FILE, store.H2_FILE, store.URLS_FILE, store.URL_DOCS_FILE, store.ALIASES_FILE,
-                 store.ALIAS_DOCS_FILE)
+                 store.ALIAS_DOCS_FILE, store.UPDATED_DOCS_FILE)
+#: Those of them a signed folder may not have (H2: signed for an index ordered by overlap; the
+#: updated documents: signed by a build, not by an incremental update).
+_OPTIONAL_FILES = (store.H2_FILE, store.UPDATED_DOCS_FILE)
 
 
 def _link_or_copy(src: str, dst: str) -> None:

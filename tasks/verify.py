@@ -2,7 +2,8 @@
 
 Every file simweb keeps is recorded with its size and SHA-256 when it is written: index
 versions in their ``index.json`` (simweb.tasks.index_store), cached stage outputs in their
-``_SUCCESS.json`` (simweb.tasks.stagecache), ingest parts in their ``stats/part-*.json``
+``_SUCCESS.json`` (simweb.tasks.stagecache), a version's related pages computed ahead in its
+``answers.json`` (simweb.tasks.precomputed), ingest parts in their ``stats/part-*.json``
 (simweb.tasks.ingest). A build checks sizes of what it reuses (cheap); :func:`audit` reads
 everything and compares digests. :func:`repair` removes what is damaged so that the next
 build computes it again, and re-publishes a damaged live version from its intact cached copy.
@@ -14,7 +15,7 @@ import os
 import shutil
 from dataclasses import dataclass
 
-from simweb.tasks import index_store, stagecache
+from simweb.tasks import index_store, precomputed, stagecache
 from simweb.tasks.crawl.parts import part_files
 from simweb.tasks.layout import crawl_folder, stages_folder
 from simweb.tasks.stages.publish import live_version
@@ -28,7 +29,7 @@ VERSION_STAGES = {"invert": "", "delta-index": "version"}
 class Damage:
     """One damaged item: what it is, where, and what is wrong with it."""
 
-    kind: str  # "live version", "version", "stage output", "ingest part"
+    kind: str  # "live version", "version", "related-pages table", "stage output", "ingest part"
     path: str
     problems: tuple[str, ...]
 
@@ -51,6 +52,11 @@ def audit(out: str, *, digests: bool = True) -> tuple[list[Damage], int]:
         problems = index_store.version_damage(path, digests=digests)
         if problems:
             found.append(Damage("live version" if path == live else "version", path, tuple(problems)))
+        elif precomputed.table_manifest(path) is not None:  # its related pages computed ahead
+            checked += 1
+            problems = precomputed.table_problems(path, digests=digests)
+            if problems:
+                found.append(Damage("related-pages table", path, tuple(problems)))
     stages = stages_folder(root)  # local, or on an object store (simweb build --work)
     for stage in stagecache.stage_names(stages):
         for manifest in stagecache.published(stages, stage):
@@ -79,6 +85,9 @@ def repair(out: str, damaged: list[Damage]) -> list[str]:
         elif item.kind == "version":  # an earlier version, kept only for readers that hold it
             shutil.rmtree(item.path, ignore_errors=True)
             actions.append(f"removed {item.path}: an earlier version, no longer live")
+        elif item.kind == "related-pages table":  # the version answers live until the next build computes it
+            precomputed.remove_table(item.path)
+            actions.append(f"removed the related pages computed ahead of {item.path}: the next build computes them again")
         elif item.kind == "ingest part":
             for path in _part_files(item.path):
                 remove(path)

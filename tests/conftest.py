@@ -215,7 +215,9 @@ def _index_diff(a: str, b: str) -> list[str]:
               if not (os.path.exists(os.path.join(a, name)) and os.path.exists(os.path.join(b, name))
                       and filecmp.cmp(os.path.join(a, name), os.path.join(b, name), shallow=False))]
     ma, mb = (dict(index_store.read_manifest(v)) for v in (a, b))
-    ma.pop("created", None), mb.pop("created", None)
+    for man in (ma, mb):  # when it was written, and what it was updated from, are not what it holds
+        man.pop("created", None), man.pop("updated_from", None)
+        man["files"] = {k: f for k, f in man["files"].items() if k != index_store.UPDATED_DOCS_FILE}
     if json.dumps(ma, sort_keys=True) != json.dumps(mb, sort_keys=True):
         differ.append(index_store.MANIFEST)
     return differ

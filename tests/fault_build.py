@@ -1,7 +1,7 @@
 """A build of the shared WARC fixtures in this process, killed with SIGKILL at a chosen point.
 
 Run by tests/test_faults.py as ``python tests/fault_build.py OUT [KILL_POINT]``; without a kill
-point it builds to the end and prints the live version folder. Kill points:
+point it builds to the end (the related pages computed ahead included) and prints the live version folder. Kill points:
 
     ingest            inside the ingest, once the first file's parts are written, before they are published
     <stage>:inside    inside a stage, once its output is written, before it is published
@@ -82,11 +82,14 @@ def build(out: str) -> str:
     from simweb.tasks.ingest.files import ingest_files
     from simweb.tasks.layout import IndexLock, crawl_folder, sweep_debris
     from simweb.tasks.signatures import IndexParams
+    from simweb.tasks.stages.related_table import related_table_stage
 
     with IndexLock(out, "fault test build"):
         sweep_debris(out)
         ingest_files([str(p) for p in WARCS], crawl_folder(out))
-        return index_chain(None, crawl_folder(out), out, Strategy(), IndexParams(m=16, min_in_degree=0)).index
+        live = index_chain(None, crawl_folder(out), out, Strategy(), IndexParams(m=16, min_in_degree=0)).index
+        related_table_stage(live)
+        return live
 
 
 if __name__ == "__main__":

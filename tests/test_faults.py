@@ -78,6 +78,7 @@ def _target(out: Path, kind: str) -> Path:
         "invert stage I": sorted((out / "stages" / "invert").glob("*/I.docs.u32")),
         "published H": [live / "H.u32"],
         "published docs": [live / "docs.parquet"],
+        "published related table": [live / "answers.exact.f64"],
     }[kind]
     assert found, kind
     return max(found, key=lambda p: p.stat().st_size)
@@ -96,7 +97,8 @@ def _verify(out: Path, *extra: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
-KINDS = ("ingest part", "merge stage part", "signatures stage H", "invert stage I", "published H", "published docs")
+KINDS = ("ingest part", "merge stage part", "signatures stage H", "invert stage I", "published H", "published docs",
+         "published related table")
 
 
 @pytest.mark.slow

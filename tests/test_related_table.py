@@ -10,13 +10,19 @@ import shutil
 import dask
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simweb.api import open_index
-from simweb.core.precomputed import AnswerTable
+from simweb.core.precomputed import AnswerTable, answer_rows, rows_to_update
+from simweb.core.query import invert
 from simweb.core.rerank import related_top
 from simweb.tasks import index_store as store
 from simweb.tasks import precomputed
 from simweb.tasks.stages.related_table import related_table_shard, related_table_stage
+from test_incremental import files  # noqa: F401 (a fixture)
+from test_rerank import _clustered_bags, _minhash_index
+
 from tests.conftest import build_small_index
 
 
@@ -147,7 +153,8 @@ def test_a_table_of_another_version_or_a_damaged_one_is_not_used(index, tmp_path
     for name in os.listdir(version):
         if name.startswith("answers."):
             shutil.copy(os.path.join(version, name), os.path.join(other_version, name))
-    manifest = json.loads(open(os.path.join(other_version, store.MANIFEST)).read())
+    with open(os.path.join(other_version, store.MANIFEST)) as f:
+        manifest = json.load(f)
     manifest["created"] = "2020-01-01T00:00:00+00:00"  # the same files, written at another time
     with open(os.path.join(other_version, store.MANIFEST), "w") as f:
         json.dump(manifest, f)
@@ -212,3 +219,87 @@ def test_a_row_is_cut_by_the_threshold_and_top_asked():
     assert not table.covers(0.15, 5) and not table.covers(0.1, 4) and table.covers(0.15 - 1e-13, 4)
     with pytest.raises(ValueError, match="top ≤ 4 at alpha ≥ 0.15"):
         table.answer(0, 0.15, 5)
+
+
+def test_an_incremental_update_recomputes_only_the_rows_it_may_change(files, tmp_path):
+    """A full build with its table, then new files added incrementally: the new version's table
+    keeps the rows no updated page can change and equals the table computed whole."""
+    from test_incremental import PARAMS, STRATEGY, _full_build
+
+    from simweb.flows.ingest_new_crawl import refresh_index
+    from simweb.tasks import incremental
+    from simweb.tasks.ingest.files import ingest_files
+    from simweb.tasks.layout import crawl_folder
+
+    first, later = files
+    out = str(tmp_path / "index")
+    crawl = crawl_folder(out)
+    ingest_files(first, crawl)
+    bags, live = _full_build(crawl, out)
+    incremental.start_epoch(out, bags, PARAMS)
+    assert related_table_stage(live)["reused"] is False
+    new_parts = list(ingest_files(later, crawl).parts)
+    index, stages = refresh_index(None, out, crawl, STRATEGY, PARAMS, None, new_parts)
+    assert stages == {"delta-bags": False, "delta-index": False}
+    manifest = store.read_manifest(index)
+    assert manifest["updated_from"] == precomputed.index_identity(live)
+    updated = np.fromfile(os.path.join(index, store.UPDATED_DOCS_FILE), dtype="<u4")
+    n_old, n_new = store.open_version(live).n_docs, manifest["n_docs"]
+    assert 0 < updated.size < n_new and (updated >= n_old).sum() == n_new - n_old
+
+    figures = related_table_stage(index)
+    assert figures["rows_computed"] < n_new and figures["rows_kept"] > 0, figures
+    assert figures["rows_computed"] + figures["rows_kept"] == n_new
+    by_update = precomputed.open_table(store.open_version(index))
+    # The same version alone (no table beside it to start from): its table computed whole.
+    alone = tmp_path / "alone" / "versions" / "v"
+    shutil.copytree(index, alone, ignore=shutil.ignore_patterns("answers.*"))
+    whole_figures = _table(str(alone))
+    assert "rows_kept" not in whole_figures
+    whole = precomputed.open_table(store.open_version(str(alone)))
+    for name in ("docs", "counts", "exact"):
+        assert np.array_equal(getattr(by_update, name), getattr(whole, name)), name
+    # And a query of the updated index answers from it as a live one would.
+    ix = open_index(out)
+    for url in ("http://www.uraharajuku.st/", "http://new.example/links.html"):
+        assert ix.info()["related_table"]["documents"] == n_new
+        from_table = ix.related(url)
+        _no_table(index)
+        assert open_index(out).related(url) == from_table
+        _table(out)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 30), st.integers(0, 30), st.booleans())
+def test_the_rows_an_update_may_change_are_all_that_change(seed, replaced, appended, filtered):
+    """Bags of a few topics, some replaced by bags of other topics and some appended, some pages
+    outside I: the old table with the rows rows_to_update names computed again equals the new
+    index's table computed whole (a missed row, or the rows an updated page enters left out, fails it)."""
+    rng = np.random.default_rng(seed)
+    m, alpha, width = 16, 0.15, 6
+    old_bags = _clustered_bags(rng, 200)
+    new_bags = list(old_bags)
+    updated = rng.choice(200, replaced, replace=False)
+    for d, bag in zip(updated.tolist(), _clustered_bags(rng, replaced)):
+        new_bags[d] = bag
+    new_bags += _clustered_bags(rng, appended)
+    updated = np.concatenate([updated, np.arange(200, 200 + appended)]).astype(np.int64)
+    h_new, _, arrays_new = _minhash_index(new_bags, m, seed % 1000)
+    h_old, _, arrays_old = _minhash_index(old_bags, m, seed % 1000)
+    outside = rng.random(len(new_bags)) < (0.2 if filtered else 0.0)
+    old_outside = outside[:200].copy()  # the same pages outside I in both, but for updated ones
+    old_outside[updated[updated < 200]] = rng.random(replaced) < (0.2 if filtered else 0.0)
+    index_old, index_new = invert(h_old, ~old_outside), invert(h_new, ~outside)
+
+    def table(index, h, arrays, n):
+        return AnswerTable(*answer_rows(index, h, arrays, range(n), alpha, width), alpha=alpha, m=m)
+
+    old = table(index_old, h_old, arrays_old, 200)
+    whole = table(index_new, h_new, arrays_new, len(new_bags))
+    rows = rows_to_update(index_new, h_new, arrays_new, old, updated, np.flatnonzero(outside))
+    assert set(updated.tolist()) <= set(rows.tolist())
+    patched = [np.concatenate([a, np.zeros((appended, width), a.dtype)]) for a in (old.docs, old.counts, old.exact)]
+    for a, b in zip(patched, answer_rows(index_new, h_new, arrays_new, rows.tolist(), alpha, width)):
+        a[rows] = b
+    for a, b in zip(patched, (whole.docs, whole.counts, whole.exact)):
+        assert np.array_equal(a, b)

@@ -318,6 +318,8 @@ def test_a_build_keeps_its_crawl_and_stage_outputs_on_the_store(s3, warc_dir, tm
     capsys.readouterr()
     assert index_diff(index_store.resolve(str(out)), index_store.resolve(str(tmp_path / "on-disk"))) == []
     assert (out / "WORK").read_text().strip() == work and not (out / "crawl").exists() and not (out / "stages").exists()
+    table = built["stages"].pop("related-table")  # kept in the published version, which is local
+    assert table["path"] == index_store.resolve(str(out)) and not table["reused"]
     assert all(stage["path"].startswith(f"{work}/stages/") for stage in built["stages"].values())
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="work/")["Contents"]]
     assert any(k.startswith("work/crawl/pages/part-") for k in keys) and not any("/.tmp-" in k for k in keys)
@@ -365,7 +367,8 @@ def test_an_inbox_update_of_an_index_whose_work_is_on_the_store(s3, warc_dir, tm
         updates[name] = ingest_new_crawl.fn(str(inbox), str(out), settle_seconds=0)
     capsys.readouterr()
     done = updates["store"]
-    assert done.ingested == [FILES[1]] and done.stages == {"delta-bags": False, "delta-index": False}
+    assert done.ingested == [FILES[1]] and done.stages == {"delta-bags": False, "delta-index": False,
+                                                           "related-table": False}
     assert index_diff(done.index, updates["disk"].index) == [], (updates["disk"], done)
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="inbox-work/")["Contents"]]
     assert any(k.startswith("inbox-work/stages/delta-index/") and k.endswith("/_SUCCESS.json") for k in keys)
@@ -389,7 +392,7 @@ def test_a_build_failed_in_a_late_stage_on_the_store_resumes_there(s3, warc_dir,
     resumed = json.loads(capsys.readouterr().out)
     assert resumed["ingest"]["files_unchanged"] == 2
     assert {name: stage["reused"] for name, stage in resumed["stages"].items()} == {
-        "bags": True, "signatures": True, "invert": False}
+        "bags": True, "signatures": True, "invert": False, "related-table": False}
 
 
 def test_a_file_read_in_pieces_from_and_into_the_store(s3, tmp_path):

@@ -9,9 +9,9 @@ from typing import Any
 
 from prefect import task
 
+from simweb.tasks.logs import run_logger
 from simweb.tasks.options import HERE, RunOptions, Workers
 from simweb.tasks.precomputed import compute_shard, compute_table
-from simweb.tasks.logs import run_logger
 from simweb.tasks.stagecache import STAGE_RUN, brief_stats
 
 NAME = "related-table"
