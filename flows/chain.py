@@ -2,6 +2,8 @@
 
     ingest → [dedup] → bags → signatures → invert → publish
 
+(then the flows compute the related pages ahead: simweb.tasks.stages.related_table)
+
 Each stage is cached by simweb.tasks.stagecache: keyed by the identity of what it reads and
 its parameters, a finished stage is reused, so a re-run of a finished build does no work, a
 changed strategy re-runs from the bags stage, and a run that failed in a late stage resumes

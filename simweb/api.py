@@ -14,7 +14,10 @@ arrays) is at least α are returned, best first, ties by document id. Each resul
 is what it is ranked by: the exact similarity when re-ranked, else the estimate
 (``similarity`` is always the estimate, ``exact`` the exact one or None).
 ``rerank=False`` is the paper's PROCESSQUERY (Figure 11) alone: the documents estimated at
-least α, by estimate. (On DebDocs, the estimate alone finds about 95 % of the pairs whose exact
+least α, by estimate. Where the index version has its related pages computed ahead (``simweb
+build`` computes them once it publishes; simweb.tasks.precomputed), a default query for at most
+ten answers at α ≥ 0.15 is a look-up of the page's row, the same answer as the live query.
+(On DebDocs, the estimate alone finds about 95 % of the pairs whose exact
 Jaccard is ≥ α at a precision of about 0.75; re-ranked, over 99 % at precision 1 — the
 evaluation report measures it for its crawl, tasks/stages/eval_index.py.) ``dedup=True`` leaves out results that nearly
 duplicate the query page or a result listed before them (word shingles of the crawled pages;

@@ -303,3 +303,21 @@ def test_the_rows_an_update_may_change_are_all_that_change(seed, replaced, appen
         a[rows] = b
     for a, b in zip(patched, (whole.docs, whole.counts, whole.exact)):
         assert np.array_equal(a, b)
+
+
+def test_the_server_answers_from_a_table_that_appears_while_it_runs(index, monkeypatch):
+    """A server started before the table is computed: its answers are the same before and after,
+    and once the table is whole /api/related reads it (no live query) and /api/info says so."""
+    from fastapi.testclient import TestClient
+    from test_http import LOCAL
+
+    from simweb.http import create_app
+
+    client = TestClient(create_app(index), base_url=LOCAL)
+    url = store.open_version(index).doc_rows([20])[0]["url"]
+    assert client.get("/api/info").json()["related_table"] is None
+    live = client.get("/api/related", params={"url": url}).json()
+    _table(index)
+    assert client.get("/api/info").json()["related_table"] == {"documents": 48, "width": 10, "alpha": 0.15}
+    monkeypatch.setattr("simweb.api.related_top", None)  # a live query would fail
+    assert client.get("/api/related", params={"url": url}).json() == live

@@ -11,6 +11,8 @@ reads its output. simweb.flows.chain only orders them.
     signatures   m min-hashes per bag → H and the url ↔ doc map                    :mod:`.signatures`
     invert       H → I                                                             :mod:`.invert`
     publish      the index folder switched to the new version atomically           :mod:`.publish`
+    related-table  every page's answer to the default query computed ahead, into
+                 the published version (run by the flows after the chain)          :mod:`.related_table`
 
 The ingest before them writes the crawl folder (:mod:`.ingest`: shards of archive files).
 
