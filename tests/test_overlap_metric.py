@@ -104,8 +104,11 @@ def synthetic(tmp_path_factory) -> dict:
 def test_an_overlap_index_finds_by_jaccard_and_orders_by_exact_overlap(synthetic, build_in_process, tmp_path):
     warc = str(synthetic["root"] / "synthetic.warc.gz")
     live = build_in_process(warc, tmp_path / "index", strategy=COCITATION, min_in_degree=None)
+    from simweb.tasks.stages.related_table import related_table_stage
+
+    assert related_table_stage(live) == {"documents": len(simweb.open_index(live)), "reused": False, "not_needed": True}
     index = simweb.open_index(live)
-    assert index.info()["metric"] == "overlap"
+    assert index.info()["metric"] == "overlap" and index.info()["related_table"] is None
     with open(f"{live}/index.json") as f:
         assert json.load(f)["metric"] == "overlap"
     docs = index._v.docs.column("url").to_pylist()

@@ -27,7 +27,9 @@ def related_table_stage(live: str, options: RunOptions = RunOptions(), *, on: Wo
     def run() -> dict[str, Any]:
         log = run_logger("simweb.stagecache")
         figures = compute_table(live, related_table_shard, fan_out=on.fan_out, verify=options.verify)
-        if figures.get("superseded"):
+        if figures.get("not_needed"):
+            log.info("stage %s: not needed: the index orders its answers by overlap, every query is live", NAME)
+        elif figures.get("superseded"):
             log.info("stage %s: left: a newer version of the index replaced %s meanwhile", NAME, live)
         elif figures["reused"]:
             log.info("stage %s: reused the whole table of %s", NAME, live)
