@@ -128,7 +128,7 @@ def compute_shard(version: str, identity: str, first: int, count: int, alpha: fl
 
 
 def compute_table(version: str, shard_task, *, alpha: float = ALPHA, width: int = WIDTH, fan_out=None,
-                  verify: bool = False, shard_docs: int = SHARD_DOCS) -> dict[str, Any]:
+                  verify: bool = False, shard_docs: int | None = None) -> dict[str, Any]:
     """Compute the table of ``version`` (a published version folder) unless it has a whole one
     for ``alpha`` and ``width`` (checked by size, and with ``verify`` by content): :func:`compute_shard`
     as the Prefect task ``shard_task`` once per shard missing, through ``fan_out``
@@ -149,6 +149,7 @@ def compute_table(version: str, shard_task, *, alpha: float = ALPHA, width: int 
             and not table_problems(version, digests=verify):
         return {"documents": n, "reused": True, "bytes": _table_bytes(found), "seconds": found.get("seconds")}
     os.makedirs(os.path.join(version, WORK_FOLDER), exist_ok=True)
+    shard_docs = shard_docs or SHARD_DOCS
     shards = [(first, min(shard_docs, n - first)) for first in range(0, n, shard_docs)]
     missing = [(first, count) for first, count in shards
                if not _whole(_shard_path(version, first), _shard_bytes(count, width))]

@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import drain_prefect_queues, s3_store
 
@@ -99,7 +100,7 @@ def dask_cluster(tmp_path_factory, prefect_server, object_store):
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_build_index_on_a_distributed_cluster_equals_the_local_build(dask_cluster, prefect_server, warc_dir, tmp_path,
-                                                                     build_in_process, index_diff):
+                                                                     build_in_process, index_diff, monkeypatch):
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     from simweb.api import open_index
@@ -116,6 +117,10 @@ def test_build_index_on_a_distributed_cluster_equals_the_local_build(dask_cluste
     files = list_archive_files(str(crawl))
     before = client.run(lambda dask_worker: dask_worker.state.executed_count)
 
+    from simweb.tasks import precomputed
+    from simweb.tasks.stages.related_table import related_table_shard
+
+    monkeypatch.setattr(precomputed, "SHARD_DOCS", 300)  # the related pages computed ahead in four shards
     with temporary_settings({PREFECT_API_URL: prefect_server.api_url}):
         # Two bags parts: the signatures and invert stages, each a task run of its own, hand their
         # parts to the workers as task runs of their own.
@@ -140,6 +145,13 @@ def test_build_index_on_a_distributed_cluster_equals_the_local_build(dask_cluste
     assert manifests[0] == manifests[1]
     index = open_index(tmp_path / "distributed")
     assert len(index) == len(open_index(local)) > 0
+    # The related pages computed ahead, their shards on the workers: the table computed here, in one go.
+    figures = summary.stages["related-table"]["stats"]
+    assert (figures["shards"], figures["shards_computed"]) == (4, 4)
+    precomputed.compute_table(local, related_table_shard, shard_docs=2000)
+    tables = [precomputed.open_table(index_store.open_version(v)) for v in (summary.index, local)]
+    for name in ("docs", "counts", "exact"):
+        assert np.array_equal(getattr(tables[0], name), getattr(tables[1], name)), name
 
 
 @pytest.mark.slow
