@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_incremental import PARAMS, STRATEGY, _full_build, _write_new_warc
+from test_rerank import _clustered_bags, _minhash_index
 
 from simweb.api import open_index
 from simweb.core.precomputed import AnswerTable, answer_rows, rows_to_update
@@ -20,9 +22,6 @@ from simweb.core.rerank import related_top
 from simweb.tasks import index_store as store
 from simweb.tasks import precomputed
 from simweb.tasks.stages.related_table import related_table_shard, related_table_stage
-from test_incremental import files  # noqa: F401 (a fixture)
-from test_rerank import _clustered_bags, _minhash_index
-
 from tests.conftest import build_small_index
 
 
@@ -221,17 +220,18 @@ def test_a_row_is_cut_by_the_threshold_and_top_asked():
         table.answer(0, 0.15, 5)
 
 
-def test_an_incremental_update_recomputes_only_the_rows_it_may_change(files, tmp_path):
-    """A full build with its table, then new files added incrementally: the new version's table
-    keeps the rows no updated page can change and equals the table computed whole."""
-    from test_incremental import PARAMS, STRATEGY, _full_build
-
+def test_an_incremental_update_recomputes_only_the_rows_it_may_change(warc_dir, tmp_path):
+    """A full build with its table, then new files added incrementally (tests/test_incremental.py's):
+    the new version's table keeps the rows no updated page can change and equals the table computed whole."""
     from simweb.flows.ingest_new_crawl import refresh_index
     from simweb.tasks import incremental
     from simweb.tasks.ingest.files import ingest_files
     from simweb.tasks.layout import crawl_folder
 
-    first, later = files
+    _write_new_warc(tmp_path / "new.warc.gz")
+    shutil.copy(warc_dir / "example-iana.org-chunked.warc", tmp_path / "iana.warc")
+    first = [str(warc_dir / "warcfile.warc.gz"), str(warc_dir / "example.warc.gz")]
+    later = [str(tmp_path / "new.warc.gz"), str(tmp_path / "iana.warc")]
     out = str(tmp_path / "index")
     crawl = crawl_folder(out)
     ingest_files(first, crawl)
