@@ -62,17 +62,20 @@ class AnswerTable:
         """Whether the table answers a request for the ``top`` best at ``alpha``."""
         return top <= self.width and alpha >= self.alpha - _ROUNDING
 
-    def answer(self, query: int, alpha: float, top: int) -> tuple[Matches, np.ndarray]:
+    def answer(self, query: int, alpha: float, top: int) -> tuple[Matches, np.ndarray] | None:
         """Document ``query``'s ``top`` best at ``alpha`` from its row, as ``related_top`` returns
-        them: (ids and counts, exact similarities). The request must be :meth:`covers`'s."""
+        them: (ids and counts, exact similarities); None for a row that is not one (an id outside
+        the table, counts above m: a damaged file). The request must be :meth:`covers`'s."""
         if not self.covers(alpha, top):
             raise ValueError(f"the table answers top ≤ {self.width} at alpha ≥ {self.alpha}, "
                              f"not top {top} at alpha {alpha}")
         docs, exact = self.docs[query], self.exact[query]
         k = int(np.count_nonzero((docs >= 0) & (exact >= alpha - _ROUNDING)))  # a row is a prefix, best first
         k = min(k, top)
-        return (Matches(query, docs[:k].astype(np.int64), self.counts[query, :k].astype(np.int64), self.m),
-                np.array(exact[:k], dtype=np.float64))
+        ids, counts = docs[:k].astype(np.int64), self.counts[query, :k].astype(np.int64)
+        if k and (ids.min() < 0 or ids.max() >= self.n_docs or counts.max() > self.m):
+            return None
+        return Matches(query, ids, counts, self.m), np.array(exact[:k], dtype=np.float64)
 
 
 def answer_rows(index: InvertedIndex, h: np.ndarray, bags: BagArrays, queries: Sequence[int], alpha: float, width: int, *,

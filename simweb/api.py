@@ -282,10 +282,9 @@ class Index:
             # The answers computed ahead where they cover the request (simweb.tasks.precomputed),
             # else each query live, its smallest buckets first, as many as its answer needs.
             table = open_table(v, verify=self._verify) if self.precomputed else None
-            if table is not None and table.covers(alpha, top):
-                found = [table.answer(int(d), alpha, top) for d in docs.tolist()]
-            else:
-                found = [related_top(v.inverted, v.h, v.bag_arrays, int(d), alpha, top, h2=v.h2) for d in docs.tolist()]
+            looked_up = table is not None and table.covers(alpha, top)
+            found = [(looked_up and table.answer(d, alpha, top))
+                     or related_top(v.inverted, v.h, v.bag_arrays, d, alpha, top, h2=v.h2) for d in docs.tolist()]
             answers = [self._rows(v, match, exact) for match, exact in found]
         else:
             # Re-ranked by overlap, every candidate is scored exactly: none is cut by its estimate.

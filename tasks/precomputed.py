@@ -264,6 +264,13 @@ def table_manifest(version: str) -> dict[str, Any] | None:
 
 def table_problems(version: str, *, digests: bool = False) -> list[str]:
     """What keeps the version's table from answering: [] when it is whole and the version's own."""
+    try:
+        return _problems(version, digests)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:  # an answers.json of another shape
+        return [f"{TABLE_MANIFEST} is not one simweb wrote ({type(e).__name__}: {e})"]
+
+
+def _problems(version: str, digests: bool) -> list[str]:
     found = table_manifest(version)
     if found is None:
         return [f"no {TABLE_MANIFEST}"]
@@ -271,7 +278,9 @@ def table_problems(version: str, *, digests: bool = False) -> list[str]:
         return [f"{TABLE_MANIFEST} is of format {found.get('format_version')}, not {FORMAT_VERSION}"]
     if found.get("index") != index_identity_or_none(version):
         return ["it was computed for another version of the index"]
-    n, width = int(found["n_docs"]), int(found["width"])
+    n, width, alpha = int(found["n_docs"]), int(found["width"]), float(found["alpha"])
+    if n < 0 or width < 1 or not 0.0 <= alpha <= 1.0 or int(found["m"]) < 1:
+        return [f"{TABLE_MANIFEST} names {n} rows of {width} answers at alpha {alpha}"]
     problems = []
     for name, dtype in _COLUMNS:
         meta = found["files"].get(name, {})
@@ -293,10 +302,19 @@ def remove_table(version: str) -> None:
     shutil.rmtree(os.path.join(version, WORK_FOLDER), ignore_errors=True)
 
 
+def _mapped(v: store.IndexVersion, found: dict[str, Any]) -> AnswerTable | None:
+    n, width = int(found["n_docs"]), int(found["width"])
+    if n != v.n_docs or int(found["m"]) != v.params.m:
+        return None
+    arrays = [np.asarray(np.memmap(os.path.join(v.path, name), dtype=dtype, mode="r", shape=(n, width)))
+              if n * width else np.zeros((n, width), dtype) for name, dtype in _COLUMNS]
+    return AnswerTable(*arrays, alpha=float(found["alpha"]), m=v.params.m)
+
+
 def open_table(v: store.IndexVersion, *, verify: bool = False) -> AnswerTable | None:
     """The table of the opened version ``v``, memory-mapped; None when it has none that answers
     (none computed yet, computed for another version, or damaged: the queries are then live).
-    Looked for again at each call until found (a stat of answers.json, when it has not changed)."""
+    Looked at again at each call: a stat of answers.json, and more only when it has changed."""
     path = os.path.join(v.path, TABLE_MANIFEST)
     try:
         st = os.stat(path)
@@ -308,11 +326,9 @@ def open_table(v: store.IndexVersion, *, verify: bool = False) -> AnswerTable | 
         return held[1]
     table = None
     if stamp is not None and not table_problems(v.path, digests=verify):
-        found = table_manifest(v.path) or {}
-        n, width = int(found["n_docs"]), int(found["width"])
-        if n == v.n_docs and int(found["m"]) == v.params.m:
-            arrays = [np.asarray(np.memmap(os.path.join(v.path, name), dtype=dtype, mode="r", shape=(n, width)))
-                      if n * width else np.zeros((n, width), dtype) for name, dtype in _COLUMNS]
-            table = AnswerTable(*arrays, alpha=float(found["alpha"]), m=v.params.m)
+        try:
+            table = _mapped(v, table_manifest(v.path) or {})
+        except (KeyError, ValueError, OSError):  # taken away or rewritten meanwhile: looked at again next time
+            stamp = None
     v.held["answers"] = (stamp, table)
     return table

@@ -206,9 +206,9 @@ def test_the_stage_reports_a_whole_table_as_reused(index):
 
 
 def test_a_row_is_cut_by_the_threshold_and_top_asked():
-    docs = np.array([[4, 7, 2, -1], [-1, -1, -1, -1]], dtype=np.int32)
-    counts = np.array([[60, 30, 20, 0], [0, 0, 0, 0]], dtype=np.uint16)
-    exact = np.array([[0.8, 0.4, 0.2, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    docs = np.full((8, 4), -1, dtype=np.int32)
+    counts, exact = np.zeros((8, 4), dtype=np.uint16), np.zeros((8, 4))
+    docs[0, :3], counts[0, :3], exact[0, :3] = [4, 7, 2], [60, 30, 20], [0.8, 0.4, 0.2]
     table = AnswerTable(docs, counts, exact, alpha=0.15, m=80)
     match, scores = table.answer(0, 0.15, 4)
     assert match.docs.tolist() == [4, 7, 2] and match.counts.tolist() == [60, 30, 20] and scores.tolist() == [0.8, 0.4, 0.2]
@@ -216,6 +216,8 @@ def test_a_row_is_cut_by_the_threshold_and_top_asked():
     assert table.answer(0, 0.15, 2)[0].docs.tolist() == [4, 7]
     assert len(table.answer(1, 0.15, 4)[0]) == 0
     assert not table.covers(0.15, 5) and not table.covers(0.1, 4) and table.covers(0.15 - 1e-13, 4)
+    docs[3, 0], exact[3, 0] = 8, 0.5  # a page outside the table: not an answer
+    assert table.answer(3, 0.15, 4) is None
     with pytest.raises(ValueError, match="top ≤ 4 at alpha ≥ 0.15"):
         table.answer(0, 0.15, 5)
 
@@ -321,3 +323,32 @@ def test_the_server_answers_from_a_table_that_appears_while_it_runs(index, monke
     assert client.get("/api/info").json()["related_table"] == {"documents": 48, "width": 10, "alpha": 0.15}
     monkeypatch.setattr("simweb.api.related_top", None)  # a live query would fail
     assert client.get("/api/related", params={"url": url}).json() == live
+
+
+@pytest.mark.parametrize("answers_json", [
+    b"not json", b"[]", b'{"format": "simweb-answers"}',
+    b'{"format": "simweb-answers", "format_version": 1, "index": "x", "n_docs": "many", "width": 10}',
+])
+def test_an_answers_file_simweb_did_not_write_is_not_used_and_queries_go_on(index, answers_json):
+    _table(index)
+    version = store.resolve(index)
+    expected = [r.to_dict() for r in open_index(index).related(store.open_version(index).doc_rows([9])[0]["url"])]
+    with open(os.path.join(version, precomputed.TABLE_MANIFEST), "wb") as f:
+        f.write(answers_json)
+    ix = open_index(index)
+    assert precomputed.open_table(ix._v) is None and precomputed.table_problems(version)
+    assert [r.to_dict() for r in ix.related(ix._v.doc_rows([9])[0]["url"])] == expected
+
+
+def test_a_row_naming_a_page_outside_the_index_is_answered_live(index):
+    _table(index)
+    version = store.resolve(index)
+    ix = open_index(index)
+    url = ix._v.doc_rows([9])[0]["url"]
+    expected = ix.related(url)
+    with open(os.path.join(version, precomputed.DOCS_FILE), "r+b") as f:  # same size, row 9 damaged
+        f.seek(9 * precomputed.WIDTH * 4)
+        f.write(np.int32(10_000).tobytes())
+    again = open_index(index)
+    assert again.info()["related_table"] is not None  # by size, whole
+    assert again.related(url) == expected
