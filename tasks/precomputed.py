@@ -96,6 +96,8 @@ def compute_shard(version: str, identity: str, first: int, count: int, alpha: fl
     version this one was updated from, of ``base_identity``, whose table is whole) only the rows
     the file ``rows`` names are computed, the others taken from the base's table."""
     t0 = time.perf_counter()
+    for path in set(_OPENED) - {version, base}:  # a long-lived worker holds no version it no longer computes
+        _OPENED.pop(path, None)
     v = _open(version, identity)
     old = None if base is None else _open(base, base_identity)
     if v is None or (base is not None and (old is None or (table := open_table(old)) is None)):

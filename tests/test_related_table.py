@@ -198,6 +198,14 @@ def test_a_version_replaced_while_its_table_is_computed_is_left(index, monkeypat
     assert not os.path.exists(os.path.join(version, precomputed.TABLE_MANIFEST))
 
 
+def test_a_worker_holds_only_the_versions_it_computes_for(index, tmp_path):
+    other = build_small_index(tmp_path / "other")
+    _table(index)
+    assert list(precomputed._OPENED) == [store.resolve(index)]
+    _table(other)  # the next version a long-lived worker computes for: the first one is let go
+    assert list(precomputed._OPENED) == [store.resolve(other)]
+
+
 def test_the_stage_reports_a_whole_table_as_reused(index):
     live = store.resolve(index)
     first = related_table_stage(live)
