@@ -186,6 +186,9 @@ def test_a_crawl_on_an_object_store_builds_on_the_cluster_with_every_stage_outpu
     assert work_folder(str(out)) == work and crawl_folder(str(out)) == f"{work}/crawl"
     assert {"bags", "signatures", "invert"} <= set(summary.stages)
     for name, stage in summary.stages.items():
+        if name == "related-table":  # kept in the published version, which is local
+            assert stage["path"] == summary.index
+            continue
         assert stage["path"].startswith(f"{stages_folder(str(out))}/"), (name, stage["path"])
         manifest = stagecache.stage_manifest(stage["path"])
         assert manifest is not None and stagecache.output_damage(stage["path"], manifest) == [], name

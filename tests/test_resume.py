@@ -181,7 +181,7 @@ def test_new_crawl_files_update_the_index_to_what_a_full_build_makes(prefect_api
     # (tests/test_incremental.py covers updates within an epoch).
     report = ingest_new_crawl(inbox=str(inbox), out=str(out), settle_seconds=0, n_workers=1, max_growth=0.0)
     assert report.ingested == [Path(p).name for p in later] and report.failed == {}
-    assert report.stages == {"bags": False, "signatures": False, "invert": False}
+    assert report.stages == {"bags": False, "signatures": False, "invert": False, "related-table": False}
     # It kept the build's parameters (min_in_degree=None).
     assert open_index(out).info()["min_in_degree"] is None
 
