@@ -41,6 +41,7 @@ import numpy as np
 from simweb.core.precomputed import AnswerTable, answer_rows, rows_to_update
 from simweb.tasks import index_store as store
 from simweb.tasks.options import run_calls
+from simweb.tasks.storage import file_problems
 
 #: The answers each row holds: the default query's (simweb.api.DEFAULT_TOP).
 WIDTH = 10
@@ -283,16 +284,13 @@ def _problems(version: str, digests: bool) -> list[str]:
     n, width, alpha = int(found["n_docs"]), int(found["width"]), float(found["alpha"])
     if n < 0 or width < 1 or not 0.0 <= alpha <= 1.0 or int(found["m"]) < 1:
         return [f"{TABLE_MANIFEST} names {n} rows of {width} answers at alpha {alpha}"]
-    problems = []
-    for name, dtype in _COLUMNS:
-        meta = found["files"].get(name, {})
-        path = os.path.join(version, name)
-        want = n * width * np.dtype(dtype).itemsize
-        if not _whole(path, want) or meta.get("bytes") != want:
-            problems.append(f"{name}: missing or not {want} bytes")
-        elif digests and store.sha256(path) != meta.get("sha256"):
-            problems.append(f"{name}: its content differs from the SHA-256 {TABLE_MANIFEST} records")
-    return problems
+    files = found["files"]
+    recorded = {name: files.get(name, {}) for name, _ in _COLUMNS}
+    odd = [name for name, dtype in _COLUMNS if recorded[name].get("bytes") != n * width * np.dtype(dtype).itemsize]
+    if odd:
+        return [f"{TABLE_MANIFEST} records sizes other than {n} rows of {width} answers for {', '.join(odd)}"]
+    return file_problems(version, recorded, digests=digests,
+                         differs=lambda name, *_: f"{name}: its content differs from the SHA-256 {TABLE_MANIFEST} records")
 
 
 def remove_table(version: str) -> None:

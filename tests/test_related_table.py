@@ -163,7 +163,7 @@ def test_a_table_of_another_version_or_a_damaged_one_is_not_used(index, tmp_path
     exact = os.path.join(version, precomputed.EXACT_FILE)
     with open(exact, "r+b") as f:
         f.truncate(os.path.getsize(exact) - 8)
-    assert precomputed.table_problems(version) == [f"{precomputed.EXACT_FILE}: missing or not {48 * 10 * 8} bytes"]
+    assert precomputed.table_problems(version) == [f"{precomputed.EXACT_FILE}: expected {48 * 10 * 8} bytes, found {48 * 10 * 8 - 8}"]
     assert precomputed.open_table(store.open_version(index)) is None
     assert _table(index)["reused"] is False
     assert precomputed.open_table(store.open_version(index)) is not None
